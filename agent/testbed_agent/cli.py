@@ -1,0 +1,134 @@
+"""``testbed-agent``: run a plan, print sysinfo, validate a plan, parse raw tool output."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from testbed_agent import __version__
+from testbed_agent.errors import TestbedError
+
+#: modules that add a subcommand through ``add_parser(subparsers)``
+PLUGIN_COMMANDS = ("testbed_agent.faas.cli",)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except TestbedError as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"error: {exc.message}", file=sys.stderr)
+        if exc.hint:
+            print(f"hint: {exc.hint}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="testbed-agent", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = sub.add_parser("run", help="run a benchmark plan and write result records")
+    run.add_argument("plan", type=Path, help="plan file (.yml/.yaml or the classic text form)")
+    run.add_argument("--out", type=Path, required=True, help="results directory (results/<run_id>)")
+    run.add_argument("--run-id", help="run id (default: the name of --out); same id resumes")
+    run.add_argument("--host", help="host name in records (default: this machine's name)")
+    run.add_argument("--label", help="label shown in reports (default: host)")
+    run.add_argument("--group", action="append", default=[], help="inventory group (repeatable)")
+    run.add_argument("--scratch", type=Path, help="scratch directory for test files (default: OUT/.scratch)")
+    run.add_argument("--only", action="append", default=[], help="run only benchmarks with this name")
+    run.add_argument("--node-exporter", default="http://127.0.0.1:9100/metrics",
+                     help="node_exporter URL scraped around each benchmark ('' to disable)")
+    run.add_argument("--textfile-dir", type=Path,
+                     help="node_exporter textfile collector directory for the agent's progress")
+    run.add_argument("--sample-interval", type=float, default=1.0, help="telemetry sampling period in s")
+    run.add_argument("--cloud", choices=("none", "azure"), default="none",
+                     help="cloud the machine is in (azure: sysinfo reads IMDS)")
+    run.add_argument("--host-facts", type=Path, help="JSON of hypervisor-side facts to attach to sysinfo")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.set_defaults(func=_cmd_run)
+
+    si = sub.add_parser("sysinfo", help="print this machine's fingerprint (JSON)")
+    si.add_argument("--out", type=Path, help="write to this file instead of stdout")
+    si.add_argument("--cloud", choices=("none", "azure"), default="none")
+    si.add_argument("--host-facts", type=Path, help="JSON of hypervisor-side facts to attach")
+    si.set_defaults(func=_cmd_sysinfo)
+
+    val = sub.add_parser("validate", help="check a plan without running it")
+    val.add_argument("plan", type=Path)
+    val.set_defaults(func=_cmd_validate)
+
+    parse = sub.add_parser("parse", help="print normalized metrics of a raw tool output (JSON)")
+    parse.add_argument("kind", choices=sorted(_parsers()), help="which tool produced FILE")
+    parse.add_argument("file", type=Path)
+    parse.set_defaults(func=_cmd_parse)
+
+    for module in PLUGIN_COMMANDS:
+        try:
+            importlib.import_module(module).add_parser(sub)
+        except ModuleNotFoundError as exc:
+            if exc.name is None or not module.startswith(exc.name):
+                raise
+    return parser
+
+
+def _parsers() -> dict[str, Callable[[Path], dict]]:
+    from testbed_agent.workloads import REGISTRY
+
+    return {w.parse_kind: w.parse_file for w in REGISTRY.values() if getattr(w, "parse_kind", "")}
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from testbed_agent.runner import run_plan_cli
+
+    return run_plan_cli(args)
+
+
+def _cmd_sysinfo(args: argparse.Namespace) -> int:
+    from testbed_agent.sysinfo import collect
+
+    host_facts = json.loads(args.host_facts.read_text()) if args.host_facts else None
+    info = collect(cloud=args.cloud, host_facts=host_facts)
+    text = json.dumps(info, indent=2, sort_keys=True, default=str)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text + "\n")
+    else:
+        print(text)
+    return 0
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    from testbed_agent.plan import load_plan
+
+    plan = load_plan(args.plan)
+    print(f"{plan.path}: ok ({plan.form} form, {len(plan.benchmarks)} benchmarks, "
+          f"{plan.executions} executions, sha256 {plan.sha256[:12]})")
+    return 0
+
+
+def _cmd_parse(args: argparse.Namespace) -> int:
+    if not args.file.exists():
+        raise TestbedError(f"{args.file}: no such file")
+    result = _parsers()[args.kind](args.file)
+    print(json.dumps(result, indent=2, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Controller-side analysis and report builder of the testbed toolkit."""
