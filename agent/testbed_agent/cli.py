@@ -60,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--cloud", choices=("none", "azure"), default="none",
                      help="cloud the machine is in (azure: sysinfo reads IMDS)")
     run.add_argument("--host-facts", type=Path, help="JSON of hypervisor-side facts to attach to sysinfo")
+    run.add_argument("--disk-encryption", choices=("true", "false"), default=None,
+                     help="disk encryption the inventory declares (recorded in sysinfo)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.set_defaults(func=_cmd_run)
 

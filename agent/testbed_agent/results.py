@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 from dataclasses import dataclass, field
@@ -108,6 +109,14 @@ class ResultWriter:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._repair_tail()
         self._fh = open(path, "a", encoding="utf-8")  # noqa: SIM115 - kept open for the run
+        try:
+            fcntl.flock(self._fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._fh.close()
+            from testbed_agent.errors import TestbedError
+
+            raise TestbedError(f"{path}: another agent is writing this run",
+                               hint="wait for it, or use another --run-id") from None
 
     def _repair_tail(self) -> None:
         """Cut a half-written last line left by a crash, so appends stay valid JSON Lines."""

@@ -34,6 +34,8 @@ class RunContext:
     deadline: float
     stop: threading.Event = field(default_factory=threading.Event)
     allow_device: bool = False
+    #: run-wide options from the command line (cloud, host_facts, ...)
+    options: dict[str, Any] = field(default_factory=dict)
     _proc: subprocess.Popen | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 

@@ -1,0 +1,306 @@
+"""Instance cgroups: CPU quota, memory limit and accounting, on cgroup v2 or v1 (or none)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+PERIOD_US = 100_000
+PIDS_MAX = 1024
+V1_CONTROLLERS = ("cpu", "cpuacct", "memory", "pids")
+BASE = "testbed-faas"
+
+
+@dataclass
+class CgStats:
+    """Cumulative counters of one instance cgroup."""
+
+    cpu_user_s: float = 0.0
+    cpu_system_s: float = 0.0
+    throttled_s: float = 0.0
+    memory_peak_bytes: int = 0
+    oom_kills: int = 0
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
+def _keyed(text: str) -> dict[str, int]:
+    out = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1].lstrip("-").isdigit():
+            out[parts[0]] = int(parts[1])
+    return out
+
+
+def _write(path: Path, value: str) -> None:
+    with open(path, "w") as fh:
+        fh.write(value)
+
+
+def _rmdir(path: Path, wait_s: float = 2.0) -> None:
+    end = time.monotonic() + wait_s
+    while path.exists():
+        try:
+            path.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            if time.monotonic() > end:
+                return
+            time.sleep(0.02)
+
+
+def _kill_pids(procs_file: Path, wait_s: float = 3.0) -> None:
+    end = time.monotonic() + wait_s
+    while time.monotonic() < end:
+        pids = [int(p) for p in _read(procs_file).split() if p.isdigit()]
+        if not pids:
+            return
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.01)
+
+
+class InstanceCgroup:
+    """One instance's cgroup(s); ``procs_files`` are where the worker writes its pid."""
+
+    version = "none"
+
+    def set_limits(self, vcpus: float, memory_bytes: int) -> None:
+        """Apply the CPU quota (vCPUs of ``PERIOD_US``) and the memory limit (no swap)."""
+
+    def procs_files(self) -> list[str]:
+        return []
+
+    def stats(self) -> CgStats:
+        return CgStats()
+
+    def kill(self) -> None:
+        """SIGKILL every process in the cgroup."""
+
+    def remove(self) -> None:
+        """Remove the (empty) cgroup directories."""
+
+
+class V1Instance(InstanceCgroup):
+    version = "v1"
+
+    def __init__(self, dirs: dict[str, Path]) -> None:
+        self.dirs = dirs
+        for d in dirs.values():
+            d.mkdir(parents=True, exist_ok=True)
+
+    def set_limits(self, vcpus: float, memory_bytes: int) -> None:
+        cpu = self.dirs["cpu"]
+        _write(cpu / "cpu.cfs_period_us", str(PERIOD_US))
+        _write(cpu / "cpu.cfs_quota_us", str(max(1000, int(vcpus * PERIOD_US))))
+        mem = self.dirs["memory"]
+        _write(mem / "memory.limit_in_bytes", str(memory_bytes))
+        if (mem / "memory.memsw.limit_in_bytes").exists():
+            _write(mem / "memory.memsw.limit_in_bytes", str(memory_bytes))
+        with contextlib.suppress(OSError):
+            _write(mem / "memory.swappiness", "0")
+        if "pids" in self.dirs:
+            _write(self.dirs["pids"] / "pids.max", str(PIDS_MAX))
+
+    def procs_files(self) -> list[str]:
+        return [str(d / "cgroup.procs") for d in self.dirs.values()]
+
+    def stats(self) -> CgStats:
+        acct = self.dirs["cpuacct"]
+        user_ns = _read(acct / "cpuacct.usage_user").strip()
+        sys_ns = _read(acct / "cpuacct.usage_sys").strip()
+        if user_ns.isdigit() and sys_ns.isdigit():
+            user, system = int(user_ns) / 1e9, int(sys_ns) / 1e9
+        else:
+            ticks = _keyed(_read(acct / "cpuacct.stat"))
+            hz = os.sysconf("SC_CLK_TCK")
+            user, system = ticks.get("user", 0) / hz, ticks.get("system", 0) / hz
+        cpu_stat = _keyed(_read(self.dirs["cpu"] / "cpu.stat"))
+        mem = self.dirs["memory"]
+        peak = _read(mem / "memory.max_usage_in_bytes").strip()
+        oom = _keyed(_read(mem / "memory.oom_control"))
+        return CgStats(user, system, cpu_stat.get("throttled_time", 0) / 1e9,
+                       int(peak) if peak.isdigit() else 0, oom.get("oom_kill", 0))
+
+    def kill(self) -> None:
+        _kill_pids(self.dirs["memory"] / "cgroup.procs")
+        for d in self.dirs.values():
+            _kill_pids(d / "cgroup.procs", wait_s=0.5)
+
+    def remove(self) -> None:
+        for d in self.dirs.values():
+            _rmdir(d)
+
+
+class V2Instance(InstanceCgroup):
+    version = "v2"
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.mkdir(parents=True, exist_ok=True)
+
+    def set_limits(self, vcpus: float, memory_bytes: int) -> None:
+        p = self.path
+        _write(p / "cpu.max", f"{max(1000, int(vcpus * PERIOD_US))} {PERIOD_US}")
+        _write(p / "memory.max", str(memory_bytes))
+        _write(p / "memory.swap.max", "0")
+        _write(p / "memory.oom.group", "1")
+        _write(p / "pids.max", str(PIDS_MAX))
+
+    def procs_files(self) -> list[str]:
+        return [str(self.path / "cgroup.procs")]
+
+    def stats(self) -> CgStats:
+        cpu = _keyed(_read(self.path / "cpu.stat"))
+        peak = _read(self.path / "memory.peak").strip() or _read(self.path / "memory.current").strip()
+        events = _keyed(_read(self.path / "memory.events"))
+        return CgStats(cpu.get("user_usec", 0) / 1e6, cpu.get("system_usec", 0) / 1e6,
+                       cpu.get("throttled_usec", 0) / 1e6, int(peak) if peak.isdigit() else 0,
+                       events.get("oom_kill", 0))
+
+    def kill(self) -> None:
+        if (self.path / "cgroup.kill").exists():
+            with contextlib.suppress(OSError):
+                _write(self.path / "cgroup.kill", "1")
+        _kill_pids(self.path / "cgroup.procs")
+
+    def remove(self) -> None:
+        _rmdir(self.path)
+
+
+class Backend:
+    """Creates instance cgroups under the emulator's own cgroup. ``none``: no limits."""
+
+    version = "none"
+
+    def __init__(self, reason: str = "") -> None:
+        self.reason = reason
+
+    @property
+    def enforced(self) -> bool:
+        return self.version != "none"
+
+    def create(self, name: str) -> InstanceCgroup:
+        return InstanceCgroup()
+
+    def cleanup(self) -> None:
+        """Remove the emulator's cgroup directories."""
+
+
+class V1Backend(Backend):
+    version = "v1"
+
+    def __init__(self, bases: dict[str, Path]) -> None:
+        super().__init__()
+        self.bases = bases
+
+    def create(self, name: str) -> InstanceCgroup:
+        return V1Instance({c: b / name for c, b in self.bases.items()})
+
+    def cleanup(self) -> None:
+        for b in self.bases.values():
+            _rmdir(b, wait_s=0.2)
+            _rmdir(b.parent, wait_s=0)
+
+
+class V2Backend(Backend):
+    """Own cgroup ``R``: the emulator moves to ``R/supervisor`` (no-internal-process rule),
+    enables cpu, memory and pids for ``R`` and ``R/instances``; instances live in ``R/instances/ID``."""
+
+    version = "v2"
+
+    def __init__(self, root: Path, *, move_self: bool = True) -> None:
+        super().__init__()
+        self.root = root
+        if move_self:
+            (root / "supervisor").mkdir(exist_ok=True)
+            _write(root / "supervisor" / "cgroup.procs", str(os.getpid()))
+        _write(root / "cgroup.subtree_control", "+cpu +memory +pids")
+        self.instances = root / "instances"
+        self.instances.mkdir(exist_ok=True)
+        _write(self.instances / "cgroup.subtree_control", "+cpu +memory +pids")
+
+    def create(self, name: str) -> InstanceCgroup:
+        return V2Instance(self.instances / name)
+
+    def cleanup(self) -> None:
+        _rmdir(self.instances, wait_s=0.2)
+
+
+def _mounts() -> list[tuple[str, str, str, set[str]]]:
+    """(root, mount point, fs type, super options) of cgroup mounts, from mountinfo."""
+    out = []
+    for line in _read(Path("/proc/self/mountinfo")).splitlines():
+        left, _, right = line.partition(" - ")
+        fields, rfields = left.split(), right.split()
+        if len(fields) >= 5 and len(rfields) >= 3 and rfields[0] in ("cgroup", "cgroup2"):
+            out.append((fields[3], fields[4], rfields[0], set(rfields[2].split(","))))
+    return out
+
+
+def _own_paths() -> dict[str, str]:
+    """Controller (or '' for v2) -> this process's cgroup path."""
+    out = {}
+    for line in _read(Path("/proc/self/cgroup")).splitlines():
+        _, ctrls, path = line.split(":", 2)
+        for c in ctrls.split(",") if ctrls else [""]:
+            out[c] = path
+    return out
+
+
+def _join(mount: str, root: str, path: str) -> Path:
+    rel = path[len(root):] if root != "/" and path.startswith(root) else path
+    return Path(mount) / rel.lstrip("/")
+
+
+def detect(emulator_id: str, prefer: str = "auto") -> Backend:
+    """Pick cgroup v2 where its controllers are usable, else v1, else none (with the reason)."""
+    if os.geteuid() != 0:
+        return Backend("not running as root: no cgroup limits")
+    mounts, own = _mounts(), _own_paths()
+    errors = []
+    if prefer in ("auto", "v2"):
+        for root, point, fstype, _ in mounts:
+            if fstype != "cgroup2":
+                continue
+            here = _join(point, root, own.get("", "/"))
+            if {"cpu", "memory"} <= set(_read(here / "cgroup.controllers").split()):
+                try:
+                    base = here / f"{BASE}-{emulator_id}"
+                    base.mkdir(exist_ok=True)
+                    return V2Backend(base)
+                except OSError as exc:
+                    errors.append(f"cgroup v2 at {here}: {exc.strerror}")
+            else:
+                errors.append(f"cgroup v2 at {here} lacks cpu/memory controllers")
+    if prefer in ("auto", "v1"):
+        bases = {}
+        for ctrl in V1_CONTROLLERS:
+            for root, point, fstype, opts in mounts:
+                if fstype == "cgroup" and ctrl in opts:
+                    bases[ctrl] = _join(point, root, own.get(ctrl, "/")) / BASE / emulator_id
+                    break
+        missing = {"cpu", "cpuacct", "memory"} - set(bases)
+        if not missing:
+            try:
+                for b in bases.values():
+                    b.mkdir(parents=True, exist_ok=True)
+                return V1Backend(bases)
+            except OSError as exc:
+                errors.append(f"cgroup v1: {exc.strerror}")
+        else:
+            errors.append("cgroup v1 lacks " + ", ".join(sorted(missing)))
+    return Backend("; ".join(errors) or "no cgroup file system mounted")

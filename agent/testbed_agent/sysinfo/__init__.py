@@ -1,0 +1,205 @@
+"""Machine fingerprint (the classic ``systeminfo`` benchmark): CPU, kernel, memory, disks,
+hypervisor, clocksource, confidential-computing state, tool versions."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from testbed_agent import __version__
+from testbed_agent.sysinfo import cc
+from testbed_agent.sysinfo.probe import Probe
+
+TOOLS = {
+    "fio": ["fio", "--version"],
+    "dd": ["dd", "--version"],
+    "openssl": ["openssl", "version"],
+    "qemu": ["qemu-system-x86_64", "--version"],
+    "node_exporter": ["prometheus-node-exporter", "--version"],
+    "go": ["go", "version"],
+    "rustc": ["rustc", "--version"],
+    "java": ["java", "-version"],
+    "node": ["node", "--version"],
+}
+
+
+def collect(cloud: str = "none", host_facts: dict[str, Any] | None = None,
+            probe: Probe | None = None, declared: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Everything known about this machine, as one JSON-serialisable dict."""
+    probe = probe or Probe()
+    cc_state = cc.detect(probe)
+    cc_state["disk_encryption"] = _disk_encryption(declared)
+    cc_state["attestation"] = None
+    info: dict[str, Any] = {
+        "schema": 1,
+        "hostname": socket.gethostname(),
+        "agent_version": __version__,
+        "cpu": _cpu(),
+        "kernel": _kernel(),
+        "memory": _memory(),
+        "disks": _disks(),
+        "hypervisor": _hypervisor(cc_state),
+        "clocksource": _read("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
+        "cc": cc_state,
+        "python": {"version": platform.python_version(), "executable": sys.executable},
+        "tools": tool_versions(),
+        "cloud": {"provider": cloud},
+    }
+    if cloud == "azure":
+        _azure(info)
+    if host_facts:
+        info["host"] = host_facts
+        if host_facts.get("domain_type"):
+            info["hypervisor"]["domain_type"] = host_facts["domain_type"]
+            info["hypervisor"]["software_emulation"] = host_facts["domain_type"] == "qemu"
+    return info
+
+
+def _azure(info: dict[str, Any]) -> None:
+    """Azure evidence (IMDS, vTPM hardware report); only when told the machine is in Azure."""
+    try:
+        from testbed_agent import azure
+    except ImportError:
+        info["cloud"]["error"] = "testbed_agent.azure not available"
+        return
+    try:
+        info["cloud"]["azure"] = azure.imds()
+    except Exception as exc:  # noqa: BLE001 - evidence is best effort, the error is recorded
+        info["cloud"]["error"] = f"IMDS: {exc}"
+    try:
+        info["cc"]["attestation"] = azure.hardware_report()
+    except Exception as exc:  # noqa: BLE001
+        info["cc"]["attestation"] = {"error": str(exc)}
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
+def _run(cmd: list[str], timeout: float = 10) -> str | None:
+    if not shutil.which(cmd[0]):
+        return None
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    text = (out.stdout or out.stderr).strip()
+    return text or None
+
+
+def _cpu() -> dict[str, Any]:
+    text = _read("/proc/cpuinfo") or ""
+    first = text.split("\n\n", 1)[0]
+    fields = dict(
+        (k.strip(), v.strip()) for k, _, v in (line.partition(":") for line in first.splitlines()) if k.strip()
+    )
+    return {
+        "model": fields.get("model name"),
+        "vendor": fields.get("vendor_id"),
+        "family": fields.get("cpu family"),
+        "model_id": fields.get("model"),
+        "stepping": fields.get("stepping"),
+        "microcode": fields.get("microcode"),
+        "flags": sorted(fields.get("flags", "").split()),
+        "bugs": sorted(fields.get("bugs", "").split()),
+        "logical_cpus": os.cpu_count(),
+        "affinity": sorted(os.sched_getaffinity(0)),
+        "hardware_virtualization": bool({"vmx", "svm"} & set(fields.get("flags", "").split())),
+    }
+
+
+def _kernel() -> dict[str, Any]:
+    u = platform.uname()
+    return {
+        "release": u.release,
+        "version": u.version,
+        "machine": u.machine,
+        "cmdline": _read("/proc/cmdline"),
+        "os_release": _os_release(),
+    }
+
+
+def _os_release() -> dict[str, str]:
+    text = _read("/etc/os-release") or ""
+    return {k: v.strip('"') for k, _, v in (line.partition("=") for line in text.splitlines()) if v}
+
+
+def _memory() -> dict[str, Any]:
+    text = _read("/proc/meminfo") or ""
+    kb = {m.group(1): int(m.group(2)) * 1024 for m in re.finditer(r"^(\w+):\s+(\d+) kB", text, re.M)}
+    return {"total_bytes": kb.get("MemTotal"), "available_bytes": kb.get("MemAvailable"),
+            "swap_bytes": kb.get("SwapTotal"), "hugepage_size_bytes": kb.get("Hugepagesize")}
+
+
+def _disks() -> list[dict[str, Any]]:
+    out = _run(["lsblk", "-J", "-b", "-o", "NAME,TYPE,SIZE,MODEL,ROTA,FSTYPE,MOUNTPOINT,SCHED"])
+    if not out:
+        return []
+    try:
+        return json.loads(out).get("blockdevices", [])
+    except json.JSONDecodeError:
+        return []
+
+
+def _hypervisor(cc_state: dict[str, Any]) -> dict[str, Any]:
+    virt = _run(["systemd-detect-virt"])
+    cvm = _run(["systemd-detect-virt", "--cvm"])
+    return {
+        "cpuid_vendor": cc_state.get("hypervisor_vendor"),
+        "systemd_detect_virt": virt,
+        "systemd_detect_virt_cvm": cvm,
+        "sys_hypervisor_type": _read("/sys/hypervisor/type"),
+        "dmi_product": _read("/sys/class/dmi/id/product_name"),
+        "dmi_vendor": _read("/sys/class/dmi/id/sys_vendor"),
+    }
+
+
+def _disk_encryption(declared: dict[str, Any] | None) -> dict[str, Any]:
+    """dm-crypt devices seen in the guest, plus what the inventory declares (Azure CVM disk
+    encryption is invisible from inside the guest)."""
+    out = _run(["lsblk", "-J", "-o", "NAME,TYPE,MOUNTPOINT"]) or "{}"
+    try:
+        devs = json.loads(out).get("blockdevices", [])
+    except json.JSONDecodeError:
+        devs = []
+    crypt: list[str] = []
+
+    def walk(nodes: list[dict[str, Any]]) -> None:
+        for n in nodes:
+            if n.get("type") == "crypt":
+                crypt.append(n.get("name", "?"))
+            walk(n.get("children") or [])
+
+    walk(devs)
+    return {"dm_crypt_devices": crypt, "declared": (declared or {}).get("disk_encryption")}
+
+
+def tool_versions() -> dict[str, str | None]:
+    versions: dict[str, str | None] = {}
+    for name, cmd in TOOLS.items():
+        out = _run(cmd)
+        versions[name] = out.splitlines()[0] if out else None
+    try:
+        from importlib.metadata import version
+
+        for pkg in ("pyperformance", "pyperf", "nbclient", "cryptography", "psutil"):
+            try:
+                versions[pkg] = version(pkg)
+            except Exception:  # noqa: BLE001 - not installed
+                versions[pkg] = None
+    except ImportError:
+        pass
+    return versions

@@ -1,0 +1,145 @@
+"""Confidential-computing state (DESIGN.md section 5): what protection is active and how we know.
+
+Sources, strongest first: CPUID/MSR as ``systemd-detect-virt --cvm`` reads them, the Hyper-V
+isolation leaves (Azure CVMs run under a paravisor that hides the usual flags), device nodes,
+and the kernel log (which only confirms).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from testbed_agent.sysinfo.probe import CC_PATHS, Probe, regs_to_str
+
+MSR_AMD64_SEV = 0xC0010131
+HV_VENDOR = "Microsoft Hv"
+HV_ISOLATION_TYPES = {0: "none", 1: "vbs", 2: "sev-snp", 3: "tdx"}
+
+#: kernel log wording across versions -> technology it confirms
+_KLOG_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"Memory Encryption Features active:.*SEV-SNP"), "sev-snp"),
+    (re.compile(r"Memory Encryption Features active:.*SEV-ES"), "sev-es"),
+    (re.compile(r"Memory Encryption Features active:.*\bSEV\b"), "sev"),
+    (re.compile(r"Memory Encryption Features active:.*Intel TDX"), "tdx"),
+    (re.compile(r"\bSEV: (Using SNP CPUID table|SNP running at VMPL|SNP guest platform device)"), "sev-snp"),
+    (re.compile(r"\b(tdx|TDX): Guest detected"), "tdx"),
+    (re.compile(r"Hyper-V: Isolation Config: Group A 0x[0-9a-f]+, Group B (0x[0-9a-f]+)"), "hyperv"),
+)
+_RANK = {"none": 0, "sev": 1, "sev-es": 2, "sev-snp": 3, "tdx": 3}
+
+
+def detect(probe: Probe) -> dict[str, Any]:
+    """Return ``{"technology", "evidence", "paravisor", "isolation", "hypervisor_vendor"}``."""
+    evidence: list[dict[str, Any]] = []
+    tech = "none"
+    paravisor = False
+
+    vendor = _hypervisor_vendor(probe)
+    cpu_vendor = _cpu_vendor(probe)
+
+    # 1. AMD SEV: CPUID 0x8000001F advertises, MSR 0xC0010131 (SEV_STATUS) says what is on.
+    if cpu_vendor == "AuthenticAMD":
+        ext = probe.cpuid(0x80000000)
+        if ext and ext[0] >= 0x8000001F:
+            leaf = probe.cpuid(0x8000001F)
+            if leaf and leaf[0] & 0b10:
+                status = probe.msr(MSR_AMD64_SEV)
+                if status is not None:
+                    found = "sev-snp" if status & 0b100 else "sev-es" if status & 0b10 else (
+                        "sev" if status & 0b1 else "none")
+                    evidence.append({"source": "msr", "detail": f"SEV_STATUS=0x{status:x}", "technology": found})
+                    tech = _stronger(tech, found)
+                else:
+                    evidence.append({"source": "cpuid", "detail": "0x8000001F: SEV supported; MSR unreadable",
+                                     "technology": None})
+
+    # 2. Intel TDX: CPUID leaf 0x21 carries "IntelTDX    ".
+    basic = probe.cpuid(0)
+    if basic and basic[0] >= 0x21:
+        leaf21 = probe.cpuid(0x21, 0)
+        if leaf21 and regs_to_str(leaf21[1], leaf21[3], leaf21[2]) == "IntelTDX    ":
+            evidence.append({"source": "cpuid", "detail": "leaf 0x21: IntelTDX", "technology": "tdx"})
+            tech = _stronger(tech, "tdx")
+
+    # 3. Hyper-V isolation (Azure CVMs under a paravisor, vTOM).
+    if vendor == HV_VENDOR:
+        features = probe.cpuid(0x40000003)
+        if features and features[1] & (1 << 22):
+            iso = probe.cpuid(0x4000000C)
+            if iso:
+                itype = HV_ISOLATION_TYPES.get(iso[1] & 0xF, f"unknown({iso[1] & 0xF})")
+                paravisor = bool(iso[0] & 0x1)
+                vtom = bool(iso[1] & (1 << 5))
+                evidence.append({
+                    "source": "cpuid-hyperv",
+                    "detail": f"0x4000000C eax=0x{iso[0]:x} ebx=0x{iso[1]:x}: isolation={itype}"
+                              f" paravisor={paravisor} vtom={vtom}",
+                    "technology": itype if itype in _RANK else None,
+                })
+                if itype in _RANK:
+                    tech = _stronger(tech, itype)
+
+    # 4. Device nodes (weaker: a node can exist without protection, e.g. /dev/tpmrm0 anywhere).
+    for path in CC_PATHS:
+        if probe.exists(path):
+            implied = {"/dev/sev-guest": "sev-snp", "/dev/tdx_guest": "tdx", "/dev/tdx-guest": "tdx"}.get(path)
+            evidence.append({"source": "device", "detail": path, "technology": implied})
+            if implied and tech == "none":
+                tech = implied
+
+    # 5. Kernel log: confirms only; recorded, never raises the verdict on its own.
+    for line in probe.kernel_log().splitlines():
+        for pattern, found in _KLOG_PATTERNS:
+            m = pattern.search(line)
+            if not m:
+                continue
+            if found == "hyperv":
+                group_b = int(m.group(1), 16)
+                found = HV_ISOLATION_TYPES.get(group_b & 0xF, "none")
+            evidence.append({"source": "kernel-log", "detail": line.strip()[:200],
+                             "technology": found if found in _RANK else None})
+            break
+
+    confirmed = any(e["technology"] == tech for e in evidence if e["source"] == "kernel-log")
+    return {
+        "technology": tech,
+        "evidence": evidence,
+        "paravisor": paravisor,
+        "hypervisor_vendor": vendor,
+        "cpu_vendor": cpu_vendor,
+        "kernel_log_confirms": confirmed if tech != "none" else None,
+    }
+
+
+def label_mismatch(groups: list[str] | tuple[str, ...], technology: str) -> str | None:
+    """A loud message when inventory groups claim protection the evidence does not show."""
+    claims = {"sev": ("sev", "sev-es", "sev-snp"), "tdx": ("tdx",)}
+    for group, accepted in claims.items():
+        if group in groups and technology not in accepted:
+            return f"host is in group '{group}' but its evidence says '{technology}'"
+    for group in ("amd_baseline", "intel_baseline"):
+        if group in groups and technology != "none":
+            return f"host is in group '{group}' (non-confidential) but its evidence says '{technology}'"
+    return None
+
+
+def _stronger(current: str, new: str) -> str:
+    return new if _RANK.get(new, 0) > _RANK.get(current, 0) else current
+
+
+def _cpu_vendor(probe: Probe) -> str | None:
+    regs = probe.cpuid(0)
+    return regs_to_str(regs[1], regs[3], regs[2]) if regs else None
+
+
+def _hypervisor_vendor(probe: Probe) -> str | None:
+    leaf1 = probe.cpuid(1)
+    present = bool(leaf1[2] & (1 << 31)) if leaf1 else "hypervisor" in probe.cpuinfo_flags()
+    if not present:
+        return None
+    regs = probe.cpuid(0x40000000)
+    if not regs or regs[0] < 0x40000000:
+        return None
+    name = regs_to_str(regs[1], regs[2], regs[3]).strip("\x00")
+    return name or None

@@ -1,0 +1,154 @@
+"""``fio``: the 12 classic jobs (4k/64k/1m x seq/rand x read/write), direct I/O, JSON output."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from testbed_agent.errors import WorkloadError
+from testbed_agent.guard import check_target, create_test_file, is_marked, mark
+from testbed_agent.paths import workloads_dir
+from testbed_agent.plan import Benchmark, ParamError
+from testbed_agent.results import Outcome, metric
+from testbed_agent.units import parse_size
+from testbed_agent.workloads import register
+from testbed_agent.workloads.base import RunContext, Workload, require
+
+DEFAULTS: dict[str, Any] = {"size": "1G", "runtime_s": 60, "ramp_s": 2, "ioengine": "libaio", "iodepth": 16}
+PERCENTILES = ("50.000000", "90.000000", "99.000000", "99.900000")
+_ALIASES = (("sequential", ""), ("seq", ""), ("random", "rand"))
+
+
+def job_name(name: str) -> str:
+    """Canonical job of a plan name: fio_4k_randomwrite -> fio_4k_randwrite."""
+    m = re.fullmatch(r"fio_(\w+?)_(\w+)", Path(name).stem)
+    if not m:
+        return Path(name).stem
+    rw = m.group(2).lower()
+    for old, new in _ALIASES:
+        if rw.startswith(old):
+            rw = new + rw[len(old):]
+            break
+    return f"fio_{m.group(1).lower()}_{rw}"
+
+
+def job_file(bench: Benchmark) -> Path:
+    custom = bench.params.get("job")
+    return Path(custom) if custom else workloads_dir() / "fio" / f"{job_name(bench.name)}.fio"
+
+
+@register
+class Fio(Workload):
+    type = "fio"
+    tool = "fio"
+    parse_kind = "fio"
+
+    @classmethod
+    def check(cls, bench: Benchmark) -> None:
+        p = bench.params
+        if not job_file(bench).is_file():
+            raise ParamError("name" if "job" not in p else "params.job",
+                             f"no fio job file {job_file(bench)}")
+        try:
+            parse_size(p.get("size", DEFAULTS["size"]))
+        except ValueError as exc:
+            raise ParamError("params.size", str(exc)) from None
+        for key in ("runtime_s", "ramp_s", "iodepth"):
+            require(p, key, int, default=DEFAULTS[key])
+        require(p, "ioengine", str, default=DEFAULTS["ioengine"])
+        require(p, "allow_device", bool, default=False)
+        if "filename" in p:
+            require(p, "filename", str)
+
+    @classmethod
+    def timeout_s(cls, bench: Benchmark) -> float:
+        p = {**DEFAULTS, **bench.params}
+        return bench.timeout_s or float(p["runtime_s"] + p["ramp_s"]) * 2 + 600
+
+    def run(self, ctx: RunContext) -> Outcome:
+        p = {**DEFAULTS, **ctx.params}
+        allow = bool(p.get("allow_device", False))
+        size = parse_size(p["size"])
+        target = Path(p["filename"]) if p.get("filename") else ctx.scratch / "fio" / "testfile.dat"
+        target = self._prepare_target(ctx, target, size, allow)
+        env = {
+            **os.environ,
+            "FIO_FILENAME": str(target),
+            "FIO_SIZE": str(size),
+            "FIO_IOENGINE": str(p["ioengine"]),
+            "FIO_IODEPTH": str(p["iodepth"]),
+            "FIO_RUNTIME": str(p["runtime_s"]),
+            "FIO_RAMP": str(p["ramp_s"]),
+        }
+        out = ctx.artifact("fio.json")
+        ctx.exec(["fio", "--output-format=json", f"--output={out}", str(job_file(ctx.bench))], env=env)
+        parsed = self.parse_file(out)
+        return Outcome(
+            metrics=parsed["metrics"], samples=parsed["samples"], tool=parsed["tool"],
+            artifacts=[out.name], params={"size_bytes": size, "target": str(target)},
+        )
+
+    @staticmethod
+    def _prepare_target(ctx: RunContext, target: Path, size: int, allow: bool) -> Path:
+        """Guard the target and lay it out fully once, so writes do not measure allocation."""
+        check_target(target, allow)
+        if target.exists() and not target.is_file():
+            return target  # an explicitly allowed device: nothing to lay out
+        created = not target.exists()
+        create_test_file(target, allow)
+        if created or (is_marked(target) and target.stat().st_size < size):
+            ctx.exec(["fio", "--name=layout", f"--filename={target}", f"--size={size}", "--rw=write",
+                      "--bs=1M", "--direct=1", "--ioengine=psync", "--end_fsync=1", "--output-format=json",
+                      f"--output={ctx.scratch / 'fio' / 'layout.json'}"])
+            mark(target)  # fio may recreate the file while laying it out
+        return target
+
+    @staticmethod
+    def parse_file(path: Path) -> dict[str, Any]:
+        return parse_fio_json(Path(path).read_text())
+
+
+def parse_fio_json(text: str) -> dict[str, Any]:
+    """Bandwidth, IOPS and clat/lat/slat mean and percentiles of fio's JSON (group reporting)."""
+    start = text.find("{")
+    if start < 0:
+        raise WorkloadError("fio output holds no JSON")
+    try:
+        doc = json.loads(text[start:])
+    except json.JSONDecodeError as exc:
+        raise WorkloadError(f"fio JSON unreadable: {exc}") from None
+    jobs = doc.get("jobs") or []
+    if not jobs:
+        raise WorkloadError("fio JSON has no jobs")
+    job = jobs[0]
+    if job.get("error"):
+        raise WorkloadError(f"fio job error {job['error']}")
+    metrics: dict[str, Any] = {}
+    samples: dict[str, Any] = {}
+    for direction in ("read", "write", "trim"):
+        d = job.get(direction) or {}
+        if not d.get("io_bytes"):
+            continue
+        metrics[f"{direction}_bw_bytes"] = metric(d["bw_bytes"], "B/s", "higher")
+        metrics[f"{direction}_iops"] = metric(d["iops"], "1/s", "higher")
+        for kind in ("clat", "lat", "slat"):
+            stats = d.get(f"{kind}_ns") or {}
+            if stats.get("N", 0) or stats.get("mean"):
+                metrics[f"{direction}_{kind}_mean_s"] = metric(stats["mean"] / 1e9, "s", "lower")
+        pct = (d.get("clat_ns") or {}).get("percentile") or {}
+        for key in PERCENTILES:
+            if key in pct:
+                label = key.rstrip("0").rstrip(".").replace(".", "_")
+                metrics[f"{direction}_clat_p{label}_s"] = metric(pct[key] / 1e9, "s", "lower")
+        samples[f"{direction}_clat_ns_percentiles"] = pct
+        samples[f"{direction}_io_bytes"] = d["io_bytes"]
+        samples[f"{direction}_runtime_ms"] = d.get("runtime")
+    if not metrics:
+        raise WorkloadError("fio moved no data")
+    samples["usr_cpu_percent"] = job.get("usr_cpu")
+    samples["sys_cpu_percent"] = job.get("sys_cpu")
+    return {"metrics": metrics, "samples": samples,
+            "tool": {"name": "fio", "version": str(doc.get("fio version", "")).removeprefix("fio-")}}

@@ -1,0 +1,211 @@
+"""``kaggle_notebook``: run a data-science notebook, timed cell by cell (issue 3).
+
+The notebook is looked up in ``kaggle_notebooks/`` (``TESTBED_NOTEBOOKS_DIR`` overrides), its
+data set generated once per (generator, seed, scale) into the run's scratch directory (or read
+from ``kaggle_notebooks/datasets/real/<name>/`` when the real files are there), parameters are
+injected with papermill and the cells run with nbclient in a working directory of their own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any, ClassVar
+
+from testbed_agent.errors import BenchmarkTimeout, Interrupted, WorkloadError
+from testbed_agent.plan import Benchmark, ParamError
+from testbed_agent.results import Outcome, metric
+from testbed_agent.workloads import register
+from testbed_agent.workloads.base import RunContext, Workload, require
+
+SCALES = ("quick", "standard", "large")
+#: default timeout of one execution, by scale
+SCALE_TIMEOUT_S = {"quick": 900.0, "standard": 3600.0, "large": 4 * 3600.0}
+_REPO_NOTEBOOKS = Path(__file__).resolve().parents[3] / "kaggle_notebooks"
+#: (generator, seed, scale, cache root) -> data directory, so repetitions never regenerate
+_DATA_CACHE: dict[tuple[str, int, str, str], Path] = {}
+
+
+def notebooks_dir() -> Path:
+    """Where notebooks live: ``$TESTBED_NOTEBOOKS_DIR`` or the repository's kaggle_notebooks/."""
+    env = os.environ.get("TESTBED_NOTEBOOKS_DIR")
+    return Path(env).expanduser() if env else _REPO_NOTEBOOKS
+
+
+def locate(name: str) -> Path:
+    """Resolve a plan name (``SimplePrime.ipynb``, ``airline-delay``) to a notebook file."""
+    base = notebooks_dir()
+    raw = Path(name).expanduser()
+    candidates = [raw] if raw.is_absolute() else [base / raw]
+    if raw.suffix != ".ipynb":
+        candidates.append(candidates[0].with_name(candidates[0].name + ".ipynb"))
+    for path in candidates:
+        if path.is_file():
+            return path
+    raise ParamError("name", f"no notebook '{name}' in {base} (set TESTBED_NOTEBOOKS_DIR to change)")
+
+
+def notebook_datasets(bench: Benchmark, path: Path) -> list[str]:
+    """Data sets a notebook needs: the plan's datasets field, else the notebook's metadata."""
+    if bench.datasets:
+        return list(bench.datasets)
+    import nbformat
+
+    meta = nbformat.read(path, as_version=4).metadata.get("testbed", {})
+    return list(meta.get("datasets", []))
+
+
+@register
+class NotebookWorkload(Workload):
+    """Execute one notebook with nbclient; metrics: wall, kernel start-up, cell times."""
+
+    type: ClassVar[str] = "kaggle_notebook"
+    tool: ClassVar[str] = "nbclient"
+    parse_kind: ClassVar[str] = "notebook"
+
+    @classmethod
+    def check(cls, bench: Benchmark) -> None:
+        p = bench.params
+        known = {"scale", "seed", "kernel", "cell_timeout_s", "parameters"}
+        unknown = sorted(set(p) - known)
+        if unknown:
+            raise ParamError(f"params.{unknown[0]}", f"unknown parameter (known: {', '.join(sorted(known))})")
+        require(p, "scale", str, default="standard", choices=SCALES)
+        require(p, "seed", int, default=42)
+        require(p, "kernel", str, default="python3")
+        timeout = require(p, "cell_timeout_s", (int, float), default=0)
+        if timeout < 0:
+            raise ParamError("params.cell_timeout_s", "must be positive")
+        extra = require(p, "parameters", dict, default={})
+        if any(not isinstance(k, str) or not k.isidentifier() for k in extra):
+            raise ParamError("params.parameters", "keys must be Python identifiers")
+        path = locate(bench.name)
+        gens = generators_dir()
+        for name in notebook_datasets(bench, path):
+            if not (gens / f"{name}.py").is_file():
+                raise ParamError("datasets", f"no generator '{name}' in {gens}")
+
+    @classmethod
+    def timeout_s(cls, bench: Benchmark) -> float:
+        return bench.timeout_s or SCALE_TIMEOUT_S[bench.params.get("scale") or "standard"]
+
+    def run(self, ctx: RunContext) -> Outcome:
+        import nbformat
+        from papermill.iorw import load_notebook_node
+        from papermill.parameterize import parameterize_notebook
+
+        from testbed_agent.workloads.nbexec import execute
+
+        bench, p = ctx.bench, ctx.params
+        path = locate(bench.name)
+        scale, seed = p.get("scale") or "standard", int(p.get("seed", 42))
+        kernel = p.get("kernel") or "python3"
+        data = {name: prepare_dataset(ctx, name, seed, scale) for name in notebook_datasets(bench, path)}
+        workdir = ctx.scratch / "notebooks" / f"{bench.index:03d}-{path.stem}-r{ctx.repetition}"
+        shutil.rmtree(workdir, ignore_errors=True)
+        workdir.mkdir(parents=True)
+
+        values: dict[str, Any] = {"scale": scale, "seed": seed}
+        if data:
+            values["data_dir"] = str(next(iter(data.values()))[0])
+        values.update(p.get("parameters") or {})
+        nb = parameterize_notebook(load_notebook_node(str(path)), values)
+        run = execute(nb, workdir=workdir, kernel=kernel, remaining=ctx.remaining, stop=ctx.stop,
+                      cell_timeout_s=p.get("cell_timeout_s") or None, env=kernel_env())
+        artifact = ctx.artifact("ipynb")
+        nbformat.write(nb, artifact)
+
+        effective = {
+            "scale": scale, "seed": seed, "kernel": kernel, "notebook": path.name,
+            "notebook_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+            "datasets": {n: src for n, (_, src) in data.items()},
+            **({"parameters": p["parameters"]} if p.get("parameters") else {}),
+        }
+        if run.status == "timeout":
+            raise BenchmarkTimeout(f"{path.name}: {run.error}")
+        if run.status == "interrupted":
+            raise Interrupted(f"{path.name}: {run.error}")
+        out = Outcome(
+            samples={"cells": [vars(c) for c in run.cells], "kernel_shutdown_s": run.kernel_shutdown_s},
+            tool=tool_info(kernel), artifacts=[str(artifact)], params=effective,
+        )
+        if run.status != "ok":
+            out.status = "failed"
+            out.error = f"{path.name}: {run.error}"
+            out.samples.update(failed_cell=run.failed_cell, error_name=run.error_name)
+            return out
+        out.metrics = timing_metrics(run.wall_s, run.kernel_startup_s, run.cells_s)
+        return out
+
+    @staticmethod
+    def parse_file(path: Path) -> dict[str, Any]:
+        """Metrics of an executed notebook from its timing metadata (``record_timing``)."""
+        import nbformat
+
+        from testbed_agent.workloads.nbexec import cell_seconds
+
+        nb = nbformat.read(path, as_version=4)
+        cells = [{"index": i, "time_s": t} for i, c in enumerate(nb.cells)
+                 if c.cell_type == "code" and (t := cell_seconds(c)) is not None]
+        if not cells:
+            raise WorkloadError(f"{path}: no cell timing metadata",
+                                hint="execute with nbclient record_timing=True (the default)")
+        cells_s = sum(c["time_s"] for c in cells)
+        meta = nb.metadata.get("testbed", {})
+        metrics = ({"cells_s": metric(cells_s, "s", "lower")} if not meta.get("wall_s")
+                   else timing_metrics(meta["wall_s"], meta.get("kernel_startup_s", 0.0), cells_s))
+        return {"metrics": metrics, "samples": {"cells": cells}, "tool": {"name": "nbclient"}}
+
+
+def timing_metrics(wall_s: float, startup_s: float, cells_s: float) -> dict[str, dict[str, Any]]:
+    """The metrics of one execution; overhead is what the agent adds around the cells."""
+    overhead = max(0.0, wall_s - startup_s - cells_s)
+    return {
+        "wall_s": metric(wall_s, "s", "lower"),
+        "cells_s": metric(cells_s, "s", "lower"),
+        "kernel_startup_s": metric(startup_s, "s", "lower"),
+        "overhead_s": metric(overhead, "s", "lower"),
+    }
+
+
+def tool_info(kernel: str) -> dict[str, Any]:
+    import nbclient
+
+    return {"name": "nbclient", "version": nbclient.__version__, "kernel": kernel,
+            "python": sys.version.split()[0]}
+
+
+def kernel_env() -> dict[str, str]:
+    """Environment of the kernel: headless plots, keras on jax, reproducible hashing."""
+    env = dict(os.environ)
+    env.setdefault("MPLBACKEND", "Agg")
+    env.setdefault("KERAS_BACKEND", "jax")
+    env.setdefault("PYTHONHASHSEED", "0")
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    return env
+
+
+def generators_dir() -> Path:
+    return notebooks_dir() / "datasets"
+
+
+def prepare_dataset(ctx: RunContext, name: str, seed: int, scale: str) -> tuple[Path, str]:
+    """Directory of data set ``name``: the real files if placed, else generated (cached)."""
+    cache = ctx.scratch / "datasets"
+    key = (name, seed, scale, str(cache))
+    if key in _DATA_CACHE and _DATA_CACHE[key].is_dir():
+        found = _DATA_CACHE[key]
+        return found, "real" if cache not in found.parents else "generated"
+    script = generators_dir() / "generate.py"
+    proc = ctx.exec([sys.executable, str(script), name, "--seed", str(seed), "--scale", scale,
+                     "--cache", str(cache)], check=False)
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [""]
+        raise WorkloadError(f"data set '{name}' could not be generated: {tail[0][:300]}",
+                            hint=f"run {script} {name} --scale {scale} by hand to see the error")
+    found = Path(proc.stdout.strip().splitlines()[-1])
+    _DATA_CACHE[key] = found
+    return found, "real" if cache not in found.parents else "generated"

@@ -1,0 +1,27 @@
+"""Errors shown to users as one line plus a hint (tracebacks only with --debug)."""
+
+from __future__ import annotations
+
+
+class ReportError(Exception):
+    """A problem with the input or the options of ``testbed-report``."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class SchemaError(ReportError):
+    """A result record that breaks the schema; names the file and line."""
+
+    def __init__(self, path: str, line: int | None, problem: str) -> None:
+        where = path if line is None else f"{path}:{line}"
+        super().__init__(f"{where}: {problem}", "see DESIGN.md section 4 for the record schema")
+        self.path = path
+        self.line = line

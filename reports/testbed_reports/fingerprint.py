@@ -1,0 +1,148 @@
+"""Machine fingerprints per label and the check that labels match the confidential-computing evidence."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pandas as pd
+
+CC_GROUPS = {"sev": "sev", "tdx": "tdx"}
+BASELINE_GROUPS = ("amd_baseline", "intel_baseline")
+_ENCRYPTED = re.compile(r"(?<![a-z])(?<!un)(?<!not[-_ ])encrypt", re.IGNORECASE)
+
+
+def disk_encrypted(value: Any) -> bool | None:
+    """Truth of a sysinfo ``disk_encryption`` entry (bool, dict, list or string); None when unknown."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, dict):
+        for key in ("active", "encrypted", "enabled"):
+            if key in value:
+                return bool(value[key])
+        for key in ("devices", "encrypted_devices", "volumes"):
+            if key in value:
+                return bool(value[key])
+        return None
+    if isinstance(value, list):
+        return bool(value)
+    if isinstance(value, str):
+        return value.strip().lower() not in ("", "none", "false", "no", "off")
+    return bool(value)
+
+
+def claimed_technology(label: str, groups: list[str]) -> str | None:
+    """What the inventory claims: 'sev', 'tdx', 'none' (a baseline) or None (no claim)."""
+    for g, tech in CC_GROUPS.items():
+        if g in groups:
+            return tech
+    if any(g in groups for g in BASELINE_GROUPS):
+        return "none"
+    low = label.lower()
+    if "snp" in low or re.search(r"(?<![a-z])sev", low):
+        return "sev"
+    if "tdx" in low:
+        return "tdx"
+    return None
+
+
+def claims_encryption(label: str) -> bool:
+    return bool(_ENCRYPTED.search(label))
+
+
+def _evidence_text(evidence: Any) -> str:
+    if not evidence:
+        return ""
+    if isinstance(evidence, list):
+        parts = []
+        for e in evidence:
+            if isinstance(e, dict):
+                parts.append(", ".join(f"{k}={v}" for k, v in e.items()))
+            else:
+                parts.append(str(e))
+        return "; ".join(parts)
+    return str(evidence)
+
+
+def _hypervisor_text(hv: Any) -> str:
+    if isinstance(hv, dict):
+        keys = ("vendor", "name", "type", "detected", "virt")
+        parts = [str(hv[k]) for k in keys if hv.get(k)]
+        if not parts:
+            parts = [f"{k}={v}" for k, v in hv.items() if isinstance(v, (str, int, float, bool))][:4]
+        return " ".join(parts)
+    return "" if hv is None else str(hv)
+
+
+def fingerprints(records: pd.DataFrame, sysinfo: dict[tuple[str, str], dict[str, Any]]) -> pd.DataFrame:
+    """One row per (label, run, host): CPU, kernel, hypervisor, cc technology and evidence."""
+    hosts = records[["label", "run_id", "host", "groups"]].drop_duplicates().sort_values(["label", "host"])
+    rows = []
+    for label, run_id, host, groups in hosts.itertuples(index=False):
+        info = sysinfo.get((run_id, host))
+        cc = (info or {}).get("cc") or {}
+        cpu = (info or {}).get("cpu") or {}
+        kernel = (info or {}).get("kernel") or {}
+        enc = disk_encrypted(cc.get("disk_encryption")) if info else None
+        rows.append({
+            "label": label, "run_id": run_id, "host": host, "groups": groups,
+            "cpu_model": cpu.get("model", "") if isinstance(cpu, dict) else str(cpu),
+            "kernel": kernel.get("release", "") if isinstance(kernel, dict) else str(kernel),
+            "hypervisor": _hypervisor_text((info or {}).get("hypervisor")),
+            "cc_technology": cc.get("technology", "unknown") if info else "unknown",
+            "paravisor": cc.get("paravisor") if info else None,
+            "cc_evidence": _evidence_text(cc.get("evidence")),
+            "disk_encryption": enc,
+            "attestation": "yes" if cc.get("attestation") else "no",
+            "sysinfo": info is not None,
+        })
+    return pd.DataFrame(rows, columns=["label", "run_id", "host", "groups", "cpu_model", "kernel",
+                                       "hypervisor", "cc_technology", "paravisor", "cc_evidence",
+                                       "disk_encryption", "attestation", "sysinfo"])
+
+
+def mismatches(fp: pd.DataFrame) -> list[str]:
+    """Loud, readable problems: labels and groups that the recorded evidence contradicts."""
+    problems = []
+    for row in fp.itertuples(index=False):
+        groups = [g for g in str(row.groups).split(",") if g]
+        claim = claimed_technology(str(row.label), groups)
+        who = f"{row.host} (label {row.label}, run {row.run_id})"
+        tech = str(row.cc_technology)
+        if claim in ("sev", "tdx"):
+            if not row.sysinfo:
+                problems.append(f"{who} claims {claim.upper()} but has no sysinfo: the protection is unproven")
+            elif not tech.startswith(claim):
+                problems.append(f"{who} claims {claim.upper()} but its evidence says '{tech}'")
+        elif claim == "none" and row.sysinfo and tech not in ("none", "unknown"):
+            problems.append(f"{who} is a baseline but its evidence says '{tech}'")
+        if claims_encryption(str(row.label)) and row.disk_encryption is False:
+            problems.append(f"{who} claims disk encryption but sysinfo finds none active")
+    return problems
+
+
+def label_factors(fp: pd.DataFrame) -> pd.DataFrame:
+    """Per label: protection (confidential/baseline), vendor (amd/intel) and disk (encrypted/plain)."""
+    rows = []
+    for label, part in fp.groupby("label", observed=True, sort=True):
+        groups = sorted({g for gs in part["groups"] for g in str(gs).split(",") if g})
+        claim = claimed_technology(str(label), groups)
+        protection = {"sev": "confidential", "tdx": "confidential", "none": "baseline"}.get(claim or "")
+        vendor = None
+        if "sev" in groups or "amd_baseline" in groups:
+            vendor = "amd"
+        elif "tdx" in groups or "intel_baseline" in groups:
+            vendor = "intel"
+        else:
+            models = " ".join(part["cpu_model"].astype(str)).lower()
+            vendor = "amd" if "amd" in models else "intel" if "intel" in models else None
+        enc = part["disk_encryption"].dropna()
+        if len(enc):
+            disk = "encrypted" if bool(enc.iloc[0]) else "plain"
+        else:
+            disk = "encrypted" if claims_encryption(str(label)) else "plain"
+        rows.append({"label": label, "groups": ",".join(groups), "protection": protection,
+                     "vendor": vendor, "disk": disk})
+    return pd.DataFrame(rows, columns=["label", "groups", "protection", "vendor", "disk"])

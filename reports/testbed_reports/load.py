@@ -1,0 +1,339 @@
+"""Read result directories (JSON Lines + sysinfo) and CSV files into tidy pandas tables."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from testbed_reports.errors import ReportError, SchemaError
+
+STATUSES = ("ok", "failed", "timeout", "skipped", "interrupted")
+FINAL_STATUSES = frozenset({"ok", "failed", "timeout", "skipped"})
+BETTER = ("higher", "lower")
+RECORD_COLUMNS = ("run_id", "host", "label", "groups", "benchmark", "type", "index", "repetition",
+                  "status", "error", "started_at", "source", "line")
+OBS_COLUMNS = ("run_id", "host", "label", "groups", "benchmark", "type", "metric", "unit", "better",
+               "value", "repetition", "index", "started_at", "cc_technology")
+CSV_FIELDS = ("label", "benchmark", "metric", "value", "unit", "better", "host", "repetition", "run_id",
+              "groups")
+
+
+@dataclass
+class Dataset:
+    """Everything the report reads: observations, record statuses, fingerprints, latency percentiles."""
+
+    obs: pd.DataFrame
+    records: pd.DataFrame
+    sysinfo: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    percentiles: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        columns=["run_id", "host", "label", "benchmark", "series", "percentile", "value"]))
+    sources: list[str] = field(default_factory=list)
+
+
+class _Collector:
+    """Column lists filled record by record (no per-row DataFrame work)."""
+
+    def __init__(self) -> None:
+        self.rec: dict[str, list[Any]] = {c: [] for c in RECORD_COLUMNS}
+        self.obs_rec: list[int] = []
+        self.obs_metric: list[str] = []
+        self.obs_value: list[float] = []
+        self.obs_unit: list[str] = []
+        self.obs_better: list[str] = []
+        self.pct: dict[str, list[Any]] = {"rec": [], "series": [], "percentile": [], "value": []}
+
+    def add(self, rec: dict[str, Any], source: str, line: int) -> None:
+        pos = len(self.rec["run_id"])
+        r = self.rec
+        r["run_id"].append(rec["run_id"])
+        r["host"].append(rec["host"])
+        r["label"].append(rec.get("label") or rec["host"])
+        r["groups"].append(",".join(sorted(rec.get("groups") or [])))
+        r["benchmark"].append(rec["benchmark"])
+        r["type"].append(rec.get("type") or "")
+        r["index"].append(rec.get("index", -1))
+        r["repetition"].append(rec["repetition"])
+        r["status"].append(rec["status"])
+        r["error"].append(rec.get("error"))
+        r["started_at"].append(rec.get("started_at"))
+        r["source"].append(source)
+        r["line"].append(line)
+        if rec["status"] != "ok":
+            return
+        for name, m in rec["metrics"].items():
+            self.obs_rec.append(pos)
+            self.obs_metric.append(name)
+            self.obs_value.append(m["value"])
+            self.obs_unit.append(m["unit"])
+            self.obs_better.append(m["better"])
+        samples = rec.get("samples")
+        if samples:
+            for series, values in _percentile_series(samples):
+                for pct, val in values.items():
+                    self.pct["rec"].append(pos)
+                    self.pct["series"].append(series)
+                    self.pct["percentile"].append(float(pct))
+                    self.pct["value"].append(float(val))
+
+
+def _percentile_series(samples: Mapping[str, Any]) -> Iterable[tuple[str, dict[str, float]]]:
+    """Percentile tables in a record's samples: {"clat_ns_percentiles": {"99.0": v}} or per direction."""
+    for key, val in samples.items():
+        if "percentile" not in key or not isinstance(val, dict):
+            continue
+        if all(_is_number(v) for v in val.values()) and all(_is_number_str(k) for k in val):
+            yield key, val
+        else:
+            for sub, inner in val.items():
+                if isinstance(inner, dict) and all(_is_number(v) for v in inner.values()) and all(
+                        _is_number_str(k) for k in inner):
+                    yield f"{key}.{sub}", inner
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _is_number_str(k: Any) -> bool:
+    try:
+        float(k)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def validate_record(rec: Any, path: str, line: int) -> None:
+    """Raise SchemaError naming file and line when ``rec`` breaks the record schema."""
+    def bad(problem: str) -> SchemaError:
+        return SchemaError(path, line, problem)
+
+    if not isinstance(rec, dict):
+        raise bad("a record must be a JSON object")
+    if rec.get("schema") != 1:
+        raise bad(f"unsupported schema {rec.get('schema')!r} (expected 1)")
+    for key in ("run_id", "host", "benchmark"):
+        if not isinstance(rec.get(key), str) or not rec[key]:
+            raise bad(f"field '{key}' must be a non-empty string")
+    if rec.get("status") not in STATUSES:
+        raise bad(f"field 'status' must be one of {', '.join(STATUSES)}, got {rec.get('status')!r}")
+    if not isinstance(rec.get("repetition"), int) or isinstance(rec.get("repetition"), bool):
+        raise bad("field 'repetition' must be an integer")
+    groups = rec.get("groups", [])
+    if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
+        raise bad("field 'groups' must be a list of strings")
+    metrics = rec.get("metrics", {})
+    if not isinstance(metrics, dict):
+        raise bad("field 'metrics' must be an object")
+    if rec["status"] != "ok":
+        return
+    for name, m in metrics.items():
+        if not isinstance(m, dict):
+            raise bad(f"metric '{name}' must be an object with value, unit, better")
+        v = m.get("value")
+        if not _is_number(v) or not math.isfinite(v):
+            raise bad(f"metric '{name}': value must be a finite number, got {v!r}")
+        if not isinstance(m.get("unit"), str):
+            raise bad(f"metric '{name}': unit must be a string")
+        if m.get("better") not in BETTER:
+            raise bad(f"metric '{name}': better must be 'higher' or 'lower', got {m.get('better')!r}")
+
+
+def _read_jsonl(path: Path, col: _Collector) -> None:
+    text = path.read_text(encoding="utf-8")
+    lines = text.split("\n")
+    torn_ok = not text.endswith("\n")
+    last = len(lines) - 1
+    for i, raw in enumerate(lines):
+        if not raw.strip():
+            continue
+        try:
+            rec = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            if i == last and torn_ok:  # half-written last line of a crashed run
+                break
+            raise SchemaError(str(path), i + 1, f"not valid JSON ({exc.msg})") from None
+        validate_record(rec, str(path), i + 1)
+        col.add(rec, str(path), i + 1)
+
+
+def _read_sysinfo(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise SchemaError(str(path), exc.lineno, f"not valid JSON ({exc.msg})") from None
+    if not isinstance(data, dict):
+        raise SchemaError(str(path), None, "sysinfo must be a JSON object")
+    return data
+
+
+def _finish(col: _Collector, sysinfo: dict[tuple[str, str], dict[str, Any]],
+            extra_obs: list[pd.DataFrame]) -> Dataset:
+    records = pd.DataFrame(col.rec, columns=list(RECORD_COLUMNS))
+    records["index"] = records["index"].astype("int64")
+    records["repetition"] = records["repetition"].astype("int64")
+    records = _drop_superseded(records)
+    cc = {k: _cc_technology(v) for k, v in sysinfo.items()}
+    records["cc_technology"] = [cc.get(k, "unknown") for k in zip(records["run_id"], records["host"])]
+    rec_pos = np.asarray(col.obs_rec, dtype=np.int64)
+    keep = records.index.to_numpy()
+    if len(rec_pos):
+        alive = np.zeros(len(col.rec["run_id"]), dtype=bool)
+        alive[keep] = True
+        mask = alive[rec_pos]
+    else:
+        mask = np.zeros(0, dtype=bool)
+    base = records.loc[rec_pos[mask]] if len(rec_pos) else records.iloc[0:0]
+    obs = pd.DataFrame({
+        "run_id": base["run_id"].to_numpy(), "host": base["host"].to_numpy(),
+        "label": base["label"].to_numpy(), "groups": base["groups"].to_numpy(),
+        "benchmark": base["benchmark"].to_numpy(), "type": base["type"].to_numpy(),
+        "metric": np.asarray(col.obs_metric, dtype=object)[mask],
+        "unit": np.asarray(col.obs_unit, dtype=object)[mask],
+        "better": np.asarray(col.obs_better, dtype=object)[mask],
+        "value": np.asarray(col.obs_value, dtype=float)[mask],
+        "repetition": base["repetition"].to_numpy(), "index": base["index"].to_numpy(),
+        "started_at": base["started_at"].to_numpy(), "cc_technology": base["cc_technology"].to_numpy(),
+    }, columns=list(OBS_COLUMNS))
+    if extra_obs:
+        obs = pd.concat([obs, *extra_obs], ignore_index=True)
+    obs = _categorize(obs)
+    pct = _percentiles(col, records)
+    records = records.reset_index(drop=True)
+    return Dataset(obs=obs, records=records, sysinfo=sysinfo, percentiles=pct)
+
+
+def _percentiles(col: _Collector, records: pd.DataFrame) -> pd.DataFrame:
+    cols = ["run_id", "host", "label", "benchmark", "series", "percentile", "value"]
+    if not col.pct["rec"]:
+        return pd.DataFrame(columns=cols)
+    rec = np.asarray(col.pct["rec"], dtype=np.int64)
+    mask = np.isin(rec, records.index.to_numpy())
+    base = records.loc[rec[mask]]
+    return pd.DataFrame({
+        "run_id": base["run_id"].to_numpy(), "host": base["host"].to_numpy(),
+        "label": base["label"].to_numpy(), "benchmark": base["benchmark"].to_numpy(),
+        "series": np.asarray(col.pct["series"], dtype=object)[mask],
+        "percentile": np.asarray(col.pct["percentile"], dtype=float)[mask],
+        "value": np.asarray(col.pct["value"], dtype=float)[mask],
+    }, columns=cols)
+
+
+def _categorize(obs: pd.DataFrame) -> pd.DataFrame:
+    for c in ("run_id", "host", "label", "groups", "benchmark", "type", "metric", "unit", "better",
+              "cc_technology"):
+        obs[c] = obs[c].astype("category")
+    return obs
+
+
+def _drop_superseded(records: pd.DataFrame) -> pd.DataFrame:
+    """Drop interrupted records whose execution was later recorded with a final status."""
+    key = ["run_id", "host", "index", "benchmark", "repetition"]
+    interrupted = (records["status"] == "interrupted").to_numpy()
+    if not interrupted.any():
+        return records
+    keys = pd.MultiIndex.from_frame(records[key])
+    superseded = interrupted & keys.isin(keys[~interrupted])
+    return records[~superseded]
+
+
+def _cc_technology(info: dict[str, Any]) -> str:
+    cc = info.get("cc")
+    if isinstance(cc, dict) and isinstance(cc.get("technology"), str):
+        return cc["technology"]
+    return "unknown"
+
+
+def read_csv_observations(path: Path, mapping: Mapping[str, str] | None = None,
+                          defaults: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """A CSV of published results (one observation a row) as observation rows.
+
+    ``mapping`` maps our field names (label, benchmark, metric, value, unit, better, host, repetition,
+    run_id, groups) to the CSV's column names; ``defaults`` gives constant values for missing fields.
+    """
+    mapping = dict(mapping or {})
+    defaults = dict(defaults or {})
+    try:
+        df = pd.read_csv(path)
+    except (OSError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise ReportError(f"{path}: cannot read CSV ({exc})") from None
+    out = pd.DataFrame(index=df.index)
+    for name in CSV_FIELDS:
+        col = mapping.get(name, name)
+        if col in df.columns:
+            out[name] = df[col]
+        elif name in defaults:
+            out[name] = defaults[name]
+    for need in ("label", "benchmark", "value"):
+        if need not in out:
+            raise ReportError(f"{path}: no column for '{need}' (columns: {', '.join(map(str, df.columns))})",
+                              f"map it with --csv-map {need}=COLUMN")
+    values = pd.to_numeric(out["value"], errors="coerce")
+    bad = values.isna() & out["value"].notna() | ~np.isfinite(values.fillna(0))
+    if bad.any():
+        row = int(np.flatnonzero(bad.to_numpy())[0]) + 2  # header is line 1
+        raise ReportError(f"{path}:{row}: value {out['value'].iloc[row - 2]!r} is not a number")
+    out["value"] = values
+    out = out.dropna(subset=["value"])
+    out["metric"] = out["metric"] if "metric" in out else "value"
+    out["unit"] = out["unit"] if "unit" in out else ""
+    out["better"] = out["better"] if "better" in out else "lower"
+    wrong = ~out["better"].isin(BETTER)
+    if wrong.any():
+        row = int(np.flatnonzero(wrong.to_numpy())[0]) + 2
+        raise ReportError(f"{path}:{row}: better must be 'higher' or 'lower'",
+                          "set it with --csv-default better=lower (or higher)")
+    out["host"] = out["host"].astype(str) if "host" in out else out["label"].astype(str)
+    out["repetition"] = out["repetition"] if "repetition" in out else np.arange(len(out))
+    out["run_id"] = out["run_id"] if "run_id" in out else path.stem
+    out["groups"] = out["groups"] if "groups" in out else ""
+    out["type"] = "csv"
+    out["index"] = -1
+    out["started_at"] = None
+    out["cc_technology"] = "unknown"
+    for c in ("label", "benchmark", "metric", "unit", "run_id", "groups"):
+        out[c] = out[c].astype(str)
+    return out[list(OBS_COLUMNS)].reset_index(drop=True)
+
+
+def load(paths: Iterable[Path], csv_mapping: Mapping[str, str] | None = None,
+         csv_defaults: Mapping[str, str] | None = None) -> Dataset:
+    """Load result directories, single .jsonl files and .csv files into one Dataset."""
+    col = _Collector()
+    sysinfo: dict[tuple[str, str], dict[str, Any]] = {}
+    extra: list[pd.DataFrame] = []
+    sources: list[str] = []
+    for p in paths:
+        p = Path(p)
+        if not p.exists():
+            raise ReportError(f"{p}: no such file or directory", "give results/<run_id> directories")
+        if p.is_file() and p.suffix == ".csv":
+            extra.append(read_csv_observations(p, csv_mapping, csv_defaults))
+            sources.append(str(p))
+            continue
+        files = [p] if p.is_file() else sorted(p.rglob("*.jsonl"))
+        if not files and p.is_dir():
+            files_csv = sorted(p.rglob("*.csv"))
+            if not files_csv:
+                raise ReportError(f"{p}: no result files (*.jsonl) found",
+                                  "the runner writes results/<run_id>/<host>.jsonl")
+        for f in files:
+            before = len(col.rec["run_id"])
+            _read_jsonl(f, col)
+            sources.append(str(f))
+            si = f.with_name(f.name[: -len(".jsonl")] + ".sysinfo.json")
+            if si.exists():
+                info = _read_sysinfo(si)
+                for run_id, host in set(zip(col.rec["run_id"][before:], col.rec["host"][before:])):
+                    sysinfo[(run_id, host)] = info
+    ds = _finish(col, sysinfo, extra)
+    ds.sources = sources
+    if ds.records.empty and ds.obs.empty:
+        raise ReportError("no result records in the given paths", "did the run write any records?")
+    return ds

@@ -1,0 +1,191 @@
+"""Python implementation of the crypto contract (workloads/crypto/CONTRACT.md)."""
+
+from __future__ import annotations
+
+import os
+import platform
+import resource
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import cryptography
+
+from testbed_crypto import algorithms as A
+from testbed_crypto import vectors as V
+
+CONTRACT = 1
+DEFAULT_VECTORS = Path(__file__).resolve().parents[2] / "vectors" / "vectors.json"
+DEFAULT_CHUNK = 1 << 20
+
+
+class SpecError(Exception):
+    """A bad spec (exit code 2)."""
+
+
+class VectorFailure(Exception):
+    """A known-answer vector failed (exit code 3)."""
+
+
+def info() -> dict[str, Any]:
+    return {"language": "python", "runtime": f"CPython {platform.python_version()}",
+            "library": f"cryptography {cryptography.__version__}",
+            "algorithms": [a for a in A.ALGS if a not in A.UNSUPPORTED],
+            "unsupported": A.UNSUPPORTED}
+
+
+def _rusage_ns() -> tuple[int, int]:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return int(ru.ru_utime * 1e9), int(ru.ru_stime * 1e9)
+
+
+def _spec_int(spec: dict[str, Any], key: str, default: int | None, minimum: int) -> int:
+    value = spec.get(key, default)
+    if value is None:
+        raise SpecError(f"{key} is required")
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise SpecError(f"{key} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def _make_op(alg: A.Alg, op: str, key_bits: int, payload: bytes | None, stream: str | None,
+             chunk: int, vectors: list[dict[str, Any]]) -> Callable[[int], object]:
+    """A function of the operation number doing one operation (setup done here, untimed)."""
+    name = alg.name
+    if alg.kind in ("sign", "hybrid"):
+        vec = next((v for v in vectors if v["alg"] == name and v.get("key_bits", key_bits) == key_bits), None)
+        if vec is None:
+            raise SpecError(f"no vector with a {key_bits}-bit key for {name} in the vector file")
+        priv = A.load_private(bytes.fromhex(vec["private_key"]))
+        pub = A.load_public(bytes.fromhex(vec["public_key"]))
+    key = os.urandom(key_bits // 8)
+    prefix = os.urandom(8)
+    if alg.kind == "cipher":
+        def iv_for(n: int) -> bytes:
+            if name == "aes-gcm":
+                return prefix + n.to_bytes(4, "big")
+            if name == "aes-ctr":
+                return prefix + n.to_bytes(4, "big") + bytes(4)
+            return os.urandom(alg.block)
+        if stream:
+            def op_stream(n: int) -> object:
+                with open(stream, "rb", buffering=0) as src:
+                    A.stream_encrypt(name, key, iv_for(n), src, chunk, len)
+                return None
+            return op_stream
+        assert payload is not None
+        if op == "encrypt":
+            return lambda n: A.encrypt(name, key, iv_for(n), payload)
+        iv0 = iv_for(0)
+        ct = A.encrypt(name, key, iv0, payload)
+        return lambda n: A.decrypt(name, key, iv0, ct)
+    if alg.kind == "mac":
+        if stream:
+            def mac_stream(n: int) -> object:
+                with open(stream, "rb", buffering=0) as src:
+                    return A.stream_mac(name, key, src, chunk)
+            return mac_stream
+        return lambda n: A.mac(name, key, payload or b"")
+    if alg.kind == "sign":
+        if stream:
+            raise SpecError("ecdsa takes --payload-bytes or --input, not --stream")
+        data = payload or b""
+        if op == "sign":
+            return lambda n: A.sign(name, priv, data)  # type: ignore[arg-type]
+        sig = A.sign(name, priv, data)  # type: ignore[arg-type]
+
+        def op_verify(n: int) -> object:
+            if not A.verify(name, pub, data, sig):  # type: ignore[arg-type]
+                raise VectorFailure("own signature failed to verify")
+            return None
+        return op_verify
+    # hybrid
+    if stream:
+        def hybrid_stream(n: int) -> object:
+            data_key = os.urandom(32)
+            A.wrap(pub, data_key)
+            with open(stream, "rb", buffering=0) as src:
+                A.stream_encrypt("aes-gcm", data_key, os.urandom(12), src, chunk, len)
+            return None
+        return hybrid_stream
+    if op == "encrypt":
+        return lambda n: A.hybrid_encrypt(pub, payload or b"")
+    blob = A.hybrid_encrypt(pub, payload or b"")
+    return lambda n: A.hybrid_decrypt(priv, blob, key_bits // 8)
+
+
+def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    """Run one spec (keys of CONTRACT.md) and return the result dict ``run`` prints."""
+    name = spec.get("alg")
+    if name not in A.ALGS:
+        raise SpecError(f"unknown alg {name!r}; known: {', '.join(A.ALGS)}")
+    alg = A.ALGS[name]
+    if name in A.UNSUPPORTED:
+        raise A.Unsupported(A.UNSUPPORTED[name])
+    key_bits = _spec_int(spec, "key_bits", alg.key_bits[0], 1)
+    if key_bits not in alg.key_bits:
+        raise SpecError(f"{name} takes key_bits {', '.join(map(str, alg.key_bits))}, got {key_bits}")
+    op = spec.get("op") or alg.ops[0]
+    if op not in alg.ops:
+        raise SpecError(f"{name} takes op {', '.join(alg.ops)}, got {op!r}")
+    iterations = _spec_int(spec, "iterations", None, 1)
+    warmup = _spec_int(spec, "warmup", 0, 0)
+    chunk = _spec_int(spec, "chunk_bytes", DEFAULT_CHUNK, 16)
+    if chunk % 16:
+        raise SpecError(f"chunk_bytes must be a multiple of 16, got {chunk}")
+    sources = [k for k in ("payload_bytes", "input", "stream") if spec.get(k) is not None]
+    if len(sources) != 1:
+        raise SpecError("give exactly one of payload_bytes, input, stream")
+    payload: bytes | None = None
+    stream: str | None = None
+    if "payload_bytes" in sources:
+        payload = os.urandom(_spec_int(spec, "payload_bytes", None, 0))
+    elif "input" in sources:
+        payload = Path(spec["input"]).read_bytes()
+    else:
+        stream = str(spec["stream"])
+        if op not in ("encrypt", "mac"):
+            raise SpecError("stream takes op encrypt or mac")
+        os.stat(stream)
+    size = len(payload) if payload is not None else os.path.getsize(stream or "")
+    vectors = V.load(spec.get("vectors") or DEFAULT_VECTORS)
+    report = V.check(vectors, name)
+    if report["failed"] or not report["results"]:
+        bad = [r for r in report["results"] if not r["ok"]]
+        why = f"{bad[0]['id']}: {bad[0]['error']}" if bad else "no vector for this algorithm"
+        raise VectorFailure(f"vector check failed before timing: {why}")
+    do = _make_op(alg, op, key_bits, payload, stream, chunk, vectors)
+    clock = time.perf_counter_ns
+    t0 = clock()
+    do(0)
+    cold = clock() - t0
+    for i in range(warmup):
+        do(1 + i)
+    times = []
+    u0, s0 = _rusage_ns()
+    w0 = clock()
+    for i in range(iterations):
+        t = clock()
+        do(1 + warmup + i)
+        times.append(clock() - t)
+    wall = clock() - w0
+    u1, s1 = _rusage_ns()
+    return {
+        "contract": CONTRACT, **{k: v for k, v in info().items() if k in ("language", "runtime", "library")},
+        "alg": name, "key_bits": key_bits, "op": op, "mode": alg.mode, "padding": alg.padding,
+        "payload_bytes": size, "input": "stream" if stream else "memory",
+        "iterations": iterations, "warmup": warmup,
+        "vectors": {"checked": len(report["results"]), "passed": report["passed"]},
+        "cold_ns": cold, "times_ns": times, "wall_ns": wall,
+        "cpu_user_ns": u1 - u0, "cpu_sys_ns": s1 - s0, "cpu_ns": (u1 - u0) + (s1 - s0),
+        "process_cpu_ns": time.process_time_ns(),
+    }
+
+
+__all__ = ["CONTRACT", "SpecError", "VectorFailure", "check_vectors", "info", "run_spec"]
+
+
+def check_vectors(path: str | Path | None = None) -> dict[str, Any]:
+    """Check every vector of the file (default: the shared vector file)."""
+    return V.check(V.load(path or DEFAULT_VECTORS))

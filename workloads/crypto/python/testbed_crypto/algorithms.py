@@ -1,0 +1,171 @@
+"""The algorithms of CONTRACT.md on top of the `cryptography` package."""
+
+from __future__ import annotations
+
+import hmac as _hmac
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.decrepit.ciphers.algorithms import CAST5, Blowfish, TripleDES
+from cryptography.hazmat.primitives import hashes, padding, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import padding as apadding
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+
+class Unsupported(Exception):
+    """This language cannot do the algorithm or key size (exit code 4)."""
+
+
+@dataclass(frozen=True)
+class Alg:
+    """One algorithm row of CONTRACT.md."""
+
+    name: str
+    kind: str  # cipher | mac | sign | hybrid
+    key_bits: tuple[int, ...]
+    ops: tuple[str, ...]
+    mode: str
+    padding: str
+    block: int = 16
+
+
+ALGS: dict[str, Alg] = {a.name: a for a in (
+    Alg("aes-gcm", "cipher", (128, 192, 256), ("encrypt", "decrypt"),
+        "GCM, 96-bit nonce, 128-bit tag", "none"),
+    Alg("aes-ctr", "cipher", (128, 192, 256), ("encrypt", "decrypt"), "CTR, 128-bit counter", "none"),
+    Alg("aes-cbc", "cipher", (128, 192, 256), ("encrypt", "decrypt"), "CBC", "PKCS#7"),
+    Alg("3des-cbc", "cipher", (192,), ("encrypt", "decrypt"), "3-key EDE, CBC", "PKCS#7", 8),
+    Alg("cast128-cbc", "cipher", (128,), ("encrypt", "decrypt"), "CBC", "PKCS#7", 8),
+    Alg("blowfish-cbc", "cipher", (128, 256, 448), ("encrypt", "decrypt"), "CBC", "PKCS#7", 8),
+    Alg("twofish-cbc", "cipher", (128, 192, 256), ("encrypt", "decrypt"), "CBC", "PKCS#7"),
+    Alg("hmac-sha256", "mac", (256,), ("mac",), "HMAC", "none"),
+    Alg("hmac-sha384", "mac", (384,), ("mac",), "HMAC", "none"),
+    Alg("ecdsa-p256", "sign", (256,), ("sign", "verify"), "ECDSA with SHA-256, DER signature", "none"),
+    Alg("ecdsa-p384", "sign", (384,), ("sign", "verify"), "ECDSA with SHA-384, DER signature", "none"),
+    Alg("rsa-oaep", "hybrid", (2048, 3072, 4096), ("encrypt", "decrypt"),
+        "RSA-OAEP(SHA-256, MGF1-SHA-256) wraps a 256-bit key; AES-256-GCM payload", "OAEP"),
+)}
+
+#: what this implementation cannot do, with the reason shown in results
+UNSUPPORTED = {"twofish-cbc": "Twofish is not in the cryptography package (nor in OpenSSL)"}
+
+
+def _block_cipher(alg: str, key: bytes) -> algorithms.BlockCipherAlgorithm:
+    if alg in UNSUPPORTED:
+        raise Unsupported(UNSUPPORTED[alg])
+    if alg.startswith("aes-"):
+        return algorithms.AES(key)
+    if alg == "3des-cbc":
+        return TripleDES(key)
+    if alg == "cast128-cbc":
+        return CAST5(key)
+    if alg == "blowfish-cbc":
+        return Blowfish(key)
+    raise Unsupported(f"no block cipher for {alg}")
+
+
+def _mode(alg: str, iv: bytes) -> modes.Mode:
+    return modes.CTR(iv) if alg == "aes-ctr" else modes.CBC(iv)
+
+
+def encrypt(alg: str, key: bytes, iv: bytes, data: bytes) -> bytes:
+    """One-shot encryption (GCM: ciphertext || tag)."""
+    if alg == "aes-gcm":
+        return AESGCM(key).encrypt(iv, data, None)
+    enc = Cipher(_block_cipher(alg, key), _mode(alg, iv)).encryptor()
+    if alg == "aes-ctr":
+        return enc.update(data) + enc.finalize()
+    padder = padding.PKCS7(ALGS[alg].block * 8).padder()
+    return enc.update(padder.update(data) + padder.finalize()) + enc.finalize()
+
+
+def decrypt(alg: str, key: bytes, iv: bytes, data: bytes) -> bytes:
+    """One-shot decryption; raises on a bad tag or padding."""
+    if alg == "aes-gcm":
+        return AESGCM(key).decrypt(iv, data, None)
+    dec = Cipher(_block_cipher(alg, key), _mode(alg, iv)).decryptor()
+    out = dec.update(data) + dec.finalize()
+    if alg == "aes-ctr":
+        return out
+    unpadder = padding.PKCS7(ALGS[alg].block * 8).unpadder()
+    return unpadder.update(out) + unpadder.finalize()
+
+
+def stream_encrypt(alg: str, key: bytes, iv: bytes, src: BinaryIO, chunk: int,
+                   sink: Callable[[bytes], object]) -> None:
+    """Encrypt a stream chunk by chunk (GCM: one message per chunk, see CONTRACT.md)."""
+    if alg == "aes-gcm":
+        aead = AESGCM(key)
+        n = 0
+        while block := src.read(chunk):
+            sink(aead.encrypt(iv[:8] + n.to_bytes(4, "big"), block, None))
+            n += 1
+        return
+    enc = Cipher(_block_cipher(alg, key), _mode(alg, iv)).encryptor()
+    padder = None if alg == "aes-ctr" else padding.PKCS7(ALGS[alg].block * 8).padder()
+    while block := src.read(chunk):
+        sink(enc.update(padder.update(block) if padder else block))
+    sink(enc.update(padder.finalize() if padder else b"") + enc.finalize())
+
+
+def mac(alg: str, key: bytes, data: bytes) -> bytes:
+    return _hmac.digest(key, data, "sha256" if alg == "hmac-sha256" else "sha384")
+
+
+def stream_mac(alg: str, key: bytes, src: BinaryIO, chunk: int) -> bytes:
+    h = _hmac.new(key, digestmod="sha256" if alg == "hmac-sha256" else "sha384")
+    while block := src.read(chunk):
+        h.update(block)
+    return h.digest()
+
+
+def _ec_hash(alg: str) -> hashes.HashAlgorithm:
+    return hashes.SHA256() if alg == "ecdsa-p256" else hashes.SHA384()
+
+
+def load_private(der: bytes) -> object:
+    return serialization.load_der_private_key(der, password=None)
+
+
+def load_public(der: bytes) -> object:
+    return serialization.load_der_public_key(der)
+
+
+def sign(alg: str, private_key: ec.EllipticCurvePrivateKey, data: bytes) -> bytes:
+    return private_key.sign(data, ec.ECDSA(_ec_hash(alg)))
+
+
+def verify(alg: str, public_key: ec.EllipticCurvePublicKey, data: bytes, signature: bytes) -> bool:
+    try:
+        public_key.verify(signature, data, ec.ECDSA(_ec_hash(alg)))
+    except InvalidSignature:
+        return False
+    return True
+
+
+_OAEP = apadding.OAEP(mgf=apadding.MGF1(hashes.SHA256()), algorithm=hashes.SHA256(), label=None)
+
+
+def wrap(public_key: object, data_key: bytes) -> bytes:
+    return public_key.encrypt(data_key, _OAEP)  # type: ignore[attr-defined]
+
+
+def unwrap(private_key: object, wrapped: bytes) -> bytes:
+    return private_key.decrypt(wrapped, _OAEP)  # type: ignore[attr-defined]
+
+
+def hybrid_encrypt(public_key: object, data: bytes) -> bytes:
+    """Fresh data key wrapped with RSA-OAEP || nonce || AES-256-GCM(data)."""
+    data_key = os.urandom(32)
+    nonce = os.urandom(12)
+    return wrap(public_key, data_key) + nonce + AESGCM(data_key).encrypt(nonce, data, None)
+
+
+def hybrid_decrypt(private_key: object, blob: bytes, modulus_bytes: int) -> bytes:
+    wrapped, nonce, body = blob[:modulus_bytes], blob[modulus_bytes:modulus_bytes + 12], blob[modulus_bytes + 12:]
+    return AESGCM(unwrap(private_key, wrapped)).decrypt(nonce, body, None)

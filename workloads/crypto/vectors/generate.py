@@ -1,0 +1,173 @@
+"""Write vectors.json: the known-answer vectors every implementation must pass.
+
+Run from the repository root: ``.venv/bin/python workloads/crypto/vectors/generate.py``.
+Inputs are derived from fixed labels (SHAKE-256), so symmetric vectors are reproducible;
+asymmetric keys already in vectors.json are kept (ECDSA/RSA-OAEP outputs are randomized).
+Outputs come from the `cryptography` package and are cross-checked by the four other
+implementations; published answers are asserted where they exist (FIPS-197, RFC 4231, the Twofish
+paper). Twofish is not in `cryptography`: its answers were computed with Go's x/crypto/twofish and
+agree with Rust's `twofish` crate and Bouncy Castle (test_vectors_cross_language).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.decrepit.ciphers.algorithms import CAST5, Blowfish, TripleDES
+from cryptography.hazmat.primitives import hashes, padding, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.hazmat.primitives.asymmetric import padding as apadding
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "vectors.json"
+
+#: (key_bits, plaintext_len, chunk_bytes or 0) -> ciphertext of twofish-cbc (Go x/crypto/twofish)
+TWOFISH: dict[tuple[int, int, int], str] = {}
+
+
+def det(label: str, n: int) -> bytes:
+    """n reproducible bytes named by label."""
+    return hashlib.shake_256(label.encode()).digest(n)
+
+
+def _cbc(algo: Any, iv: bytes, pt: bytes, block: int) -> bytes:
+    padder = padding.PKCS7(block * 8).padder()
+    enc = Cipher(algo, modes.CBC(iv)).encryptor()
+    return enc.update(padder.update(pt) + padder.finalize()) + enc.finalize()
+
+
+def _cipher(alg: str, key: bytes, iv: bytes, pt: bytes) -> bytes:
+    if alg == "aes-gcm":
+        return AESGCM(key).encrypt(iv, pt, None)
+    if alg == "aes-ctr":
+        enc = Cipher(algorithms.AES(key), modes.CTR(iv)).encryptor()
+        return enc.update(pt) + enc.finalize()
+    if alg == "aes-cbc":
+        return _cbc(algorithms.AES(key), iv, pt, 16)
+    if alg == "3des-cbc":
+        return _cbc(TripleDES(key), iv, pt, 8)
+    if alg == "cast128-cbc":
+        return _cbc(CAST5(key), iv, pt, 8)
+    if alg == "blowfish-cbc":
+        return _cbc(Blowfish(key), iv, pt, 8)
+    raise KeyError(alg)
+
+
+def _gcm_chunked(key: bytes, iv: bytes, pt: bytes, chunk: int) -> bytes:
+    aead = AESGCM(key)
+    parts = [aead.encrypt(iv[:8] + i.to_bytes(4, "big"), pt[off:off + chunk], None)
+             for i, off in enumerate(range(0, len(pt), chunk))]
+    return b"".join(parts)
+
+
+CIPHERS = {"aes-gcm": ((128, 192, 256), 12), "aes-ctr": ((128, 192, 256), 16), "aes-cbc": ((128, 192, 256), 16),
+           "3des-cbc": ((192,), 8), "cast128-cbc": ((128,), 8), "blowfish-cbc": ((128, 256, 448), 8),
+           "twofish-cbc": ((128, 192, 256), 16)}
+
+
+def cipher_vectors() -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    # FIPS-197 appendix C.1 as the first CBC block (zero IV)
+    key, pt = bytes(range(16)), bytes.fromhex("00112233445566778899aabbccddeeff")
+    ct = _cipher("aes-cbc", key, bytes(16), pt)
+    assert ct[:16].hex() == "69c4e0d86a7b0430d8cdb78070b4c55a", "FIPS-197 C.1"
+    out.append({"id": "aes-cbc-fips197-c1", "alg": "aes-cbc", "key_bits": 128, "key": key.hex(),
+                "iv": bytes(16).hex(), "plaintext": pt.hex(), "ciphertext": ct.hex(),
+                "note": "first block is FIPS-197 C.1"})
+    # Twofish paper, zero key and block: first CBC block with a zero IV
+    out.append({"id": "twofish-cbc-paper-zero", "alg": "twofish-cbc", "key_bits": 128, "key": bytes(16).hex(),
+                "iv": bytes(16).hex(), "plaintext": bytes(16).hex(),
+                "ciphertext": "9f589f5cf6122c32b6bfec2f2ae8c35a" + TWOFISH[(128, 16, -1)],
+                "note": "first block is the Twofish paper's 128-bit zero-key answer"})
+    for alg, (sizes, iv_len) in CIPHERS.items():
+        for bits in sizes:
+            for n in (0, 100):
+                if n == 0 and bits != sizes[0]:
+                    continue
+                key, iv, pt = det(f"{alg}-{bits}-key", bits // 8), det(f"{alg}-iv", iv_len), det(f"pt-{n}", n)
+                ct = TWOFISH[(bits, n, 0)] if alg == "twofish-cbc" else _cipher(alg, key, iv, pt).hex()
+                out.append({"id": f"{alg}-{bits}-{n}b", "alg": alg, "key_bits": bits, "key": key.hex(),
+                            "iv": iv.hex(), "plaintext": pt.hex(), "ciphertext": ct})
+        bits = sizes[-1]
+        key, iv, pt = det(f"{alg}-{bits}-key", bits // 8), det(f"{alg}-iv", iv_len), det("pt-100", 100)
+        if alg == "aes-gcm":
+            ct = _gcm_chunked(key, iv, pt, 32).hex()
+        elif alg == "twofish-cbc":
+            ct = TWOFISH[(bits, 100, 32)]
+        else:
+            ct = _cipher(alg, key, iv, pt).hex()
+        out.append({"id": f"{alg}-{bits}-stream32", "alg": alg, "key_bits": bits, "key": key.hex(),
+                    "iv": iv.hex(), "plaintext": pt.hex(), "ciphertext": ct, "chunk_bytes": 32})
+    return out
+
+
+def mac_vectors() -> list[dict[str, Any]]:
+    rfc4231 = {"hmac-sha256": "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843",
+               "hmac-sha384": "af45d2e376484031617f78d2b58a6b1b9c7ef464f5a01b47e42ec3736322445e"
+                              "8e2240ca5e69e2c78b3239ecfab21649"}
+    out = []
+    for alg, digest in (("hmac-sha256", "sha256"), ("hmac-sha384", "sha384")):
+        key, msg = b"Jefe", b"what do ya want for nothing?"
+        got = hmac.digest(key, msg, digest).hex()
+        assert got == rfc4231[alg], f"RFC 4231 case 2 {alg}"
+        out.append({"id": f"{alg}-rfc4231-2", "alg": alg, "key": key.hex(), "message": msg.hex(), "mac": got})
+        bits = int(alg[-3:])
+        key, msg = det(f"{alg}-key", bits // 8), det("pt-4096", 4096)
+        out.append({"id": f"{alg}-4096b", "alg": alg, "key_bits": bits, "key": key.hex(), "message": msg.hex(),
+                    "mac": hmac.digest(key, msg, digest).hex()})
+    return out
+
+
+def _der(priv: Any) -> tuple[str, str]:
+    p = priv.private_bytes(serialization.Encoding.DER, serialization.PrivateFormat.PKCS8,
+                           serialization.NoEncryption())
+    q = priv.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return p.hex(), q.hex()
+
+
+def asym_vectors(old: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for alg, curve, h in (("ecdsa-p256", ec.SECP256R1(), hashes.SHA256()), ("ecdsa-p384", ec.SECP384R1(),
+                                                                            hashes.SHA384())):
+        vid = f"{alg}-1"
+        priv = (serialization.load_der_private_key(bytes.fromhex(old[vid]["private_key"]), None)
+                if vid in old else ec.generate_private_key(curve))
+        msg = det("pt-200", 200)
+        sig = priv.sign(msg, ec.ECDSA(h))
+        p, q = _der(priv)
+        out.append({"id": vid, "alg": alg, "key_bits": int(alg[-3:]), "private_key": p, "public_key": q,
+                    "message": msg.hex(), "signature": sig.hex()})
+    oaep = apadding.OAEP(mgf=apadding.MGF1(hashes.SHA256()), algorithm=hashes.SHA256(), label=None)
+    for bits in (2048, 3072, 4096):
+        vid = f"rsa-oaep-{bits}"
+        priv = (serialization.load_der_private_key(bytes.fromhex(old[vid]["private_key"]), None)
+                if vid in old else rsa.generate_private_key(public_exponent=65537, key_size=bits))
+        data_key, iv, pt = det(f"rsa-{bits}-data-key", 32), det("rsa-iv", 12), det("pt-200", 200)
+        p, q = _der(priv)
+        out.append({"id": vid, "alg": "rsa-oaep", "key_bits": bits, "private_key": p, "public_key": q,
+                    "data_key": data_key.hex(), "wrapped_key": priv.public_key().encrypt(data_key, oaep).hex(),
+                    "iv": iv.hex(), "plaintext": pt.hex(), "ciphertext": AESGCM(data_key).encrypt(iv, pt, None).hex()})
+    return out
+
+
+def main() -> None:
+    old = {v["id"]: v for v in json.loads(OUT.read_text())["vectors"]} if OUT.exists() else {}
+    for v in old.values():  # keep the twofish answers of the existing file
+        if v["alg"] == "twofish-cbc":
+            n = len(v["plaintext"]) // 2
+            key = (v["key_bits"], n, -1 if v["id"].endswith("paper-zero") else int(v.get("chunk_bytes", 0)))
+            TWOFISH[key] = v["ciphertext"][32:] if key[2] == -1 else v["ciphertext"]
+    doc = {"version": 1, "description": "Known-answer vectors of workloads/crypto (see README.md)",
+           "vectors": cipher_vectors() + mac_vectors() + asym_vectors(old)}
+    OUT.write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"wrote {len(doc['vectors'])} vectors to {OUT}")
+
+
+if __name__ == "__main__":
+    main()
