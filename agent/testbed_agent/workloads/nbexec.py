@@ -32,7 +32,8 @@ INJECTED_TAG = "injected-parameters"
 class CellTime:
     """Time of one executed code cell, from nbclient's timing metadata (kernel timestamps)."""
 
-    index: int  # index in the source notebook (the injected parameters cell is not counted)
+    index: int  # index in the executed notebook
+    source_index: int | None  # index in the notebook file; None for the injected parameters
     time_s: float
     first_line: str
 
@@ -95,10 +96,15 @@ def cell_seconds(cell: nbformat.NotebookNode) -> float | None:
     return max(0.0, (end - start).total_seconds())
 
 
-def source_index(nb: nbformat.NotebookNode, index: int) -> int:
-    """Index of executed cell ``index`` in the notebook before parameters were injected."""
-    injected = [i for i, c in enumerate(nb.cells) if INJECTED_TAG in c.get("metadata", {}).get("tags", [])]
-    return index - sum(1 for i in injected if i < index)
+def _injected(cell: nbformat.NotebookNode) -> bool:
+    return INJECTED_TAG in cell.get("metadata", {}).get("tags", [])
+
+
+def source_index(nb: nbformat.NotebookNode, index: int) -> int | None:
+    """Index of executed cell ``index`` in the notebook file (None: the injected parameters)."""
+    if _injected(nb.cells[index]):
+        return None
+    return index - sum(1 for c in nb.cells[:index] if _injected(c))
 
 
 def _first_line(cell: nbformat.NotebookNode) -> str:
@@ -115,6 +121,7 @@ def execute(
     stop: threading.Event,
     cell_timeout_s: float | None = None,
     env: dict[str, str] | None = None,
+    kernel_log: Path | None = None,
 ) -> Execution:
     """Run every cell of ``nb`` in place (outputs and timing land in ``nb``); never raises for
     a failing cell, a timeout or an interrupt: the returned :class:`Execution` says how it ended."""
@@ -137,11 +144,13 @@ def execute(
                 return
 
     watcher = threading.Thread(target=watch, name="nb-watch", daemon=True)
+    log = None
     t0 = time.perf_counter()
     index = -1
     try:
         watcher.start()
-        with client.setup_kernel(cwd=str(workdir), env=env or dict(os.environ)):
+        log = open(kernel_log or os.devnull, "wb")  # noqa: SIM115 - closed in finally
+        with client.setup_kernel(cwd=str(workdir), env=env or dict(os.environ), stdout=log, stderr=log):
             result.kernel_startup_s = time.perf_counter() - t0
             try:
                 for index, cell in enumerate(nb.cells):
@@ -156,7 +165,7 @@ def execute(
                     client.timeout = max(1, int(limit + 0.999))
                     client.execute_cell(cell, index)
                     secs = cell_seconds(cell)
-                    result.cells.append(CellTime(source_index(nb, index), secs or 0.0, _first_line(cell)))
+                    result.cells.append(CellTime(index, source_index(nb, index), secs or 0.0, _first_line(cell)))
             finally:
                 result.wall_s = time.perf_counter() - t0
                 t_shut = time.perf_counter()
@@ -182,6 +191,8 @@ def execute(
         if not result.wall_s:
             result.wall_s = time.perf_counter() - t0
         _kill_kernel(client)
+        if log is not None:
+            log.close()
     nb.metadata["testbed"] = result.summary()
     return result
 
@@ -195,7 +206,8 @@ def _fail(result: Execution, nb: nbformat.NotebookNode, index: int, status: str,
     result.error_name = name
     if index >= 0:
         result.failed_cell = source_index(nb, index)
-        result.error = f"cell {result.failed_cell} ({_first_line(nb.cells[index])!r}): {msg}"
+        where = "injected parameters cell" if result.failed_cell is None else f"cell {result.failed_cell}"
+        result.error = f"{where} ({_first_line(nb.cells[index])!r}): {msg}"
     else:
         result.error = f"kernel start-up: {msg}"
 

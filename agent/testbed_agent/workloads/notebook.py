@@ -113,8 +113,9 @@ class NotebookWorkload(Workload):
             values["data_dir"] = str(next(iter(data.values()))[0])
         values.update(p.get("parameters") or {})
         nb = parameterize_notebook(load_notebook_node(str(path)), values)
+        kernel_log = ctx.artifact("kernel.log")
         run = execute(nb, workdir=workdir, kernel=kernel, remaining=ctx.remaining, stop=ctx.stop,
-                      cell_timeout_s=p.get("cell_timeout_s") or None, env=kernel_env())
+                      cell_timeout_s=p.get("cell_timeout_s") or None, env=kernel_env(), kernel_log=kernel_log)
         artifact = ctx.artifact("ipynb")
         nbformat.write(nb, artifact)
 
@@ -130,7 +131,7 @@ class NotebookWorkload(Workload):
             raise Interrupted(f"{path.name}: {run.error}")
         out = Outcome(
             samples={"cells": [vars(c) for c in run.cells], "kernel_shutdown_s": run.kernel_shutdown_s},
-            tool=tool_info(kernel), artifacts=[str(artifact)], params=effective,
+            tool=tool_info(kernel), artifacts=[artifact.name, kernel_log.name], params=effective,
         )
         if run.status != "ok":
             out.status = "failed"

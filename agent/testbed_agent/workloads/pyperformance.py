@@ -34,7 +34,7 @@ class Pyperformance(Workload):
                 raise ParamError("params.benchmarks", "a list of benchmark names")
         elif not isinstance(b, str):
             raise ParamError("params.benchmarks", "a name, a group or a list of names")
-        require(p, "mode", str, default="fast", choices=MODES)
+        require(p, "mode", str, default="normal", choices=MODES)
         if "fast" in p:
             require(p, "fast", bool)
         require(p, "affinity", str, default="-")
@@ -48,7 +48,7 @@ class Pyperformance(Workload):
         selection = p.get("benchmarks", "default")
         if isinstance(selection, list):
             selection = ",".join(selection)
-        mode = p.get("mode", "fast" if p.get("fast", True) else "normal")
+        mode = p.get("mode") or ("fast" if p.get("fast") else "normal")
         # pyperformance keeps its venv under ./venv of the working directory: a fixed cache
         # directory per Python makes it built once and reused by every run.
         workdir = Path(p.get("venv_dir") or cache_dir() / f"pyperformance-py{sys.version_info[0]}{sys.version_info[1]}")

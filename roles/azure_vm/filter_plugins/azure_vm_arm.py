@@ -160,6 +160,12 @@ def azure_vm_teardown_plan(groups: list[dict[str, Any]], resources: list[dict[st
     return plan
 
 
+def azure_vm_teardown_plan_for(run_id: str, groups: list[dict[str, Any]],
+                               resources: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``azure_vm_teardown_plan`` with the run id first (for Jinja's ``map``)."""
+    return azure_vm_teardown_plan(groups, resources, run_id)
+
+
 def azure_vm_expired(groups: list[dict[str, Any]], now: str) -> list[dict[str, Any]]:
     """Resource groups made by the testbed (tag testbed=true) whose testbed_deadline has passed."""
     current = _parse_time(now)
@@ -187,6 +193,11 @@ def azure_vm_hours_until(deadline: str, now: str) -> float:
     return (_parse_time(deadline) - _parse_time(now)).total_seconds() / 3600.0
 
 
+def azure_vm_hhmm(deadline: str) -> str:
+    """The UTC time of day of a deadline as HHMM (Azure auto-shutdown's dailyRecurrence.time)."""
+    return _parse_time(deadline).astimezone(timezone.utc).strftime("%H%M")
+
+
 class FilterModule:
     """Ansible entry point."""
 
@@ -197,6 +208,8 @@ class FilterModule:
             "azure_vm_body": azure_vm_body,
             "azure_vm_tags": azure_vm_tags,
             "azure_vm_teardown_plan": azure_vm_teardown_plan,
+            "azure_vm_teardown_plan_for": azure_vm_teardown_plan_for,
             "azure_vm_expired": azure_vm_expired,
             "azure_vm_hours_until": azure_vm_hours_until,
+            "azure_vm_hhmm": azure_vm_hhmm,
         }

@@ -21,7 +21,7 @@ size=${TESTBED_IMAGE_SIZE:-3G}
 # dependencies from Debian (so the guest needs no PyPI), and the benchmark tools.
 packages=(
   linux-image-cloud-amd64 initramfs-tools systemd-sysv udev dbus kmod
-  ifupdown isc-dhcp-client iproute2 openssh-server qemu-guest-agent dmidecode ca-certificates
+  iproute2 openssh-server qemu-guest-agent dmidecode ca-certificates
   python3 python3-venv python3-pip python3-yaml python3-psutil python3-rich
   python3-prometheus-client python3-cryptography
   fio coreutils util-linux procps cpuid msr-tools sudo
@@ -55,7 +55,7 @@ trap 'rm -rf "$work"' EXIT
 root="$work/root"
 
 echo ">> mmdebstrap $suite ($mirror): $pkg_list" >&2
-# The overlay (guest-overlay/ beside this script) brings fstab, network (DHCP on the first NIC),
+# The overlay (guest-overlay/ beside this script) brings fstab, network (systemd-networkd, DHCP),
 # sshd settings, and the units that make host keys at first boot and install the SSH key the host
 # hands in through SMBIOS OEM strings: the cached image carries no key of its own.
 mmdebstrap --variant=apt --mode=root --include="$pkg_list" \
@@ -65,7 +65,7 @@ mmdebstrap --variant=apt --mode=root --include="$pkg_list" \
   --dpkgopt='path-exclude=/usr/share/locale/*' \
   --customize-hook="sync-in $overlay /" \
   --customize-hook='rm -f "$1"/etc/ssh/ssh_host_*' \
-  --customize-hook='chroot "$1" systemctl enable testbed-ssh-key.service testbed-ssh-hostkeys.service serial-getty@ttyS0.service' \
+  --customize-hook='chroot "$1" systemctl enable testbed-ssh-key.service testbed-ssh-hostkeys.service systemd-networkd.service serial-getty@ttyS0.service' \
   --customize-hook='cp -L "$1/vmlinuz" "$1/../vmlinuz"; cp -L "$1/initrd.img" "$1/../initrd.img"' \
   --customize-hook='chroot "$1" dpkg-query -W -f="\${Package}=\${Version}\n" > "$1/../packages.txt"' \
   --customize-hook='rm -rf "$1"/var/cache/apt/archives/*.deb "$1"/var/lib/apt/lists/*' \

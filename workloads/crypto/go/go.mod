@@ -2,4 +2,4 @@ module testbed/crypto
 
 go 1.26.0
 
-require golang.org/x/crypto v0.58.0 // indirect
+require golang.org/x/crypto v0.58.0

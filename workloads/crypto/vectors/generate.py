@@ -27,8 +27,30 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "vectors.json"
 
-#: (key_bits, plaintext_len, chunk_bytes or 0) -> ciphertext of twofish-cbc (Go x/crypto/twofish)
-TWOFISH: dict[tuple[int, int, int], str] = {}
+#: (key_bits, plaintext bytes, 0; -1: second block of the zero vector) -> twofish-cbc ciphertext (Go x/crypto)
+TWOFISH: dict[tuple[int, int, int], str] = {
+    (128, 16, -1): (
+        "a645c0dafebc6d6dcf4fc0fa33e78ac5"
+    ),
+    (128, 0, 0): (
+        "3baa13103c47715f423730caf4a7d6fd"
+    ),
+    (128, 100, 0): (
+        "e37251fb28bf1b64bf2a0129d07af8f7ed60f77513a41a58150a0538a6aaae95e06b59f4c22099cfe2a253991383654c"
+        "8dcd75f2b426e295db28715c03d56772fe87ff47288e539b60cc44ec30ec9bed9aa004ccf76a3d9d5b55d9c2591e99e9"
+        "10dbedc46eb0f3f8aeaca74772db8dc2"
+    ),
+    (192, 100, 0): (
+        "5fc5b2fefae74901068cd433d57904cc96fd094f186b4dedfb19f9a2472908da11d9ed3a56338e51f05f4a708597a349"
+        "eb3a12391576076d6ed741c92412f94e068d53a1cb6266499ab3395303348755d35e6ffdf779d4614858ee156c859872"
+        "9cac4296f3a23981796782e31afde9d5"
+    ),
+    (256, 100, 0): (
+        "5bc7b77471b156beb0daf8d091282f3fbca11333d48f6ad79ef786c28c861fd7ea83ce4059342f9cef00413fa445427e"
+        "73d5b32100f38a6eacee36cd39417f9b9ed6e9b41b77dca55d0e1169225063edc5681581c96c7434523309d37c801a5b"
+        "f4b57c0495f0c5ec050b675f03af3d5e"
+    ),
+}
 
 
 def det(label: str, n: int) -> bytes:
@@ -99,7 +121,7 @@ def cipher_vectors() -> list[dict[str, Any]]:
         if alg == "aes-gcm":
             ct = _gcm_chunked(key, iv, pt, 32).hex()
         elif alg == "twofish-cbc":
-            ct = TWOFISH[(bits, 100, 32)]
+            ct = TWOFISH[(bits, 100, 0)]  # CBC streaming output equals the one-shot output
         else:
             ct = _cipher(alg, key, iv, pt).hex()
         out.append({"id": f"{alg}-{bits}-stream32", "alg": alg, "key_bits": bits, "key": key.hex(),
@@ -158,11 +180,6 @@ def asym_vectors(old: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
 
 def main() -> None:
     old = {v["id"]: v for v in json.loads(OUT.read_text())["vectors"]} if OUT.exists() else {}
-    for v in old.values():  # keep the twofish answers of the existing file
-        if v["alg"] == "twofish-cbc":
-            n = len(v["plaintext"]) // 2
-            key = (v["key_bits"], n, -1 if v["id"].endswith("paper-zero") else int(v.get("chunk_bytes", 0)))
-            TWOFISH[key] = v["ciphertext"][32:] if key[2] == -1 else v["ciphertext"]
     doc = {"version": 1, "description": "Known-answer vectors of workloads/crypto (see README.md)",
            "vectors": cipher_vectors() + mac_vectors() + asym_vectors(old)}
     OUT.write_text(json.dumps(doc, indent=1) + "\n")

@@ -1,0 +1,338 @@
+"""The emulator: deployments, the instance pool on emulated hosts, keep-alive, forced cold starts."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from testbed_agent.cost import invocation_cost
+from testbed_agent.errors import TestbedError
+from testbed_agent.faas import cgroups, inspector
+from testbed_agent.faas.functions import FunctionCode, find_function
+from testbed_agent.faas.instance import CallTimeout, Host, Instance, InstanceDied
+from testbed_agent.faas.profiles import MIB, Profile
+from testbed_agent.faas.storage import make_tmp
+
+#: environment passed through to instances (nothing else of the emulator's leaks in)
+PASS_ENV = ("PATH", "LANG", "LC_ALL", "PYTHONPATH", "VIRTUAL_ENV")
+
+
+class FaasError(TestbedError):
+    """An API error with its HTTP status."""
+
+    def __init__(self, status: int, message: str, hint: str | None = None) -> None:
+        super().__init__(message, hint)
+        self.status = status
+
+
+@dataclass
+class Deployment:
+    name: str
+    code: FunctionCode
+    memory_mb: int
+    timeout_s: float
+    keep_alive_s: float
+    tmp_mb: int
+    concurrency: int
+    env: dict[str, str]
+    version: int = 1
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "function": self.code.name, "memory_mb": self.memory_mb,
+                "timeout_s": self.timeout_s, "keep_alive_s": self.keep_alive_s, "tmp_mb": self.tmp_mb,
+                "concurrency": self.concurrency, "version": self.version, "env": self.env}
+
+
+class Emulator:
+    """Thread-safe core behind the HTTP API."""
+
+    def __init__(self, profile: Profile, state_dir: Path, *, function_dirs: list[Path],
+                 keep_alive_s: float | None = None, max_concurrency: int = 100,
+                 cgroup: str = "auto", key_service: str = "") -> None:
+        self.profile = profile
+        self.id = uuid.uuid4().hex[:8]
+        self.state_dir = state_dir / f"emu-{self.id}"
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.function_dirs = function_dirs
+        self.keep_alive_s = profile.keep_alive_s if keep_alive_s is None else keep_alive_s
+        self.max_concurrency = max_concurrency
+        self.key_service = key_service
+        self.backend = cgroups.detect(self.id, cgroup) if cgroup != "none" else cgroups.Backend("disabled")
+        self.mount_tmp = os.geteuid() == 0 and shutil.which("mount") is not None
+        self.limits_enforced = self.backend.enforced and self.mount_tmp
+        self.ncpu = os.cpu_count() or 1
+        self.deployments: dict[str, Deployment] = {}
+        self.instances: list[Instance] = []
+        self.hosts: list[Host] = []
+        self.inflight = 0
+        self.started = time.monotonic()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._reaper = threading.Thread(target=self._reap, name="keep-alive", daemon=True)
+        self._reaper.start()
+
+    # -- status --------------------------------------------------------------------------
+
+    def warnings(self) -> list[str]:
+        out = []
+        if not self.backend.enforced:
+            out.append(f"CPU and memory limits NOT enforced ({self.backend.reason}); "
+                       "results are marked limits_enforced=false")
+        if not self.mount_tmp:
+            out.append("/tmp size NOT enforced (needs root to mount); results are marked limits_enforced=false")
+        return out
+
+    def info(self) -> dict[str, Any]:
+        with self._lock:
+            return {"emulator_id": self.id, "profile": self.profile.summary(),
+                    "limits_enforced": self.limits_enforced, "cgroup": self.backend.version,
+                    "warnings": self.warnings(), "cpu_model": inspector.cpu_model(), "host_cpus": self.ncpu,
+                    "keep_alive_s": self.keep_alive_s, "max_concurrency": self.max_concurrency,
+                    "inflight": self.inflight, "uptime_s": time.monotonic() - self.started,
+                    "functions": {n: d.describe() for n, d in self.deployments.items()},
+                    "hosts": [{"id": h.id, "uptime_s": h.uptime_s(), "used_mb": h.used_mb} for h in self.hosts],
+                    "instances": [self._describe(i) for i in self.instances]}
+
+    def _describe(self, inst: Instance) -> dict[str, Any]:
+        return {"id": inst.id, "function": inst.deployment.name, "version": inst.deployment.version,
+                "host_id": inst.host.id, "inflight": inst.inflight, "invocations": inst.invocations,
+                "idle_s": time.monotonic() - inst.last_used, "uptime_s": time.monotonic() - inst.created}
+
+    # -- deployments ---------------------------------------------------------------------
+
+    def deploy(self, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+        """Create or update a function; an update retires its instances (next call is cold)."""
+        p = self.profile
+        try:
+            memory = int(spec.get("memory_mb") or p.memory_default_mb)
+            p.check_memory(memory)
+            timeout = float(spec.get("timeout_s") or p.timeout_default_s)
+            if not 0 < timeout <= p.timeout_max_s:
+                raise TestbedError(f"{p.name}: timeout {timeout} s outside (0, {p.timeout_max_s}] s")
+            tmp_mb = p.tmp_mb(memory, spec.get("tmp_mb"))
+            code = find_function(str(spec.get("function") or name), self.function_dirs)
+        except (TypeError, ValueError) as exc:
+            raise FaasError(400, f"bad deployment of {name}: {exc}") from exc
+        except TestbedError as exc:
+            raise FaasError(400, exc.message, exc.hint) from exc
+        keep = spec.get("keep_alive_s")
+        dep = Deployment(name=name, code=code, memory_mb=memory, timeout_s=timeout,
+                         keep_alive_s=self.keep_alive_s if keep is None else float(keep), tmp_mb=tmp_mb,
+                         concurrency=int(spec.get("concurrency") or p.instance_concurrency),
+                         env={str(k): str(v) for k, v in (spec.get("env") or {}).items()})
+        with self._lock:
+            old = self.deployments.get(name)
+            if old is not None:
+                dep.version = old.version + 1
+            self.deployments[name] = dep
+        self.cold(name)
+        return dep.describe()
+
+    def delete(self, name: str) -> None:
+        with self._lock:
+            if self.deployments.pop(name, None) is None:
+                raise FaasError(404, f"no function '{name}'")
+        self.cold(name)
+
+    def cold(self, name: str | None = None, scope: str = "function") -> dict[str, Any]:
+        """Retire instances (of one function, or all); ``host`` also starts fresh emulated hosts."""
+        if scope not in ("function", "host"):
+            raise FaasError(400, f"scope must be function or host, not {scope!r}")
+        with self._lock:
+            victims = [i for i in self.instances if name is None or scope == "host" or i.deployment.name == name]
+            if scope == "host":
+                self.hosts = []
+            for inst in victims:
+                self._detach(inst)
+        for inst in victims:
+            inst.retire()
+        return {"retired": len(victims), "scope": scope,
+                "hosts": [h.id for h in self.hosts]}
+
+    # -- invocation ----------------------------------------------------------------------
+
+    def invoke(self, name: str, event: Any) -> tuple[int, dict[str, Any]]:
+        """Run one call; returns (HTTP status, response with the inspector block)."""
+        received = time.perf_counter()
+        with self._lock:
+            dep = self.deployments.get(name)
+            if dep is None:
+                raise FaasError(404, f"no function '{name}'", hint="deploy it first (PUT /functions/NAME)")
+            if self.inflight >= self.max_concurrency:
+                raise FaasError(429, f"too many concurrent calls (max {self.max_concurrency})",
+                                hint="raise --max-concurrency or slow down")
+            self.inflight += 1
+            inst = self._pick(dep)
+        try:
+            return self._invoke(dep, inst, event, received)
+        finally:
+            with self._lock:
+                self.inflight -= 1
+
+    def _pick(self, dep: Deployment) -> Instance | Host:
+        """A warm instance with a free slot (most recently used first), else a host for a new one."""
+        warm = [i for i in self.instances if i.deployment is dep and not i.retired
+                and i.inflight < dep.concurrency and i.alive()]
+        if warm:
+            inst = max(warm, key=lambda i: i.last_used)
+            inst.inflight += 1
+            return inst
+        host = next((h for h in self.hosts if h.capacity_mb - h.used_mb >= dep.memory_mb), None)
+        if host is None:
+            host = Host(capacity_mb=max(self.profile.host_memory_mb, dep.memory_mb))
+            self.hosts.append(host)
+        host.used_mb += dep.memory_mb
+        return host
+
+    def _invoke(self, dep: Deployment, picked: Instance | Host, event: Any, received: float) -> tuple[int, dict]:
+        new = isinstance(picked, Host)
+        if isinstance(picked, Host):
+            try:
+                inst = self._start(dep, picked)
+            except Exception as exc:
+                with self._lock:
+                    picked.used_mb -= dep.memory_mb
+                raise FaasError(500, f"cannot start an instance of {dep.name}: {exc}") from exc
+        else:
+            inst = picked
+        request_id = uuid.uuid4().hex
+        before, steal0 = inst.cgroup.stats(), inspector.steal_s()
+        status, body = 200, {}
+        try:
+            msg = inst.call(event, dep.timeout_s, request_id)
+            if msg.get("ok"):
+                body = {"status": "ok", "result": msg.get("result"), "error": None}
+            else:
+                status, body = 500, {"status": "error", "result": None,
+                                     "error": {"type": "FunctionError", **msg.get("error", {})}}
+        except InstanceDied:
+            msg = {}
+            stats = inst.cgroup.stats()
+            if stats.oom_kills > before.oom_kills or inst.exit_code in (-9, 137):
+                kind = "MemoryLimitExceeded" if stats.oom_kills > before.oom_kills else "InstanceKilled"
+                text = (f"instance killed: memory limit of {dep.memory_mb} MB exceeded (OOM kill in its cgroup)"
+                        if kind == "MemoryLimitExceeded" else "instance killed by SIGKILL")
+            else:
+                kind, text = "InstanceExited", f"instance exited with code {inst.exit_code}"
+            status, body = 502, {"status": "error", "result": None, "error": {"type": kind, "message": text}}
+        except CallTimeout as exc:
+            msg = {}
+            status, body = 504, {"status": "error", "result": None,
+                                 "error": {"type": "Timeout", "message": str(exc)}}
+        after, steal1 = inst.cgroup.stats(), inspector.steal_s()
+        done = time.perf_counter()
+        with self._lock:
+            inst.inflight -= 1
+            inst.invocations += 1
+            inst.last_used = time.monotonic()
+            broken = status in (502, 504) or not inst.alive()
+            if broken:
+                self._detach(inst)
+        if broken:
+            inst.retire()
+        handler_s = float(msg.get("handler_s", 0.0))
+        body["inspector"] = self._inspect(dep, inst, new, msg, before, after, steal1 - steal0,
+                                          handler_s, done - received)
+        body["billing"] = self._bill(dep, inst, new, handler_s, after.memory_peak_bytes)
+        return status, body
+
+    def _start(self, dep: Deployment, host: Host) -> Instance:
+        t0 = time.perf_counter()
+        iid = "i-" + uuid.uuid4().hex[:12]
+        directory = self.state_dir / iid
+        directory.mkdir(parents=True)
+        cg = self.backend.create(iid)
+        tmp = None
+        try:
+            cg.set_limits(min(self.profile.vcpus(dep.memory_mb), self.ncpu), dep.memory_mb * MIB)
+            tmp = make_tmp(directory / "tmp", self.profile.tmp_kind, dep.tmp_mb, mount=self.mount_tmp)
+            env = {k: os.environ[k] for k in PASS_ENV if k in os.environ}
+            env.update({"HOME": "/tmp" if tmp.enforced else str(tmp.path), "TESTBED_FAAS_FUNCTION": dep.name,
+                        "TESTBED_FAAS_MEMORY_MB": str(dep.memory_mb), "TESTBED_FAAS_PROFILE": self.profile.name,
+                        "TESTBED_FAAS_INSTANCE": iid, "TESTBED_FAAS_HOST": host.id, **dep.env})
+            inst = Instance(iid=iid, deployment=dep, host=host, cgroup=cg, tmp=tmp, directory=directory,
+                            env=env, key_service=self.key_service)
+        except Exception:
+            if tmp is not None:
+                tmp.release()
+            cg.remove()
+            raise
+        inst.inflight = 1
+        try:
+            inst.wait_ready()
+        except Exception:
+            inst.retire()
+            raise
+        inst.cold_start_s = time.perf_counter() - t0
+        with self._lock:
+            self.instances.append(inst)
+        return inst
+
+    def _detach(self, inst: Instance) -> None:
+        """Take an instance out of the pool (caller holds the lock and retires it after)."""
+        if inst in self.instances:
+            self.instances.remove(inst)
+            inst.host.used_mb -= inst.deployment.memory_mb
+        inst.retired = True
+
+    def _inspect(self, dep: Deployment, inst: Instance, new: bool, msg: dict[str, Any], before: Any,
+                 after: Any, steal: float, handler_s: float, total_s: float) -> dict[str, Any]:
+        enforced_cg = self.backend.enforced
+        user = after.cpu_user_s - before.cpu_user_s if enforced_cg else msg.get("proc_user_s", 0.0)
+        system = after.cpu_system_s - before.cpu_system_s if enforced_cg else msg.get("proc_system_s", 0.0)
+        started, ended = msg.get("started"), msg.get("ended")
+        return {
+            "instance_id": inst.id, "new_instance": new, "function": dep.name, "version": dep.version,
+            "profile": self.profile.name, "host_id": inst.host.id, "host_uptime_s": inst.host.uptime_s(),
+            "instance_uptime_s": time.monotonic() - inst.created, "instance_invocations": inst.invocations,
+            "cpu_model": inspector.cpu_model(), "vcpus": self.profile.vcpus(dep.memory_mb),
+            "vcpus_enforced": min(self.profile.vcpus(dep.memory_mb), self.ncpu) if enforced_cg else None,
+            "cpu_user_s": user, "cpu_system_s": system, "cpu_steal_s": steal,
+            "cpu_throttled_s": after.throttled_s - before.throttled_s,
+            "memory_limit_bytes": dep.memory_mb * MIB, "memory_peak_bytes": after.memory_peak_bytes or None,
+            "started_at": inspector.rfc3339(started) if started else None,
+            "ended_at": inspector.rfc3339(ended) if ended else None,
+            "init_s": inst.init_s if new else 0.0, "cold_start_s": inst.cold_start_s if new else 0.0,
+            "handler_s": handler_s, "emulator_s": max(0.0, total_s - handler_s),
+            "tmp": inst.tmp.info(), "limits_enforced": self.limits_enforced, "cgroup": self.backend.version,
+        }
+
+    def _bill(self, dep: Deployment, inst: Instance, new: bool, handler_s: float, peak: int) -> dict[str, Any]:
+        """Billed duration (handler, plus init on a cold start), GB-seconds and price."""
+        duration = handler_s + (inst.init_s if new else 0.0)
+        memory = self.profile.billed_memory_mb(dep.memory_mb, peak)
+        cost = invocation_cost(memory, duration, self.profile.price_table(dep.memory_mb))
+        return {"duration_s": duration, "memory_mb": memory, "gb_seconds": cost["gb_seconds"],
+                "price": cost["price"], "currency": self.profile.price.get("currency", "USD")}
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def _reap(self) -> None:
+        while not self._stop.wait(0.1):
+            now = time.monotonic()
+            with self._lock:
+                idle = [i for i in self.instances if i.inflight == 0
+                        and (now - i.last_used > i.deployment.keep_alive_s or not i.alive())]
+                for inst in idle:
+                    self._detach(inst)
+            for inst in idle:
+                inst.retire()
+
+    def shutdown(self) -> None:
+        """Retire every instance and remove the emulator's cgroups and state."""
+        self._stop.set()
+        self._reaper.join(timeout=2)
+        self.cold(None, "host")
+        self.backend.cleanup()
+        shutil.rmtree(self.state_dir, ignore_errors=True)
+
+
+def log(msg: str) -> None:
+    print(f"faas: {msg}", file=sys.stderr, flush=True)

@@ -1,0 +1,34 @@
+"""Host facts for the inspector block: CPU model, steal time; timestamps."""
+
+from __future__ import annotations
+
+import functools
+import os
+from datetime import datetime, timezone
+
+
+@functools.cache
+def cpu_model() -> str:
+    """CPU model name of this machine (what a function would read from /proc/cpuinfo)."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith(("model name", "Processor", "cpu model")):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return os.uname().machine
+
+
+def steal_s() -> float:
+    """Host-wide steal time so far (all CPUs), in seconds, from /proc/stat."""
+    try:
+        with open("/proc/stat") as fh:
+            fields = fh.readline().split()
+        return int(fields[8]) / os.sysconf("SC_CLK_TCK") if len(fields) > 8 else 0.0
+    except (OSError, ValueError):
+        return 0.0
+
+
+def rfc3339(ts: float) -> str:
+    return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")

@@ -1,0 +1,160 @@
+"""One function instance: a worker process tree in its own cgroup, with its own /tmp."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from testbed_agent.faas.cgroups import InstanceCgroup
+from testbed_agent.faas.storage import TmpStore
+
+START_TIMEOUT_S = 30.0
+
+
+class InstanceDied(Exception):
+    """The worker exited (killed) while a call was running."""
+
+
+class CallTimeout(Exception):
+    """The call ran past the function's timeout."""
+
+
+@dataclass
+class Host:
+    """An emulated host: identity, boot time and the memory its instances take."""
+
+    capacity_mb: int
+    id: str = field(default_factory=lambda: "host-" + uuid.uuid4().hex[:10])
+    booted: float = field(default_factory=time.monotonic)
+    used_mb: int = 0
+
+    def uptime_s(self) -> float:
+        return time.monotonic() - self.booted
+
+
+class Instance:
+    """A started worker; ``call`` sends one event and waits for its response."""
+
+    def __init__(self, *, iid: str, deployment: Any, host: Host, cgroup: InstanceCgroup, tmp: TmpStore,
+                 directory: Path, env: dict[str, str], key_service: str) -> None:
+        self.id = iid
+        self.deployment = deployment
+        self.host = host
+        self.cgroup = cgroup
+        self.tmp = tmp
+        self.directory = directory
+        self.created = time.monotonic()
+        self.last_used = self.created
+        self.inflight = 0
+        self.invocations = 0
+        self.init_s = 0.0
+        self.cold_start_s = 0.0
+        self.retired = False
+        self._pending: dict[int, queue.Queue] = {}
+        self._next = 0
+        self._lock = threading.Lock()
+        self.exit_code: int | None = None
+        d = deployment
+        private = tmp.enforced
+        cfg = {"cgroup_procs": cgroup.procs_files(), "private_tmp": private, "tmp_src": str(tmp.path),
+               "tmp_dir": "/tmp" if private else str(tmp.path), "code_dir": str(d.code.code_dir),
+               "module": d.code.module, "handler": d.code.handler, "function_name": d.name,
+               "version": d.version, "memory_mb": d.memory_mb, "concurrency": d.concurrency,
+               "log": str(directory / "function.log"), "key_service": key_service}
+        env = {**env, "TMPDIR": cfg["tmp_dir"]}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "testbed_agent.faas.worker", json.dumps(cfg)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            env=env, cwd=str(directory), start_new_session=True, bufsize=1)
+        self._ready: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read, name=f"read-{iid}", daemon=True).start()
+
+    def wait_ready(self) -> None:
+        """Wait for the function's init; raise RuntimeError with its error."""
+        try:
+            msg = self._ready.get(timeout=START_TIMEOUT_S)
+        except queue.Empty:
+            raise RuntimeError(f"instance did not start within {START_TIMEOUT_S:.0f} s") from None
+        if msg is None:
+            raise RuntimeError(f"instance exited during init (code {self.proc.poll()})")
+        if not msg.get("ready"):
+            err = msg.get("error") or {}
+            raise RuntimeError(f"function init failed: {err.get('type')}: {err.get('message')}")
+        self.init_s = float(msg["init_s"])
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        ready = False
+        for line in self.proc.stdout:
+            msg = json.loads(line)
+            if not ready:
+                ready = True
+                self._ready.put(msg)
+                continue
+            with self._lock:
+                q = self._pending.pop(msg.get("id"), None)
+            if q is not None:
+                q.put(msg)
+        self.exit_code = self.proc.wait()
+        if not ready:
+            self._ready.put(None)
+        with self._lock:
+            pending, self._pending = list(self._pending.values()), {}
+        for q in pending:
+            q.put(None)
+
+    def call(self, event: Any, timeout_s: float, request_id: str) -> dict[str, Any]:
+        """Run the handler once; raise InstanceDied or CallTimeout."""
+        q: queue.Queue = queue.Queue(maxsize=1)
+        with self._lock:
+            if self.exit_code is not None:
+                raise InstanceDied("instance is gone")
+            self._next += 1
+            cid = self._next
+            self._pending[cid] = q
+        line = json.dumps({"id": cid, "event": event, "timeout_s": timeout_s, "request_id": request_id})
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(line + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            raise InstanceDied("instance is gone") from None
+        try:
+            msg = q.get(timeout=timeout_s)
+        except queue.Empty:
+            raise CallTimeout(f"Task timed out after {timeout_s:.2f} seconds") from None
+        if msg is None:
+            raise InstanceDied(f"instance exited with {self.exit_code}")
+        return msg
+
+    def alive(self) -> bool:
+        return self.exit_code is None and self.proc.poll() is None
+
+    def retire(self) -> None:
+        """Kill the process tree, release /tmp and the cgroup."""
+        self.retired = True
+        try:
+            if self.proc.stdin:
+                self.proc.stdin.close()
+        except OSError:
+            pass
+        self.cgroup.kill()
+        try:
+            os.killpg(self.proc.pid, 9)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        self.tmp.release()
+        self.cgroup.remove()

@@ -1,0 +1,143 @@
+"""Open a page in headless Chromium and collect console errors over the DevTools protocol."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from websockets.sync.client import connect
+
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--disable-default-apps", "--disable-extensions", "--remote-debugging-address=127.0.0.1",
+         "--remote-debugging-port=0"]
+
+
+@dataclass
+class PageResult:
+    errors: list[str] = field(default_factory=list)
+    images: int = 0
+    images_loaded: int = 0
+    title: str = ""
+    text: str = ""
+
+
+def chromium_binary() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    raise RuntimeError("chromium not found: run `make install` (scripts/apt-packages.txt lists it)")
+
+
+class _Cdp:
+    def __init__(self, url: str) -> None:
+        self.ws = connect(url, max_size=None, open_timeout=20)
+        self.next_id = 0
+        self.events: list[dict[str, Any]] = []
+
+    def call(self, method: str, timeout: float = 30.0, **params: Any) -> dict[str, Any]:
+        self.next_id += 1
+        my = self.next_id
+        self.ws.send(json.dumps({"id": my, "method": method, "params": params}))
+        deadline = time.monotonic() + timeout
+        while True:
+            msg = json.loads(self.ws.recv(timeout=max(0.1, deadline - time.monotonic())))
+            if msg.get("id") == my:
+                if "error" in msg:
+                    raise RuntimeError(f"{method}: {msg['error']}")
+                return msg.get("result", {})
+            self.events.append(msg)
+
+    def wait_event(self, name: str, timeout: float = 30.0) -> dict[str, Any]:
+        for ev in self.events:
+            if ev.get("method") == name:
+                return ev
+        deadline = time.monotonic() + timeout
+        while True:
+            msg = json.loads(self.ws.recv(timeout=max(0.1, deadline - time.monotonic())))
+            self.events.append(msg)
+            if msg.get("method") == name:
+                return msg
+
+
+def _errors(events: list[dict[str, Any]]) -> list[str]:
+    out = []
+    for ev in events:
+        m, p = ev.get("method"), ev.get("params", {})
+        if m == "Runtime.exceptionThrown":
+            out.append(f"exception: {p.get('exceptionDetails', {}).get('text')}")
+        elif m == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
+            out.append(f"console.{p['type']}: {[a.get('value') for a in p.get('args', [])]}")
+        elif m == "Log.entryAdded" and p.get("entry", {}).get("level") == "error":
+            out.append(f"log: {p['entry'].get('text')} {p['entry'].get('url', '')}")
+        elif m == "Network.loadingFailed":
+            out.append(f"load failed: {p.get('errorText')}")
+    return out
+
+
+def open_page(html: Path, timeout: float = 60.0) -> PageResult:
+    """Load ``html`` (file://) and return console errors and the state of its images."""
+    profile = tempfile.mkdtemp(prefix="chromium-profile-")
+    proc = subprocess.Popen([chromium_binary(), *FLAGS, f"--user-data-dir={profile}", "about:blank"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        ws_url = _devtools_url(proc, timeout)
+        target = _page_target(ws_url, timeout)
+        cdp = _Cdp(target)
+        for domain in ("Runtime", "Log", "Page", "Network"):
+            cdp.call(f"{domain}.enable")
+        cdp.call("Page.navigate", url=html.resolve().as_uri())
+        cdp.wait_event("Page.loadEventFired", timeout)
+        expr = ("JSON.stringify({n: document.images.length, ok: Array.from(document.images).filter("
+                "i => i.complete && i.naturalWidth > 0).length, title: document.title, "
+                "text: document.body.innerText})")
+        res = cdp.call("Runtime.evaluate", expression=expr, returnByValue=True)
+        info = json.loads(res["result"]["value"])
+        time.sleep(0.3)
+        cdp.call("Runtime.evaluate", expression="1")  # drain late events
+        cdp.ws.close()
+        return PageResult(_errors(cdp.events), info["n"], info["ok"], info["title"], info["text"])
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def _devtools_url(proc: subprocess.Popen, timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    assert proc.stderr is not None
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line and proc.poll() is not None:
+            raise RuntimeError(f"chromium exited with {proc.returncode} before DevTools was ready")
+        found = re.search(r"DevTools listening on (ws://\S+)", line)
+        if found:
+            return found.group(1)
+    raise RuntimeError("chromium did not print its DevTools address in time")
+
+
+def _page_target(browser_ws: str, timeout: float) -> str:
+    """The websocket URL of the first page target (via the browser endpoint, no HTTP needed)."""
+    port = re.search(r":(\d+)/", browser_ws).group(1)
+    with connect(browser_ws, max_size=None, open_timeout=timeout) as ws:
+        ws.send(json.dumps({"id": 1, "method": "Target.getTargets"}))
+        while True:
+            msg = json.loads(ws.recv(timeout=timeout))
+            if msg.get("id") == 1:
+                break
+    pages = [t for t in msg["result"]["targetInfos"] if t["type"] == "page"]
+    if not pages:
+        raise RuntimeError("chromium has no page target")
+    return f"ws://127.0.0.1:{port}/devtools/page/{pages[0]['targetId']}"
