@@ -67,7 +67,7 @@ def analyze(csv: Path, metric: str, by: list[str], where: dict[str, str], out: P
         groups.append({"group": {c: _plain(k) for c, k in zip(by, key)},
                        **group_stats(part[metric].to_numpy(dtype=float))})
     result: dict[str, Any] = {"csv": str(csv), "metric": metric, "by": by, "where": where,
-                              "n_rows": int(len(df)), "groups": groups}
+                              "n_rows": len(df), "groups": groups}
     if len(by) == 2:
         result["anova"] = [{k: r[k] for k in ("source", "df", "ss_percent", "F", "F_crit", "ss", "p")}
                            for r in two_way_anova(df, metric, by[0], by[1])]

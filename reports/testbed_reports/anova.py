@@ -48,7 +48,7 @@ def two_way_anova(df: pd.DataFrame, value: str, a: str, b: str, alpha: float = 0
         is_resid = src == "Residual"
         f_val = None if is_resid or not np.isfinite(r["F"]) else float(r["F"])
         rows.append({
-            "source": names.get(str(src), str(src)), "df": int(round(r["df"])), "ss": float(r["sum_sq"]),
+            "source": names.get(str(src), str(src)), "df": round(float(r["df"])), "ss": float(r["sum_sq"]),
             "ss_percent": 100.0 * float(r["sum_sq"]) / sst if sst > 0 else float("nan"),
             "F": f_val,
             "F_crit": None if is_resid else float(sps.f.ppf(1 - alpha, r["df"], df_resid)),
@@ -61,7 +61,8 @@ def tukey(df: pd.DataFrame, value: str, factor: str, alpha: float = 0.05) -> lis
     """Tukey HSD of all pairs of levels of one factor."""
     from statsmodels.stats.multicomp import pairwise_tukeyhsd
 
-    data = pd.DataFrame({"y": pd.to_numeric(df[value], errors="coerce"), "g": df[factor].astype(str)}).dropna()
+    data = pd.DataFrame({"y": pd.to_numeric(df[value], errors="coerce"),
+                         "g": df[factor].astype(str)}).dropna()
     if data["g"].nunique() < 2:
         raise ReportError(f"Tukey HSD needs at least two levels of {factor}")
     res = pairwise_tukeyhsd(data["y"].to_numpy(), data["g"].to_numpy(), alpha=alpha)

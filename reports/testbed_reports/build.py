@@ -7,7 +7,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,23 +21,23 @@ from testbed_reports.compare import auto_pairs, compare, parse_pairs
 from testbed_reports.errors import ReportError
 from testbed_reports.fingerprint import fingerprints, label_factors, mismatches
 from testbed_reports.load import Dataset, load
-from testbed_reports.stats import B, BOOT_MAX_N, describe
+from testbed_reports.stats import BOOT_MAX_N, B, describe
 
 FACTORS = ("protection", "vendor", "disk")
 METHOD = [
-    "n, mean, median, sd and CV are computed over the ok runs of each label; failed, timed-out, skipped "
-    "and interrupted runs are listed, never used as values.",
-    "95% CI of the mean: Student t for a label measured on one machine; with several machines per label "
+    ("n, mean, median, sd and CV are computed over the ok runs of each label; failed, timed-out, skipped "
+    "and interrupted runs are listed, never used as values."),
+    ("95% CI of the mean: Student t for a label measured on one machine; with several machines per label "
     "the repetitions are nested in machines and the label is resampled at the machine level (cluster "
-    "bootstrap).",
-    f"CV and overhead CIs: percentile bootstrap, {B} seeded resamples (machine level when a label has "
+    "bootstrap)."),
+    (f"CV and overhead CIs: percentile bootstrap, {B} seeded resamples (machine level when a label has "
     f"several machines); one machine with more than {BOOT_MAX_N} runs uses the bootstrap's large-sample "
-    "limit (normal draws of the mean, delta-method CV interval).",
-    "Overhead = (a/b - 1) x 100 for lower-is-better metrics and (b/a - 1) x 100 for higher-is-better "
-    "ones, so a slowdown of a is always positive.",
-    "Tests: two-sided Mann-Whitney U (verdict) and Welch t, on runs, or on machine means when both labels "
+    "limit (normal draws of the mean, delta-method CV interval)."),
+    ("Overhead = (a/b - 1) x 100 for lower-is-better metrics and (b/a - 1) x 100 for higher-is-better "
+    "ones, so a slowdown of a is always positive."),
+    ("Tests: two-sided Mann-Whitney U (verdict) and Welch t, on runs, or on machine means when both labels "
     "have at least 3 machines; p-values Holm-corrected across the metrics of each comparison; "
-    "significant when the Holm-corrected Mann-Whitney p < 0.05.",
+    "significant when the Holm-corrected Mann-Whitney p < 0.05."),
     ANOVA_NOTE[0].upper() + ANOVA_NOTE[1:] + ".",
 ]
 
@@ -165,7 +165,8 @@ def build(paths: Sequence[Path], out: Path, name: str | None = None, compare_spe
         extra = extra[~extra["host"].astype(str).isin(fp["host"])]
         if len(extra):
             fp = pd.concat([fp, fingerprints(extra.astype(str), {})], ignore_index=True)
-    problems = mismatches(fp)
+    flagged = mismatches(fp)
+    problems = [p for _, p in flagged]
     factors = label_factors(fp)
     labels = sorted(set(ds.obs["label"].astype(str)) | set(ds.records["label"].astype(str)))
     desc, draws = describe(ds.obs) if not ds.obs.empty else (pd.DataFrame(columns=[
@@ -173,6 +174,13 @@ def build(paths: Sequence[Path], out: Path, name: str | None = None, compare_spe
         "cv_percent", "cv_ci_low", "cv_ci_high", "ci95_low", "ci95_high", "ci_method"]), {})
     pairs = parse_pairs(list(compare_specs), labels) if compare_specs else auto_pairs(factors)
     cmp = compare(ds.obs, desc, draws, pairs)
+    suspect = {lab for lab, _ in flagged}
+    if len(cmp):
+        bad_rows = cmp["a"].isin(suspect) | cmp["b"].isin(suspect)
+        cmp["evidence_mismatch"] = bad_rows
+        cmp.loc[bad_rows, "verdict"] = "EVIDENCE MISMATCH: " + cmp.loc[bad_rows, "verdict"]
+    else:
+        cmp["evidence_mismatch"] = pd.Series(dtype=bool)
     anova = factorial(ds, factors)
     counts, bad = _status(ds)
     rep = Report(out, desc, cmp, fp, problems, anova, counts)
@@ -208,9 +216,9 @@ def _pct_table(ds: Dataset) -> pd.DataFrame:
 def _write_json(out: Path, name: str, rep: Report, bad: pd.DataFrame, ds: Dataset, labels: list[str],
                 pairs: list) -> None:
     data = {
-        "name": name, "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "name": name, "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "generator": f"testbed-report {__version__}", "sources": ds.sources, "labels": labels,
-        "observations": int(len(ds.obs)), "problems": rep.problems,
+        "observations": len(ds.obs), "problems": rep.problems,
         "pairs": [{"a": p.a, "b": p.b, "kind": p.kind} for p in pairs],
         "descriptives": _records(rep.descriptives), "comparisons": _records(rep.comparisons),
         "anova": _clean(rep.anova), "fingerprints": _records(rep.fingerprints),
@@ -243,7 +251,7 @@ def _render(name: str, rep: Report, bad: pd.DataFrame, ds: Dataset, labels: list
     heat = plots.heatmap(rep.comparisons) if not rep.comparisons.empty else None
     failed = bad.head(500)
     return _env().get_template("report.html.j2").render(
-        name=name, generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        name=name, generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         version=__version__, problems=rep.problems, labels=labels, comparisons=_records(rep.comparisons),
         heatmap=heat, sections=sections, fingerprints=_records(rep.fingerprints),
         status=_records(rep.status), status_cols=[c for c in rep.status.columns if c not in

@@ -88,7 +88,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
                 csv_defaults=_pairs(args.csv_default, "--csv-default"))
     for p in rep.problems:
         print(f"EVIDENCE MISMATCH: {p}", file=sys.stderr)
-    n_sig = int(rep.comparisons["significant"].fillna(False).astype(bool).sum()) if len(rep.comparisons) else 0
+    n_sig = sum(1 for s in rep.comparisons["significant"] if bool(s) and s is not None)
     print(f"report: {args.out / 'index.html'} ({len(rep.descriptives)} label metrics, "
           f"{len(rep.comparisons)} comparisons, {n_sig} significant)")
     return 0

@@ -40,7 +40,8 @@ def parse_pairs(specs: list[str], labels: list[str]) -> list[Pair]:
     pairs = []
     for spec in specs:
         if ":" not in spec:
-            raise ReportError(f"--compare {spec!r}: expected A:B (two labels)", f"labels: {', '.join(labels)}")
+            raise ReportError(f"--compare {spec!r}: expected A:B (two labels)",
+                              f"labels: {', '.join(labels)}")
         a, b = (s.strip() for s in spec.split(":", 1))
         for x in (a, b):
             if x not in labels:

@@ -103,23 +103,27 @@ def fingerprints(records: pd.DataFrame, sysinfo: dict[tuple[str, str], dict[str,
                                        "disk_encryption", "attestation", "sysinfo"])
 
 
-def mismatches(fp: pd.DataFrame) -> list[str]:
-    """Loud, readable problems: labels and groups that the recorded evidence contradicts."""
+def mismatches(fp: pd.DataFrame) -> list[tuple[str, str]]:
+    """(label, problem): labels and groups that the recorded evidence contradicts."""
     problems = []
     for row in fp.itertuples(index=False):
         groups = [g for g in str(row.groups).split(",") if g]
         claim = claimed_technology(str(row.label), groups)
         who = f"{row.host} (label {row.label}, run {row.run_id})"
         tech = str(row.cc_technology)
+
+        def flag(text: str, label: str = str(row.label)) -> None:
+            problems.append((label, text))
+
         if claim in ("sev", "tdx"):
             if not row.sysinfo:
-                problems.append(f"{who} claims {claim.upper()} but has no sysinfo: the protection is unproven")
+                flag(f"{who} claims {claim.upper()} but has no sysinfo: the protection is unproven")
             elif not tech.startswith(claim):
-                problems.append(f"{who} claims {claim.upper()} but its evidence says '{tech}'")
+                flag(f"{who} claims {claim.upper()} but its evidence says '{tech}'")
         elif claim == "none" and row.sysinfo and tech not in ("none", "unknown"):
-            problems.append(f"{who} is a baseline but its evidence says '{tech}'")
+            flag(f"{who} is a baseline but its evidence says '{tech}'")
         if claims_encryption(str(row.label)) and row.disk_encryption is False:
-            problems.append(f"{who} claims disk encryption but sysinfo finds none active")
+            flag(f"{who} claims disk encryption but sysinfo finds none active")
     return problems
 
 

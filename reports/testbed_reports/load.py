@@ -281,9 +281,9 @@ def read_csv_observations(path: Path, mapping: Mapping[str, str] | None = None,
         raise ReportError(f"{path}:{row}: value {out['value'].iloc[row - 2]!r} is not a number")
     out["value"] = values
     out = out.dropna(subset=["value"])
-    out["metric"] = out["metric"] if "metric" in out else "value"
-    out["unit"] = out["unit"] if "unit" in out else ""
-    out["better"] = out["better"] if "better" in out else "lower"
+    out["metric"] = out.get("metric", "value")
+    out["unit"] = out.get("unit", "")
+    out["better"] = out.get("better", "lower")
     wrong = ~out["better"].isin(BETTER)
     if wrong.any():
         row = int(np.flatnonzero(wrong.to_numpy())[0]) + 2
@@ -291,8 +291,8 @@ def read_csv_observations(path: Path, mapping: Mapping[str, str] | None = None,
                           "set it with --csv-default better=lower (or higher)")
     out["host"] = out["host"].astype(str) if "host" in out else out["label"].astype(str)
     out["repetition"] = out["repetition"] if "repetition" in out else np.arange(len(out))
-    out["run_id"] = out["run_id"] if "run_id" in out else path.stem
-    out["groups"] = out["groups"] if "groups" in out else ""
+    out["run_id"] = out.get("run_id", path.stem)
+    out["groups"] = out.get("groups", "")
     out["type"] = "csv"
     out["index"] = -1
     out["started_at"] = None

@@ -7,33 +7,32 @@ import io
 import math
 
 import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
 MAX_PANELS = 12
 ECDF_POINTS = 400
 DPI = 80
 
 
-def _uri(fig: plt.Figure) -> str:
+def _uri(fig: Figure) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
-    plt.close(fig)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
 def colors(labels: list[str]) -> dict[str, tuple]:
-    cmap = plt.get_cmap("tab10" if len(labels) <= 10 else "tab20")
+    cmap = matplotlib.colormaps["tab10" if len(labels) <= 10 else "tab20"]
     return {lab: cmap(i % cmap.N) for i, lab in enumerate(labels)}
 
 
-def _grid(n: int, width: float = 3.4, height: float = 2.6) -> tuple[plt.Figure, list[plt.Axes]]:
+def _grid(n: int, width: float = 3.4, height: float = 2.6) -> tuple[Figure, list[Axes]]:
     cols = min(n, 4)
     rows = math.ceil(n / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False)
+    fig = Figure(figsize=(width * cols, height * rows))
+    axes = fig.subplots(rows, cols, squeeze=False)
     flat = list(axes.ravel())
     for ax in flat[n:]:
         ax.set_visible(False)
@@ -92,7 +91,8 @@ def cv_bars(desc: pd.DataFrame, palette: dict[str, tuple]) -> str:
     """Coefficient of variation (%) with its bootstrap CI, per metric and label."""
     metrics = list(dict.fromkeys(desc["metric"]))[:MAX_PANELS]
     labels = list(dict.fromkeys(desc["label"]))
-    fig, ax = plt.subplots(figsize=(max(4.0, 0.9 * len(metrics) * max(1, len(labels)) ** 0.5 + 2), 2.8))
+    fig = Figure(figsize=(max(4.0, 0.9 * len(metrics) * max(1, len(labels)) ** 0.5 + 2), 2.8))
+    ax = fig.subplots()
     width = 0.8 / max(len(labels), 1)
     for j, lab in enumerate(labels):
         part = desc[desc["label"] == lab].set_index("metric").reindex(metrics)
@@ -118,7 +118,8 @@ def heatmap(cmp: pd.DataFrame) -> str:
     data = grid.to_numpy(float)
     lim = np.nanpercentile(np.abs(data), 95) if np.isfinite(data).any() else 1.0
     lim = max(float(lim), 1.0)
-    fig, ax = plt.subplots(figsize=(2.2 + 1.3 * grid.shape[1], 1.0 + 0.28 * grid.shape[0]))
+    fig = Figure(figsize=(2.2 + 1.3 * grid.shape[1], 1.0 + 0.28 * grid.shape[0]))
+    ax = fig.subplots()
     im = ax.imshow(data, cmap="RdYlGn_r", vmin=-lim, vmax=lim, aspect="auto")
     ax.set_xticks(range(grid.shape[1]), grid.columns, rotation=30, ha="right", fontsize=7)
     ax.set_yticks(range(grid.shape[0]), grid.index, fontsize=7)
@@ -135,7 +136,8 @@ def heatmap(cmp: pd.DataFrame) -> str:
 
 def percentiles(pct: pd.DataFrame, palette: dict[str, tuple]) -> str:
     """Latency percentiles (median over runs) per label and series, on a 'nines' axis."""
-    fig, ax = plt.subplots(figsize=(5.5, 3.0))
+    fig = Figure(figsize=(5.5, 3.0))
+    ax = fig.subplots()
     med = pct.groupby(["label", "series", "percentile"], observed=True)["value"].median().reset_index()
     for (label, series), part in med.groupby(["label", "series"], observed=True):
         p = part["percentile"].to_numpy(float)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 import time
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -32,9 +33,11 @@ class FaasClient:
         data = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": "application/json"} if data is not None else {}
         for attempt in (0, 1):
-            if self._conn is None:
-                self._conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s)
             try:
+                if self._conn is None:
+                    self._conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s)
+                    self._conn.connect()
+                    self._conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 self._conn.request(method, path, body=data, headers=headers)
                 resp = self._conn.getresponse()
                 raw = resp.read()

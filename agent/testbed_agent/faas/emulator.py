@@ -210,8 +210,10 @@ class Emulator:
             if msg.get("ok"):
                 body = {"status": "ok", "result": msg.get("result"), "error": None}
             else:
-                status, body = 500, {"status": "error", "result": None,
-                                     "error": {"type": "FunctionError", **msg.get("error", {})}}
+                err = msg.get("error") or {}
+                status, body = 500, {"status": "error", "result": None, "error": {
+                    "type": "FunctionError", "exception": err.get("type"), "message": err.get("message"),
+                    "trace": err.get("trace")}}
         except InstanceDied:
             msg = {}
             stats = inst.cgroup.stats()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 
 @functools.cache
@@ -31,4 +31,4 @@ def steal_s() -> float:
 
 
 def rfc3339(ts: float) -> str:
-    return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")

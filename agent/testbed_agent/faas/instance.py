@@ -18,6 +18,7 @@ from testbed_agent.faas.cgroups import InstanceCgroup
 from testbed_agent.faas.storage import TmpStore
 
 START_TIMEOUT_S = 30.0
+JOIN_AND_EXEC = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 97; shift; done; shift; exec "$@"'
 
 
 class InstanceDied(Exception):
@@ -65,14 +66,16 @@ class Instance:
         self.exit_code: int | None = None
         d = deployment
         private = tmp.enforced
-        cfg = {"cgroup_procs": cgroup.procs_files(), "private_tmp": private, "tmp_src": str(tmp.path),
+        cfg = {"private_tmp": private, "tmp_src": str(tmp.path),
                "tmp_dir": "/tmp" if private else str(tmp.path), "code_dir": str(d.code.code_dir),
                "module": d.code.module, "handler": d.code.handler, "function_name": d.name,
                "version": d.version, "memory_mb": d.memory_mb, "concurrency": d.concurrency,
                "log": str(directory / "function.log"), "key_service": key_service}
         env = {**env, "TMPDIR": cfg["tmp_dir"]}
+        # the shell joins the cgroups before exec, so the interpreter's own memory is charged too
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "testbed_agent.faas.worker", json.dumps(cfg)],
+            ["/bin/sh", "-c", JOIN_AND_EXEC, "sh", *cgroup.procs_files(), "--",
+             sys.executable, "-m", "testbed_agent.faas.worker", json.dumps(cfg)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
             env=env, cwd=str(directory), start_new_session=True, bufsize=1)
         self._ready: queue.Queue = queue.Queue()

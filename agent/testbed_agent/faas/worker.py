@@ -1,4 +1,4 @@
-"""One instance's runtime process: joins its cgroups, mounts its /tmp, loads the function once
+"""One instance's runtime process (started inside its cgroups): mounts its /tmp, loads the function once
 (init), then runs ``handler(event, context)`` for each request read from stdin (JSON lines).
 
 Started by the instance manager as ``python -m testbed_agent.faas.worker CONFIG_JSON``; the
@@ -45,13 +45,15 @@ def _private_tmp(src: str) -> None:
     """New mount namespace in which ``src`` is bind-mounted over /tmp."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p]
-    steps = ((lambda: libc.unshare(CLONE_NEWNS)), "unshare(CLONE_NEWNS)"), (
-        (lambda: libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None)), "make / private"), (
-        (lambda: libc.mount(src.encode(), b"/tmp", None, MS_BIND, None)), f"bind {src} on /tmp")
-    for call, what in steps:
-        if call() != 0:
-            err = ctypes.get_errno()
-            raise OSError(err, f"{what}: {os.strerror(err)}")
+    _check(libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+    _check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
+    _check(libc.mount(src.encode(), b"/tmp", None, MS_BIND, None), f"bind {src} on /tmp")
+
+
+def _check(rc: int, what: str) -> None:
+    if rc != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
 
 
 def _load_handler(cfg: dict[str, Any]) -> Any:
@@ -68,9 +70,6 @@ def _load_handler(cfg: dict[str, Any]) -> Any:
 
 def main(argv: list[str]) -> int:
     cfg = json.loads(argv[0])
-    for procs in cfg.get("cgroup_procs", []):
-        with open(procs, "w") as fh:
-            fh.write(str(os.getpid()))
     proto_in = os.fdopen(os.dup(0), "r", buffering=1)
     proto_out = os.fdopen(os.dup(1), "w", buffering=1)
     log = os.open(cfg["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)

@@ -305,9 +305,9 @@ func makeOp(a alg, s spec, payload []byte, vecs []vector) (func(int) error, erro
 	switch a.kind {
 	case "cipher":
 		if s.stream != "" {
-			return func(n int) error {
+			return func(int) error {
 				return openStream(func(fh *os.File) error {
-					return streamEncrypt(a.name, key, ivFor(n), fh, s.chunk, discard)
+					return streamEncrypt(a.name, key, randBytes(a.block), fh, s.chunk, discard)
 				})
 			}, nil
 		}

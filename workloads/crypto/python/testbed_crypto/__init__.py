@@ -71,7 +71,7 @@ def _make_op(alg: A.Alg, op: str, key_bits: int, payload: bytes | None, stream: 
         if stream:
             def op_stream(n: int) -> object:
                 with open(stream, "rb", buffering=0) as src:
-                    A.stream_encrypt(name, key, iv_for(n), src, chunk, len)
+                    A.stream_encrypt(name, key, os.urandom(alg.block), src, chunk, len)
                 return None
             return op_stream
         assert payload is not None

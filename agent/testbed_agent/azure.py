@@ -1,0 +1,153 @@
+"""Azure evidence from inside a guest: IMDS metadata and the vTPM-held hardware report.
+
+Only called when the inventory says the machine is in Azure (``--cloud azure``); nothing here runs
+on import. ``imds()`` reads the Instance Metadata Service (VM size, security profile);
+``hardware_report()`` reads the confidential VM's attestation report that the paravisor stores in
+the vTPM's NV index 0x01400001 (``tpm2_nvread``) and returns its digests and key fields.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import struct
+import subprocess
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from testbed_agent.errors import TestbedError
+
+IMDS_ENDPOINT = "http://169.254.169.254"
+IMDS_API_VERSION = "2021-12-13"
+HCL_REPORT_NV_INDEX = 0x01400001
+TPM_DEVICE = Path("/dev/tpmrm0")
+
+_HCL_SIGNATURE = b"HCLA"
+_HCL_HEADER = 32  # signature, version, report size, request type, status, 3 reserved (u32 each)
+_HW_REPORT_SIZE = 1184  # room for an SNP report (TDX's 1024-byte TDREPORT is padded to it)
+_REPORT_TYPES = {2: "sev-snp", 4: "tdx"}
+_HASH_TYPES = {1: "sha256", 2: "sha384", 3: "sha512"}
+
+
+def imds(endpoint: str = IMDS_ENDPOINT, timeout: float = 2.0) -> dict[str, Any]:
+    """The machine's Azure identity and security profile from IMDS (raises TestbedError)."""
+    url = f"{endpoint.rstrip('/')}/metadata/instance?api-version={IMDS_API_VERSION}"
+    request = urllib.request.Request(url, headers={"Metadata": "true"})
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # IMDS must never be proxied
+    try:
+        with opener.open(request, timeout=timeout) as response:
+            document = json.loads(response.read().decode("utf-8"))
+    except (urllib.error.URLError, OSError, TimeoutError) as exc:
+        raise TestbedError(f"Azure IMDS at {endpoint} did not answer: {exc}",
+                           "is this machine in Azure? run without --cloud azure elsewhere") from exc
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise TestbedError(f"Azure IMDS at {endpoint} sent something that is not JSON: {exc}") from exc
+    compute = document.get("compute") if isinstance(document, dict) else None
+    if not isinstance(compute, dict):
+        raise TestbedError(f"Azure IMDS at {endpoint} answered without a 'compute' section")
+    return _summarize(compute, endpoint)
+
+
+def _summarize(compute: dict[str, Any], endpoint: str) -> dict[str, Any]:
+    security = compute.get("securityProfile") or {}
+    image = (compute.get("storageProfile") or {}).get("imageReference") or {}
+    tags = compute.get("tagsList") or []
+    return {
+        "source": endpoint,
+        "api_version": IMDS_API_VERSION,
+        "vm_size": compute.get("vmSize"),
+        "location": compute.get("location"),
+        "zone": compute.get("zone") or None,
+        "name": compute.get("name"),
+        "vm_id": compute.get("vmId"),
+        "resource_id": compute.get("resourceId"),
+        "security_type": security.get("securityType") or None,
+        "secure_boot": _flag(security.get("secureBootEnabled")),
+        "vtpm": _flag(security.get("virtualTpmEnabled")),
+        "encryption_at_host": _flag(security.get("encryptionAtHost")),
+        "image": {k: image.get(k) for k in ("publisher", "offer", "sku", "version") if image.get(k)},
+        "tags": {t["name"]: t.get("value") for t in tags if isinstance(t, dict) and t.get("name")},
+    }
+
+
+def _flag(value: Any) -> bool | None:
+    """IMDS reports booleans as the strings "true"/"false"."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    return None
+
+
+def hardware_report(tpm2_nvread: str = "tpm2_nvread", device: Path = TPM_DEVICE,
+                    nv_index: int = HCL_REPORT_NV_INDEX, timeout: float = 20.0) -> dict[str, Any] | None:
+    """Digests and fields of the vTPM-held attestation report; None without a TPM or tpm2-tools."""
+    tool = shutil.which(tpm2_nvread)
+    if tool is None or not device.exists():
+        return None
+    env = dict(os.environ, TPM2TOOLS_TCTI=f"device:{device}")
+    try:
+        done = subprocess.run([tool, "-C", "o", f"0x{nv_index:08x}"], capture_output=True, env=env,
+                              timeout=timeout, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {"source": f"vtpm-nv:0x{nv_index:08x}", "error": f"{tpm2_nvread}: {exc}"}
+    if done.returncode != 0 or not done.stdout:
+        message = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        return {"source": f"vtpm-nv:0x{nv_index:08x}",
+                "error": f"{tpm2_nvread} exited {done.returncode}: {message[-1] if message else 'no output'}"}
+    report = parse_hcl_report(done.stdout)
+    report["source"] = f"vtpm-nv:0x{nv_index:08x}"
+    report["tool"] = {"name": "tpm2_nvread", "path": tool}
+    return report
+
+
+def parse_hcl_report(blob: bytes) -> dict[str, Any]:
+    """Read the Azure HCL report: header, hardware (SNP/TDX) report, runtime data (best effort)."""
+    out: dict[str, Any] = {"size": len(blob), "sha256": hashlib.sha256(blob).hexdigest()}
+    if len(blob) < _HCL_HEADER + _HW_REPORT_SIZE or blob[:4] != _HCL_SIGNATURE:
+        out.update(format="unknown", report_type="unknown")
+        return out
+    version, report_size, request_type, status = struct.unpack_from("<4I", blob, 4)
+    hw = blob[_HCL_HEADER:_HCL_HEADER + _HW_REPORT_SIZE]
+    out.update(format="azure-hcl", hcl_version=version, hcl_report_size=report_size,
+               request_type=request_type, status=status)
+    runtime = _runtime_data(blob[_HCL_HEADER + _HW_REPORT_SIZE:])
+    kind = _REPORT_TYPES.get(runtime.pop("report_type_code", 0), "unknown")
+    out["report_type"] = kind
+    out["runtime"] = runtime
+    if kind == "tdx":
+        tdreport = hw[:1024]
+        out["hardware_report_sha256"] = hashlib.sha256(tdreport).hexdigest()
+        out["report_data"] = tdreport[128:192].hex()
+        out["measurement"] = tdreport[528:576].hex()  # TDINFO.MRTD
+    else:
+        out["hardware_report_sha256"] = hashlib.sha256(hw).hexdigest()
+        if kind == "sev-snp":
+            snp_version, guest_svn, policy = struct.unpack_from("<IIQ", hw, 0)
+            out.update(snp_version=snp_version, guest_svn=guest_svn, policy=f"0x{policy:x}",
+                       report_data=hw[0x50:0x90].hex(), measurement=hw[0x90:0xC0].hex(),
+                       chip_id=hw[0x1A0:0x1E0].hex())
+    return out
+
+
+def _runtime_data(tail: bytes) -> dict[str, Any]:
+    """IGVM request data after the hardware report: sizes, report type and the JSON claims."""
+    if len(tail) < 20:
+        return {}
+    data_size, version, report_type, hash_type, variable_size = struct.unpack_from("<5I", tail, 0)
+    variable = tail[20:20 + variable_size]
+    result: dict[str, Any] = {"version": version, "data_size": data_size, "report_type_code": report_type,
+                              "report_data_hash": _HASH_TYPES.get(hash_type, str(hash_type)),
+                              "claims_sha256": hashlib.sha256(variable).hexdigest()}
+    try:
+        claims = json.loads(variable.rstrip(b"\0").decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return result
+    if isinstance(claims, dict):
+        result["vm_configuration"] = claims.get("vm-configuration")
+        result["key_ids"] = [k.get("kid") for k in claims.get("keys", []) if isinstance(k, dict)]
+    return result

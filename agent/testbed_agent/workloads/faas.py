@@ -1,0 +1,311 @@
+"""``faas`` workload: drive the FaaS emulator over HTTP and record what the calls measured.
+
+Modes: ``warm`` (warm-up call, then ``calls`` warm calls), ``cold`` (every call forced cold),
+``cold_warm`` (pairs: a forced cold call, then a warm one), ``scaling`` (``concurrency`` callers
+at once, each making ``calls`` calls, from fresh hosts), ``retention`` (warm ``concurrency``
+instances, then after each idle gap of ``gaps_s`` count how many were recycled).
+``endpoint: auto`` starts a private emulator on 127.0.0.1 with ``profile`` for the benchmark;
+``endpoint: local`` uses this host's emulator service ($TESTBED_FAAS_URL, default port 8650).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from testbed_agent.cost import cost_efficiency
+from testbed_agent.errors import TestbedError, WorkloadError
+from testbed_agent.faas import DEFAULT_PORT
+from testbed_agent.faas.client import FaasClient
+from testbed_agent.plan import Benchmark, ParamError
+from testbed_agent.results import Outcome, metric
+from testbed_agent.workloads import register
+from testbed_agent.workloads.base import RunContext, Workload, require
+
+MODES = ("warm", "cold", "cold_warm", "scaling", "retention")
+DEFAULT_TIMEOUT_S = 1800.0
+
+
+@register
+class FaasWorkload(Workload):
+    type = "faas"
+    tool = "testbed-faas-emulator"
+
+    @classmethod
+    def check(cls, bench: Benchmark) -> None:
+        p = bench.params
+        require(p, "function", str)
+        mode = require(p, "mode", str, default="warm", choices=MODES)
+        endpoint = require(p, "endpoint", str, default="auto")
+        if endpoint not in ("auto", "local") and not endpoint.startswith("http://"):
+            raise ParamError("params.endpoint", "must be 'auto', 'local' or an http:// URL")
+        for key, minimum in (("calls", 1), ("concurrency", 1), ("memory_mb", 1), ("tmp_mb", 1), ("warmup", 0)):
+            value = require(p, key, int, default=-1)
+            if value != -1 and value < minimum:
+                raise ParamError(f"params.{key}", f"must be >= {minimum}")
+        for key in ("keep_alive_s", "function_timeout_s"):
+            if key in p and require(p, key, (int, float)) <= 0:
+                raise ParamError(f"params.{key}", "must be > 0")
+        require(p, "event", dict, default={})
+        require(p, "env", dict, default={})
+        gaps = require(p, "gaps_s", list, default=[])
+        if mode == "retention" and not gaps:
+            raise ParamError("params.gaps_s", "retention needs a list of idle gaps in seconds")
+        if any(isinstance(g, bool) or not isinstance(g, (int, float)) or g < 0 for g in gaps):
+            raise ParamError("params.gaps_s", "must be a list of seconds >= 0")
+        if endpoint == "auto":
+            from testbed_agent.faas.profiles import load_profile
+
+            try:
+                profile = load_profile(require(p, "profile", str, default="aws-lambda"))
+                if "memory_mb" in p:
+                    profile.check_memory(p["memory_mb"])
+            except TestbedError as exc:
+                raise ParamError("params.profile", exc.message + (f" ({exc.hint})" if exc.hint else "")) from exc
+
+    @classmethod
+    def timeout_s(cls, bench: Benchmark) -> float:
+        return bench.timeout_s or DEFAULT_TIMEOUT_S
+
+    def run(self, ctx: RunContext) -> Outcome:
+        p = ctx.params
+        with _endpoint(ctx) as url:
+            client = FaasClient(url, timeout_s=max(1.0, ctx.remaining()))
+            info = client.info()
+            name = f"{p['function']}-{ctx.bench.index}"
+            spec = {"function": p["function"], "memory_mb": p.get("memory_mb"), "tmp_mb": p.get("tmp_mb"),
+                    "keep_alive_s": p.get("keep_alive_s"), "timeout_s": p.get("function_timeout_s"),
+                    "env": p.get("env") or {}}
+            deployment = client.deploy(name, **{k: v for k, v in spec.items() if v is not None})
+            mode = p.get("mode", "warm")
+            calls = globals()[f"_mode_{mode}"](ctx, client, name)
+            client.close()
+        return _outcome(ctx, info, deployment, calls, mode)
+
+
+# -- the emulator for the benchmark ---------------------------------------------------------
+
+@contextlib.contextmanager
+def _endpoint(ctx: RunContext) -> Iterator[str]:
+    """The given endpoint, or a private emulator on 127.0.0.1 for ``endpoint: auto``."""
+    endpoint = ctx.params.get("endpoint", "auto")
+    if endpoint == "local":
+        endpoint = os.environ.get("TESTBED_FAAS_URL", f"http://127.0.0.1:{DEFAULT_PORT}")
+    if endpoint != "auto":
+        yield endpoint
+        return
+    ctx.scratch.mkdir(parents=True, exist_ok=True)
+    url_file = ctx.scratch / f"faas-{os.getpid()}-{ctx.bench.index}.url"
+    url_file.unlink(missing_ok=True)
+    log = ctx.artifact("emulator.log")
+    cmd = [sys.executable, "-m", "testbed_agent", "faas", "serve", "--port", "0",
+           "--profile", str(ctx.params.get("profile", "aws-lambda")), "--url-file", str(url_file),
+           "--state-dir", str(ctx.scratch / "faas-state")]
+    with open(log, "w") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        end = time.monotonic() + 30
+        while not url_file.exists() or not url_file.read_text().strip():
+            if proc.poll() is not None or time.monotonic() > end:
+                raise WorkloadError(f"FaaS emulator did not start: {log.read_text().strip()[-300:]}")
+            ctx.sleep(0.05)
+        yield url_file.read_text().strip()
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        url_file.unlink(missing_ok=True)
+
+
+# -- modes: each returns the list of calls (one dict per call) -------------------------------
+
+def _call(client: FaasClient, name: str, event: Any, phase: str) -> dict[str, Any]:
+    status, body, rtt = client.invoke(name, event)
+    insp = body.get("inspector") or {}
+    err = body.get("error") or {}
+    return {"phase": phase, "status": status, "round_trip_s": rtt, "ok": status == 200,
+            "error": f"{err.get('type')}: {err.get('message')}" if status != 200 else None,
+            "result": body.get("result"), "inspector": insp, "billing": body.get("billing") or {}}
+
+
+def _mode_warm(ctx: RunContext, client: FaasClient, name: str) -> list[dict[str, Any]]:
+    event, out = ctx.params.get("event") or {}, []
+    for _ in range(int(ctx.params.get("warmup", 1))):
+        out.append(_call(client, name, event, "warmup"))
+    for _ in range(int(ctx.params.get("calls", 5))):
+        _check_stop(ctx)
+        out.append(_call(client, name, event, "measured"))
+    return out
+
+
+def _mode_cold(ctx: RunContext, client: FaasClient, name: str) -> list[dict[str, Any]]:
+    event, out = ctx.params.get("event") or {}, []
+    for _ in range(int(ctx.params.get("calls", 5))):
+        _check_stop(ctx)
+        client.cold(name)
+        out.append(_call(client, name, event, "measured"))
+    return out
+
+
+def _mode_cold_warm(ctx: RunContext, client: FaasClient, name: str) -> list[dict[str, Any]]:
+    event, out = ctx.params.get("event") or {}, []
+    for _ in range(int(ctx.params.get("calls", 5))):
+        _check_stop(ctx)
+        client.cold(name)
+        out.append(_call(client, name, event, "cold"))
+        out.append(_call(client, name, event, "warm"))
+    return out
+
+
+def _parallel(client: FaasClient, name: str, event: Any, callers: int, per_caller: int,
+              phase: str) -> list[dict[str, Any]]:
+    def worker(_: int) -> list[dict[str, Any]]:
+        own = FaasClient(client.url, client.timeout_s)
+        try:
+            return [_call(own, name, event, phase) for _ in range(per_caller)]
+        finally:
+            own.close()
+
+    with ThreadPoolExecutor(max_workers=callers) as pool:
+        return [c for batch in pool.map(worker, range(callers)) for c in batch]
+
+
+def _mode_scaling(ctx: RunContext, client: FaasClient, name: str) -> list[dict[str, Any]]:
+    client.cold(None, "host")
+    return _parallel(client, name, ctx.params.get("event") or {}, int(ctx.params.get("concurrency", 1)),
+                     int(ctx.params.get("calls", 1)), "measured")
+
+
+def _mode_retention(ctx: RunContext, client: FaasClient, name: str) -> list[dict[str, Any]]:
+    event, n = ctx.params.get("event") or {}, int(ctx.params.get("concurrency", 1))
+    out = _parallel(client, name, event, n, 1, "warmup")
+    for gap in ctx.params["gaps_s"]:
+        ctx.sleep(float(gap))
+        out += _parallel(client, name, event, n, 1, f"gap_{_num(gap)}s")
+    return out
+
+
+def _check_stop(ctx: RunContext) -> None:
+    ctx.sleep(0)
+    if ctx.remaining() <= 0:
+        raise WorkloadError("FaaS benchmark ran past its timeout")
+
+
+def _num(x: float) -> str:
+    return f"{x:g}".replace(".", "_")
+
+
+# -- metrics -----------------------------------------------------------------------------------
+
+def _mean(values: list[float]) -> float:
+    return statistics.fmean(values) if values else 0.0
+
+
+def _quantile(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(q * len(s)))] if s else 0.0
+
+
+def _outcome(ctx: RunContext, info: dict[str, Any], deployment: dict[str, Any], calls: list[dict[str, Any]],
+             mode: str) -> Outcome:
+    measured = [c for c in calls if c["phase"] != "warmup"] or calls
+    ok = [c for c in measured if c["ok"]]
+    if not ok:
+        raise WorkloadError(f"every call failed; first error: {measured[0]['error']}")
+    m: dict[str, dict[str, Any]] = {}
+
+    def add(key: str, values: list[float], unit: str, better: str) -> None:
+        if values:
+            m[key] = metric(_mean(values), unit, better)
+
+    ins = [c["inspector"] for c in ok]
+    add("round_trip_s", [c["round_trip_s"] for c in ok], "s", "lower")
+    m["round_trip_p50_s"] = metric(_quantile([c["round_trip_s"] for c in ok], 0.5), "s", "lower")
+    m["round_trip_p99_s"] = metric(_quantile([c["round_trip_s"] for c in ok], 0.99), "s", "lower")
+    add("handler_s", [i["handler_s"] for i in ins], "s", "lower")
+    add("emulator_overhead_s", [c["round_trip_s"] - c["inspector"]["handler_s"] for c in ok], "s", "lower")
+    add("cpu_user_s", [i["cpu_user_s"] for i in ins], "s", "lower")
+    add("cpu_system_s", [i["cpu_system_s"] for i in ins], "s", "lower")
+    add("cpu_throttled_s", [i["cpu_throttled_s"] for i in ins], "s", "lower")
+    add("memory_peak_bytes", [i["memory_peak_bytes"] for i in ins if i.get("memory_peak_bytes")], "B", "lower")
+    cold = [i for i in ins if i["new_instance"]]
+    add("cold_start_s", [i["cold_start_s"] for i in cold], "s", "lower")
+    add("init_s", [i["init_s"] for i in cold], "s", "lower")
+    m["cold_fraction"] = metric(len(cold) / len(ins), "1", "lower")
+    m["error_fraction"] = metric((len(measured) - len(ok)) / len(measured), "1", "lower")
+    bills = [c["billing"] for c in ok if c["billing"]]
+    add("gb_seconds", [b["gb_seconds"] for b in bills], "GB*s", "lower")
+    add("price_per_call", [b["price"] for b in bills], bills[0]["currency"] if bills else "USD", "lower")
+    if bills:
+        m["calls_per_currency_unit"] = metric(cost_efficiency(1.0, _mean([b["price"] for b in bills])),
+                                              f"1/{bills[0]['currency']}", "higher")
+    results = [c["result"] for c in ok if isinstance(c["result"], dict)]
+    keys = sorted({k for r in results for k in r if k.endswith("bytes_per_s")})
+    for key, unit, better in ([(k, "B/s", "higher") for k in keys] + [
+            ("calcs_per_s", "1/s", "higher"), ("key_fetch_s", "s", "lower"), ("iops", "1/s", "higher"),
+            ("bw_bytes", "B/s", "higher")]):
+        add(key, [r[key] for r in results if isinstance(r.get(key), (int, float))], unit, better)
+    if mode == "cold_warm":
+        for phase in ("cold", "warm"):
+            add(f"{phase}_round_trip_s", [c["round_trip_s"] for c in ok if c["phase"] == phase], "s", "lower")
+            add(f"{phase}_handler_s", [c["inspector"]["handler_s"] for c in ok if c["phase"] == phase], "s", "lower")
+    if mode in ("scaling", "retention"):
+        _pool_metrics(m, ok)
+    if mode == "retention":
+        for phase in dict.fromkeys(c["phase"] for c in measured):
+            batch = [c for c in measured if c["phase"] == phase and c["ok"]]
+            if batch:
+                m[f"recycled_fraction_{phase}"] = metric(
+                    sum(c["inspector"]["new_instance"] for c in batch) / len(batch), "1", "lower")
+    samples = {"calls": [_sample(c) for c in calls], "emulator": _emulator_summary(info),
+               "deployment": deployment}
+    errors = [c["error"] for c in measured if not c["ok"]]
+    return Outcome(metrics=m, samples=samples, tool={"name": "testbed-faas-emulator",
+                                                     "version": _version(), "profile": info["profile"]["name"]},
+                   params={"limits_enforced": info["limits_enforced"], "platform": info["profile"]["name"],
+                           "cgroup": info["cgroup"]},
+                   error=f"{len(errors)} of {len(measured)} calls failed; first: {errors[0]}" if errors else None)
+
+
+def _pool_metrics(m: dict[str, dict[str, Any]], ok: list[dict[str, Any]]) -> None:
+    per_instance: dict[str, int] = {}
+    for c in ok:
+        iid = c["inspector"]["instance_id"]
+        per_instance[iid] = per_instance.get(iid, 0) + 1
+    counts = list(per_instance.values())
+    m["instances_used"] = metric(len(counts), "1", "lower")
+    m["hosts_used"] = metric(len({c["inspector"]["host_id"] for c in ok}), "1", "lower")
+    m["requests_per_instance_mean"] = metric(_mean(counts), "1", "higher")
+    m["requests_per_instance_sd"] = metric(statistics.stdev(counts) if len(counts) > 1 else 0.0, "1", "lower")
+
+
+def _sample(c: dict[str, Any]) -> dict[str, Any]:
+    i = c["inspector"]
+    keep = ("instance_id", "new_instance", "host_id", "handler_s", "init_s", "cold_start_s", "cpu_user_s",
+            "cpu_system_s", "cpu_steal_s", "cpu_throttled_s", "memory_peak_bytes", "started_at", "ended_at")
+    return {"phase": c["phase"], "status": c["status"], "round_trip_s": c["round_trip_s"], "error": c["error"],
+            **{k: i.get(k) for k in keep}, "price": c["billing"].get("price")}
+
+
+def _emulator_summary(info: dict[str, Any]) -> dict[str, Any]:
+    return {k: info.get(k) for k in ("emulator_id", "profile", "limits_enforced", "cgroup", "warnings",
+                                      "cpu_model", "host_cpus", "keep_alive_s")}
+
+
+def _version() -> str:
+    from testbed_agent import __version__
+
+    return __version__
+

@@ -1,0 +1,107 @@
+"""The runner for real: failures recorded and the plan goes on, timeouts, signals, resume."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from testbed_agent.results import read_records
+
+
+def records(out: Path) -> list[dict]:
+    return read_records(next(out.glob("*.jsonl")))
+
+
+def run(plan: Path, out: Path, *extra: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "testbed_agent", "run", str(plan), "--out", str(out), "--host", "h1",
+           "--label", "Local", "--group", "local", "--scratch", str(out.parent / "scratch"), *extra]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def test_failure_and_timeout_are_records_and_the_plan_goes_on(tmp_path: Path, write_plan, node_exporter) -> None:
+    plan = write_plan("""\
+benchmarks:
+  - {name: fio_4k_randread, type: fio, params: {size: 4M, runtime_s: 1, ramp_s: 0, ioengine: no_such_engine}}
+  - {name: dd_slow, type: dd, timeout_s: 1, params: {bs: 1k, count: 100000000, source: urandom, conv: ""}}
+  - {name: dd_ok, type: dd, repetitions: 2, params: {bs: 4k, count: 16, source: zero, pause_s: 0}}
+""")
+    out = tmp_path / "results" / "run1"
+    res = run(plan, out, "--node-exporter", node_exporter["url"], "--textfile-dir", str(node_exporter["textfile"]))
+    assert res.returncode == 3, res.stderr  # ran to the end, with failures
+    recs = records(out)
+    assert [(r["benchmark"], r["repetition"], r["status"]) for r in recs] == [
+        ("fio_4k_randread", 0, "failed"), ("dd_slow", 0, "timeout"), ("dd_ok", 0, "ok"), ("dd_ok", 1, "ok")]
+    assert "fio exited" in recs[0]["error"] and recs[0]["metrics"] == {}
+    ok = recs[2]
+    assert ok["schema"] == 1 and ok["run_id"] == "run1" and ok["host"] == "h1" and ok["label"] == "Local"
+    assert ok["groups"] == ["local"] and len(ok["plan_sha256"]) == 64
+    assert ok["started_at"].endswith("Z") and ok["ended_at"] >= ok["started_at"]
+    tel = ok["telemetry"]
+    assert {"cpu_percent_mean", "steal_percent", "iowait_percent_mean", "process_cpu_user_s",
+            "agent_cpu_s"} <= tel.keys()
+    assert tel["node_exporter"]["cpu_seconds_user"] >= 0 and "disk_written_bytes" in tel["node_exporter"]
+    assert (out / "h1.sysinfo.json").exists()
+    prom = (node_exporter["textfile"] / "testbed_agent.prom").read_text()
+    assert 'testbed_agent_executions_done{host="h1",run_id="run1"} 4.0' in prom
+
+
+def test_sigterm_records_interrupted_and_rerun_resumes(tmp_path: Path, write_plan) -> None:
+    plan = write_plan("""\
+benchmarks:
+  - {name: dd_a, type: dd, repetitions: 2, params: {bs: 4k, count: 8, source: zero, pause_s: 0}}
+  - {name: dd_long, type: dd, params: {bs: 1k, count: 2000000000, source: urandom, conv: "", read: false}}
+  - {name: dd_b, type: dd, params: {bs: 4k, count: 8, source: zero, pause_s: 0}}
+""")
+    out = tmp_path / "results" / "run2"
+    cmd = [sys.executable, "-m", "testbed_agent", "run", str(plan), "--out", str(out), "--host", "h1",
+           "--node-exporter", "", "--scratch", str(tmp_path / "scratch")]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    jsonl = out / "h1.jsonl"
+    while time.monotonic() < deadline:  # wait until dd_long is running (2 records written)
+        if jsonl.exists() and len(read_records(jsonl)) == 2:
+            break
+        time.sleep(0.05)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert "Traceback" not in err
+    first = read_records(jsonl)
+    assert [(r["benchmark"], r["repetition"], r["status"]) for r in first] == [
+        ("dd_a", 0, "ok"), ("dd_a", 1, "ok"), ("dd_long", 0, "interrupted")]
+
+    # re-run: the completed executions are skipped and the interrupted one starts again;
+    # interrupt once more, and nothing already recorded is lost or duplicated.
+    plan_text = plan.read_text()
+    proc2 = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    proc2.send_signal(signal.SIGINT)
+    proc2.communicate(timeout=30)
+    assert proc2.returncode == 128 + signal.SIGINT
+    second = read_records(jsonl)
+    assert second[:3] == first  # nothing already recorded is touched
+    assert [(r["benchmark"], r["status"]) for r in second[3:]] == [("dd_long", "interrupted")]
+    assert plan.read_text() == plan_text
+    json.dumps(second)  # still valid JSON Lines
+
+
+def test_resume_skips_completed_and_finishes(tmp_path: Path, write_plan) -> None:
+    plan = write_plan("""\
+benchmarks:
+  - {name: dd_a, type: dd, repetitions: 3, params: {bs: 4k, count: 8, source: zero, pause_s: 0}}
+""")
+    out = tmp_path / "results" / "run3"
+    assert run(plan, out, "--node-exporter", "", "--only", "dd_a").returncode == 0
+    lines = (out / "h1.jsonl").read_text().splitlines()
+    # simulate a crash after the 2nd record: drop the 3rd and leave a torn half line
+    (out / "h1.jsonl").write_text("\n".join(lines[:2]) + "\n" + lines[2][:40])
+    res = run(plan, out, "--node-exporter", "")
+    assert res.returncode == 0, res.stderr
+    recs = records(out)
+    assert [(r["benchmark"], r["repetition"]) for r in recs] == [("dd_a", 0), ("dd_a", 1), ("dd_a", 2)]
+    assert "1 resumed" not in res.stderr and "2 resumed" in res.stderr

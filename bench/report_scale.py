@@ -1,0 +1,81 @@
+"""How long `testbed-report build` takes, and its peak memory, for 10^4, 10^5 and 10^6 observations.
+
+The data: 8 labels (SEV/TDX/baselines, encrypted and plain) x 2 machines each, 10 benchmarks x 8
+metrics, seeded lognormal noise; the number of repetitions sets the size. Each build runs in its own
+process so that its peak RSS is its own. Target (issue 5): 10^6 observations in under 30 s, < 2 GiB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from testbed_reports.synth import Machine, write_run
+
+METRICS = tuple((f"m{k}_{'lat' if k % 2 else 'bw'}", "s" if k % 2 else "B/s", "lower" if k % 2 else "higher",
+                 1e-4 * (k + 1) if k % 2 else 1e8 * (k + 1)) for k in range(8))
+BENCHMARKS = [f"bench_{i:02d}" for i in range(10)]
+LABELS = [("SEV-Encrypted", "sev", "sev-snp", True, 1.06), ("SEV-Plain", "sev", "sev-snp", False, 1.03),
+          ("AMD-Encrypted", "amd_baseline", "none", True, 1.02), ("AMD-Plain", "amd_baseline", "none", False, 1.0),
+          ("TDX-Encrypted", "tdx", "tdx", True, 1.05), ("TDX-Plain", "tdx", "tdx", False, 1.02),
+          ("Intel-Encrypted", "intel_baseline", "none", True, 1.02),
+          ("Intel-Plain", "intel_baseline", "none", False, 1.0)]
+
+CHILD = """
+import json, resource, sys, time
+from pathlib import Path
+t0 = time.perf_counter()
+from testbed_reports.build import build
+rep = build([Path(sys.argv[1])], Path(sys.argv[2]))
+dt = time.perf_counter() - t0
+print(json.dumps({"seconds": dt, "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "comparisons": len(rep.comparisons)}))
+"""
+
+
+def machines() -> list[Machine]:
+    out = []
+    for label, group, tech, enc, factor in LABELS:
+        cpu = "AMD EPYC 7763" if group in ("sev", "amd_baseline") else "Intel Xeon Platinum 8370C"
+        for h in range(2):
+            out.append(Machine(f"{label.lower()}-{h}", label, [group], factor, tech, enc, cpu))
+    return out
+
+
+def run(size: int, tmp: Path) -> dict:
+    ms = machines()
+    per_rep = len(ms) * len(BENCHMARKS) * len(METRICS)
+    reps = max(2, round(size / per_rep))
+    results = write_run(tmp / "results", f"scale{size}", ms, BENCHMARKS, reps, seed=size, metrics=METRICS)
+    proc = subprocess.run([sys.executable, "-c", CHILD, str(results), str(tmp / f"out{size}")],
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"build of {size} observations failed:\n{proc.stderr}")
+    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    res.update(observations=reps * per_rep, records=reps * len(ms) * len(BENCHMARKS))
+    return res
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,100000,1000000", help="comma-separated observation counts")
+    args = parser.parse_args()
+    print("report build scale (testbed-report build, one process per size)")
+    print(f"{'observations':>12} {'records':>8} {'build s':>8} {'peak MiB':>9} {'comparisons':>11}")
+    with tempfile.TemporaryDirectory(prefix="report-scale-") as tmp:
+        for size in (int(s) for s in args.sizes.split(",")):
+            r = run(size, Path(tmp))
+            print(f"{r['observations']:>12} {r['records']:>8} {r['seconds']:>8.1f} {r['peak_mib']:>9.0f} "
+                  f"{r['comparisons']:>11}", flush=True)
+            for p in Path(tmp, "results").iterdir():
+                for f in p.iterdir():
+                    f.unlink()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

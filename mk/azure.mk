@@ -1,0 +1,36 @@
+# Azure confidential-VM matrix (roles/azure_vm, docs/azure.md). Optional: `make test` needs none
+# of this; real Azure runs need `make azure-deps` once (the azure collection's SDKs, which
+# conflict with requirements.txt, in a venv of their own).
+AZURE_VENV  := $(VENV)/azure
+AZURE_STAMP := $(AZURE_VENV)/.installed
+AZURE_INV   := -i inventory/azure.yml -i inventory/azure.constructed.yml
+AZURE_LIMIT ?= sev,tdx
+AZURE_PLAN  ?= workloads/plans/standard.txt
+
+.PHONY: azure-deps azure-run azure-teardown azure-reap azure-check
+
+$(AZURE_STAMP): requirements-azure.txt
+	python3 -m venv $(AZURE_VENV)
+	$(AZURE_VENV)/bin/python -m pip install -q --upgrade pip
+	$(AZURE_VENV)/bin/python -m pip install -q -r requirements-azure.txt
+	@touch $@
+
+azure-deps: $(AZURE_STAMP) ## Azure SDKs for the azure collection (venv .venv/azure)
+
+azure-check: $(STAMP) ## Azure dry run: show and record what `make azure-run` would create (no Azure contact)
+	@source $(VENV)/bin/activate && ansible-playbook $(AZURE_INV) playbooks/provision_azure.yml \
+	  -l $(AZURE_LIMIT) --check -e azure_vm_dry_run=true
+
+azure-run: $(STAMP) $(AZURE_STAMP) ## the Azure matrix (AZURE_LIMIT=sev,tdx): create, benchmark, delete - teardown runs whatever happens
+	@source $(VENV)/bin/activate; \
+	  export TESTBED_RUN_ID=$${TESTBED_RUN_ID:-az$$(date -u +%Y%m%dt%H%M%Sz)}; \
+	  trap 'ansible-playbook $(AZURE_INV) playbooks/teardown_azure.yml -l $(AZURE_LIMIT)' EXIT; \
+	  ansible-playbook $(AZURE_INV) run.yml -l $(AZURE_LIMIT) -e plan=$(AZURE_PLAN)
+
+azure-teardown: $(STAMP) ## delete every Azure run this controller started (or RUN=id)
+	@source $(VENV)/bin/activate && ansible-playbook $(AZURE_INV) playbooks/teardown_azure.yml \
+	  $(if $(RUN),-e azure_vm_run_id=$(RUN))
+
+azure-reap: $(STAMP) ## delete every testbed resource group past its deadline (any controller)
+	@source $(VENV)/bin/activate && ansible-playbook $(AZURE_INV) playbooks/teardown_azure.yml \
+	  -e azure_vm_teardown_expired=true
