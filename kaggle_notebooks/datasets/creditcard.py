@@ -29,8 +29,10 @@ def generate(out: Path, seed: int, scale: str) -> None:
     y[r.choice(n, n_fraud, replace=False)] = 1
     sd = np.linspace(1.95, 0.33, 28)
     v = r.standard_t(6, (n, 28)) * sd * 0.8
+    # a quarter of the frauds look like ordinary transactions; the rest are shifted and wider
+    strength = np.where(r.random(n_fraud) < 0.25, 0.0, r.uniform(0.3, 1.1, n_fraud))
     for k, shift in FRAUD_SHIFT.items():
-        v[y == 1, k - 1] = r.normal(shift * sd[k - 1] * 1.6, sd[k - 1] * 1.8, n_fraud)
+        v[y == 1, k - 1] = r.normal(shift * sd[k - 1] * strength, sd[k - 1] * 1.6)
     # two days of seconds with fewer transactions at night
     hours = r.choice(48, n, p=_hour_weights())
     t = np.sort(hours * 3600 + r.integers(0, 3600, n)).astype(float)

@@ -1,8 +1,8 @@
-"""Small HTTP client of the emulator API (one keep-alive connection; one client per thread)."""
+"""Small HTTP/1.1 client of the emulator API: one keep-alive connection, each request sent in one
+write (no header/body split), JSON bodies. Not thread-safe: use one client per thread."""
 
 from __future__ import annotations
 
-import http.client
 import json
 import socket
 import time
@@ -22,36 +22,60 @@ class FaasClient:
         self.url = url
         self.host, self.port = parts.hostname, parts.port or 80
         self.timeout_s = timeout_s
-        self._conn: http.client.HTTPConnection | None = None
+        self._sock: socket.socket | None = None
+        self._rfile: Any = None
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        if self._sock is not None:
+            self._rfile.close()
+            self._sock.close()
+            self._sock = self._rfile = None
+
+    def _connect(self) -> None:
+        self._sock = socket.create_connection((self.host, self.port), timeout=self.timeout_s)
+        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._rfile = self._sock.makefile("rb")
 
     def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        data = None if body is None else json.dumps(body).encode()
-        headers = {"Content-Type": "application/json"} if data is not None else {}
+        data = b"" if body is None else json.dumps(body).encode()
+        head = (f"{method} {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n").encode()
         for attempt in (0, 1):
+            reused = self._sock is not None
             try:
-                if self._conn is None:
-                    self._conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s)
-                    self._conn.connect()
-                    self._conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                self._conn.request(method, path, body=data, headers=headers)
-                resp = self._conn.getresponse()
-                raw = resp.read()
-                return resp.status, json.loads(raw) if raw else None
-            except (ConnectionError, http.client.HTTPException) as exc:
+                if self._sock is None:
+                    self._connect()
+                assert self._sock is not None
+                self._sock.sendall(head + data)
+                status_line = self._rfile.readline()
+                if not status_line:
+                    raise ConnectionResetError("connection closed by the emulator")
+                return self._response(status_line)
+            except (OSError, ValueError) as exc:
                 self.close()
-                if attempt:
-                    raise TestbedError(f"FaaS emulator at {self.url} unreachable: {exc}",
-                                       hint="is `testbed-agent faas serve` running?") from exc
-            except OSError as exc:
-                self.close()
+                if attempt == 0 and reused and isinstance(exc, ConnectionError):
+                    continue  # a kept-alive connection the server had closed: one fresh try
                 raise TestbedError(f"FaaS emulator at {self.url} unreachable: {exc}",
                                    hint="is `testbed-agent faas serve` running?") from exc
         raise AssertionError("unreachable")
+
+    def _response(self, status_line: bytes) -> tuple[int, Any]:
+        status = int(status_line.split()[1])
+        length, close = 0, False
+        while True:
+            line = self._rfile.readline()
+            if line in (b"\r\n", b"\n", b""):
+                break
+            key, _, value = line.decode("latin-1").partition(":")
+            key = key.strip().lower()
+            if key == "content-length":
+                length = int(value)
+            elif key == "connection" and value.strip().lower() == "close":
+                close = True
+        raw = self._rfile.read(length) if length else b""
+        if close:
+            self.close()
+        return status, json.loads(raw) if raw else None
 
     def _ok(self, method: str, path: str, body: Any = None) -> Any:
         status, resp = self.request(method, path, body)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import select
 import subprocess
 import sys
 import threading
@@ -76,15 +77,42 @@ class Instance:
         self.proc = subprocess.Popen(
             ["/bin/sh", "-c", JOIN_AND_EXEC, "sh", *cgroup.procs_files(), "--",
              sys.executable, "-m", "testbed_agent.faas.worker", json.dumps(cfg)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-            env=env, cwd=str(directory), start_new_session=True, bufsize=1)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            env=env, cwd=str(directory), start_new_session=True, bufsize=0)
+        #: one call at a time: the calling thread reads the pipe itself (no reader-thread hand-off)
+        self.direct = d.concurrency == 1
+        self._buf = b""
         self._ready: queue.Queue = queue.Queue()
-        threading.Thread(target=self._read, name=f"read-{iid}", daemon=True).start()
+        if not self.direct:
+            threading.Thread(target=self._read, name=f"read-{iid}", daemon=True).start()
+
+    def _readline(self, timeout_s: float) -> bytes | None:
+        """Next line from the worker (None at EOF); raise queue.Empty after ``timeout_s``."""
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        end = time.monotonic() + timeout_s
+        while b"\n" not in self._buf:
+            left = end - time.monotonic()
+            if left <= 0:
+                raise queue.Empty
+            if not select.select([fd], [], [], left)[0]:
+                continue
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                self.exit_code = self.proc.wait()
+                return None
+            self._buf += chunk
+        line, _, self._buf = self._buf.partition(b"\n")
+        return line
 
     def wait_ready(self) -> None:
         """Wait for the function's init; raise RuntimeError with its error."""
         try:
-            msg = self._ready.get(timeout=START_TIMEOUT_S)
+            if self.direct:
+                line = self._readline(START_TIMEOUT_S)
+                msg = None if line is None else json.loads(line)
+            else:
+                msg = self._ready.get(timeout=START_TIMEOUT_S)
         except queue.Empty:
             raise RuntimeError(f"instance did not start within {START_TIMEOUT_S:.0f} s") from None
         if msg is None:
@@ -95,9 +123,14 @@ class Instance:
         self.init_s = float(msg["init_s"])
 
     def _read(self) -> None:
-        assert self.proc.stdout is not None
         ready = False
-        for line in self.proc.stdout:
+        while True:
+            try:
+                line = self._readline(3600.0)
+            except queue.Empty:
+                continue
+            if line is None:
+                break
             msg = json.loads(line)
             if not ready:
                 ready = True
@@ -107,7 +140,6 @@ class Instance:
                 q = self._pending.pop(msg.get("id"), None)
             if q is not None:
                 q.put(msg)
-        self.exit_code = self.proc.wait()
         if not ready:
             self._ready.put(None)
         with self._lock:
@@ -123,16 +155,20 @@ class Instance:
                 raise InstanceDied("instance is gone")
             self._next += 1
             cid = self._next
-            self._pending[cid] = q
+            if not self.direct:
+                self._pending[cid] = q
         line = json.dumps({"id": cid, "event": event, "timeout_s": timeout_s, "request_id": request_id})
         try:
             assert self.proc.stdin is not None
-            self.proc.stdin.write(line + "\n")
-            self.proc.stdin.flush()
+            self.proc.stdin.write(line.encode() + b"\n")
         except (BrokenPipeError, OSError, ValueError):
             raise InstanceDied("instance is gone") from None
         try:
-            msg = q.get(timeout=timeout_s)
+            if self.direct:
+                raw = self._readline(timeout_s)
+                msg = None if raw is None else json.loads(raw)
+            else:
+                msg = q.get(timeout=timeout_s)
         except queue.Empty:
             raise CallTimeout(f"Task timed out after {timeout_s:.2f} seconds") from None
         if msg is None:

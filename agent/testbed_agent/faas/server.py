@@ -26,6 +26,8 @@ MAX_BODY = 64 << 20
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    #: buffered writes: status line, headers and body leave in one send (flushed after each request)
+    wbufsize = 1 << 16
     server: FaasServer
 
     def setup(self) -> None:

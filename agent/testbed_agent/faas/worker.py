@@ -95,11 +95,17 @@ def main(argv: list[str]) -> int:
         return 1
     send({"ready": True, "init_s": time.perf_counter() - t0, "pid": os.getpid()})
 
-    pool = ThreadPoolExecutor(max_workers=max(1, int(cfg.get("concurrency", 1))))
+    concurrency = max(1, int(cfg.get("concurrency", 1)))
+    pool = ThreadPoolExecutor(max_workers=concurrency) if concurrency > 1 else None
     for line in proto_in:
-        if line.strip():
+        if not line.strip():
+            continue
+        if pool is None:  # one call at a time: run it here, no thread hand-off
+            _call(handler, cfg, json.loads(line), send)
+        else:
             pool.submit(_call, handler, cfg, json.loads(line), send)
-    pool.shutdown(wait=True)
+    if pool is not None:
+        pool.shutdown(wait=True)
     return 0
 
 

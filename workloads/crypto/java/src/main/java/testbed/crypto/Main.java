@@ -89,8 +89,7 @@ public final class Main {
     }
 
     static String library() {
-        return "JCA (SunJCE) + Bouncy Castle " + BouncyCastleProvider.class.getPackage().getImplementationVersion()
-                + " (" + new BouncyCastleProvider().getInfo() + ")";
+        return "JCA (SunJCE) + " + new BouncyCastleProvider().getInfo();
     }
 
     static Map<String, Object> info() {

@@ -1,0 +1,190 @@
+"""The Azure matrix through real Ansible, in check mode: inventory groups, the ARM requests that
+would be sent (recorded, never sent), guards, teardown by tag, and the no-op for other hosts.
+
+Nothing here can reach Azure: every azure.azcollection task is skipped in check mode (asserted from
+the JSON callback), AZURE_* variables are removed and proxies point at a closed loopback port.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = ROOT / ".venv/bin"
+INVENTORY = ["-i", "inventory/azure.yml", "-i", "inventory/azure.constructed.yml"]
+KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAzuretestkey testbed@test"
+SUB = "/subscriptions/00000000-0000-0000-0000-000000000000"
+MATRIX = {
+    "sev-enc-1": ("sev", "Standard_DC4as_v5", "DiskWithVMGuestState", "SEV-Encrypted"),
+    "sev-1": ("sev", "Standard_DC4as_v5", "VMGuestStateOnly", "SEV"),
+    "tdx-enc-1": ("tdx", "Standard_DC4es_v5", "DiskWithVMGuestState", "TDX-Encrypted"),
+    "tdx-1": ("tdx", "Standard_DC4es_v5", "VMGuestStateOnly", "TDX"),
+    "amd-base-1": ("amd_baseline", "Standard_D4as_v5", None, "AMD-Baseline"),
+    "intel-base-1": ("intel_baseline", "Standard_D4s_v5", None, "Intel-Baseline"),
+}
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AZURE_", "ANSIBLE_AZURE"))}
+    closed = "http://127.0.0.1:9"
+    env.update(HTTP_PROXY=closed, HTTPS_PROXY=closed, http_proxy=closed, https_proxy=closed, NO_PROXY="",
+               XDG_STATE_HOME=str(tmp_path / "xdg"), ANSIBLE_STDOUT_CALLBACK="ansible.posix.json",
+               ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), ANSIBLE_NOCOLOR="1", TESTBED_RUN_ID="")
+    return env
+
+
+def _playbook(tmp_path: Path, *args: str) -> tuple[int, dict[str, Any], str]:
+    cmd = [str(BIN / "ansible-playbook"), *args, "-e", f"azure_vm_state_dir={tmp_path / 'state'}",
+           "-e", json.dumps({"azure_vm_ssh_public_key": KEY})]
+    done = subprocess.run(cmd, cwd=ROOT, env=_env(tmp_path), capture_output=True, text=True, timeout=240)
+    try:
+        report = json.loads(done.stdout)
+    except ValueError:
+        report = {}
+    return done.returncode, report, done.stdout + done.stderr
+
+
+def _azure_actions(report: dict[str, Any]) -> list[tuple[str, str, bool]]:
+    """(task, host, skipped) of every azure.azcollection module call in the run."""
+    calls = []
+    for play in report.get("plays", []):
+        for task in play["tasks"]:
+            for host, result in task["hosts"].items():
+                if str(result.get("action", "")).startswith("azure.azcollection."):
+                    calls.append((task["task"]["name"], host, bool(result.get("skipped"))))
+    return calls
+
+
+def _records(directory: Path) -> dict[str, dict[str, Any]]:
+    return {p.name: json.loads(p.read_text()) for p in sorted(directory.glob("*.json"))}
+
+
+def test_constructed_inventory_puts_the_six_machines_in_their_groups() -> None:
+    graph = subprocess.run([str(BIN / "ansible-inventory"), *INVENTORY, "--graph"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=120, check=True).stdout
+    listing = json.loads(subprocess.run([str(BIN / "ansible-inventory"), *INVENTORY, "--list"], cwd=ROOT,
+                                        capture_output=True, text=True, timeout=120, check=True).stdout)
+    for group in ("sev", "tdx", "amd_baseline", "intel_baseline"):
+        expected = sorted(h for h, row in MATRIX.items() if row[0] == group)
+        assert sorted(listing[group]["hosts"]) == expected, group
+        assert f"@{group}:" in graph
+    assert sorted(listing["azure"]["hosts"]) == sorted(MATRIX)
+    hostvars = listing["_meta"]["hostvars"]
+    for host, (_, size, _, label) in MATRIX.items():
+        assert hostvars[host]["testbed_cloud"] == "azure"
+        assert hostvars[host]["testbed_label"] == label and hostvars[host]["azure_vm_size"] == size
+        assert isinstance(hostvars[host]["testbed_disk_encryption"], bool)
+
+
+def test_dynamic_inventory_groups_like_the_constructed_file() -> None:
+    import yaml
+
+    constructed = yaml.safe_load((ROOT / "inventory/azure.constructed.yml").read_text())
+    dynamic = yaml.safe_load((ROOT / "inventory/azure_rm.yml").read_text())
+    assert dynamic["plugin"] == "azure.azcollection.azure_rm"
+    for group, expression in constructed["groups"].items():
+        assert dynamic["conditional_groups"][group] == expression
+    # the variables the expressions read are composed from the VM's size and the role's tags
+    assert dynamic["hostvar_expressions"]["azure_vm_size"] == "virtual_machine_size"
+    assert "tags.testbed_security_type" in dynamic["hostvar_expressions"]["azure_vm_security_type"]
+    assert "tags.testbed" in dynamic["exclude_host_filters"][0]
+
+
+@pytest.mark.integration
+def test_check_mode_creates_exactly_the_sev_and_tdx_machines(tmp_path: Path) -> None:
+    rc, report, out = _playbook(tmp_path, *INVENTORY, "playbooks/provision_azure.yml", "-l", "sev,tdx",
+                                "--check", "-e", "azure_vm_run_id=r1")
+    assert rc == 0, out
+    calls = _azure_actions(report)
+    assert calls and all(skipped for _, _, skipped in calls), calls  # nothing was sent to Azure
+    records = _records(tmp_path / "state/r1/requests")
+    vms = {n.removeprefix("PUT-virtualMachines-").removesuffix(".json"): r
+           for n, r in records.items() if n.startswith("PUT-virtualMachines-")}
+    assert sorted(vms) == sorted(h for h, row in MATRIX.items() if row[0] in ("sev", "tdx"))
+    assert not any("base" in name for name in records)
+    for host, record in vms.items():
+        group, size, encryption, label = MATRIX[host]
+        assert record["dry_run"] is True and record["method"] == "PUT"
+        assert record["url"] == f"{SUB}/resourceGroups/testbed-r1/providers/Microsoft.Compute/virtualMachines/{host}"
+        props = record["body"]["properties"]
+        assert props["hardwareProfile"]["vmSize"] == size
+        assert props["securityProfile"]["securityType"] == "ConfidentialVM"
+        assert props["securityProfile"]["uefiSettings"] == {"secureBootEnabled": True, "vTpmEnabled": True}
+        managed = props["storageProfile"]["osDisk"]["managedDisk"]
+        assert managed["securityProfile"]["securityEncryptionType"] == encryption
+        assert props["storageProfile"]["imageReference"]["sku"] == "cvm"
+        tags = record["body"]["tags"]
+        assert tags["testbed_run"] == "r1" and tags["testbed_label"] == label and tags["testbed_group"] == group
+        assert tags["testbed_disk_encryption"] == str(encryption == "DiskWithVMGuestState").lower()
+        assert tags["testbed"] == "true" and tags["testbed_deadline"].endswith("Z")
+        shutdown = records[f"PUT-schedules-shutdown-computevm-{host}.json"]["body"]["properties"]
+        assert shutdown["targetResourceId"] == record["url"] and shutdown["taskType"] == "ComputeVmShutdownTask"
+    assert {"PUT-resourceGroups-testbed-r1.json", "PUT-virtualNetworks-testbed-vnet-westeurope.json",
+            "PUT-networkSecurityGroups-testbed-nsg-westeurope.json"} <= set(records)
+    assert records["PUT-resourceGroups-testbed-r1.json"]["body"]["tags"]["testbed_run"] == "r1"
+    assert not list((tmp_path / "state").glob("*.run.json"))  # a dry run leaves nothing to tear down
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("extra", "message"), [
+    ({"azure_vm_security_encryption_type": "EverythingEncrypted"},
+     "azure_vm_security_encryption_type must be one of: VMGuestStateOnly, DiskWithVMGuestState"),
+    ({"azure_vm_max_vcpus": 8}, "cost guard: this run would create 16 vCPUs on 4 machines"),
+    ({"azure_vm_deadline": "2020-01-01T00:00:00Z"}, "cost guard: the deadline 2020-01-01T00:00:00Z"),
+    ({"azure_vm_lifetime_hours": 48}, "at most azure_vm_max_lifetime_hours=23"),
+])
+def test_bad_input_and_cost_guard_stop_before_any_request(tmp_path: Path, extra: dict[str, Any],
+                                                          message: str) -> None:
+    rc, report, out = _playbook(tmp_path, *INVENTORY, "playbooks/provision_azure.yml", "-l", "sev,tdx",
+                                "--check", "-e", "azure_vm_run_id=r2", "-e", json.dumps(extra))
+    assert rc != 0
+    assert message in " ".join(out.split()), out[-3000:]
+    assert not list((tmp_path / "state").rglob("PUT-*.json"))
+
+
+@pytest.mark.integration
+def test_teardown_deletes_by_tag_only_the_run(tmp_path: Path) -> None:
+    listing = {
+        "azure_vm_dry_run_groups": [
+            {"id": f"{SUB}/resourceGroups/testbed-r1", "name": "testbed-r1", "tags": {"testbed_run": "r1"}},
+            {"id": f"{SUB}/resourceGroups/testbed-r7", "name": "testbed-r7", "tags": {"testbed_run": "r7"}},
+            {"id": f"{SUB}/resourceGroups/shared", "name": "shared", "tags": {}}],
+        "azure_vm_dry_run_resources": [
+            {"id": f"{SUB}/resourceGroups/shared/providers/Microsoft.Network/networkInterfaces/x-nic",
+             "type": "Microsoft.Network/networkInterfaces", "tags": {"testbed_run": "r1"}},
+            {"id": f"{SUB}/resourceGroups/shared/providers/Microsoft.Compute/virtualMachines/x",
+             "type": "Microsoft.Compute/virtualMachines", "tags": {"testbed_run": "r1"}},
+            {"id": f"{SUB}/resourceGroups/shared/providers/Microsoft.Compute/virtualMachines/keep",
+             "type": "Microsoft.Compute/virtualMachines", "tags": {"testbed_run": "r7"}}],
+    }
+    extra = tmp_path / "listing.json"
+    extra.write_text(json.dumps(listing))
+    rc, report, out = _playbook(tmp_path, *INVENTORY, "playbooks/teardown_azure.yml", "-l", "sev,tdx", "--check",
+                                "-e", "azure_vm_run_id=r1", "-e", f"@{extra}")
+    assert rc == 0, out
+    assert all(skipped for _, _, skipped in _azure_actions(report))
+    (record_dir,) = (tmp_path / "state").glob("teardown-*")
+    records = _records(record_dir)
+    assert sorted(records) == ["DELETE-networkInterfaces-x-nic.json", "DELETE-resourceGroups-testbed-r1.json",
+                               "DELETE-virtualMachines-x.json"]
+    assert {r["method"] for r in records.values()} == {"DELETE"}
+    assert all("body" not in r for r in records.values())
+    shown = [m for play in report["plays"] for t in play["tasks"] if t["task"]["name"] == "Show what will be deleted"
+             for m in [r.get("msg", "") for r in t["hosts"].values()]]
+    assert shown and shown[0].index("testbed-r1") < shown[0].index("virtualMachines/x") < shown[0].index("x-nic")
+
+
+@pytest.mark.integration
+def test_provision_is_a_quick_noop_for_machines_not_in_azure(tmp_path: Path) -> None:
+    for playbook in ("playbooks/provision_azure.yml", "playbooks/teardown_azure.yml"):
+        rc, report, out = _playbook(tmp_path, "-i", "localhost,", "-c", "local", playbook)
+        assert rc == 0, out
+        assert _azure_actions(report) == []
+        assert report["stats"]["localhost"]["failures"] == 0
+    assert not (tmp_path / "state").exists()

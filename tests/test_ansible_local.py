@@ -1,0 +1,98 @@
+"""The whole Ansible flow against localhost for real: deploy (into a fresh venv), run, collect,
+report; node_exporter started by its role; the second deploy changes nothing."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, ansible_playbook, free_port
+
+PLAN = """\
+name: ansible-smoke
+defaults: {wait_s: 0, repetitions: 1}
+benchmarks:
+  - {name: systeminfo, type: sysinfo}
+  - {name: fio_4k_randread, type: fio, params: {size: 8M, runtime_s: 1, ramp_s: 0}}
+  - {name: dd_write_read, type: dd, repetitions: 2, params: {bs: 64k, count: 32, pause_s: 0.2}}
+"""
+
+
+def recap(stdout: str) -> dict[str, int]:
+    m = re.search(r"localhost\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", stdout)
+    assert m, stdout[-3000:]
+    return dict(zip(("ok", "changed", "unreachable", "failed"), map(int, m.groups()), strict=True))
+
+
+@pytest.fixture
+def stage(tmp_path: Path):
+    port = free_port()
+    pidfile = tmp_path / "node_exporter.pid"
+    extra = {
+        "plan": str(tmp_path / "plan.yml"),
+        "agent_python": "",  # deploy for real: bundle, venv, pip install
+        "agent_install_dir": str(tmp_path / "agent"),
+        "agent_scratch_dir": str(tmp_path / "scratch"),
+        "node_exporter_port": port,
+        "node_exporter_textfile_dir": str(tmp_path / "textfile"),
+        "node_exporter_pidfile": str(pidfile),
+        "node_exporter_install": False,
+        "testbed_results_dir": str(tmp_path / "results"),
+        "testbed_reports_dir": str(tmp_path / "reports"),
+    }
+    (tmp_path / "plan.yml").write_text(PLAN)
+    (tmp_path / "extra.json").write_text(json.dumps(extra))
+    yield tmp_path
+    if pidfile.exists():
+        try:
+            subprocess.run(["kill", "-TERM", pidfile.read_text().strip()], check=False)
+        except OSError:
+            pass
+    shutil.rmtree(ROOT / ".scratch" / "bundle", ignore_errors=True)
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_run_yml_on_localhost_deploys_runs_collects_reports(stage: Path) -> None:
+    res = ansible_playbook("run.yml", "-e", f"@{stage / 'extra.json'}", "-e", "run_id=itest")
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    assert recap(res.stdout)["failed"] == 0
+    run_dir = stage / "results" / "itest"
+    records = [json.loads(line) for line in (run_dir / "localhost.jsonl").read_text().splitlines()]
+    assert [(r["benchmark"], r["status"]) for r in records] == [
+        ("systeminfo", "ok"), ("fio_4k_randread", "ok"), ("dd_write_read", "ok"), ("dd_write_read", "ok")]
+    assert all(r["label"] == "Local" and r["groups"] == ["local"] for r in records)
+    assert records[1]["telemetry"]["node_exporter"] is not None, "node_exporter was scraped"
+    sysinfo = json.loads((run_dir / "localhost.sysinfo.json").read_text())
+    assert sysinfo["testbed"]["label"] == "Local" and "cc" in sysinfo
+    assert list((run_dir / "localhost.artifacts").glob("*fio.json"))
+    # the agent ran from the venv the role created, not from the controller's
+    assert (stage / "agent" / "venv" / "bin" / "python").exists()
+    assert (stage / "agent" / "workloads" / "fio" / "fio_4k_randread.fio").exists()
+    assert (stage / "reports" / "itest" / "index.html").exists()
+    assert f"report: {stage / 'reports' / 'itest' / 'index.html'}" in res.stdout
+
+    # idempotence of deployment: a second deploy changes nothing
+    again = ansible_playbook("playbooks/deploy_agent.yml", "-e", f"@{stage / 'extra.json'}", "-e", "run_id=itest")
+    assert again.returncode == 0, again.stdout[-3000:]
+    assert recap(again.stdout)["changed"] == 0, again.stdout[-3000:]
+
+
+@pytest.mark.integration
+def test_stage_playbook_without_run_id_says_so(stage: Path) -> None:
+    res = ansible_playbook("playbooks/run_plan.yml", "-e", f"@{stage / 'extra.json'}")
+    assert res.returncode != 0
+    assert "run_id" in res.stdout + res.stderr
+
+
+@pytest.mark.integration
+def test_bad_plan_stops_before_anything_runs(stage: Path) -> None:
+    (stage / "plan.yml").write_text("benchmarks:\n  - {name: fio_4k_randread, type: fio, repetitions: -1}\n")
+    res = ansible_playbook("run.yml", "-e", f"@{stage / 'extra.json'}", "-e", "run_id=bad")
+    assert res.returncode != 0
+    assert "field 'repetitions'" in res.stdout
+    assert not (stage / "results" / "bad").exists()
