@@ -29,9 +29,23 @@ def quantile(values: list[float], q: float) -> float:
 
 def start(tmp: Path) -> tuple[subprocess.Popen, str]:
     url_file = tmp / "url"
-    cmd = [sys.executable, "-m", "testbed_agent", "faas", "serve", "--profile", "aws-lambda", "--port", "0",
-           "--state-dir", str(tmp / "state"), "--url-file", str(url_file)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(tmp / "log", "w"), start_new_session=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "testbed_agent",
+        "faas",
+        "serve",
+        "--profile",
+        "aws-lambda",
+        "--port",
+        "0",
+        "--state-dir",
+        str(tmp / "state"),
+        "--url-file",
+        str(url_file),
+    ]
+    with open(tmp / "log", "w") as log:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
     end = time.monotonic() + 30
     while not (url_file.exists() and url_file.read_text().strip()):
         if proc.poll() is not None or time.monotonic() > end:
@@ -44,37 +58,64 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--warm-calls", type=int, default=300, help="warm calls for the overhead (default 300)")
     ap.add_argument("--cold-calls", type=int, default=10, help="forced cold starts (default 10)")
-    ap.add_argument("--work", type=int, default=1500,
-                    help="calcs function_calls (x20 calculations) for the fidelity run (default 1500)")
+    ap.add_argument(
+        "--work",
+        type=int,
+        default=1500,
+        help="calcs function_calls (x20 calculations) for the fidelity run (default 1500)",
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="faas-bench-") as d:
         proc, url = start(Path(d))
         try:
-            return run(FaasClient(url, timeout_s=600), args)
+            return run(FaasClient(url, timeout_s=600), args, proc.pid)
         finally:
             os.kill(proc.pid, signal.SIGTERM)
             proc.wait(timeout=30)
 
 
-def run(c: FaasClient, args: argparse.Namespace) -> int:
+def proc_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process so far (/proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run(c: FaasClient, args: argparse.Namespace, server_pid: int) -> int:
     info = c.info()
     ncpu = info["host_cpus"]
-    print(f"FaaS emulator benchmark (profile aws-lambda, cgroup {info['cgroup']}, "
-          f"limits {'enforced' if info['limits_enforced'] else 'NOT enforced'}, {ncpu} CPUs, {info['cpu_model']})")
+    limits = "enforced" if info["limits_enforced"] else "NOT enforced"
+    print(
+        f"FaaS emulator benchmark (profile aws-lambda, cgroup {info['cgroup']}, limits {limits}, "
+        f"{ncpu} CPUs, {info['cpu_model']})"
+    )
     for w in info["warnings"]:
         print(f"  WARNING: {w}")
 
     c.deploy("noop", function="calcs", memory_mb=1769, timeout_s=60)
     c.invoke("noop", {"function_calls": 0})
-    overhead, rtts = [], []
+    overhead, rtts, inst_cpu = [], [], 0.0
+    server0, client0 = proc_cpu_s(server_pid), time.process_time()
     for _ in range(args.warm_calls):
         status, body, rtt = c.invoke("noop", {"function_calls": 0})
         assert status == 200 and not body["inspector"]["new_instance"], body
         overhead.append(rtt - body["inspector"]["handler_s"])
         rtts.append(rtt)
+        inst_cpu += body["inspector"]["cpu_user_s"] + body["inspector"]["cpu_system_s"]
+    n = len(overhead)
+    server_ms = (proc_cpu_s(server_pid) - server0) / n * 1e3
+    client_ms = (time.process_time() - client0) / n * 1e3
     p50, p99 = quantile(overhead, 0.5) * 1e3, quantile(overhead, 0.99) * 1e3
-    print(f"warm-call overhead (round trip - handler), n={len(overhead)}: p50 {p50:.3f} ms, p99 {p99:.3f} ms "
-          f"(target p50 < 2 ms: {'met' if p50 < 2 else 'NOT met'}); round trip p50 {quantile(rtts, 0.5) * 1e3:.3f} ms")
+    load = os.getloadavg()[0]
+    print(
+        f"warm-call overhead (round trip - handler), n={n}: p50 {p50:.3f} ms, p99 {p99:.3f} ms "
+        f"(target p50 < 2 ms: {'met' if p50 < 2 else 'NOT met'}); "
+        f"round trip p50 {quantile(rtts, 0.5) * 1e3:.3f} ms"
+    )
+    print(
+        f"  CPU per warm call: emulator {server_ms:.3f} ms, instance {inst_cpu / n * 1e3:.3f} ms, "
+        f"client {client_ms:.3f} ms (load-independent; wall times above at load average {load:.1f} "
+        f"on {ncpu} CPUs)"
+    )
 
     cold, init, cold_rtt = [], [], []
     for _ in range(args.cold_calls):
@@ -84,9 +125,11 @@ def run(c: FaasClient, args: argparse.Namespace) -> int:
         cold.append(body["inspector"]["cold_start_s"])
         init.append(body["inspector"]["init_s"])
         cold_rtt.append(rtt)
-    print(f"cold start, n={len(cold)}: instance start median {statistics.median(cold) * 1e3:.1f} ms "
-          f"(p90 {quantile(cold, 0.9) * 1e3:.1f} ms; function init {statistics.median(init) * 1e3:.1f} ms), "
-          f"cold round trip median {statistics.median(cold_rtt) * 1e3:.1f} ms")
+    print(
+        f"cold start, n={len(cold)}: instance start median {statistics.median(cold) * 1e3:.1f} ms "
+        f"(p90 {quantile(cold, 0.9) * 1e3:.1f} ms; function init {statistics.median(init) * 1e3:.1f} ms), "
+        f"cold round trip median {statistics.median(cold_rtt) * 1e3:.1f} ms"
+    )
 
     event = {"array_size": 20, "function_calls": args.work}
     times = {}
@@ -97,17 +140,24 @@ def run(c: FaasClient, args: argparse.Namespace) -> int:
         times[mb] = statistics.median(r["handler_s"] for r in runs)
         cpu = statistics.median(r["cpu_user_s"] + r["cpu_system_s"] for r in runs)
         thr = statistics.median(r["cpu_throttled_s"] for r in runs)
-        print(f"calcs {args.work * 20} calculations at {mb:>4} MB ({runs[0]['vcpus']:.3f} vCPU): "
-              f"median {times[mb]:.3f} s wall, {cpu:.3f} s CPU, {thr:.3f} s throttled (n={n})")
+        print(
+            f"calcs {args.work * 20} calculations at {mb:>4} MB ({runs[0]['vcpus']:.3f} vCPU): "
+            f"median {times[mb]:.3f} s wall, {cpu:.3f} s CPU, {thr:.3f} s throttled, "
+            f"CPU share achieved {cpu / times[mb]:.3f} of {runs[0]['vcpus']:.3f} (n={n})"
+        )
     expected = 1769 / 128
     ratio = times[128] / times[1769]
     err = (ratio / expected - 1) * 100
-    print(f"CPU-tier fidelity: time(128 MB) / time(1769 MB) = {ratio:.2f}, expected {expected:.2f} "
-          f"({err:+.1f}%; target within +-15%: {'met' if abs(err) <= 15 else 'NOT met'})")
-    print(f"  on {ncpu} CPUs: the 1769 MB tier is 1 vCPU and needs a whole idle core for its 1.0 share; "
-          f"this machine's {ncpu} cores are shared with other work, so a busy core lowers the 1769 MB speed "
-          "and the ratio; tiers above 1 vCPU (>1769 MB) cannot get more than "
-          f"{ncpu} CPUs here and are capped at that (vcpus_enforced)")
+    print(
+        f"CPU-tier fidelity: time(128 MB) / time(1769 MB) = {ratio:.2f}, expected {expected:.2f} "
+        f"({err:+.1f}%; target within +-15%: {'met' if abs(err) <= 15 else 'NOT met'})"
+    )
+    print(
+        f"  on {ncpu} CPUs: the 1769 MB tier is 1 vCPU and needs a whole idle core for its 1.0 share; "
+        f"this machine's {ncpu} cores are shared with other work, so a busy core lowers the 1769 MB speed "
+        "and the ratio; tiers above 1 vCPU (>1769 MB) cannot get more than "
+        f"{ncpu} CPUs here and are capped at that (vcpus_enforced)"
+    )
     return 0
 
 

@@ -15,7 +15,10 @@ def main() -> int:
     wanted = yaml.safe_load((root / "requirements.yml").read_text())["collections"]
     out = subprocess.run(
         [str(Path(sys.executable).parent / "ansible-galaxy"), "collection", "list", "--format", "json"],
-        capture_output=True, text=True, check=True, cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=root,
     ).stdout
     installed: dict[str, str] = {}
     for colls in json.loads(out).values():

@@ -20,12 +20,21 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def ansible_playbook(*args: str, timeout: float = 900, env: dict[str, str] | None = None,
-                     ) -> subprocess.CompletedProcess[str]:
+def ansible_playbook(
+    *args: str,
+    timeout: float = 900,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
     """Run the real ansible-playbook of the venv from the repository root."""
     full_env = {**os.environ, "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_NOCOLOR": "1", **(env or {})}
-    return subprocess.run([str(VENV_BIN / "ansible-playbook"), *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=timeout, env=full_env)
+    return subprocess.run(
+        [str(VENV_BIN / "ansible-playbook"), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=full_env,
+    )
 
 
 @pytest.fixture

@@ -3,10 +3,12 @@ report; node_exporter started by its role; the second deploy changes nothing."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import shutil
-import subprocess
+import signal
 from pathlib import Path
 
 import pytest
@@ -48,10 +50,8 @@ def stage(tmp_path: Path):
     (tmp_path / "extra.json").write_text(json.dumps(extra))
     yield tmp_path
     if pidfile.exists():
-        try:
-            subprocess.run(["kill", "-TERM", pidfile.read_text().strip()], check=False)
-        except OSError:
-            pass
+        with contextlib.suppress(OSError, ValueError):
+            os.kill(int(pidfile.read_text().strip()), signal.SIGTERM)
     shutil.rmtree(ROOT / ".scratch" / "bundle", ignore_errors=True)
 
 
@@ -64,7 +64,11 @@ def test_run_yml_on_localhost_deploys_runs_collects_reports(stage: Path) -> None
     run_dir = stage / "results" / "itest"
     records = [json.loads(line) for line in (run_dir / "localhost.jsonl").read_text().splitlines()]
     assert [(r["benchmark"], r["status"]) for r in records] == [
-        ("systeminfo", "ok"), ("fio_4k_randread", "ok"), ("dd_write_read", "ok"), ("dd_write_read", "ok")]
+        ("systeminfo", "ok"),
+        ("fio_4k_randread", "ok"),
+        ("dd_write_read", "ok"),
+        ("dd_write_read", "ok"),
+    ]
     assert all(r["label"] == "Local" and r["groups"] == ["local"] for r in records)
     assert records[1]["telemetry"]["node_exporter"] is not None, "node_exporter was scraped"
     sysinfo = json.loads((run_dir / "localhost.sysinfo.json").read_text())
@@ -77,7 +81,9 @@ def test_run_yml_on_localhost_deploys_runs_collects_reports(stage: Path) -> None
     assert f"report: {stage / 'reports' / 'itest' / 'index.html'}" in res.stdout
 
     # idempotence of deployment: a second deploy changes nothing
-    again = ansible_playbook("playbooks/deploy_agent.yml", "-e", f"@{stage / 'extra.json'}", "-e", "run_id=itest")
+    again = ansible_playbook(
+        "playbooks/deploy_agent.yml", "-e", f"@{stage / 'extra.json'}", "-e", "run_id=itest"
+    )
     assert again.returncode == 0, again.stdout[-3000:]
     assert recap(again.stdout)["changed"] == 0, again.stdout[-3000:]
 

@@ -52,16 +52,30 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--group", action="append", default=[], help="inventory group (repeatable)")
     run.add_argument("--scratch", type=Path, help="scratch directory for test files (default: OUT/.scratch)")
     run.add_argument("--only", action="append", default=[], help="run only benchmarks with this name")
-    run.add_argument("--node-exporter", default="http://127.0.0.1:9100/metrics",
-                     help="node_exporter URL scraped around each benchmark ('' to disable)")
-    run.add_argument("--textfile-dir", type=Path,
-                     help="node_exporter textfile collector directory for the agent's progress")
+    run.add_argument(
+        "--node-exporter",
+        default="http://127.0.0.1:9100/metrics",
+        help="node_exporter URL scraped around each benchmark ('' to disable)",
+    )
+    run.add_argument(
+        "--textfile-dir",
+        type=Path,
+        help="node_exporter textfile collector directory for the agent's progress",
+    )
     run.add_argument("--sample-interval", type=float, default=1.0, help="telemetry sampling period in s")
-    run.add_argument("--cloud", choices=("none", "azure"), default="none",
-                     help="cloud the machine is in (azure: sysinfo reads IMDS)")
+    run.add_argument(
+        "--cloud",
+        choices=("none", "azure"),
+        default="none",
+        help="cloud the machine is in (azure: sysinfo reads IMDS)",
+    )
     run.add_argument("--host-facts", type=Path, help="JSON of hypervisor-side facts to attach to sysinfo")
-    run.add_argument("--disk-encryption", choices=("true", "false"), default=None,
-                     help="disk encryption the inventory declares (recorded in sysinfo)")
+    run.add_argument(
+        "--disk-encryption",
+        choices=("true", "false"),
+        default=None,
+        help="disk encryption the inventory declares (recorded in sysinfo)",
+    )
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.set_defaults(func=_cmd_run)
 
@@ -119,8 +133,10 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     from testbed_agent.plan import load_plan
 
     plan = load_plan(args.plan)
-    print(f"{plan.path}: ok ({plan.form} form, {len(plan.benchmarks)} benchmarks, "
-          f"{plan.executions} executions, sha256 {plan.sha256[:12]})")
+    print(
+        f"{plan.path}: ok ({plan.form} form, {len(plan.benchmarks)} benchmarks, "
+        f"{plan.executions} executions, sha256 {plan.sha256[:12]})"
+    )
     return 0
 
 

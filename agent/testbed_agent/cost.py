@@ -42,7 +42,9 @@ def billed_seconds(duration_s: float, table: PriceTable) -> float:
     return ms / 1000.0
 
 
-def invocation_cost(memory_mb: float, duration_s: float, table: PriceTable, arch: str = "x86_64") -> dict[str, float]:
+def invocation_cost(
+    memory_mb: float, duration_s: float, table: PriceTable, arch: str = "x86_64"
+) -> dict[str, float]:
     """GB-seconds and price of one invocation (memory in MB of 2^20 bytes, GB = 1024 MB)."""
     if arch not in table.per_gb_second:
         raise ValueError(f"no per-GB-second rate for architecture {arch!r}")

@@ -27,14 +27,16 @@ def check_target(path: Path, allow_device: bool = False) -> Path:
         st = os.stat(path)
     except FileNotFoundError:
         if str(path).startswith("/dev/") and not allow_device:
-            raise TargetRefused(f"refusing to create {path} under /dev",
-                                hint="set params.allow_device: true in the plan to allow it") from None
+            raise TargetRefused(
+                f"refusing to create {path} under /dev",
+                hint="set params.allow_device: true in the plan to allow it",
+            ) from None
         return path
     if stat.S_ISBLK(st.st_mode) or stat.S_ISCHR(st.st_mode):
         if not allow_device:
             raise TargetRefused(
                 f"refusing to write to device {path}",
-                hint="benchmarks write to their own test files; set params.allow_device: true to allow a device",
+                hint="benchmarks write to their own test files; params.allow_device: true allows a device",
             )
         return path
     if not stat.S_ISREG(st.st_mode):

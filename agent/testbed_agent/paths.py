@@ -17,6 +17,8 @@ def workloads_dir() -> Path:
 def cache_dir() -> Path:
     """Per-user cache (venvs, generated data): ``$TESTBED_CACHE_DIR`` or ``~/.cache/testbed-agent``."""
     env = os.environ.get("TESTBED_CACHE_DIR")
-    base = Path(env) if env else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "testbed-agent"
+    base = (
+        Path(env) if env else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "testbed-agent"
+    )
     base.mkdir(parents=True, exist_ok=True)
     return base

@@ -106,7 +106,10 @@ def load_plan(path: str | Path, known_types: set[str] | None = None) -> Plan:
     for b in benches:
         if b.type not in known_types:
             raise PlanError(
-                str(p), b.line, "type", f"unknown benchmark type '{b.type}'",
+                str(p),
+                b.line,
+                "type",
+                f"unknown benchmark type '{b.type}'",
                 hint="known types: " + ", ".join(sorted(known_types)),
             )
     return Plan(name=name, path=str(p), sha256=sha, form=form, benchmarks=tuple(benches))
@@ -153,7 +156,9 @@ def _parse_text(text: str, path: str) -> list[Benchmark]:
         fields = [f.strip() for f in content.split(",")]
         if len(fields) > len(_TEXT_FIELDS):
             raise PlanError(
-                path, lineno, None,
+                path,
+                lineno,
+                None,
                 f"{len(fields)} fields, expected at most {len(_TEXT_FIELDS)}",
                 hint="form: " + ",".join(_TEXT_FIELDS),
             )
@@ -204,6 +209,7 @@ def _strict_int(raw: Any) -> int:
 
 # -- YAML form -----------------------------------------------------------------------------
 
+
 class _LineLoader(yaml.SafeLoader):
     """SafeLoader that remembers the line of every mapping under ``__line__``."""
 
@@ -240,19 +246,39 @@ def _parse_yaml(text: str, path: str) -> tuple[str, list[Benchmark]]:
     unknown = set(doc) - _PLAN_KEYS - {"__line__", "__keylines__"}
     if unknown:
         key = sorted(unknown)[0]
-        raise PlanError(path, keylines.get(key), key, "unknown plan key",
-                        hint="plan keys: " + ", ".join(sorted(_PLAN_KEYS)))
+        raise PlanError(
+            path,
+            keylines.get(key),
+            key,
+            "unknown plan key",
+            hint="plan keys: " + ", ".join(sorted(_PLAN_KEYS)),
+        )
     defaults = doc.get("defaults") or {}
     if not isinstance(defaults, dict):
         raise PlanError(path, keylines.get("defaults"), "defaults", "must be a mapping")
     dlines = defaults.get("__keylines__", {})
     for key in set(defaults) - _DEFAULT_KEYS - {"__line__", "__keylines__"}:
-        raise PlanError(path, dlines.get(key), f"defaults.{key}", "unknown key",
-                        hint="defaults take: " + ", ".join(sorted(_DEFAULT_KEYS)))
-    d_wait = _number(defaults.get("wait_s"), path, dlines.get("wait_s"), "defaults.wait_s", DEFAULT_WAIT_S, float)
-    d_reps = _number(defaults.get("repetitions"), path, dlines.get("repetitions"),
-                     "defaults.repetitions", DEFAULT_REPETITIONS, int)
-    d_timeout = _number(defaults.get("timeout_s"), path, dlines.get("timeout_s"), "defaults.timeout_s", None, float)
+        raise PlanError(
+            path,
+            dlines.get(key),
+            f"defaults.{key}",
+            "unknown key",
+            hint="defaults take: " + ", ".join(sorted(_DEFAULT_KEYS)),
+        )
+    d_wait = _number(
+        defaults.get("wait_s"), path, dlines.get("wait_s"), "defaults.wait_s", DEFAULT_WAIT_S, float
+    )
+    d_reps = _number(
+        defaults.get("repetitions"),
+        path,
+        dlines.get("repetitions"),
+        "defaults.repetitions",
+        DEFAULT_REPETITIONS,
+        int,
+    )
+    d_timeout = _number(
+        defaults.get("timeout_s"), path, dlines.get("timeout_s"), "defaults.timeout_s", None, float
+    )
     d_params = _strip(defaults.get("params") or {})
     items = doc.get("benchmarks")
     if not isinstance(items, list):
@@ -264,8 +290,13 @@ def _parse_yaml(text: str, path: str) -> tuple[str, list[Benchmark]]:
         line = item["__line__"]
         klines = item["__keylines__"]
         for key in set(item) - _BENCH_KEYS - {"__line__", "__keylines__"}:
-            raise PlanError(path, klines.get(key, line), key, "unknown benchmark key",
-                            hint="benchmark keys: " + ", ".join(sorted(_BENCH_KEYS)))
+            raise PlanError(
+                path,
+                klines.get(key, line),
+                key,
+                "unknown benchmark key",
+                hint="benchmark keys: " + ", ".join(sorted(_BENCH_KEYS)),
+            )
         name = item.get("name")
         if not isinstance(name, str) or not name.strip():
             raise PlanError(path, klines.get("name", line), "name", "is missing or empty")
@@ -286,10 +317,12 @@ def _parse_yaml(text: str, path: str) -> tuple[str, list[Benchmark]]:
                 line=line,
                 datasets=tuple(str(d) for d in datasets),
                 wait_s=_number(item.get("wait_s"), path, klines.get("wait_s", line), "wait_s", d_wait, float),
-                repetitions=_number(item.get("repetitions"), path, klines.get("repetitions", line),
-                                    "repetitions", d_reps, int),
-                timeout_s=_number(item.get("timeout_s"), path, klines.get("timeout_s", line),
-                                  "timeout_s", d_timeout, float),
+                repetitions=_number(
+                    item.get("repetitions"), path, klines.get("repetitions", line), "repetitions", d_reps, int
+                ),
+                timeout_s=_number(
+                    item.get("timeout_s"), path, klines.get("timeout_s", line), "timeout_s", d_timeout, float
+                ),
                 params={**d_params, **_strip(params)},
             )
         )

@@ -6,7 +6,7 @@ import fcntl
 import json
 import os
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ BETTER = ("higher", "lower")
 
 def now_rfc3339() -> str:
     """Current UTC time, RFC 3339 with microseconds."""
-    return datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def metric(value: float, unit: str, better: str) -> dict[str, Any]:
@@ -115,8 +115,9 @@ class ResultWriter:
             self._fh.close()
             from testbed_agent.errors import TestbedError
 
-            raise TestbedError(f"{path}: another agent is writing this run",
-                               hint="wait for it, or use another --run-id") from None
+            raise TestbedError(
+                f"{path}: another agent is writing this run", hint="wait for it, or use another --run-id"
+            ) from None
 
     def _repair_tail(self) -> None:
         """Cut a half-written last line left by a crash, so appends stay valid JSON Lines."""

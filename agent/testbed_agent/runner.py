@@ -23,7 +23,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from testbed_agent.errors import BenchmarkTimeout, Interrupted, TestbedError, WorkloadError
 from testbed_agent.plan import Benchmark, Plan, load_plan
 from testbed_agent.results import Identity, ResultWriter, completed_executions, make_record, now_rfc3339
-from testbed_agent.telemetry import ProgressExporter, ResourceMeter, Sampler, counter_deltas, scrape_node_exporter
+from testbed_agent.telemetry import (
+    ProgressExporter,
+    ResourceMeter,
+    Sampler,
+    counter_deltas,
+    scrape_node_exporter,
+)
 from testbed_agent.workloads import REGISTRY
 from testbed_agent.workloads.base import RunContext
 
@@ -51,7 +57,9 @@ class Runner:
         self.plan = plan
         self.out = out
         self.ident = ident
-        self.scratch = scratch or Path(os.environ.get("TESTBED_SCRATCH", "/var/tmp/testbed-agent")) / ident.run_id
+        self.scratch = (
+            scratch or Path(os.environ.get("TESTBED_SCRATCH", "/var/tmp/testbed-agent")) / ident.run_id
+        )
         self.only = set(only or [])
         self.node_exporter = node_exporter
         self.sample_interval = sample_interval
@@ -80,8 +88,12 @@ class Runner:
         self.scratch.mkdir(parents=True, exist_ok=True)
         self._write_sysinfo()
         done = completed_executions(self.results_path, self.plan.sha256)
-        todo = [(b, r) for b in self.plan.benchmarks if not self.only or b.name in self.only
-                for r in range(b.repetitions)]
+        todo = [
+            (b, r)
+            for b in self.plan.benchmarks
+            if not self.only or b.name in self.only
+            for r in range(b.repetitions)
+        ]
         handlers = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
             with ResultWriter(self.results_path) as writer, ExitStack() as stack:
@@ -125,9 +137,14 @@ class Runner:
         """Run one execution with telemetry; always return a record, whatever happened."""
         workload = REGISTRY[bench.type]()
         ctx = RunContext(
-            bench=bench, repetition=rep, scratch=self.scratch, artifacts=self.artifacts,
-            deadline=time.monotonic() + workload.timeout_s(bench), stop=self.stop,
-            allow_device=bool(bench.params.get("allow_device", False)), options=self.options,
+            bench=bench,
+            repetition=rep,
+            scratch=self.scratch,
+            artifacts=self.artifacts,
+            deadline=time.monotonic() + workload.timeout_s(bench),
+            stop=self.stop,
+            allow_device=bool(bench.params.get("allow_device", False)),
+            options=self.options,
         )
         self._ctx = ctx
         sampler = Sampler(self.sample_interval)
@@ -160,10 +177,20 @@ class Runner:
         if outcome:
             params.update({f"resolved_{k}": v for k, v in outcome.params.items()})
         return make_record(
-            self.ident, benchmark=bench.name, btype=bench.type, index=bench.index, repetition=rep,
-            params=params, started_at=started, ended_at=ended, status=status, error=error,
-            metrics=outcome.metrics if outcome else None, samples=outcome.samples if outcome else None,
-            telemetry=telemetry, tool=(outcome.tool if outcome else None) or {"name": workload.tool},
+            self.ident,
+            benchmark=bench.name,
+            btype=bench.type,
+            index=bench.index,
+            repetition=rep,
+            params=params,
+            started_at=started,
+            ended_at=ended,
+            status=status,
+            error=error,
+            metrics=outcome.metrics if outcome else None,
+            samples=outcome.samples if outcome else None,
+            telemetry=telemetry,
+            tool=(outcome.tool if outcome else None) or {"name": workload.tool},
             artifacts=[f"{self.artifacts.name}/{a}" for a in (outcome.artifacts if outcome else [])],
         )
 
@@ -176,10 +203,16 @@ class Runner:
             return
         host_facts = self.options.get("host_facts")
         facts = json.loads(Path(host_facts).read_text()) if host_facts else None
-        info = collect(cloud=self.options.get("cloud") or "none", host_facts=facts,
-                       declared=self.options.get("declared"))
-        info["testbed"] = {"label": self.ident.label, "groups": list(self.ident.groups),
-                           "run_id": self.ident.run_id, "plan": self.plan.name, "plan_sha256": self.plan.sha256}
+        info = collect(
+            cloud=self.options.get("cloud") or "none", host_facts=facts, declared=self.options.get("declared")
+        )
+        info["testbed"] = {
+            "label": self.ident.label,
+            "groups": list(self.ident.groups),
+            "run_id": self.ident.run_id,
+            "plan": self.plan.name,
+            "plan_sha256": self.plan.sha256,
+        }
         from testbed_agent.sysinfo.cc import label_mismatch
 
         info["cc"]["label_mismatch"] = label_mismatch(self.ident.groups, info["cc"]["technology"])
@@ -192,16 +225,26 @@ class Runner:
     def _progress(self, stack: ExitStack, total: int) -> Progress | None:
         if not self.show_progress or total == 0:
             return None
-        progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            TimeElapsedColumn(), console=self.console, transient=True)
+        progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=self.console,
+            transient=True,
+        )
         return stack.enter_context(progress)
 
     def _log(self, n: int, total: int, label: str, record: dict[str, Any]) -> None:
         colour = {"ok": "green", "interrupted": "yellow"}.get(record["status"], "red")
         extra = f" - {record['error']}" if record["error"] else ""
         wall = record["telemetry"].get("wall_s", 0.0)
-        self.console.print(f"[{n}/{total}] {label}: [{colour}]{record['status']}[/] ({wall:.1f} s){extra}",
-                           highlight=False, markup=True, soft_wrap=True)
+        self.console.print(
+            f"[{n}/{total}] {label}: [{colour}]{record['status']}[/] ({wall:.1f} s){extra}",
+            highlight=False,
+            markup=True,
+            soft_wrap=True,
+        )
 
     def _summary(self) -> None:
         parts = ", ".join(f"{v} {k}" for k, v in self.counts.items() if v)
@@ -215,14 +258,31 @@ def run_plan_cli(args: argparse.Namespace) -> int:
     if unknown:
         raise TestbedError(f"--only: no benchmark named {', '.join(sorted(unknown))} in {plan.path}")
     host = args.host or socket.gethostname()
-    ident = Identity(run_id=args.run_id or args.out.resolve().name, host=host, label=args.label or host,
-                     groups=tuple(args.group), plan_sha256=plan.sha256, plan_name=plan.name)
-    options = {"cloud": args.cloud, "host_facts": str(args.host_facts) if args.host_facts else None,
-               "keep_scratch": False}
+    ident = Identity(
+        run_id=args.run_id or args.out.resolve().name,
+        host=host,
+        label=args.label or host,
+        groups=tuple(args.group),
+        plan_sha256=plan.sha256,
+        plan_name=plan.name,
+    )
+    options = {
+        "cloud": args.cloud,
+        "host_facts": str(args.host_facts) if args.host_facts else None,
+        "keep_scratch": False,
+    }
     if args.disk_encryption is not None:
         options["declared"] = {"disk_encryption": args.disk_encryption}
-    runner = Runner(plan, args.out, ident, scratch=args.scratch, only=args.only,
-                    node_exporter=args.node_exporter, textfile_dir=args.textfile_dir,
-                    sample_interval=args.sample_interval, options=options,
-                    progress=not args.no_progress and sys.stderr.isatty())
+    runner = Runner(
+        plan,
+        args.out,
+        ident,
+        scratch=args.scratch,
+        only=args.only,
+        node_exporter=args.node_exporter,
+        textfile_dir=args.textfile_dir,
+        sample_interval=args.sample_interval,
+        options=options,
+        progress=not args.no_progress and sys.stderr.isatty(),
+    )
     return runner.run()

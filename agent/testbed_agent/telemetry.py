@@ -127,14 +127,16 @@ def scrape_node_exporter(url: str, timeout: float = 3.0) -> dict[str, float] | N
     return totals
 
 
-def counter_deltas(before: dict[str, float] | None, after: dict[str, float] | None) -> dict[str, float] | None:
+def counter_deltas(
+    before: dict[str, float] | None, after: dict[str, float] | None
+) -> dict[str, float] | None:
     """after - before for every counter present in both; None when a scrape failed."""
     if before is None or after is None:
         return None
     out = {}
     for key, value in after.items():
         if key in before:
-            name = key.replace("node_cpu_seconds_total:", "cpu_seconds_") .replace("node_", "")
+            name = key.replace("node_cpu_seconds_total:", "cpu_seconds_").replace("node_", "")
             out[name.removesuffix("_total")] = value - before[key]
     return out
 
@@ -154,11 +156,15 @@ class ProgressExporter:
         reg = CollectorRegistry()
         labels = ["run_id", "host"]
         Gauge("testbed_agent_executions_total", "Executions in the plan", labels, registry=reg).labels(
-            self.run_id, self.host).set(total)
+            self.run_id, self.host
+        ).set(total)
         Gauge("testbed_agent_executions_done", "Executions recorded", labels, registry=reg).labels(
-            self.run_id, self.host).set(done)
-        Gauge("testbed_agent_running", "1 while a plan runs", labels + ["benchmark", "status"],
-              registry=reg).labels(self.run_id, self.host, current, status).set(1 if status == "running" else 0)
+            self.run_id, self.host
+        ).set(done)
+        Gauge(
+            "testbed_agent_running", "1 while a plan runs", [*labels, "benchmark", "status"], registry=reg
+        ).labels(self.run_id, self.host, current, status).set(1 if status == "running" else 0)
         Gauge("testbed_agent_last_update_seconds", "Unix time of this update", labels, registry=reg).labels(
-            self.run_id, self.host).set(time.time())
+            self.run_id, self.host
+        ).set(time.time())
         write_to_textfile(str(self.path), reg)

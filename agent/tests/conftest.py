@@ -29,8 +29,13 @@ def node_exporter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str
     textfile = tmp_path_factory.mktemp("textfile")
     port = free_port()
     proc = subprocess.Popen(
-        [NODE_EXPORTER, f"--web.listen-address=127.0.0.1:{port}", f"--collector.textfile.directory={textfile}"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            NODE_EXPORTER,
+            f"--web.listen-address=127.0.0.1:{port}",
+            f"--collector.textfile.directory={textfile}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}/metrics"
     for _ in range(100):
@@ -59,8 +64,9 @@ def write_plan(tmp_path: Path):
 
 def agent(*args: str, timeout: float = 300, **kw) -> subprocess.CompletedProcess[str]:
     """Run the real agent CLI in a subprocess."""
-    return subprocess.run([sys.executable, "-m", "testbed_agent", *args], capture_output=True, text=True,
-                          timeout=timeout, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "testbed_agent", *args], capture_output=True, text=True, timeout=timeout, **kw
+    )
 
 
 @pytest.fixture

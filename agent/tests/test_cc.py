@@ -28,7 +28,9 @@ def hv_leaf(name: str) -> tuple[int, int, int, int]:
 HV_PRESENT = (0, 0, 1 << 31, 0)
 
 
-def amd(msr: int | None, dmesg: str = "", hv: str = "KVMKVMKVM", paths: set[str] | None = None) -> RecordedProbe:
+def amd(
+    msr: int | None, dmesg: str = "", hv: str = "KVMKVMKVM", paths: set[str] | None = None
+) -> RecordedProbe:
     return RecordedProbe(
         cpuid_leaves={
             (0, 0): vendor_leaf("AuthenticAMD", 0x10),
@@ -78,12 +80,35 @@ def azure(vendor: str, isolation_ebx: int, dmesg: str) -> RecordedProbe:
     [
         (amd(0x1, "Memory Encryption Features active: AMD SEV\n"), "sev", False, True),
         (amd(0x3, "AMD Memory Encryption Features active: SEV SEV-ES\n"), "sev-es", False, True),
-        (amd(0x7, "Memory Encryption Features active: AMD SEV SEV-ES SEV-SNP\nSEV: Using SNP CPUID table, 64 entries present.\n",
-             paths={"/dev/sev-guest"}), "sev-snp", False, True),
+        (
+            amd(
+                0x7,
+                "Memory Encryption Features active: AMD SEV SEV-ES SEV-SNP\n"
+                "SEV: Using SNP CPUID table, 64 entries present.\n",
+                paths={"/dev/sev-guest"},
+            ),
+            "sev-snp",
+            False,
+            True,
+        ),
         (tdx_guest(), "tdx", False, True),
-        (azure("AuthenticAMD", 0xBA2, "Hyper-V: Isolation Config: Group A 0x1, Group B 0xba2\n"
-               "Memory Encryption Features active: AMD SEV\n"), "sev-snp", True, True),
-        (azure("GenuineIntel", 0xBE3, "Hyper-V: Isolation Config: Group A 0x1, Group B 0xbe3\n"), "tdx", True, True),
+        (
+            azure(
+                "AuthenticAMD",
+                0xBA2,
+                "Hyper-V: Isolation Config: Group A 0x1, Group B 0xba2\n"
+                "Memory Encryption Features active: AMD SEV\n",
+            ),
+            "sev-snp",
+            True,
+            True,
+        ),
+        (
+            azure("GenuineIntel", 0xBE3, "Hyper-V: Isolation Config: Group A 0x1, Group B 0xbe3\n"),
+            "tdx",
+            True,
+            True,
+        ),
         (amd(0x0, "Linux version 6.1.0\n"), "none", False, None),
     ],
     ids=["sev", "sev-es", "sev-snp", "tdx", "azure-snp-paravisor", "azure-tdx-paravisor", "none"],
@@ -99,7 +124,7 @@ def test_detection(probe: RecordedProbe, technology: str, paravisor: bool, confi
 
 def test_azure_vtom_is_recorded() -> None:
     state = detect(azure("AuthenticAMD", 0xBA2, ""))
-    hv = [e for e in state["evidence"] if e["source"] == "cpuid-hyperv"][0]
+    hv = next(e for e in state["evidence"] if e["source"] == "cpuid-hyperv")
     assert "vtom=True" in hv["detail"] and "paravisor=True" in hv["detail"]
     assert state["hypervisor_vendor"] == "Microsoft Hv"
 
@@ -126,8 +151,14 @@ def test_bare_metal_has_no_hypervisor_vendor() -> None:
 
 @pytest.mark.parametrize(
     ("groups", "tech", "loud"),
-    [(["sev"], "none", True), (["sev"], "sev-snp", False), (["tdx"], "sev-snp", True),
-     (["amd_baseline"], "sev-snp", True), (["amd_baseline"], "none", False), (["local"], "none", False)],
+    [
+        (["sev"], "none", True),
+        (["sev"], "sev-snp", False),
+        (["tdx"], "sev-snp", True),
+        (["amd_baseline"], "sev-snp", True),
+        (["amd_baseline"], "none", False),
+        (["local"], "none", False),
+    ],
 )
 def test_label_mismatch(groups: list[str], tech: str, loud: bool) -> None:
     assert (label_mismatch(groups, tech) is not None) is loud

@@ -23,16 +23,40 @@ def test_help(cmd: list[str]) -> None:
 def test_missing_plan_is_one_line_with_no_traceback(tmp_path: Path) -> None:
     res = agent("validate", str(tmp_path / "nope.yml"))
     assert res.returncode == 2
-    assert res.stderr.strip() == f"error: {tmp_path / 'nope.yml'}: cannot read plan: No such file or directory"
+    assert (
+        res.stderr.strip() == f"error: {tmp_path / 'nope.yml'}: cannot read plan: No such file or directory"
+    )
     debug = agent("--debug", "validate", str(tmp_path / "nope.yml"))
     assert "Traceback" in debug.stderr
 
 
 def test_parse_pyperf_json_of_a_real_pyperf_run(tmp_path: Path) -> None:
     out = tmp_path / "timeit.json"
-    subprocess.run([sys.executable, "-m", "pyperf", "timeit", "--quiet", "--processes", "2", "--values", "2",
-                    "--warmups", "1", "--loops", "100", "--name", "sum_range", "-o", str(out),
-                    "sum(range(100))"], check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pyperf",
+            "timeit",
+            "--quiet",
+            "--processes",
+            "2",
+            "--values",
+            "2",
+            "--warmups",
+            "1",
+            "--loops",
+            "100",
+            "--name",
+            "sum_range",
+            "-o",
+            str(out),
+            "sum(range(100))",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     res = agent("parse", "pyperf", str(out))
     assert res.returncode == 0, res.stderr
     parsed = json.loads(res.stdout)

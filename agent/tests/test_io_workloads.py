@@ -20,8 +20,14 @@ from testbed_agent.workloads.fio import Fio, job_name
 
 
 def ctx_for(bench: Benchmark, tmp_path: Path, timeout: float = 120) -> RunContext:
-    return RunContext(bench=bench, repetition=0, scratch=tmp_path / "scratch", artifacts=tmp_path / "art",
-                      deadline=time.monotonic() + timeout, stop=threading.Event())
+    return RunContext(
+        bench=bench,
+        repetition=0,
+        scratch=tmp_path / "scratch",
+        artifacts=tmp_path / "art",
+        deadline=time.monotonic() + timeout,
+        stop=threading.Event(),
+    )
 
 
 @pytest.mark.parametrize(
@@ -46,8 +52,20 @@ def test_dd_summary_of_every_coreutils_wording(line: str, nbytes: int, secs: flo
 
 
 def test_dd_real_write_pause_read(tmp_path: Path) -> None:
-    bench = Benchmark("dd_w_r", "dd", 0, 1, params={"bs": "64k", "count": 64, "source": "zero",
-                                                     "oflag": "direct", "iflag": "direct", "pause_s": 0.1})
+    bench = Benchmark(
+        "dd_w_r",
+        "dd",
+        0,
+        1,
+        params={
+            "bs": "64k",
+            "count": 64,
+            "source": "zero",
+            "oflag": "direct",
+            "iflag": "direct",
+            "pause_s": 0.1,
+        },
+    )
     Dd.check(bench)
     out = Dd().run(ctx_for(bench, tmp_path))
     assert out.metrics["write_bytes"]["value"] == 64 * 65536
@@ -63,8 +81,12 @@ def test_dd_real_write_pause_read(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("name", "job"),
-    [("fio_4k_randomwrite", "fio_4k_randwrite"), ("fio_1m_sequentialread", "fio_1m_read"),
-     ("fio_64k_seqwrite", "fio_64k_write"), ("fio_4k_randread", "fio_4k_randread")],
+    [
+        ("fio_4k_randomwrite", "fio_4k_randwrite"),
+        ("fio_1m_sequentialread", "fio_1m_read"),
+        ("fio_64k_seqwrite", "fio_64k_write"),
+        ("fio_4k_randread", "fio_4k_randread"),
+    ],
 )
 def test_fio_classic_names(name: str, job: str) -> None:
     assert job_name(name) == job
@@ -72,13 +94,19 @@ def test_fio_classic_names(name: str, job: str) -> None:
 
 def test_twelve_classic_job_files_exist() -> None:
     jobs = sorted(p.stem for p in (Path(__file__).resolve().parents[2] / "workloads" / "fio").glob("*.fio"))
-    assert jobs == sorted(f"fio_{bs}_{rw}" for bs in ("4k", "64k", "1m")
-                          for rw in ("read", "write", "randread", "randwrite"))
+    assert jobs == sorted(
+        f"fio_{bs}_{rw}" for bs in ("4k", "64k", "1m") for rw in ("read", "write", "randread", "randwrite")
+    )
 
 
 def test_fio_real_run_is_parsed(tmp_path: Path, fio_available: None) -> None:
-    bench = Benchmark("fio_4k_randwrite", "fio", 0, 1,
-                      params={"size": "8M", "runtime_s": 1, "ramp_s": 0, "ioengine": "psync", "iodepth": 1})
+    bench = Benchmark(
+        "fio_4k_randwrite",
+        "fio",
+        0,
+        1,
+        params={"size": "8M", "runtime_s": 1, "ramp_s": 0, "ioengine": "psync", "iodepth": 1},
+    )
     Fio.check(bench)
     out = Fio().run(ctx_for(bench, tmp_path))
     m = out.metrics
@@ -119,8 +147,20 @@ def test_io_refuses_existing_foreign_file(tmp_path: Path) -> None:
 def test_allow_device_lets_an_existing_file_through(tmp_path: Path) -> None:
     target = tmp_path / "mine.dat"
     target.write_bytes(b"\0" * 4096)
-    bench = Benchmark("dd_x", "dd", 0, 1, params={"filename": str(target), "bs": "4k", "count": 4,
-                                                   "source": "zero", "read": False, "allow_device": True})
+    bench = Benchmark(
+        "dd_x",
+        "dd",
+        0,
+        1,
+        params={
+            "filename": str(target),
+            "bs": "4k",
+            "count": 4,
+            "source": "zero",
+            "read": False,
+            "allow_device": True,
+        },
+    )
     out = Dd().run(ctx_for(bench, tmp_path))
     assert out.metrics["write_bytes"]["value"] == 16384
 

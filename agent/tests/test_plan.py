@@ -93,7 +93,11 @@ benchmarks:
         ("  - {name: dd_x, type: dd, params: {source: random}}\n", 4, "params.source"),
         ("  - {name: fio_4k_randread, type: fio, colour: red}\n", 4, "colour"),
         ("  - name: fio_9k_read\n    type: fio\n", 4, "name"),
-        ("  - {name: fio_4k_randread, type: fio, params: {size: 1G, runtime_s: fast}}\n", 4, "params.runtime_s"),
+        (
+            "  - {name: fio_4k_randread, type: fio, params: {size: 1G, runtime_s: fast}}\n",
+            4,
+            "params.runtime_s",
+        ),
     ],
 )
 def test_bad_yaml_names_file_line_field(write_plan, body: str, line: int, field: str) -> None:
@@ -116,7 +120,10 @@ def test_bad_plan_runs_nothing(tmp_path: Path) -> None:
     out = tmp_path / "results" / "r1"
     res = agent("run", str(p), "--out", str(out), "--node-exporter", "")
     assert res.returncode == 2
-    assert res.stderr.splitlines()[0] == f"error: {p}:2: field 'waittime_in_seconds' expected a number, got 'abc'"
+    assert (
+        res.stderr.splitlines()[0]
+        == f"error: {p}:2: field 'waittime_in_seconds' expected a number, got 'abc'"
+    )
     assert "Traceback" not in res.stderr
     assert not out.exists()
 

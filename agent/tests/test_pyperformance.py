@@ -16,11 +16,22 @@ from testbed_agent.workloads.pyperformance import Pyperformance
 
 @pytest.mark.slow
 def test_pyperformance_run_records_values(tmp_path: Path) -> None:
-    bench = Benchmark("pyperformance_tiny", "pyperformance", 0, 1,
-                      params={"benchmarks": ["float"], "mode": "debug-single-value"})
+    bench = Benchmark(
+        "pyperformance_tiny",
+        "pyperformance",
+        0,
+        1,
+        params={"benchmarks": ["float"], "mode": "debug-single-value"},
+    )
     Pyperformance.check(bench)
-    ctx = RunContext(bench=bench, repetition=0, scratch=tmp_path, artifacts=tmp_path / "art",
-                     deadline=time.monotonic() + 900, stop=threading.Event())
+    ctx = RunContext(
+        bench=bench,
+        repetition=0,
+        scratch=tmp_path,
+        artifacts=tmp_path / "art",
+        deadline=time.monotonic() + 900,
+        stop=threading.Event(),
+    )
     out = Pyperformance().run(ctx)
     assert out.status == "ok", out.error
     assert out.metrics["float"]["unit"] == "s" and out.metrics["float"]["value"] > 0

@@ -17,12 +17,30 @@ def records(out: Path) -> list[dict]:
 
 
 def run(plan: Path, out: Path, *extra: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "testbed_agent", "run", str(plan), "--out", str(out), "--host", "h1",
-           "--label", "Local", "--group", "local", "--scratch", str(out.parent / "scratch"), *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "testbed_agent",
+        "run",
+        str(plan),
+        "--out",
+        str(out),
+        "--host",
+        "h1",
+        "--label",
+        "Local",
+        "--group",
+        "local",
+        "--scratch",
+        str(out.parent / "scratch"),
+        *extra,
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
 
-def test_failure_and_timeout_are_records_and_the_plan_goes_on(tmp_path: Path, write_plan, node_exporter) -> None:
+def test_failure_and_timeout_are_records_and_the_plan_goes_on(
+    tmp_path: Path, write_plan, node_exporter
+) -> None:
     plan = write_plan("""\
 benchmarks:
   - {name: fio_4k_randread, type: fio, params: {size: 4M, runtime_s: 1, ramp_s: 0, ioengine: no_such_engine}}
@@ -30,19 +48,30 @@ benchmarks:
   - {name: dd_ok, type: dd, repetitions: 2, params: {bs: 4k, count: 16, source: zero, pause_s: 0}}
 """)
     out = tmp_path / "results" / "run1"
-    res = run(plan, out, "--node-exporter", node_exporter["url"], "--textfile-dir", str(node_exporter["textfile"]))
+    res = run(
+        plan, out, "--node-exporter", node_exporter["url"], "--textfile-dir", str(node_exporter["textfile"])
+    )
     assert res.returncode == 3, res.stderr  # ran to the end, with failures
     recs = records(out)
     assert [(r["benchmark"], r["repetition"], r["status"]) for r in recs] == [
-        ("fio_4k_randread", 0, "failed"), ("dd_slow", 0, "timeout"), ("dd_ok", 0, "ok"), ("dd_ok", 1, "ok")]
+        ("fio_4k_randread", 0, "failed"),
+        ("dd_slow", 0, "timeout"),
+        ("dd_ok", 0, "ok"),
+        ("dd_ok", 1, "ok"),
+    ]
     assert "fio exited" in recs[0]["error"] and recs[0]["metrics"] == {}
     ok = recs[2]
     assert ok["schema"] == 1 and ok["run_id"] == "run1" and ok["host"] == "h1" and ok["label"] == "Local"
     assert ok["groups"] == ["local"] and len(ok["plan_sha256"]) == 64
     assert ok["started_at"].endswith("Z") and ok["ended_at"] >= ok["started_at"]
     tel = ok["telemetry"]
-    assert {"cpu_percent_mean", "steal_percent", "iowait_percent_mean", "process_cpu_user_s",
-            "agent_cpu_s"} <= tel.keys()
+    assert {
+        "cpu_percent_mean",
+        "steal_percent",
+        "iowait_percent_mean",
+        "process_cpu_user_s",
+        "agent_cpu_s",
+    } <= tel.keys()
     assert tel["node_exporter"]["cpu_seconds_user"] >= 0 and "disk_written_bytes" in tel["node_exporter"]
     assert (out / "h1.sysinfo.json").exists()
     prom = (node_exporter["textfile"] / "testbed_agent.prom").read_text()
@@ -57,8 +86,21 @@ benchmarks:
   - {name: dd_b, type: dd, params: {bs: 4k, count: 8, source: zero, pause_s: 0}}
 """)
     out = tmp_path / "results" / "run2"
-    cmd = [sys.executable, "-m", "testbed_agent", "run", str(plan), "--out", str(out), "--host", "h1",
-           "--node-exporter", "", "--scratch", str(tmp_path / "scratch")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "testbed_agent",
+        "run",
+        str(plan),
+        "--out",
+        str(out),
+        "--host",
+        "h1",
+        "--node-exporter",
+        "",
+        "--scratch",
+        str(tmp_path / "scratch"),
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     jsonl = out / "h1.jsonl"
@@ -73,7 +115,10 @@ benchmarks:
     assert "Traceback" not in err
     first = read_records(jsonl)
     assert [(r["benchmark"], r["repetition"], r["status"]) for r in first] == [
-        ("dd_a", 0, "ok"), ("dd_a", 1, "ok"), ("dd_long", 0, "interrupted")]
+        ("dd_a", 0, "ok"),
+        ("dd_a", 1, "ok"),
+        ("dd_long", 0, "interrupted"),
+    ]
 
     # re-run: the completed executions are skipped and the interrupted one starts again;
     # interrupt once more, and nothing already recorded is lost or duplicated.

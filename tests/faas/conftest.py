@@ -31,8 +31,22 @@ class Served:
     def __init__(self, tmp: Path, *args: str) -> None:
         url_file = tmp / "url"
         self.log = tmp / "serve.log"
-        cmd = [sys.executable, "-m", "testbed_agent", "faas", "serve", "--port", "0", "--url-file", str(url_file),
-               "--state-dir", str(tmp / "state"), "--functions-dir", str(TEST_FUNCTIONS), *args]
+        cmd = [
+            sys.executable,
+            "-m",
+            "testbed_agent",
+            "faas",
+            "serve",
+            "--port",
+            "0",
+            "--url-file",
+            str(url_file),
+            "--state-dir",
+            str(tmp / "state"),
+            "--functions-dir",
+            str(TEST_FUNCTIONS),
+            *args,
+        ]
         with open(self.log, "w") as fh:
             self.proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
         end = time.monotonic() + 30

@@ -25,8 +25,17 @@ def test_first_call_cold_then_warm(served):
     assert i1["instance_id"] == i2["instance_id"] and i1["host_id"] == i2["host_id"]
     assert i1["cold_start_s"] > i1["init_s"] > 0 and i2["cold_start_s"] == 0
     assert b1["result"]["calcs"] == 1000
-    for key in ("cpu_model", "cpu_user_s", "cpu_system_s", "cpu_steal_s", "memory_peak_bytes", "started_at",
-                "ended_at", "host_uptime_s", "handler_s"):
+    for key in (
+        "cpu_model",
+        "cpu_user_s",
+        "cpu_system_s",
+        "cpu_steal_s",
+        "memory_peak_bytes",
+        "started_at",
+        "ended_at",
+        "host_uptime_s",
+        "handler_s",
+    ):
         assert key in i2
     assert i2["limits_enforced"] is True and i2["cgroup"] in ("v1", "v2")
     assert i2["memory_peak_bytes"] > 5 << 20, "the interpreter's memory is charged to the instance cgroup"
@@ -83,7 +92,9 @@ def test_tmp_full_fails_the_write_not_the_emulator(served):
     status, body, _ = c.invoke("io", {"args": ["if=/dev/zero", "of=big", "bs=1M", "count=64"]})
     assert status == 500 and body["error"]["type"] == "FunctionError"
     assert "No space left on device" in body["error"]["message"]
-    status, body, _ = c.invoke("io", {"args": ["if=/dev/zero", "of=big", "bs=1M", "count=1"], "cleanup": True})
+    status, body, _ = c.invoke(
+        "io", {"args": ["if=/dev/zero", "of=big", "bs=1M", "count=1"], "cleanup": True}
+    )
     assert status == 200 and body["inspector"]["new_instance"] is False
 
 

@@ -20,35 +20,65 @@ DEFAULT_URL = f"http://127.0.0.1:{DEFAULT_PORT}"
 
 def add_parser(subparsers: Any) -> None:
     """Register ``faas`` and its subcommands on the agent's CLI."""
-    faas = subparsers.add_parser("faas", help="local FaaS emulator (serve, deploy, invoke, cold, info)",
-                                 description=__doc__)
+    faas = subparsers.add_parser(
+        "faas", help="local FaaS emulator (serve, deploy, invoke, cold, info)", description=__doc__
+    )
     sub = faas.add_subparsers(dest="faas_command", metavar="SUBCOMMAND", required=True)
 
     serve = sub.add_parser("serve", help="run the emulator (HTTP API) in the foreground")
-    serve.add_argument("--profile", default="aws-lambda", help="profile name or YAML path (default aws-lambda)")
+    serve.add_argument(
+        "--profile", default="aws-lambda", help="profile name or YAML path (default aws-lambda)"
+    )
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 picks one)")
-    serve.add_argument("--state-dir", type=Path, help="instance files and /tmp images "
-                       "(default /var/lib/testbed-faas as root, else ~/.cache/testbed-faas)")
-    serve.add_argument("--functions-dir", type=Path, action="append", default=[],
-                       help="extra directory of functions (repeatable; workloads/faas/functions always)")
-    serve.add_argument("--profiles-dir", type=Path, help="directory of profiles (default workloads/faas/profiles)")
-    serve.add_argument("--keep-alive", type=float, help="idle seconds before an instance is reclaimed "
-                       "(default: the profile's)")
-    serve.add_argument("--max-concurrency", type=int, default=100, help="concurrent calls before 429 (default 100)")
-    serve.add_argument("--cgroup", choices=("auto", "v2", "v1", "none"), default="auto",
-                       help="cgroup version for instance limits (default auto: v2 where usable, else v1)")
+    serve.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 picks one)"
+    )
+    serve.add_argument(
+        "--state-dir",
+        type=Path,
+        help="instance files and /tmp images "
+        "(default /var/lib/testbed-faas as root, else ~/.cache/testbed-faas)",
+    )
+    serve.add_argument(
+        "--functions-dir",
+        type=Path,
+        action="append",
+        default=[],
+        help="extra directory of functions (repeatable; workloads/faas/functions always)",
+    )
+    serve.add_argument(
+        "--profiles-dir", type=Path, help="directory of profiles (default workloads/faas/profiles)"
+    )
+    serve.add_argument(
+        "--keep-alive",
+        type=float,
+        help="idle seconds before an instance is reclaimed (default: the profile's)",
+    )
+    serve.add_argument(
+        "--max-concurrency", type=int, default=100, help="concurrent calls before 429 (default 100)"
+    )
+    serve.add_argument(
+        "--cgroup",
+        choices=("auto", "v2", "v1", "none"),
+        default="auto",
+        help="cgroup version for instance limits (default auto: v2 where usable, else v1)",
+    )
     serve.add_argument("--url-file", type=Path, help="write the listening URL to this file once ready")
     serve.add_argument("--verbose", action="store_true", help="log every HTTP request")
     serve.set_defaults(func=_serve)
 
-    for name, helptext in (("deploy", "deploy or update a function (an update forces cold starts)"),
-                           ("invoke", "call a function once and print the response"),
-                           ("cold", "retire instances: the next calls start cold"),
-                           ("info", "print the emulator's profile, limits, hosts and instances")):
+    for name, helptext in (
+        ("deploy", "deploy or update a function (an update forces cold starts)"),
+        ("invoke", "call a function once and print the response"),
+        ("cold", "retire instances: the next calls start cold"),
+        ("info", "print the emulator's profile, limits, hosts and instances"),
+    ):
         p = sub.add_parser(name, help=helptext)
-        p.add_argument("--url", default=os.environ.get("TESTBED_FAAS_URL", DEFAULT_URL),
-                       help=f"emulator URL (default $TESTBED_FAAS_URL or {DEFAULT_URL})")
+        p.add_argument(
+            "--url",
+            default=os.environ.get("TESTBED_FAAS_URL", DEFAULT_URL),
+            help=f"emulator URL (default $TESTBED_FAAS_URL or {DEFAULT_URL})",
+        )
         if name in ("deploy", "invoke"):
             p.add_argument("name", help="function name")
         if name == "deploy":
@@ -57,7 +87,9 @@ def add_parser(subparsers: Any) -> None:
             p.add_argument("--timeout", type=float, help="timeout in s")
             p.add_argument("--keep-alive", type=float, help="keep-alive in s for this function")
             p.add_argument("--tmp", type=int, help="/tmp size in MB (disk kinds)")
-            p.add_argument("--env", action="append", default=[], metavar="K=V", help="environment (repeatable)")
+            p.add_argument(
+                "--env", action="append", default=[], metavar="K=V", help="environment (repeatable)"
+            )
         if name == "invoke":
             p.add_argument("--event", default="{}", help="event JSON (default {}); @FILE reads a file")
         if name == "cold":
@@ -77,21 +109,32 @@ def _serve(args: argparse.Namespace) -> int:
     from testbed_agent.faas.server import FaasServer
 
     profile = load_profile(args.profile, args.profiles_dir)
-    state = args.state_dir or (Path("/var/lib/testbed-faas") if os.geteuid() == 0
-                               else Path.home() / ".cache" / "testbed-faas")
-    emu = Emulator(profile, state, function_dirs=[*args.functions_dir, *default_dirs()],
-                   keep_alive_s=args.keep_alive, max_concurrency=args.max_concurrency, cgroup=args.cgroup)
+    state = args.state_dir or (
+        Path("/var/lib/testbed-faas") if os.geteuid() == 0 else Path.home() / ".cache" / "testbed-faas"
+    )
+    emu = Emulator(
+        profile,
+        state,
+        function_dirs=[*args.functions_dir, *default_dirs()],
+        keep_alive_s=args.keep_alive,
+        max_concurrency=args.max_concurrency,
+        cgroup=args.cgroup,
+    )
     try:
         server = FaasServer(emu, args.host, args.port, verbose=args.verbose)
     except OSError as exc:
         emu.shutdown()
-        raise TestbedError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}",
-                           hint="pick another --port (0 picks a free one)") from exc
+        raise TestbedError(
+            f"cannot listen on {args.host}:{args.port}: {exc.strerror}",
+            hint="pick another --port (0 picks a free one)",
+        ) from exc
     emu.key_service = server.url
     for warning in emu.warnings():
         log(f"WARNING: {warning}")
-    log(f"listening on {server.url} (profile {profile.name}, cgroup {emu.backend.version}, "
-        f"limits {'enforced' if emu.limits_enforced else 'NOT enforced'})")
+    log(
+        f"listening on {server.url} (profile {profile.name}, cgroup {emu.backend.version}, "
+        f"limits {'enforced' if emu.limits_enforced else 'NOT enforced'})"
+    )
     if args.url_file:
         args.url_file.write_text(server.url + "\n")
 
@@ -116,8 +159,14 @@ def _deploy(args: argparse.Namespace) -> int:
         if not sep:
             raise TestbedError(f"--env {item!r}: expected K=V")
         env[key] = value
-    spec = {"function": args.function, "memory_mb": args.memory, "timeout_s": args.timeout,
-            "keep_alive_s": args.keep_alive, "tmp_mb": args.tmp, "env": env}
+    spec = {
+        "function": args.function,
+        "memory_mb": args.memory,
+        "timeout_s": args.timeout,
+        "keep_alive_s": args.keep_alive,
+        "tmp_mb": args.tmp,
+        "env": env,
+    }
     _print(FaasClient(args.url).deploy(args.name, **{k: v for k, v in spec.items() if v is not None}))
     return 0
 
@@ -149,8 +198,10 @@ def _profiles(args: argparse.Namespace) -> int:
 
     for name in available(args.profiles_dir):
         p = load_profile(name, args.profiles_dir)
-        print(f"{p.name:20} memory {p.memory_min_mb}-{p.memory_max_mb} MB, cpu {p.cpu_model}, "
-              f"/tmp {p.tmp_kind}, {p.instance_concurrency} call(s)/instance - {p.description}")
+        print(
+            f"{p.name:20} memory {p.memory_min_mb}-{p.memory_max_mb} MB, cpu {p.cpu_model}, "
+            f"/tmp {p.tmp_kind}, {p.instance_concurrency} call(s)/instance - {p.description}"
+        )
     return 0
 
 

@@ -38,8 +38,10 @@ class FaasClient:
 
     def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         data = b"" if body is None else json.dumps(body).encode()
-        head = (f"{method} {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
-                f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n").encode()
+        head = (
+            f"{method} {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n"
+        ).encode()
         for attempt in (0, 1):
             reused = self._sock is not None
             try:
@@ -55,8 +57,10 @@ class FaasClient:
                 self.close()
                 if attempt == 0 and reused and isinstance(exc, ConnectionError):
                     continue  # a kept-alive connection the server had closed: one fresh try
-                raise TestbedError(f"FaaS emulator at {self.url} unreachable: {exc}",
-                                   hint="is `testbed-agent faas serve` running?") from exc
+                raise TestbedError(
+                    f"FaaS emulator at {self.url} unreachable: {exc}",
+                    hint="is `testbed-agent faas serve` running?",
+                ) from exc
         raise AssertionError("unreachable")
 
     def _response(self, status_line: bytes) -> tuple[int, Any]:

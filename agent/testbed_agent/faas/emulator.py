@@ -45,17 +45,33 @@ class Deployment:
     version: int = 1
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "function": self.code.name, "memory_mb": self.memory_mb,
-                "timeout_s": self.timeout_s, "keep_alive_s": self.keep_alive_s, "tmp_mb": self.tmp_mb,
-                "concurrency": self.concurrency, "version": self.version, "env": self.env}
+        return {
+            "name": self.name,
+            "function": self.code.name,
+            "memory_mb": self.memory_mb,
+            "timeout_s": self.timeout_s,
+            "keep_alive_s": self.keep_alive_s,
+            "tmp_mb": self.tmp_mb,
+            "concurrency": self.concurrency,
+            "version": self.version,
+            "env": self.env,
+        }
 
 
 class Emulator:
     """Thread-safe core behind the HTTP API."""
 
-    def __init__(self, profile: Profile, state_dir: Path, *, function_dirs: list[Path],
-                 keep_alive_s: float | None = None, max_concurrency: int = 100,
-                 cgroup: str = "auto", key_service: str = "") -> None:
+    def __init__(
+        self,
+        profile: Profile,
+        state_dir: Path,
+        *,
+        function_dirs: list[Path],
+        keep_alive_s: float | None = None,
+        max_concurrency: int = 100,
+        cgroup: str = "auto",
+        key_service: str = "",
+    ) -> None:
         self.profile = profile
         self.id = uuid.uuid4().hex[:8]
         self.state_dir = state_dir / f"emu-{self.id}"
@@ -83,27 +99,46 @@ class Emulator:
     def warnings(self) -> list[str]:
         out = []
         if not self.backend.enforced:
-            out.append(f"CPU and memory limits NOT enforced ({self.backend.reason}); "
-                       "results are marked limits_enforced=false")
+            out.append(
+                f"CPU and memory limits NOT enforced ({self.backend.reason}); "
+                "results are marked limits_enforced=false"
+            )
         if not self.mount_tmp:
-            out.append("/tmp size NOT enforced (needs root to mount); results are marked limits_enforced=false")
+            out.append(
+                "/tmp size NOT enforced (needs root to mount); results are marked limits_enforced=false"
+            )
         return out
 
     def info(self) -> dict[str, Any]:
         with self._lock:
-            return {"emulator_id": self.id, "profile": self.profile.summary(),
-                    "limits_enforced": self.limits_enforced, "cgroup": self.backend.version,
-                    "warnings": self.warnings(), "cpu_model": inspector.cpu_model(), "host_cpus": self.ncpu,
-                    "keep_alive_s": self.keep_alive_s, "max_concurrency": self.max_concurrency,
-                    "inflight": self.inflight, "uptime_s": time.monotonic() - self.started,
-                    "functions": {n: d.describe() for n, d in self.deployments.items()},
-                    "hosts": [{"id": h.id, "uptime_s": h.uptime_s(), "used_mb": h.used_mb} for h in self.hosts],
-                    "instances": [self._describe(i) for i in self.instances]}
+            return {
+                "emulator_id": self.id,
+                "profile": self.profile.summary(),
+                "limits_enforced": self.limits_enforced,
+                "cgroup": self.backend.version,
+                "warnings": self.warnings(),
+                "cpu_model": inspector.cpu_model(),
+                "host_cpus": self.ncpu,
+                "keep_alive_s": self.keep_alive_s,
+                "max_concurrency": self.max_concurrency,
+                "inflight": self.inflight,
+                "uptime_s": time.monotonic() - self.started,
+                "functions": {n: d.describe() for n, d in self.deployments.items()},
+                "hosts": [{"id": h.id, "uptime_s": h.uptime_s(), "used_mb": h.used_mb} for h in self.hosts],
+                "instances": [self._describe(i) for i in self.instances],
+            }
 
     def _describe(self, inst: Instance) -> dict[str, Any]:
-        return {"id": inst.id, "function": inst.deployment.name, "version": inst.deployment.version,
-                "host_id": inst.host.id, "inflight": inst.inflight, "invocations": inst.invocations,
-                "idle_s": time.monotonic() - inst.last_used, "uptime_s": time.monotonic() - inst.created}
+        return {
+            "id": inst.id,
+            "function": inst.deployment.name,
+            "version": inst.deployment.version,
+            "host_id": inst.host.id,
+            "inflight": inst.inflight,
+            "invocations": inst.invocations,
+            "idle_s": time.monotonic() - inst.last_used,
+            "uptime_s": time.monotonic() - inst.created,
+        }
 
     # -- deployments ---------------------------------------------------------------------
 
@@ -123,10 +158,16 @@ class Emulator:
         except TestbedError as exc:
             raise FaasError(400, exc.message, exc.hint) from exc
         keep = spec.get("keep_alive_s")
-        dep = Deployment(name=name, code=code, memory_mb=memory, timeout_s=timeout,
-                         keep_alive_s=self.keep_alive_s if keep is None else float(keep), tmp_mb=tmp_mb,
-                         concurrency=int(spec.get("concurrency") or p.instance_concurrency),
-                         env={str(k): str(v) for k, v in (spec.get("env") or {}).items()})
+        dep = Deployment(
+            name=name,
+            code=code,
+            memory_mb=memory,
+            timeout_s=timeout,
+            keep_alive_s=self.keep_alive_s if keep is None else float(keep),
+            tmp_mb=tmp_mb,
+            concurrency=int(spec.get("concurrency") or p.instance_concurrency),
+            env={str(k): str(v) for k, v in (spec.get("env") or {}).items()},
+        )
         with self._lock:
             old = self.deployments.get(name)
             if old is not None:
@@ -146,15 +187,16 @@ class Emulator:
         if scope not in ("function", "host"):
             raise FaasError(400, f"scope must be function or host, not {scope!r}")
         with self._lock:
-            victims = [i for i in self.instances if name is None or scope == "host" or i.deployment.name == name]
+            victims = [
+                i for i in self.instances if name is None or scope == "host" or i.deployment.name == name
+            ]
             if scope == "host":
                 self.hosts = []
             for inst in victims:
                 self._detach(inst)
         for inst in victims:
             inst.retire()
-        return {"retired": len(victims), "scope": scope,
-                "hosts": [h.id for h in self.hosts]}
+        return {"retired": len(victims), "scope": scope, "hosts": [h.id for h in self.hosts]}
 
     # -- invocation ----------------------------------------------------------------------
 
@@ -166,8 +208,11 @@ class Emulator:
             if dep is None:
                 raise FaasError(404, f"no function '{name}'", hint="deploy it first (PUT /functions/NAME)")
             if self.inflight >= self.max_concurrency:
-                raise FaasError(429, f"too many concurrent calls (max {self.max_concurrency})",
-                                hint="raise --max-concurrency or slow down")
+                raise FaasError(
+                    429,
+                    f"too many concurrent calls (max {self.max_concurrency})",
+                    hint="raise --max-concurrency or slow down",
+                )
             self.inflight += 1
             inst = self._pick(dep)
         try:
@@ -178,8 +223,11 @@ class Emulator:
 
     def _pick(self, dep: Deployment) -> Instance | Host:
         """A warm instance with a free slot (most recently used first), else a host for a new one."""
-        warm = [i for i in self.instances if i.deployment is dep and not i.retired
-                and i.inflight < dep.concurrency and i.alive()]
+        warm = [
+            i
+            for i in self.instances
+            if i.deployment is dep and not i.retired and i.inflight < dep.concurrency and i.alive()
+        ]
         if warm:
             inst = max(warm, key=lambda i: i.last_used)
             inst.inflight += 1
@@ -191,7 +239,9 @@ class Emulator:
         host.used_mb += dep.memory_mb
         return host
 
-    def _invoke(self, dep: Deployment, picked: Instance | Host, event: Any, received: float) -> tuple[int, dict]:
+    def _invoke(
+        self, dep: Deployment, picked: Instance | Host, event: Any, received: float
+    ) -> tuple[int, dict]:
         new = isinstance(picked, Host)
         if isinstance(picked, Host):
             try:
@@ -203,7 +253,7 @@ class Emulator:
         else:
             inst = picked
         request_id = uuid.uuid4().hex
-        before, steal0 = inst.cgroup.stats(), inspector.steal_s()
+        before, steal0 = inst.cgroup.stats(full=False), inspector.steal_s()
         status, body = 200, {}
         try:
             msg = inst.call(event, dep.timeout_s, request_id)
@@ -211,23 +261,38 @@ class Emulator:
                 body = {"status": "ok", "result": msg.get("result"), "error": None}
             else:
                 err = msg.get("error") or {}
-                status, body = 500, {"status": "error", "result": None, "error": {
-                    "type": "FunctionError", "exception": err.get("type"), "message": err.get("message"),
-                    "trace": err.get("trace")}}
+                status, body = (
+                    500,
+                    {
+                        "status": "error",
+                        "result": None,
+                        "error": {
+                            "type": "FunctionError",
+                            "exception": err.get("type"),
+                            "message": err.get("message"),
+                            "trace": err.get("trace"),
+                        },
+                    },
+                )
         except InstanceDied:
             msg = {}
             stats = inst.cgroup.stats()
-            if stats.oom_kills > before.oom_kills or inst.exit_code in (-9, 137):
-                kind = "MemoryLimitExceeded" if stats.oom_kills > before.oom_kills else "InstanceKilled"
-                text = (f"instance killed: memory limit of {dep.memory_mb} MB exceeded (OOM kill in its cgroup)"
-                        if kind == "MemoryLimitExceeded" else "instance killed by SIGKILL")
+            if stats.oom_kills or inst.exit_code in (-9, 137):
+                kind = "MemoryLimitExceeded" if stats.oom_kills else "InstanceKilled"
+                text = (
+                    f"instance killed: memory limit of {dep.memory_mb} MB exceeded (OOM kill in its cgroup)"
+                    if kind == "MemoryLimitExceeded"
+                    else "instance killed by SIGKILL"
+                )
             else:
                 kind, text = "InstanceExited", f"instance exited with code {inst.exit_code}"
             status, body = 502, {"status": "error", "result": None, "error": {"type": kind, "message": text}}
         except CallTimeout as exc:
             msg = {}
-            status, body = 504, {"status": "error", "result": None,
-                                 "error": {"type": "Timeout", "message": str(exc)}}
+            status, body = (
+                504,
+                {"status": "error", "result": None, "error": {"type": "Timeout", "message": str(exc)}},
+            )
         after, steal1 = inst.cgroup.stats(), inspector.steal_s()
         done = time.perf_counter()
         with self._lock:
@@ -240,8 +305,9 @@ class Emulator:
         if broken:
             inst.retire()
         handler_s = float(msg.get("handler_s", 0.0))
-        body["inspector"] = self._inspect(dep, inst, new, msg, before, after, steal1 - steal0,
-                                          handler_s, done - received)
+        body["inspector"] = self._inspect(
+            dep, inst, new, msg, before, after, steal1 - steal0, handler_s, done - received
+        )
         body["billing"] = self._bill(dep, inst, new, handler_s, after.memory_peak_bytes)
         return status, body
 
@@ -256,11 +322,27 @@ class Emulator:
             cg.set_limits(min(self.profile.vcpus(dep.memory_mb), self.ncpu), dep.memory_mb * MIB)
             tmp = make_tmp(directory / "tmp", self.profile.tmp_kind, dep.tmp_mb, mount=self.mount_tmp)
             env = {k: os.environ[k] for k in PASS_ENV if k in os.environ}
-            env.update({"HOME": "/tmp" if tmp.enforced else str(tmp.path), "TESTBED_FAAS_FUNCTION": dep.name,
-                        "TESTBED_FAAS_MEMORY_MB": str(dep.memory_mb), "TESTBED_FAAS_PROFILE": self.profile.name,
-                        "TESTBED_FAAS_INSTANCE": iid, "TESTBED_FAAS_HOST": host.id, **dep.env})
-            inst = Instance(iid=iid, deployment=dep, host=host, cgroup=cg, tmp=tmp, directory=directory,
-                            env=env, key_service=self.key_service)
+            env.update(
+                {
+                    "HOME": "/tmp" if tmp.enforced else str(tmp.path),
+                    "TESTBED_FAAS_FUNCTION": dep.name,
+                    "TESTBED_FAAS_MEMORY_MB": str(dep.memory_mb),
+                    "TESTBED_FAAS_PROFILE": self.profile.name,
+                    "TESTBED_FAAS_INSTANCE": iid,
+                    "TESTBED_FAAS_HOST": host.id,
+                    **dep.env,
+                }
+            )
+            inst = Instance(
+                iid=iid,
+                deployment=dep,
+                host=host,
+                cgroup=cg,
+                tmp=tmp,
+                directory=directory,
+                env=env,
+                key_service=self.key_service,
+            )
         except Exception:
             if tmp is not None:
                 tmp.release()
@@ -284,35 +366,66 @@ class Emulator:
             inst.host.used_mb -= inst.deployment.memory_mb
         inst.retired = True
 
-    def _inspect(self, dep: Deployment, inst: Instance, new: bool, msg: dict[str, Any], before: Any,
-                 after: Any, steal: float, handler_s: float, total_s: float) -> dict[str, Any]:
+    def _inspect(
+        self,
+        dep: Deployment,
+        inst: Instance,
+        new: bool,
+        msg: dict[str, Any],
+        before: Any,
+        after: Any,
+        steal: float,
+        handler_s: float,
+        total_s: float,
+    ) -> dict[str, Any]:
         enforced_cg = self.backend.enforced
         user = after.cpu_user_s - before.cpu_user_s if enforced_cg else msg.get("proc_user_s", 0.0)
         system = after.cpu_system_s - before.cpu_system_s if enforced_cg else msg.get("proc_system_s", 0.0)
         started, ended = msg.get("started"), msg.get("ended")
         return {
-            "instance_id": inst.id, "new_instance": new, "function": dep.name, "version": dep.version,
-            "profile": self.profile.name, "host_id": inst.host.id, "host_uptime_s": inst.host.uptime_s(),
-            "instance_uptime_s": time.monotonic() - inst.created, "instance_invocations": inst.invocations,
-            "cpu_model": inspector.cpu_model(), "vcpus": self.profile.vcpus(dep.memory_mb),
+            "instance_id": inst.id,
+            "new_instance": new,
+            "function": dep.name,
+            "version": dep.version,
+            "profile": self.profile.name,
+            "host_id": inst.host.id,
+            "host_uptime_s": inst.host.uptime_s(),
+            "instance_uptime_s": time.monotonic() - inst.created,
+            "instance_invocations": inst.invocations,
+            "cpu_model": inspector.cpu_model(),
+            "vcpus": self.profile.vcpus(dep.memory_mb),
             "vcpus_enforced": min(self.profile.vcpus(dep.memory_mb), self.ncpu) if enforced_cg else None,
-            "cpu_user_s": user, "cpu_system_s": system, "cpu_steal_s": steal,
+            "cpu_user_s": user,
+            "cpu_system_s": system,
+            "cpu_steal_s": steal,
             "cpu_throttled_s": after.throttled_s - before.throttled_s,
-            "memory_limit_bytes": dep.memory_mb * MIB, "memory_peak_bytes": after.memory_peak_bytes or None,
+            "memory_limit_bytes": dep.memory_mb * MIB,
+            "memory_peak_bytes": after.memory_peak_bytes or None,
             "started_at": inspector.rfc3339(started) if started else None,
             "ended_at": inspector.rfc3339(ended) if ended else None,
-            "init_s": inst.init_s if new else 0.0, "cold_start_s": inst.cold_start_s if new else 0.0,
-            "handler_s": handler_s, "emulator_s": max(0.0, total_s - handler_s),
-            "tmp": inst.tmp.info(), "limits_enforced": self.limits_enforced, "cgroup": self.backend.version,
+            "init_s": inst.init_s if new else 0.0,
+            "cold_start_s": inst.cold_start_s if new else 0.0,
+            "handler_s": handler_s,
+            "emulator_s": max(0.0, total_s - handler_s),
+            "tmp": inst.tmp.info(),
+            "limits_enforced": self.limits_enforced,
+            "cgroup": self.backend.version,
         }
 
-    def _bill(self, dep: Deployment, inst: Instance, new: bool, handler_s: float, peak: int) -> dict[str, Any]:
+    def _bill(
+        self, dep: Deployment, inst: Instance, new: bool, handler_s: float, peak: int
+    ) -> dict[str, Any]:
         """Billed duration (handler, plus init on a cold start), GB-seconds and price."""
         duration = handler_s + (inst.init_s if new else 0.0)
         memory = self.profile.billed_memory_mb(dep.memory_mb, peak)
         cost = invocation_cost(memory, duration, self.profile.price_table(dep.memory_mb))
-        return {"duration_s": duration, "memory_mb": memory, "gb_seconds": cost["gb_seconds"],
-                "price": cost["price"], "currency": self.profile.price.get("currency", "USD")}
+        return {
+            "duration_s": duration,
+            "memory_mb": memory,
+            "gb_seconds": cost["gb_seconds"],
+            "price": cost["price"],
+            "currency": self.profile.price.get("currency", "USD"),
+        }
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -320,8 +433,11 @@ class Emulator:
         while not self._stop.wait(0.1):
             now = time.monotonic()
             with self._lock:
-                idle = [i for i in self.instances if i.inflight == 0
-                        and (now - i.last_used > i.deployment.keep_alive_s or not i.alive())]
+                idle = [
+                    i
+                    for i in self.instances
+                    if i.inflight == 0 and (now - i.last_used > i.deployment.keep_alive_s or not i.alive())
+                ]
                 for inst in idle:
                     self._detach(inst)
             for inst in idle:

@@ -20,11 +20,15 @@ def cpu_model() -> str:
     return os.uname().machine
 
 
+_STAT_FD: list[int] = []
+
+
 def steal_s() -> float:
-    """Host-wide steal time so far (all CPUs), in seconds, from /proc/stat."""
+    """Host-wide steal time so far (all CPUs), in seconds, from /proc/stat (kept open, pread)."""
     try:
-        with open("/proc/stat") as fh:
-            fields = fh.readline().split()
+        if not _STAT_FD:
+            _STAT_FD.append(os.open("/proc/stat", os.O_RDONLY))
+        fields = os.pread(_STAT_FD[0], 256, 0).split(b"\n", 1)[0].split()
         return int(fields[8]) / os.sysconf("SC_CLK_TCK") if len(fields) > 8 else 0.0
     except (OSError, ValueError):
         return 0.0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -46,8 +47,18 @@ class Host:
 class Instance:
     """A started worker; ``call`` sends one event and waits for its response."""
 
-    def __init__(self, *, iid: str, deployment: Any, host: Host, cgroup: InstanceCgroup, tmp: TmpStore,
-                 directory: Path, env: dict[str, str], key_service: str) -> None:
+    def __init__(
+        self,
+        *,
+        iid: str,
+        deployment: Any,
+        host: Host,
+        cgroup: InstanceCgroup,
+        tmp: TmpStore,
+        directory: Path,
+        env: dict[str, str],
+        key_service: str,
+    ) -> None:
         self.id = iid
         self.deployment = deployment
         self.host = host
@@ -67,18 +78,43 @@ class Instance:
         self.exit_code: int | None = None
         d = deployment
         private = tmp.enforced
-        cfg = {"private_tmp": private, "tmp_src": str(tmp.path),
-               "tmp_dir": "/tmp" if private else str(tmp.path), "code_dir": str(d.code.code_dir),
-               "module": d.code.module, "handler": d.code.handler, "function_name": d.name,
-               "version": d.version, "memory_mb": d.memory_mb, "concurrency": d.concurrency,
-               "log": str(directory / "function.log"), "key_service": key_service}
+        cfg = {
+            "private_tmp": private,
+            "tmp_src": str(tmp.path),
+            "tmp_dir": "/tmp" if private else str(tmp.path),
+            "code_dir": str(d.code.code_dir),
+            "module": d.code.module,
+            "handler": d.code.handler,
+            "function_name": d.name,
+            "version": d.version,
+            "memory_mb": d.memory_mb,
+            "concurrency": d.concurrency,
+            "log": str(directory / "function.log"),
+            "key_service": key_service,
+        }
         env = {**env, "TMPDIR": cfg["tmp_dir"]}
         # the shell joins the cgroups before exec, so the interpreter's own memory is charged too
         self.proc = subprocess.Popen(
-            ["/bin/sh", "-c", JOIN_AND_EXEC, "sh", *cgroup.procs_files(), "--",
-             sys.executable, "-m", "testbed_agent.faas.worker", json.dumps(cfg)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            env=env, cwd=str(directory), start_new_session=True, bufsize=0)
+            [
+                "/bin/sh",
+                "-c",
+                JOIN_AND_EXEC,
+                "sh",
+                *cgroup.procs_files(),
+                "--",
+                sys.executable,
+                "-m",
+                "testbed_agent.faas.worker",
+                json.dumps(cfg),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            cwd=str(directory),
+            start_new_session=True,
+            bufsize=0,
+        )
         #: one call at a time: the calling thread reads the pipe itself (no reader-thread hand-off)
         self.direct = d.concurrency == 1
         self._buf = b""
@@ -187,13 +223,9 @@ class Instance:
         except OSError:
             pass
         self.cgroup.kill()
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, 9)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
         self.tmp.release()
         self.cgroup.remove()

@@ -49,11 +49,15 @@ class Profile:
     def check_memory(self, memory_mb: int) -> None:
         """Raise unless the platform accepts this memory size."""
         if not self.memory_min_mb <= memory_mb <= self.memory_max_mb:
-            raise TestbedError(f"{self.name}: memory {memory_mb} MB outside {self.memory_min_mb}-"
-                               f"{self.memory_max_mb} MB", hint="pick a size the platform offers")
+            raise TestbedError(
+                f"{self.name}: memory {memory_mb} MB outside {self.memory_min_mb}-{self.memory_max_mb} MB",
+                hint="pick a size the platform offers",
+            )
         if self.cpu_model == "tiers" and memory_mb not in {m for m, _ in self.tiers}:
-            raise TestbedError(f"{self.name}: memory {memory_mb} MB is not a tier",
-                               hint="tiers: " + ", ".join(str(m) for m, _ in self.tiers))
+            raise TestbedError(
+                f"{self.name}: memory {memory_mb} MB is not a tier",
+                hint="tiers: " + ", ".join(str(m) for m, _ in self.tiers),
+            )
         if self.memory_step_mb > 1 and memory_mb % self.memory_step_mb:
             raise TestbedError(f"{self.name}: memory must be a multiple of {self.memory_step_mb} MB")
 
@@ -74,7 +78,9 @@ class Profile:
             return memory_mb
         size = requested_mb or self.tmp_default_mb
         if not self.tmp_min_mb <= size <= self.tmp_max_mb:
-            raise TestbedError(f"{self.name}: /tmp size {size} MB outside {self.tmp_min_mb}-{self.tmp_max_mb} MB")
+            raise TestbedError(
+                f"{self.name}: /tmp size {size} MB outside {self.tmp_min_mb}-{self.tmp_max_mb} MB"
+            )
         return size
 
     def billed_memory_mb(self, memory_mb: int, peak_bytes: float | None) -> float:
@@ -89,17 +95,25 @@ class Profile:
         data = dict(self.price)
         if "per_gb_second" not in data:
             gib = memory_mb / 1024.0
-            rate = (self.vcpus(memory_mb) * float(data.get("per_vcpu_second", 0.0))
-                    + gib * float(data.get("per_gib_second", 0.0))) / gib
+            rate = (
+                self.vcpus(memory_mb) * float(data.get("per_vcpu_second", 0.0))
+                + gib * float(data.get("per_gib_second", 0.0))
+            ) / gib
             data["per_gb_second"] = {"x86_64": rate}
         return PriceTable.from_dict(data)
 
     def summary(self) -> dict[str, Any]:
         """What /info and results report about the profile."""
-        return {"name": self.name, "description": self.description, "path": self.path,
-                "memory_mb": [self.memory_min_mb, self.memory_max_mb], "cpu_model": self.cpu_model,
-                "tmp_kind": self.tmp_kind, "instance_concurrency": self.instance_concurrency,
-                "keep_alive_s": self.keep_alive_s}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "path": self.path,
+            "memory_mb": [self.memory_min_mb, self.memory_max_mb],
+            "cpu_model": self.cpu_model,
+            "tmp_kind": self.tmp_kind,
+            "instance_concurrency": self.instance_concurrency,
+            "keep_alive_s": self.keep_alive_s,
+        }
 
 
 def profiles_dir() -> Path:
@@ -118,13 +132,16 @@ def load_profile(name_or_path: str | Path, directory: Path | None = None) -> Pro
     if p.suffix not in (".yml", ".yaml"):
         p = (directory or profiles_dir()) / f"{name_or_path}.yml"
     if not p.is_file():
-        raise TestbedError(f"unknown FaaS profile '{name_or_path}'",
-                           hint="profiles: " + ", ".join(available(directory)))
+        raise TestbedError(
+            f"unknown FaaS profile '{name_or_path}'", hint="profiles: " + ", ".join(available(directory))
+        )
     try:
         doc = yaml.safe_load(p.read_text(encoding="utf-8"))
         return _from_doc(doc, str(p))
     except (yaml.YAMLError, KeyError, TypeError, ValueError) as exc:
-        raise TestbedError(f"{p}: invalid FaaS profile: {exc}", hint="compare with workloads/faas/profiles") from exc
+        raise TestbedError(
+            f"{p}: invalid FaaS profile: {exc}", hint="compare with workloads/faas/profiles"
+        ) from exc
 
 
 def _from_doc(doc: dict[str, Any], path: str) -> Profile:

@@ -1,12 +1,13 @@
 """HTTP API of the emulator (JSON in and out, synchronous calls).
 
-    GET    /info                       profile, limits, hosts, instances, functions
-    GET    /functions                  deployed functions
-    PUT    /functions/NAME             deploy or update (body: function, memory_mb, timeout_s, ...)
-    DELETE /functions/NAME             remove
-    POST   /functions/NAME/invoke      call (body: the event); response: result, error, inspector, billing
-    POST   /cold                       retire instances (body: {"function": NAME|null, "scope": "function"|"host"})
-    GET    /keys/ID                    local key service stand-in: a stable random 256-bit key per ID
+GET    /info                       profile, limits, hosts, instances, functions
+GET    /functions                  deployed functions
+PUT    /functions/NAME             deploy or update (body: function, memory_mb, timeout_s, ...)
+DELETE /functions/NAME             remove
+POST   /functions/NAME/invoke      call (body: the event); response: result, error, inspector, billing
+POST   /cold                       retire instances
+                                   (body: {"function": NAME|null, "scope": "function"|"host"})
+GET    /keys/ID                    local key service stand-in: a stable random 256-bit key per ID
 """
 
 from __future__ import annotations
@@ -83,8 +84,10 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._send(200, {"key_id": parts[1], "key_hex": self.server.key(parts[1])})
             raise FaasError(404, f"no route {method} {self.path}")
         except FaasError as exc:
-            self._send(exc.status, {"status": "error", "error": {"type": "ApiError", "message": exc.message,
-                                                                  "hint": exc.hint}})
+            self._send(
+                exc.status,
+                {"status": "error", "error": {"type": "ApiError", "message": exc.message, "hint": exc.hint}},
+            )
 
     def do_GET(self) -> None:
         self._dispatch("GET")

@@ -60,10 +60,22 @@ def make_tmp(directory: Path, kind: str, size_mb: int, *, mount: bool) -> TmpSto
         fh.truncate(size)
     try:
         # no journal and no reserved blocks: nearly all of the image is usable, as on the platforms
-        _run(["mkfs.ext4", "-q", "-F", "-m", "0", "-O", "^has_journal",
-              "-E", "lazy_itable_init=1,nodiscard", str(image)])
+        _run(
+            [
+                "mkfs.ext4",
+                "-q",
+                "-F",
+                "-m",
+                "0",
+                "-O",
+                "^has_journal",
+                "-E",
+                "lazy_itable_init=1,nodiscard",
+                str(image),
+            ]
+        )
         _run(["mount", "-o", "loop,nosuid,nodev", str(image), str(directory)])
-        os.chmod(directory, 0o1777)
+        os.chmod(directory, 0o1777)  # noqa: S103 - a /tmp: world-writable with the sticky bit
     except OSError:
         with contextlib.suppress(OSError):
             image.unlink()

@@ -122,15 +122,25 @@ def _call(handler: Any, cfg: dict[str, Any], req: dict[str, Any], send: Any) -> 
         msg = {"ok": False, "error": _error(exc)}
     handler_s = time.perf_counter() - t0
     times1 = os.times()
-    msg.update(id=req["id"], handler_s=handler_s, started=started, ended=time.time(),
-               proc_user_s=(times1.user + times1.children_user) - (times0.user + times0.children_user),
-               proc_system_s=(times1.system + times1.children_system) - (times0.system + times0.children_system))
+    user = (times1.user + times1.children_user) - (times0.user + times0.children_user)
+    system = (times1.system + times1.children_system) - (times0.system + times0.children_system)
+    msg.update(
+        id=req["id"],
+        handler_s=handler_s,
+        started=started,
+        ended=time.time(),
+        proc_user_s=user,
+        proc_system_s=system,
+    )
     send(msg)
 
 
 def _error(exc: BaseException) -> dict[str, str]:
-    return {"type": type(exc).__name__, "message": str(exc)[:2000],
-            "trace": "".join(traceback.format_exception(exc))[-4000:]}
+    return {
+        "type": type(exc).__name__,
+        "message": str(exc)[:2000],
+        "trace": "".join(traceback.format_exception(exc))[-4000:],
+    }
 
 
 if __name__ == "__main__":

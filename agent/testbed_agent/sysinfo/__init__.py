@@ -31,8 +31,12 @@ TOOLS = {
 }
 
 
-def collect(cloud: str = "none", host_facts: dict[str, Any] | None = None,
-            probe: Probe | None = None, declared: dict[str, Any] | None = None) -> dict[str, Any]:
+def collect(
+    cloud: str = "none",
+    host_facts: dict[str, Any] | None = None,
+    probe: Probe | None = None,
+    declared: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Everything known about this machine, as one JSON-serialisable dict."""
     probe = probe or Probe()
     cc_state = cc.detect(probe)
@@ -91,7 +95,7 @@ def _run(cmd: list[str], timeout: float = 10) -> str | None:
     if not shutil.which(cmd[0]):
         return None
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
     if out.returncode != 0:
@@ -104,7 +108,9 @@ def _cpu() -> dict[str, Any]:
     text = _read("/proc/cpuinfo") or ""
     first = text.split("\n\n", 1)[0]
     fields = dict(
-        (k.strip(), v.strip()) for k, _, v in (line.partition(":") for line in first.splitlines()) if k.strip()
+        (k.strip(), v.strip())
+        for k, _, v in (line.partition(":") for line in first.splitlines())
+        if k.strip()
     )
     return {
         "model": fields.get("model name"),
@@ -140,8 +146,12 @@ def _os_release() -> dict[str, str]:
 def _memory() -> dict[str, Any]:
     text = _read("/proc/meminfo") or ""
     kb = {m.group(1): int(m.group(2)) * 1024 for m in re.finditer(r"^(\w+):\s+(\d+) kB", text, re.M)}
-    return {"total_bytes": kb.get("MemTotal"), "available_bytes": kb.get("MemAvailable"),
-            "swap_bytes": kb.get("SwapTotal"), "hugepage_size_bytes": kb.get("Hugepagesize")}
+    return {
+        "total_bytes": kb.get("MemTotal"),
+        "available_bytes": kb.get("MemAvailable"),
+        "swap_bytes": kb.get("SwapTotal"),
+        "hugepage_size_bytes": kb.get("Hugepagesize"),
+    }
 
 
 def _disks() -> list[dict[str, Any]]:

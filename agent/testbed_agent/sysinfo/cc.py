@@ -46,13 +46,25 @@ def detect(probe: Probe) -> dict[str, Any]:
             if leaf and leaf[0] & 0b10:
                 status = probe.msr(MSR_AMD64_SEV)
                 if status is not None:
-                    found = "sev-snp" if status & 0b100 else "sev-es" if status & 0b10 else (
-                        "sev" if status & 0b1 else "none")
-                    evidence.append({"source": "msr", "detail": f"SEV_STATUS=0x{status:x}", "technology": found})
+                    found = (
+                        "sev-snp"
+                        if status & 0b100
+                        else "sev-es"
+                        if status & 0b10
+                        else ("sev" if status & 0b1 else "none")
+                    )
+                    evidence.append(
+                        {"source": "msr", "detail": f"SEV_STATUS=0x{status:x}", "technology": found}
+                    )
                     tech = _stronger(tech, found)
                 else:
-                    evidence.append({"source": "cpuid", "detail": "0x8000001F: SEV supported; MSR unreadable",
-                                     "technology": None})
+                    evidence.append(
+                        {
+                            "source": "cpuid",
+                            "detail": "0x8000001F: SEV supported; MSR unreadable",
+                            "technology": None,
+                        }
+                    )
 
     # 2. Intel TDX: CPUID leaf 0x21 carries "IntelTDX    ".
     basic = probe.cpuid(0)
@@ -71,34 +83,43 @@ def detect(probe: Probe) -> dict[str, Any]:
                 itype = HV_ISOLATION_TYPES.get(iso[1] & 0xF, f"unknown({iso[1] & 0xF})")
                 paravisor = bool(iso[0] & 0x1)
                 vtom = bool(iso[1] & (1 << 5))
-                evidence.append({
-                    "source": "cpuid-hyperv",
-                    "detail": f"0x4000000C eax=0x{iso[0]:x} ebx=0x{iso[1]:x}: isolation={itype}"
-                              f" paravisor={paravisor} vtom={vtom}",
-                    "technology": itype if itype in _RANK else None,
-                })
+                evidence.append(
+                    {
+                        "source": "cpuid-hyperv",
+                        "detail": f"0x4000000C eax=0x{iso[0]:x} ebx=0x{iso[1]:x}: isolation={itype}"
+                        f" paravisor={paravisor} vtom={vtom}",
+                        "technology": itype if itype in _RANK else None,
+                    }
+                )
                 if itype in _RANK:
                     tech = _stronger(tech, itype)
 
     # 4. Device nodes (weaker: a node can exist without protection, e.g. /dev/tpmrm0 anywhere).
     for path in CC_PATHS:
         if probe.exists(path):
-            implied = {"/dev/sev-guest": "sev-snp", "/dev/tdx_guest": "tdx", "/dev/tdx-guest": "tdx"}.get(path)
+            implied = {"/dev/sev-guest": "sev-snp", "/dev/tdx_guest": "tdx", "/dev/tdx-guest": "tdx"}.get(
+                path
+            )
             evidence.append({"source": "device", "detail": path, "technology": implied})
             if implied and tech == "none":
                 tech = implied
 
     # 5. Kernel log: confirms only; recorded, never raises the verdict on its own.
     for line in probe.kernel_log().splitlines():
-        for pattern, found in _KLOG_PATTERNS:
+        for pattern, meaning in _KLOG_PATTERNS:
             m = pattern.search(line)
             if not m:
                 continue
-            if found == "hyperv":
-                group_b = int(m.group(1), 16)
-                found = HV_ISOLATION_TYPES.get(group_b & 0xF, "none")
-            evidence.append({"source": "kernel-log", "detail": line.strip()[:200],
-                             "technology": found if found in _RANK else None})
+            found = meaning
+            if meaning == "hyperv":
+                found = HV_ISOLATION_TYPES.get(int(m.group(1), 16) & 0xF, "none")
+            evidence.append(
+                {
+                    "source": "kernel-log",
+                    "detail": line.strip()[:200],
+                    "technology": found if found in _RANK else None,
+                }
+            )
             break
 
     confirmed = any(e["technology"] == tech for e in evidence if e["source"] == "kernel-log")

@@ -65,7 +65,7 @@ class Probe:
         for cmd in (["dmesg", "--notime"], ["journalctl", "-k", "-b", "--no-pager", "-o", "cat"]):
             if shutil.which(cmd[0]):
                 try:
-                    out = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
+                    out = subprocess.run(cmd, capture_output=True, text=True, timeout=10, check=False)
                 except (OSError, subprocess.TimeoutExpired):
                     continue
                 if out.returncode == 0 and out.stdout:
@@ -88,7 +88,10 @@ def _cpuid_tool(leaf: int, subleaf: int) -> Regs | None:
     try:
         out = subprocess.run(
             ["cpuid", "-1", "-r", "-l", hex(leaf), "-s", hex(subleaf)],
-            capture_output=True, text=True, timeout=10,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
         ).stdout
     except (OSError, subprocess.TimeoutExpired):
         return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -112,10 +113,8 @@ class RunContext:
 
 
 def _kill_group(proc: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 class Workload:
@@ -144,8 +143,14 @@ class Workload:
         raise NotImplementedError
 
 
-def require(params: dict[str, Any], key: str, kind: type | tuple[type, ...], *, default: Any = None,
-            choices: tuple[Any, ...] | None = None) -> Any:
+def require(
+    params: dict[str, Any],
+    key: str,
+    kind: type | tuple[type, ...],
+    *,
+    default: Any = None,
+    choices: tuple[Any, ...] | None = None,
+) -> Any:
     """Read ``params[key]`` with a type (and choice) check; raise ParamError('params.key')."""
     if key not in params or params[key] is None:
         if default is None:

@@ -17,8 +17,14 @@ from testbed_agent.workloads import register
 from testbed_agent.workloads.base import RunContext, Workload, require
 
 DEFAULTS: dict[str, Any] = {
-    "bs": "128k", "count": 8000, "source": "urandom", "oflag": "", "conv": "fdatasync",
-    "read": True, "iflag": "direct", "pause_s": 1.0,
+    "bs": "128k",
+    "count": 8000,
+    "source": "urandom",
+    "oflag": "",
+    "conv": "fdatasync",
+    "read": True,
+    "iflag": "direct",
+    "pause_s": 1.0,
 }
 _FLAGS = {"", "direct", "dsync", "sync", "nocache"}
 _CONVS = {"", "fdatasync", "fsync"}
@@ -30,8 +36,20 @@ SUMMARY_RE = re.compile(
     r"(?P<rate>[0-9.]+|inf|Infinity|-nan|nan) ?(?P<unit>[kKMGTPE]?i?B)/s\s*$",
     re.M,
 )
-_RATE_UNITS = {"B": 1, "kB": 1e3, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "PB": 1e15, "EB": 1e18,
-               "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "TiB": 1024**4}
+_RATE_UNITS = {
+    "B": 1,
+    "kB": 1e3,
+    "KB": 1e3,
+    "MB": 1e6,
+    "GB": 1e9,
+    "TB": 1e12,
+    "PB": 1e15,
+    "EB": 1e18,
+    "KiB": 1024,
+    "MiB": 1024**2,
+    "GiB": 1024**3,
+    "TiB": 1024**4,
+}
 
 
 def parse_summary(text: str) -> dict[str, Any]:
@@ -70,9 +88,9 @@ class Dd(Workload):
         if require(p, "count", int, default=DEFAULTS["count"]) < 1:
             raise ParamError("params.count", "must be >= 1")
         require(p, "source", str, default=DEFAULTS["source"], choices=("urandom", "zero"))
-        require(p, "oflag", str, default="-", choices=tuple(_FLAGS) + ("-",))
-        require(p, "iflag", str, default="-", choices=tuple(_FLAGS) + ("-",))
-        require(p, "conv", str, default="-", choices=tuple(_CONVS) + ("-",))
+        require(p, "oflag", str, default="-", choices=(*_FLAGS, "-"))
+        require(p, "iflag", str, default="-", choices=(*_FLAGS, "-"))
+        require(p, "conv", str, default="-", choices=(*_CONVS, "-"))
         require(p, "read", bool, default=True)
         require(p, "pause_s", (int, float), default=1.0)
         require(p, "allow_device", bool, default=False)
@@ -115,9 +133,13 @@ class Dd(Workload):
             samples["read"] = r
         raw.write_text("\n".join(log) + "\n")
         version = ctx.exec(["dd", "--version"], env=env).stdout.splitlines()[0]
-        return Outcome(metrics=metrics, samples=samples, artifacts=[raw.name],
-                       tool={"name": "dd", "version": version.split()[-1]},
-                       params={"target": str(target), "bytes": parse_size(bs) * int(p["count"])})
+        return Outcome(
+            metrics=metrics,
+            samples=samples,
+            artifacts=[raw.name],
+            tool={"name": "dd", "version": version.split()[-1]},
+            params={"target": str(target), "bytes": parse_size(bs) * int(p["count"])},
+        )
 
     @staticmethod
     def parse_file(path: Path) -> dict[str, Any]:

@@ -47,7 +47,13 @@ class FaasWorkload(Workload):
         endpoint = require(p, "endpoint", str, default="auto")
         if endpoint not in ("auto", "local") and not endpoint.startswith("http://"):
             raise ParamError("params.endpoint", "must be 'auto', 'local' or an http:// URL")
-        for key, minimum in (("calls", 1), ("concurrency", 1), ("memory_mb", 1), ("tmp_mb", 1), ("warmup", 0)):
+        for key, minimum in (
+            ("calls", 1),
+            ("concurrency", 1),
+            ("memory_mb", 1),
+            ("tmp_mb", 1),
+            ("warmup", 0),
+        ):
             value = require(p, key, int, default=-1)
             if value != -1 and value < minimum:
                 raise ParamError(f"params.{key}", f"must be >= {minimum}")
@@ -69,7 +75,9 @@ class FaasWorkload(Workload):
                 if "memory_mb" in p:
                     profile.check_memory(p["memory_mb"])
             except TestbedError as exc:
-                raise ParamError("params.profile", exc.message + (f" ({exc.hint})" if exc.hint else "")) from exc
+                raise ParamError(
+                    "params.profile", exc.message + (f" ({exc.hint})" if exc.hint else "")
+                ) from exc
 
     @classmethod
     def timeout_s(cls, bench: Benchmark) -> float:
@@ -81,9 +89,14 @@ class FaasWorkload(Workload):
             client = FaasClient(url, timeout_s=max(1.0, ctx.remaining()))
             info = client.info()
             name = f"{p['function']}-{ctx.bench.index}"
-            spec = {"function": p["function"], "memory_mb": p.get("memory_mb"), "tmp_mb": p.get("tmp_mb"),
-                    "keep_alive_s": p.get("keep_alive_s"), "timeout_s": p.get("function_timeout_s"),
-                    "env": p.get("env") or {}}
+            spec = {
+                "function": p["function"],
+                "memory_mb": p.get("memory_mb"),
+                "tmp_mb": p.get("tmp_mb"),
+                "keep_alive_s": p.get("keep_alive_s"),
+                "timeout_s": p.get("function_timeout_s"),
+                "env": p.get("env") or {},
+            }
             deployment = client.deploy(name, **{k: v for k, v in spec.items() if v is not None})
             mode = p.get("mode", "warm")
             calls = globals()[f"_mode_{mode}"](ctx, client, name)
@@ -92,6 +105,7 @@ class FaasWorkload(Workload):
 
 
 # -- the emulator for the benchmark ---------------------------------------------------------
+
 
 @contextlib.contextmanager
 def _endpoint(ctx: RunContext) -> Iterator[str]:
@@ -106,9 +120,21 @@ def _endpoint(ctx: RunContext) -> Iterator[str]:
     url_file = ctx.scratch / f"faas-{os.getpid()}-{ctx.bench.index}.url"
     url_file.unlink(missing_ok=True)
     log = ctx.artifact("emulator.log")
-    cmd = [sys.executable, "-m", "testbed_agent", "faas", "serve", "--port", "0",
-           "--profile", str(ctx.params.get("profile", "aws-lambda")), "--url-file", str(url_file),
-           "--state-dir", str(ctx.scratch / "faas-state")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "testbed_agent",
+        "faas",
+        "serve",
+        "--port",
+        "0",
+        "--profile",
+        str(ctx.params.get("profile", "aws-lambda")),
+        "--url-file",
+        str(url_file),
+        "--state-dir",
+        str(ctx.scratch / "faas-state"),
+    ]
     with open(log, "w") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
     try:
@@ -131,13 +157,21 @@ def _endpoint(ctx: RunContext) -> Iterator[str]:
 
 # -- modes: each returns the list of calls (one dict per call) -------------------------------
 
+
 def _call(client: FaasClient, name: str, event: Any, phase: str) -> dict[str, Any]:
     status, body, rtt = client.invoke(name, event)
     insp = body.get("inspector") or {}
     err = body.get("error") or {}
-    return {"phase": phase, "status": status, "round_trip_s": rtt, "ok": status == 200,
-            "error": f"{err.get('type')}: {err.get('message')}" if status != 200 else None,
-            "result": body.get("result"), "inspector": insp, "billing": body.get("billing") or {}}
+    return {
+        "phase": phase,
+        "status": status,
+        "round_trip_s": rtt,
+        "ok": status == 200,
+        "error": f"{err.get('type')}: {err.get('message')}" if status != 200 else None,
+        "result": body.get("result"),
+        "inspector": insp,
+        "billing": body.get("billing") or {},
+    }
 
 
 def _mode_warm(ctx: RunContext, client: FaasClient, name: str) -> list[dict[str, Any]]:
@@ -169,8 +203,9 @@ def _mode_cold_warm(ctx: RunContext, client: FaasClient, name: str) -> list[dict
     return out
 
 
-def _parallel(client: FaasClient, name: str, event: Any, callers: int, per_caller: int,
-              phase: str) -> list[dict[str, Any]]:
+def _parallel(
+    client: FaasClient, name: str, event: Any, callers: int, per_caller: int, phase: str
+) -> list[dict[str, Any]]:
     def worker(_: int) -> list[dict[str, Any]]:
         own = FaasClient(client.url, client.timeout_s)
         try:
@@ -184,8 +219,14 @@ def _parallel(client: FaasClient, name: str, event: Any, callers: int, per_calle
 
 def _mode_scaling(ctx: RunContext, client: FaasClient, name: str) -> list[dict[str, Any]]:
     client.cold(None, "host")
-    return _parallel(client, name, ctx.params.get("event") or {}, int(ctx.params.get("concurrency", 1)),
-                     int(ctx.params.get("calls", 1)), "measured")
+    return _parallel(
+        client,
+        name,
+        ctx.params.get("event") or {},
+        int(ctx.params.get("concurrency", 1)),
+        int(ctx.params.get("calls", 1)),
+        "measured",
+    )
 
 
 def _mode_retention(ctx: RunContext, client: FaasClient, name: str) -> list[dict[str, Any]]:
@@ -209,6 +250,7 @@ def _num(x: float) -> str:
 
 # -- metrics -----------------------------------------------------------------------------------
 
+
 def _mean(values: list[float]) -> float:
     return statistics.fmean(values) if values else 0.0
 
@@ -218,8 +260,9 @@ def _quantile(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(q * len(s)))] if s else 0.0
 
 
-def _outcome(ctx: RunContext, info: dict[str, Any], deployment: dict[str, Any], calls: list[dict[str, Any]],
-             mode: str) -> Outcome:
+def _outcome(
+    ctx: RunContext, info: dict[str, Any], deployment: dict[str, Any], calls: list[dict[str, Any]], mode: str
+) -> Outcome:
     measured = [c for c in calls if c["phase"] != "warmup"] or calls
     ok = [c for c in measured if c["ok"]]
     if not ok:
@@ -239,7 +282,9 @@ def _outcome(ctx: RunContext, info: dict[str, Any], deployment: dict[str, Any], 
     add("cpu_user_s", [i["cpu_user_s"] for i in ins], "s", "lower")
     add("cpu_system_s", [i["cpu_system_s"] for i in ins], "s", "lower")
     add("cpu_throttled_s", [i["cpu_throttled_s"] for i in ins], "s", "lower")
-    add("memory_peak_bytes", [i["memory_peak_bytes"] for i in ins if i.get("memory_peak_bytes")], "B", "lower")
+    add(
+        "memory_peak_bytes", [i["memory_peak_bytes"] for i in ins if i.get("memory_peak_bytes")], "B", "lower"
+    )
     cold = [i for i in ins if i["new_instance"]]
     add("cold_start_s", [i["cold_start_s"] for i in cold], "s", "lower")
     add("init_s", [i["init_s"] for i in cold], "s", "lower")
@@ -249,18 +294,27 @@ def _outcome(ctx: RunContext, info: dict[str, Any], deployment: dict[str, Any], 
     add("gb_seconds", [b["gb_seconds"] for b in bills], "GB*s", "lower")
     add("price_per_call", [b["price"] for b in bills], bills[0]["currency"] if bills else "USD", "lower")
     if bills:
-        m["calls_per_currency_unit"] = metric(cost_efficiency(1.0, _mean([b["price"] for b in bills])),
-                                              f"1/{bills[0]['currency']}", "higher")
+        m["calls_per_currency_unit"] = metric(
+            cost_efficiency(1.0, _mean([b["price"] for b in bills])), f"1/{bills[0]['currency']}", "higher"
+        )
     results = [c["result"] for c in ok if isinstance(c["result"], dict)]
     keys = sorted({k for r in results for k in r if k.endswith("bytes_per_s")})
-    for key, unit, better in ([(k, "B/s", "higher") for k in keys] + [
-            ("calcs_per_s", "1/s", "higher"), ("key_fetch_s", "s", "lower"), ("iops", "1/s", "higher"),
-            ("bw_bytes", "B/s", "higher")]):
+    for key, unit, better in [(k, "B/s", "higher") for k in keys] + [
+        ("calcs_per_s", "1/s", "higher"),
+        ("key_fetch_s", "s", "lower"),
+        ("iops", "1/s", "higher"),
+        ("bw_bytes", "B/s", "higher"),
+    ]:
         add(key, [r[key] for r in results if isinstance(r.get(key), (int, float))], unit, better)
     if mode == "cold_warm":
         for phase in ("cold", "warm"):
             add(f"{phase}_round_trip_s", [c["round_trip_s"] for c in ok if c["phase"] == phase], "s", "lower")
-            add(f"{phase}_handler_s", [c["inspector"]["handler_s"] for c in ok if c["phase"] == phase], "s", "lower")
+            add(
+                f"{phase}_handler_s",
+                [c["inspector"]["handler_s"] for c in ok if c["phase"] == phase],
+                "s",
+                "lower",
+            )
     if mode in ("scaling", "retention"):
         _pool_metrics(m, ok)
     if mode == "retention":
@@ -268,15 +322,25 @@ def _outcome(ctx: RunContext, info: dict[str, Any], deployment: dict[str, Any], 
             batch = [c for c in measured if c["phase"] == phase and c["ok"]]
             if batch:
                 m[f"recycled_fraction_{phase}"] = metric(
-                    sum(c["inspector"]["new_instance"] for c in batch) / len(batch), "1", "lower")
-    samples = {"calls": [_sample(c) for c in calls], "emulator": _emulator_summary(info),
-               "deployment": deployment}
+                    sum(c["inspector"]["new_instance"] for c in batch) / len(batch), "1", "lower"
+                )
+    samples = {
+        "calls": [_sample(c) for c in calls],
+        "emulator": _emulator_summary(info),
+        "deployment": deployment,
+    }
     errors = [c["error"] for c in measured if not c["ok"]]
-    return Outcome(metrics=m, samples=samples, tool={"name": "testbed-faas-emulator",
-                                                     "version": _version(), "profile": info["profile"]["name"]},
-                   params={"limits_enforced": info["limits_enforced"], "platform": info["profile"]["name"],
-                           "cgroup": info["cgroup"]},
-                   error=f"{len(errors)} of {len(measured)} calls failed; first: {errors[0]}" if errors else None)
+    return Outcome(
+        metrics=m,
+        samples=samples,
+        tool={"name": "testbed-faas-emulator", "version": _version(), "profile": info["profile"]["name"]},
+        params={
+            "limits_enforced": info["limits_enforced"],
+            "platform": info["profile"]["name"],
+            "cgroup": info["cgroup"],
+        },
+        error=f"{len(errors)} of {len(measured)} calls failed; first: {errors[0]}" if errors else None,
+    )
 
 
 def _pool_metrics(m: dict[str, dict[str, Any]], ok: list[dict[str, Any]]) -> None:
@@ -293,19 +357,48 @@ def _pool_metrics(m: dict[str, dict[str, Any]], ok: list[dict[str, Any]]) -> Non
 
 def _sample(c: dict[str, Any]) -> dict[str, Any]:
     i = c["inspector"]
-    keep = ("instance_id", "new_instance", "host_id", "handler_s", "init_s", "cold_start_s", "cpu_user_s",
-            "cpu_system_s", "cpu_steal_s", "cpu_throttled_s", "memory_peak_bytes", "started_at", "ended_at")
-    return {"phase": c["phase"], "status": c["status"], "round_trip_s": c["round_trip_s"], "error": c["error"],
-            **{k: i.get(k) for k in keep}, "price": c["billing"].get("price")}
+    keep = (
+        "instance_id",
+        "new_instance",
+        "host_id",
+        "handler_s",
+        "init_s",
+        "cold_start_s",
+        "cpu_user_s",
+        "cpu_system_s",
+        "cpu_steal_s",
+        "cpu_throttled_s",
+        "memory_peak_bytes",
+        "started_at",
+        "ended_at",
+    )
+    return {
+        "phase": c["phase"],
+        "status": c["status"],
+        "round_trip_s": c["round_trip_s"],
+        "error": c["error"],
+        **{k: i.get(k) for k in keep},
+        "price": c["billing"].get("price"),
+    }
 
 
 def _emulator_summary(info: dict[str, Any]) -> dict[str, Any]:
-    return {k: info.get(k) for k in ("emulator_id", "profile", "limits_enforced", "cgroup", "warnings",
-                                      "cpu_model", "host_cpus", "keep_alive_s")}
+    return {
+        k: info.get(k)
+        for k in (
+            "emulator_id",
+            "profile",
+            "limits_enforced",
+            "cgroup",
+            "warnings",
+            "cpu_model",
+            "host_cpus",
+            "keep_alive_s",
+        )
+    }
 
 
 def _version() -> str:
     from testbed_agent import __version__
 
     return __version__
-

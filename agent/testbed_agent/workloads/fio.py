@@ -30,7 +30,7 @@ def job_name(name: str) -> str:
     rw = m.group(2).lower()
     for old, new in _ALIASES:
         if rw.startswith(old):
-            rw = new + rw[len(old):]
+            rw = new + rw[len(old) :]
             break
     return f"fio_{m.group(1).lower()}_{rw}"
 
@@ -50,8 +50,7 @@ class Fio(Workload):
     def check(cls, bench: Benchmark) -> None:
         p = bench.params
         if not job_file(bench).is_file():
-            raise ParamError("name" if "job" not in p else "params.job",
-                             f"no fio job file {job_file(bench)}")
+            raise ParamError("name" if "job" not in p else "params.job", f"no fio job file {job_file(bench)}")
         try:
             parse_size(p.get("size", DEFAULTS["size"]))
         except ValueError as exc:
@@ -87,8 +86,11 @@ class Fio(Workload):
         ctx.exec(["fio", "--output-format=json", f"--output={out}", str(job_file(ctx.bench))], env=env)
         parsed = self.parse_file(out)
         return Outcome(
-            metrics=parsed["metrics"], samples=parsed["samples"], tool=parsed["tool"],
-            artifacts=[out.name], params={"size_bytes": size, "target": str(target)},
+            metrics=parsed["metrics"],
+            samples=parsed["samples"],
+            tool=parsed["tool"],
+            artifacts=[out.name],
+            params={"size_bytes": size, "target": str(target)},
         )
 
     @staticmethod
@@ -100,9 +102,21 @@ class Fio(Workload):
         created = not target.exists()
         create_test_file(target, allow)
         if created or (is_marked(target) and target.stat().st_size < size):
-            ctx.exec(["fio", "--name=layout", f"--filename={target}", f"--size={size}", "--rw=write",
-                      "--bs=1M", "--direct=1", "--ioengine=psync", "--end_fsync=1", "--output-format=json",
-                      f"--output={ctx.scratch / 'fio' / 'layout.json'}"])
+            ctx.exec(
+                [
+                    "fio",
+                    "--name=layout",
+                    f"--filename={target}",
+                    f"--size={size}",
+                    "--rw=write",
+                    "--bs=1M",
+                    "--direct=1",
+                    "--ioengine=psync",
+                    "--end_fsync=1",
+                    "--output-format=json",
+                    f"--output={ctx.scratch / 'fio' / 'layout.json'}",
+                ]
+            )
             mark(target)  # fio may recreate the file while laying it out
         return target
 
@@ -150,5 +164,8 @@ def parse_fio_json(text: str) -> dict[str, Any]:
         raise WorkloadError("fio moved no data")
     samples["usr_cpu_percent"] = job.get("usr_cpu")
     samples["sys_cpu_percent"] = job.get("sys_cpu")
-    return {"metrics": metrics, "samples": samples,
-            "tool": {"name": "fio", "version": str(doc.get("fio version", "")).removeprefix("fio-")}}
+    return {
+        "metrics": metrics,
+        "samples": samples,
+        "tool": {"name": "fio", "version": str(doc.get("fio version", "")).removeprefix("fio-")},
+    }

@@ -51,7 +51,9 @@ class Pyperformance(Workload):
         mode = p.get("mode") or ("fast" if p.get("fast") else "normal")
         # pyperformance keeps its venv under ./venv of the working directory: a fixed cache
         # directory per Python makes it built once and reused by every run.
-        workdir = Path(p.get("venv_dir") or cache_dir() / f"pyperformance-py{sys.version_info[0]}{sys.version_info[1]}")
+        workdir = Path(
+            p.get("venv_dir") or cache_dir() / f"pyperformance-py{sys.version_info[0]}{sys.version_info[1]}"
+        )
         workdir.mkdir(parents=True, exist_ok=True)
         out = ctx.artifact("pyperf.json")
         if out.exists():
@@ -68,9 +70,13 @@ class Pyperformance(Workload):
             tail = (res.stderr or res.stdout).strip().splitlines()[-1:] or ["no output"]
             raise WorkloadError(f"pyperformance wrote no results (exit {res.returncode}): {tail[0][:300]}")
         parsed = self.parse_file(out)
-        outcome = Outcome(metrics=parsed["metrics"], samples=parsed["samples"], tool=parsed["tool"],
-                          artifacts=[out.name, ctx.artifact("pyperformance.log").name],
-                          params={"benchmarks": selection, "mode": mode})
+        outcome = Outcome(
+            metrics=parsed["metrics"],
+            samples=parsed["samples"],
+            tool=parsed["tool"],
+            artifacts=[out.name, ctx.artifact("pyperformance.log").name],
+            params={"benchmarks": selection, "mode": mode},
+        )
         if res.returncode != 0:
             outcome.status = "failed"
             outcome.error = f"pyperformance exited {res.returncode}; partial results kept"
@@ -106,8 +112,11 @@ class Pyperformance(Workload):
             raise WorkloadError(f"{path}: no benchmark values")
         meta = suite.get_metadata() if hasattr(suite, "get_metadata") else {}
         version = meta.get("performance_version") or _version("pyperformance")
-        return {"metrics": metrics, "samples": samples, "tool": {"name": "pyperformance", "version": version,
-                                                                 "pyperf": _version("pyperf")}}
+        return {
+            "metrics": metrics,
+            "samples": samples,
+            "tool": {"name": "pyperformance", "version": version, "pyperf": _version("pyperf")},
+        }
 
 
 def _version(pkg: str) -> str | None:

@@ -16,7 +16,7 @@ class Sysinfo(Workload):
     tool = "testbed-agent sysinfo"
 
     @classmethod
-    def timeout_s(cls, bench) -> float:  # noqa: ANN001
+    def timeout_s(cls, bench) -> float:
         return bench.timeout_s or 120.0
 
     def run(self, ctx: RunContext) -> Outcome:

@@ -88,8 +88,9 @@ def _gcm_chunked(key: bytes, iv: bytes, pt: bytes, chunk: int) -> bytes:
     return b"".join(parts)
 
 
-CIPHERS = {"aes-gcm": ((128, 192, 256), 12), "aes-ctr": ((128, 192, 256), 16), "aes-cbc": ((128, 192, 256), 16),
-           "3des-cbc": ((192,), 8), "cast128-cbc": ((128,), 8), "blowfish-cbc": ((128, 256, 448), 8),
+CIPHERS = {"aes-gcm": ((128, 192, 256), 12), "aes-ctr": ((128, 192, 256), 16),
+           "aes-cbc": ((128, 192, 256), 16), "3des-cbc": ((192,), 8), "cast128-cbc": ((128,), 8),
+           "blowfish-cbc": ((128, 256, 448), 8),
            "twofish-cbc": ((128, 192, 256), 16)}
 
 
@@ -141,15 +142,16 @@ def mac_vectors() -> list[dict[str, Any]]:
         out.append({"id": f"{alg}-rfc4231-2", "alg": alg, "key": key.hex(), "message": msg.hex(), "mac": got})
         bits = int(alg[-3:])
         key, msg = det(f"{alg}-key", bits // 8), det("pt-4096", 4096)
-        out.append({"id": f"{alg}-4096b", "alg": alg, "key_bits": bits, "key": key.hex(), "message": msg.hex(),
-                    "mac": hmac.digest(key, msg, digest).hex()})
+        out.append({"id": f"{alg}-4096b", "alg": alg, "key_bits": bits, "key": key.hex(),
+                    "message": msg.hex(), "mac": hmac.digest(key, msg, digest).hex()})
     return out
 
 
 def _der(priv: Any) -> tuple[str, str]:
     p = priv.private_bytes(serialization.Encoding.DER, serialization.PrivateFormat.PKCS8,
                            serialization.NoEncryption())
-    q = priv.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    q = priv.public_key().public_bytes(serialization.Encoding.DER,
+                                       serialization.PublicFormat.SubjectPublicKeyInfo)
     return p.hex(), q.hex()
 
 
@@ -172,9 +174,10 @@ def asym_vectors(old: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
                 if vid in old else rsa.generate_private_key(public_exponent=65537, key_size=bits))
         data_key, iv, pt = det(f"rsa-{bits}-data-key", 32), det("rsa-iv", 12), det("pt-200", 200)
         p, q = _der(priv)
+        wrapped = priv.public_key().encrypt(data_key, oaep)
         out.append({"id": vid, "alg": "rsa-oaep", "key_bits": bits, "private_key": p, "public_key": q,
-                    "data_key": data_key.hex(), "wrapped_key": priv.public_key().encrypt(data_key, oaep).hex(),
-                    "iv": iv.hex(), "plaintext": pt.hex(), "ciphertext": AESGCM(data_key).encrypt(iv, pt, None).hex()})
+                    "data_key": data_key.hex(), "wrapped_key": wrapped.hex(), "iv": iv.hex(),
+                    "plaintext": pt.hex(), "ciphertext": AESGCM(data_key).encrypt(iv, pt, None).hex()})
     return out
 
 

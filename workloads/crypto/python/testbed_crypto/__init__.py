@@ -30,7 +30,8 @@ class VectorFailure(Exception):
 
 def info() -> dict[str, Any]:
     return {"language": "python", "runtime": f"CPython {platform.python_version()}",
-            "library": f"cryptography {cryptography.__version__}",
+            "library": f"cryptography {cryptography.__version__}" + (
+                f" + oxifish {A.oxifish.__version__}" if A.oxifish is not None else ""),
             "algorithms": [a for a in A.ALGS if a not in A.UNSUPPORTED],
             "unsupported": A.UNSUPPORTED}
 

@@ -52,7 +52,12 @@ ALGS: dict[str, Alg] = {a.name: a for a in (
 )}
 
 #: what this implementation cannot do, with the reason shown in results
-UNSUPPORTED = {"twofish-cbc": "Twofish is not in the cryptography package (nor in OpenSSL)"}
+UNSUPPORTED: dict[str, str] = {}
+try:  # Twofish is neither in `cryptography` nor in OpenSSL: oxifish binds the RustCrypto crate
+    import oxifish
+except ImportError:
+    oxifish = None
+    UNSUPPORTED["twofish-cbc"] = "Twofish needs the oxifish package (not in cryptography/OpenSSL)"
 
 
 def _block_cipher(alg: str, key: bytes) -> algorithms.BlockCipherAlgorithm:
@@ -69,6 +74,12 @@ def _block_cipher(alg: str, key: bytes) -> algorithms.BlockCipherAlgorithm:
     raise Unsupported(f"no block cipher for {alg}")
 
 
+def _twofish(key: bytes) -> oxifish.TwofishKey:
+    if oxifish is None:
+        raise Unsupported(UNSUPPORTED["twofish-cbc"])
+    return oxifish.TwofishKey(key)  # CBC with PKCS#7 is its default
+
+
 def _mode(alg: str, iv: bytes) -> modes.Mode:
     return modes.CTR(iv) if alg == "aes-ctr" else modes.CBC(iv)
 
@@ -77,6 +88,8 @@ def encrypt(alg: str, key: bytes, iv: bytes, data: bytes) -> bytes:
     """One-shot encryption (GCM: ciphertext || tag)."""
     if alg == "aes-gcm":
         return AESGCM(key).encrypt(iv, data, None)
+    if alg == "twofish-cbc":
+        return _twofish(key).encrypt(data, iv=iv)
     enc = Cipher(_block_cipher(alg, key), _mode(alg, iv)).encryptor()
     if alg == "aes-ctr":
         return enc.update(data) + enc.finalize()
@@ -88,6 +101,8 @@ def decrypt(alg: str, key: bytes, iv: bytes, data: bytes) -> bytes:
     """One-shot decryption; raises on a bad tag or padding."""
     if alg == "aes-gcm":
         return AESGCM(key).decrypt(iv, data, None)
+    if alg == "twofish-cbc":
+        return _twofish(key).decrypt(data, iv=iv)
     dec = Cipher(_block_cipher(alg, key), _mode(alg, iv)).decryptor()
     out = dec.update(data) + dec.finalize()
     if alg == "aes-ctr":
@@ -105,6 +120,12 @@ def stream_encrypt(alg: str, key: bytes, iv: bytes, src: BinaryIO, chunk: int,
         while block := src.read(chunk):
             sink(aead.encrypt(iv[:8] + n.to_bytes(4, "big"), block, None))
             n += 1
+        return
+    if alg == "twofish-cbc":
+        session = _twofish(key).encryptor(iv=iv)
+        while block := src.read(chunk):
+            sink(session.update(block))
+        sink(session.finalize())
         return
     enc = Cipher(_block_cipher(alg, key), _mode(alg, iv)).encryptor()
     padder = None if alg == "aes-ctr" else padding.PKCS7(ALGS[alg].block * 8).padder()
@@ -167,5 +188,6 @@ def hybrid_encrypt(public_key: object, data: bytes) -> bytes:
 
 
 def hybrid_decrypt(private_key: object, blob: bytes, modulus_bytes: int) -> bytes:
-    wrapped, nonce, body = blob[:modulus_bytes], blob[modulus_bytes:modulus_bytes + 12], blob[modulus_bytes + 12:]
+    k = modulus_bytes
+    wrapped, nonce, body = blob[:k], blob[k:k + 12], blob[k + 12:]
     return AESGCM(unwrap(private_key, wrapped)).decrypt(nonce, body, None)

@@ -17,13 +17,17 @@ import urllib.request
 try:
     import testbed_crypto
 except ImportError:  # running from the repository: workloads/crypto/python
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "crypto", "python"))
+    sys.path.insert(
+        0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "crypto", "python")
+    )
     import testbed_crypto
 
 
 def _fetch_key(url, key_id):
+    if not url.startswith(("http://", "https://")):
+        raise ValueError(f"key_service must be an http(s) URL, not {url!r}")
     t0 = time.perf_counter()
-    with urllib.request.urlopen(f"{url.rstrip('/')}/keys/{key_id}", timeout=10) as resp:
+    with urllib.request.urlopen(f"{url.rstrip('/')}/keys/{key_id}", timeout=10) as resp:  # noqa: S310 - http(s) checked above
         key = bytes.fromhex(json.load(resp)["key_hex"])
     return time.perf_counter() - t0, hashlib.sha256(key).hexdigest()[:16]
 

@@ -38,15 +38,22 @@ def _dd(args, tmp):
         raise OSError(f"dd failed ({proc.returncode}): {summary.splitlines()[0] if summary else ''}")
     match = SUMMARY.search(summary)
     nbytes, secs = (int(match.group(1)), float(match.group(2))) if match else (0, 0.0)
-    return {"summary": summary, "bytes": nbytes, "seconds": secs, "bytes_per_s": nbytes / secs if secs > 0 else 0.0}
+    return {
+        "summary": summary,
+        "bytes": nbytes,
+        "seconds": secs,
+        "bytes_per_s": nbytes / secs if secs > 0 else 0.0,
+    }
 
 
 def handler(event, context):
     event = event or {}
     tmp = tempfile.gettempdir()
     steps = event.get("steps") or [{"name": "dd", "args": event.get("args", [])}]
-    runs = [(str(s.get("name", f"step{i}")), [_operand(str(a), tmp) for a in s.get("args", [])])
-            for i, s in enumerate(steps)]
+    runs = [
+        (str(s.get("name", f"step{i}")), [_operand(str(a), tmp) for a in s.get("args", [])])
+        for i, s in enumerate(steps)
+    ]
     out = {"tmp": tmp, "steps": {}}
     try:
         for name, args in runs:
