@@ -35,8 +35,10 @@ _HASH_TYPES = {1: "sha256", 2: "sha384", 3: "sha512"}
 
 def imds(endpoint: str = IMDS_ENDPOINT, timeout: float = 2.0) -> dict[str, Any]:
     """The machine's Azure identity and security profile from IMDS (raises TestbedError)."""
+    if not endpoint.startswith(("http://", "https://")):
+        raise TestbedError(f"IMDS endpoint {endpoint!r} is not an http(s) URL")
     url = f"{endpoint.rstrip('/')}/metadata/instance?api-version={IMDS_API_VERSION}"
-    request = urllib.request.Request(url, headers={"Metadata": "true"})
+    request = urllib.request.Request(url, headers={"Metadata": "true"})  # noqa: S310 (scheme checked above)
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # IMDS must never be proxied
     try:
         with opener.open(request, timeout=timeout) as response:

@@ -41,7 +41,8 @@ def test_unreadable_size_is_refused() -> None:
 def _params(**over: Any) -> dict[str, Any]:
     params = {
         "location": "westeurope", "size": "Standard_DC4es_v5", "security_type": "ConfidentialVM",
-        "encryption_type": "DiskWithVMGuestState", "secure_boot": True, "vtpm": True, "encryption_at_host": False,
+        "encryption_type": "DiskWithVMGuestState", "secure_boot": True, "vtpm": True,
+        "encryption_at_host": False,
         "image": {"publisher": "Canonical", "offer": "ubuntu-24_04-lts", "sku": "cvm", "version": "latest"},
         "admin_username": "azureuser", "ssh_public_key": "ssh-ed25519 AAAA k\n", "nic_id": f"{SUB}/x/nic",
         "os_disk_name": "tdx-enc-1-osdisk", "os_disk_type": "Premium_LRS", "os_disk_size_gb": "64",

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -22,7 +23,7 @@ COMPUTE = {
     "name": "sev-enc-1",
     "vmId": "0f0e0d0c-0000-4000-8000-000000000001",
     "zone": "",
-    "resourceId": "/subscriptions/0/resourceGroups/testbed-r1/providers/Microsoft.Compute/virtualMachines/sev-enc-1",
+    "resourceId": "/subscriptions/0/resourceGroups/r1/providers/Microsoft.Compute/virtualMachines/sev-enc-1",
     "securityProfile": {"secureBootEnabled": "true", "virtualTpmEnabled": "true",
                         "encryptionAtHost": "false", "securityType": "ConfidentialVM"},
     "storageProfile": {"imageReference": {"publisher": "Canonical", "offer": "ubuntu-24_04-lts",
@@ -35,9 +36,9 @@ class _Imds(BaseHTTPRequestHandler):
     """IMDS stand-in: answers only with the Metadata header, like the real service."""
 
     body: bytes = json.dumps({"compute": COMPUTE, "network": {}}).encode()
-    seen: list[tuple[str, str | None]] = []
+    seen: ClassVar[list[tuple[str, str | None]]] = []
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+    def do_GET(self) -> None:
         self.seen.append((self.path, self.headers.get("Metadata")))
         if self.headers.get("Metadata") != "true":
             self.send_response(400)

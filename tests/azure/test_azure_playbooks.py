@@ -20,6 +20,7 @@ BIN = ROOT / ".venv/bin"
 INVENTORY = ["-i", "inventory/azure.yml", "-i", "inventory/azure.constructed.yml"]
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAzuretestkey testbed@test"
 SUB = "/subscriptions/00000000-0000-0000-0000-000000000000"
+VM_TYPE = "Microsoft.Compute/virtualMachines"
 MATRIX = {
     "sev-enc-1": ("sev", "Standard_DC4as_v5", "DiskWithVMGuestState", "SEV-Encrypted"),
     "sev-1": ("sev", "Standard_DC4as_v5", "VMGuestStateOnly", "SEV"),
@@ -111,7 +112,7 @@ def test_check_mode_creates_exactly_the_sev_and_tdx_machines(tmp_path: Path) -> 
     for host, record in vms.items():
         group, size, encryption, label = MATRIX[host]
         assert record["dry_run"] is True and record["method"] == "PUT"
-        assert record["url"] == f"{SUB}/resourceGroups/testbed-r1/providers/Microsoft.Compute/virtualMachines/{host}"
+        assert record["url"] == f"{SUB}/resourceGroups/testbed-r1/providers/{VM_TYPE}/{host}"
         props = record["body"]["properties"]
         assert props["hardwareProfile"]["vmSize"] == size
         assert props["securityProfile"]["securityType"] == "ConfidentialVM"
@@ -120,11 +121,12 @@ def test_check_mode_creates_exactly_the_sev_and_tdx_machines(tmp_path: Path) -> 
         assert managed["securityProfile"]["securityEncryptionType"] == encryption
         assert props["storageProfile"]["imageReference"]["sku"] == "cvm"
         tags = record["body"]["tags"]
-        assert tags["testbed_run"] == "r1" and tags["testbed_label"] == label and tags["testbed_group"] == group
+        assert (tags["testbed_run"], tags["testbed_label"], tags["testbed_group"]) == ("r1", label, group)
         assert tags["testbed_disk_encryption"] == str(encryption == "DiskWithVMGuestState").lower()
         assert tags["testbed"] == "true" and tags["testbed_deadline"].endswith("Z")
         shutdown = records[f"PUT-schedules-shutdown-computevm-{host}.json"]["body"]["properties"]
-        assert shutdown["targetResourceId"] == record["url"] and shutdown["taskType"] == "ComputeVmShutdownTask"
+        assert shutdown["targetResourceId"] == record["url"]
+        assert shutdown["taskType"] == "ComputeVmShutdownTask"
     assert {"PUT-resourceGroups-testbed-r1.json", "PUT-virtualNetworks-testbed-vnet-westeurope.json",
             "PUT-networkSecurityGroups-testbed-nsg-westeurope.json"} <= set(records)
     assert records["PUT-resourceGroups-testbed-r1.json"]["body"]["tags"]["testbed_run"] == "r1"
@@ -141,8 +143,8 @@ def test_check_mode_creates_exactly_the_sev_and_tdx_machines(tmp_path: Path) -> 
 ])
 def test_bad_input_and_cost_guard_stop_before_any_request(tmp_path: Path, extra: dict[str, Any],
                                                           message: str) -> None:
-    rc, report, out = _playbook(tmp_path, *INVENTORY, "playbooks/provision_azure.yml", "-l", "sev,tdx",
-                                "--check", "-e", "azure_vm_run_id=r2", "-e", json.dumps(extra))
+    rc, _, out = _playbook(tmp_path, *INVENTORY, "playbooks/provision_azure.yml", "-l", "sev,tdx",
+                           "--check", "-e", "azure_vm_run_id=r2", "-e", json.dumps(extra))
     assert rc != 0
     assert message in " ".join(out.split()), out[-3000:]
     assert not list((tmp_path / "state").rglob("PUT-*.json"))
@@ -165,8 +167,8 @@ def test_teardown_deletes_by_tag_only_the_run(tmp_path: Path) -> None:
     }
     extra = tmp_path / "listing.json"
     extra.write_text(json.dumps(listing))
-    rc, report, out = _playbook(tmp_path, *INVENTORY, "playbooks/teardown_azure.yml", "-l", "sev,tdx", "--check",
-                                "-e", "azure_vm_run_id=r1", "-e", f"@{extra}")
+    rc, report, out = _playbook(tmp_path, *INVENTORY, "playbooks/teardown_azure.yml", "-l", "sev,tdx",
+                                "--check", "-e", "azure_vm_run_id=r1", "-e", f"@{extra}")
     assert rc == 0, out
     assert all(skipped for _, _, skipped in _azure_actions(report))
     (record_dir,) = (tmp_path / "state").glob("teardown-*")
@@ -175,9 +177,10 @@ def test_teardown_deletes_by_tag_only_the_run(tmp_path: Path) -> None:
                                "DELETE-virtualMachines-x.json"]
     assert {r["method"] for r in records.values()} == {"DELETE"}
     assert all("body" not in r for r in records.values())
-    shown = [m for play in report["plays"] for t in play["tasks"] if t["task"]["name"].endswith("Show what will be deleted")
-             for m in [r.get("msg", "") for r in t["hosts"].values()]]
-    assert shown and shown[0].index("testbed-r1") < shown[0].index("virtualMachines/x") < shown[0].index("x-nic")
+    shown = [r.get("msg", "") for play in report["plays"] for t in play["tasks"]
+             if t["task"]["name"].endswith("Show what will be deleted") for r in t["hosts"].values()]
+    assert shown, "the teardown did not say what it would delete"
+    assert shown[0].index("testbed-r1") < shown[0].index("virtualMachines/x") < shown[0].index("x-nic")
 
 
 @pytest.mark.integration

@@ -6,7 +6,7 @@ Pure functions (no Azure SDK, no network), so tests can import and check them di
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 #: ARM API versions the role sends, by resource type (lower case).
@@ -42,7 +42,8 @@ def azure_vm_vcpus(size: str) -> int:
     """vCPUs of an Azure size from its name (Standard_DC4as_v5 -> 4, Standard_E8-2as_v5 -> 2)."""
     match = _SIZE.match(str(size))
     if not match:
-        raise ValueError(f"cannot read the vCPU count from the VM size {size!r} (expected e.g. Standard_DC4as_v5)")
+        raise ValueError(f"cannot read the vCPU count from the VM size {size!r} "
+                         "(expected e.g. Standard_DC4as_v5)")
     return int(match.group(2) or match.group(1))
 
 
@@ -94,7 +95,8 @@ def azure_vm_body(p: dict[str, Any]) -> dict[str, Any]:
     security: dict[str, Any] = {}
     if security_type != "Standard":
         security["securityType"] = security_type
-        security["uefiSettings"] = {"secureBootEnabled": bool(p["secure_boot"]), "vTpmEnabled": bool(p["vtpm"])}
+        security["uefiSettings"] = {"secureBootEnabled": bool(p["secure_boot"]),
+                                    "vTpmEnabled": bool(p["vtpm"])}
     if security_type == "ConfidentialVM":
         encryption = p["encryption_type"]
         if encryption not in ENCRYPTION_TYPES:
@@ -185,7 +187,7 @@ def azure_vm_expired(groups: list[dict[str, Any]], now: str) -> list[dict[str, A
 
 def _parse_time(text: str) -> datetime:
     value = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def azure_vm_hours_until(deadline: str, now: str) -> float:
@@ -195,7 +197,7 @@ def azure_vm_hours_until(deadline: str, now: str) -> float:
 
 def azure_vm_hhmm(deadline: str) -> str:
     """The UTC time of day of a deadline as HHMM (Azure auto-shutdown's dailyRecurrence.time)."""
-    return _parse_time(deadline).astimezone(timezone.utc).strftime("%H%M")
+    return _parse_time(deadline).astimezone(UTC).strftime("%H%M")
 
 
 class FilterModule:
