@@ -23,13 +23,13 @@ azure-check: $(STAMP) ## Azure dry run: show and record what `make azure-run` wo
 
 azure-run: $(STAMP) $(AZURE_STAMP) ## the Azure matrix (AZURE_LIMIT=sev,tdx): create, benchmark, delete - teardown runs whatever happens
 	@source $(VENV)/bin/activate; \
-	  export TESTBED_RUN_ID=$${TESTBED_RUN_ID:-az$$(date -u +%Y%m%dt%H%M%Sz)}; \
-	  trap 'ansible-playbook $(AZURE_INV) playbooks/teardown_azure.yml -l $(AZURE_LIMIT)' EXIT; \
-	  ansible-playbook $(AZURE_INV) run.yml -l $(AZURE_LIMIT) -e plan=$(AZURE_PLAN)
+	  run_id=$${RUN_ID:-az$$(date -u +%Y%m%dT%H%M%SZ)}; \
+	  trap "ansible-playbook $(AZURE_INV) playbooks/teardown_azure.yml -l $(AZURE_LIMIT) -e run_id=$$run_id" EXIT; \
+	  ansible-playbook $(AZURE_INV) run.yml -l $(AZURE_LIMIT) -e plan=$(AZURE_PLAN) -e run_id=$$run_id
 
 azure-teardown: $(STAMP) ## delete every Azure run this controller started (or RUN=id)
 	@source $(VENV)/bin/activate && ansible-playbook $(AZURE_INV) playbooks/teardown_azure.yml \
-	  $(if $(RUN),-e azure_vm_run_id=$(RUN))
+	  $(if $(RUN),-e run_id=$(RUN))
 
 azure-reap: $(STAMP) ## delete every testbed resource group past its deadline (any controller)
 	@source $(VENV)/bin/activate && ansible-playbook $(AZURE_INV) playbooks/teardown_azure.yml \

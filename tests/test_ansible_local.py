@@ -12,7 +12,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, ansible_playbook, free_port
+from repotest import ROOT, ansible_playbook, free_port
 
 PLAN = """\
 name: ansible-smoke

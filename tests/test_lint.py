@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from conftest import ROOT, VENV_BIN
+from repotest import ROOT, VENV_BIN
 
 
 def test_ruff_clean() -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import shutil
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -60,13 +59,6 @@ def write_plan(tmp_path: Path):
         return p
 
     return _write
-
-
-def agent(*args: str, timeout: float = 300, **kw) -> subprocess.CompletedProcess[str]:
-    """Run the real agent CLI in a subprocess."""
-    return subprocess.run(
-        [sys.executable, "-m", "testbed_agent", *args], capture_output=True, text=True, timeout=timeout, **kw
-    )
 
 
 @pytest.fixture

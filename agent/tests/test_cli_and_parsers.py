@@ -9,7 +9,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import agent
+from agenttest import agent
 
 from testbed_agent.telemetry import ProgressExporter, counter_deltas, scrape_node_exporter
 

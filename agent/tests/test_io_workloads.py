@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import agent
+from agenttest import agent
 
 from testbed_agent.errors import TargetRefused
 from testbed_agent.guard import check_target, create_test_file

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import agent
+from agenttest import agent
 
 from testbed_agent.errors import PlanError
 from testbed_agent.plan import load_plan

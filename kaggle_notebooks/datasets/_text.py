@@ -4,13 +4,95 @@ from __future__ import annotations
 
 import numpy as np
 
-POSITIVE = ("love great happy awesome good thanks best fun amazing nice excited beautiful glad "
-            "enjoy wonderful cool win perfect smile yay sweet").split()
-NEGATIVE = ("hate sad bad tired sick worst miss sorry awful boring angry hurt lost wrong ugh "
-            "terrible cry broken annoying fail").split()
-NEUTRAL = ("today work going time day night home tomorrow morning week just now got back "
-           "school phone watching twitter new still").split()
-FILLER = "i you the a to is it and my so for of in on at that this me be with".split()
+POSITIVE = [
+    "love",
+    "great",
+    "happy",
+    "awesome",
+    "good",
+    "thanks",
+    "best",
+    "fun",
+    "amazing",
+    "nice",
+    "excited",
+    "beautiful",
+    "glad",
+    "enjoy",
+    "wonderful",
+    "cool",
+    "win",
+    "perfect",
+    "smile",
+    "yay",
+    "sweet",
+]
+NEGATIVE = [
+    "hate",
+    "sad",
+    "bad",
+    "tired",
+    "sick",
+    "worst",
+    "miss",
+    "sorry",
+    "awful",
+    "boring",
+    "angry",
+    "hurt",
+    "lost",
+    "wrong",
+    "ugh",
+    "terrible",
+    "cry",
+    "broken",
+    "annoying",
+    "fail",
+]
+NEUTRAL = [
+    "today",
+    "work",
+    "going",
+    "time",
+    "day",
+    "night",
+    "home",
+    "tomorrow",
+    "morning",
+    "week",
+    "just",
+    "now",
+    "got",
+    "back",
+    "school",
+    "phone",
+    "watching",
+    "twitter",
+    "new",
+    "still",
+]
+FILLER = [
+    "i",
+    "you",
+    "the",
+    "a",
+    "to",
+    "is",
+    "it",
+    "and",
+    "my",
+    "so",
+    "for",
+    "of",
+    "in",
+    "on",
+    "at",
+    "that",
+    "this",
+    "me",
+    "be",
+    "with",
+]
 NEGATORS = ["not", "never", "no", "don't"]
 
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from PIL import Image
-
 from _common import rng
+from PIL import Image
 
 FILES = ["chest_xray/train", "chest_xray/test", "chest_xray/val"]
 #: (image side in pixels, {split: (normal, pneumonia)})
@@ -40,7 +39,7 @@ def _image(r: np.random.Generator, side: int, sick: bool) -> np.ndarray:
         for _ in range(int(r.integers(2, 6))):
             bx, by = cx + r.choice([-1, 1]) * r.uniform(0.1, 0.26), r.uniform(0.3, 0.75)
             rad = r.uniform(0.04, 0.12)
-            img += r.uniform(0.12, 0.3) * lungs * np.exp(-((x - bx) ** 2 + (y - by) ** 2) / (2 * rad ** 2))
+            img += r.uniform(0.12, 0.3) * lungs * np.exp(-((x - bx) ** 2 + (y - by) ** 2) / (2 * rad**2))
     img += r.normal(0, 0.04, img.shape)
     img *= r.uniform(0.85, 1.1)
     return (np.clip(img, 0, 1) * 255).astype(np.uint8)

@@ -11,20 +11,36 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
 from _common import rng, size
 
 FILES = ["creditcard.csv"]
 FRAUD_RATE = 0.001727
 #: mean shift of the fraud class per component (in units of that component's sd)
-FRAUD_SHIFT = {1: -1.5, 2: 1.2, 3: -2.2, 4: 2.0, 5: -1.0, 6: -0.6, 7: -1.8, 9: -1.2, 10: -2.6,
-               11: 2.0, 12: -2.7, 14: -3.0, 16: -2.0, 17: -2.4, 18: -1.2, 19: 0.5, 21: 0.4}
+FRAUD_SHIFT = {
+    1: -1.5,
+    2: 1.2,
+    3: -2.2,
+    4: 2.0,
+    5: -1.0,
+    6: -0.6,
+    7: -1.8,
+    9: -1.2,
+    10: -2.6,
+    11: 2.0,
+    12: -2.7,
+    14: -3.0,
+    16: -2.0,
+    17: -2.4,
+    18: -1.2,
+    19: 0.5,
+    21: 0.4,
+}
 
 
 def generate(out: Path, seed: int, scale: str) -> None:
     r = rng("creditcard", seed)
     n = size(scale, 20_000, 284_807, 1_000_000)
-    n_fraud = max(25, int(round(n * FRAUD_RATE)))
+    n_fraud = max(25, round(n * FRAUD_RATE))
     y = np.zeros(n, dtype=int)
     y[r.choice(n, n_fraud, replace=False)] = 1
     sd = np.linspace(1.95, 0.33, 28)
@@ -45,7 +61,33 @@ def generate(out: Path, seed: int, scale: str) -> None:
 
 
 def _hour_weights() -> np.ndarray:
-    day = np.array([0.4, 0.25, 0.2, 0.15, 0.15, 0.25, 0.5, 0.9, 1.3, 1.5, 1.6, 1.6,
-                    1.6, 1.5, 1.5, 1.5, 1.5, 1.6, 1.6, 1.6, 1.4, 1.3, 1.0, 0.7])
+    day = np.array(
+        [
+            0.4,
+            0.25,
+            0.2,
+            0.15,
+            0.15,
+            0.25,
+            0.5,
+            0.9,
+            1.3,
+            1.5,
+            1.6,
+            1.6,
+            1.6,
+            1.5,
+            1.5,
+            1.5,
+            1.5,
+            1.6,
+            1.6,
+            1.6,
+            1.4,
+            1.3,
+            1.0,
+            0.7,
+        ]
+    )
     w = np.concatenate([day, day])
     return w / w.sum()

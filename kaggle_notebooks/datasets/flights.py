@@ -10,17 +10,25 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
 from _common import rng, size
 
 FILES = ["flights.csv", "airlines.csv", "airports.csv"]
 
 AIRLINES = {
-    "UA": "United Air Lines Inc.", "AA": "American Airlines Inc.", "US": "US Airways Inc.",
-    "F9": "Frontier Airlines Inc.", "B6": "JetBlue Airways", "OO": "Skywest Airlines Inc.",
-    "AS": "Alaska Airlines Inc.", "NK": "Spirit Air Lines", "WN": "Southwest Airlines Co.",
-    "DL": "Delta Air Lines Inc.", "EV": "Atlantic Southeast Airlines", "HA": "Hawaiian Airlines Inc.",
-    "MQ": "American Eagle Airlines Inc.", "VX": "Virgin America",
+    "UA": "United Air Lines Inc.",
+    "AA": "American Airlines Inc.",
+    "US": "US Airways Inc.",
+    "F9": "Frontier Airlines Inc.",
+    "B6": "JetBlue Airways",
+    "OO": "Skywest Airlines Inc.",
+    "AS": "Alaska Airlines Inc.",
+    "NK": "Spirit Air Lines",
+    "WN": "Southwest Airlines Co.",
+    "DL": "Delta Air Lines Inc.",
+    "EV": "Atlantic Southeast Airlines",
+    "HA": "Hawaiian Airlines Inc.",
+    "MQ": "American Eagle Airlines Inc.",
+    "VX": "Virgin America",
 }
 AIRLINE_SHARE = [0.09, 0.12, 0.03, 0.015, 0.045, 0.10, 0.03, 0.02, 0.22, 0.15, 0.10, 0.013, 0.05, 0.01]
 AIRLINE_LATENESS = [1.1, 1.0, 0.9, 1.3, 1.2, 1.0, 0.6, 1.4, 1.0, 0.7, 1.1, 0.4, 1.2, 0.9]
@@ -76,8 +84,10 @@ def generate(out: Path, seed: int, scale: str) -> None:
     dest = (orig + r.integers(1, len(AIRPORTS), n)) % len(AIRPORTS)
     lat = np.radians([a[4] for a in AIRPORTS])
     lon = np.radians([a[5] for a in AIRPORTS])
-    h = (np.sin((lat[dest] - lat[orig]) / 2) ** 2
-         + np.cos(lat[orig]) * np.cos(lat[dest]) * np.sin((lon[dest] - lon[orig]) / 2) ** 2)
+    h = (
+        np.sin((lat[dest] - lat[orig]) / 2) ** 2
+        + np.cos(lat[orig]) * np.cos(lat[dest]) * np.sin((lon[dest] - lon[orig]) / 2) ** 2
+    )
     distance = np.round(2 * 3958.8 * np.arcsin(np.sqrt(h))).astype(int)
 
     day_of_year = np.sort(r.integers(0, 365, n))
@@ -103,31 +113,43 @@ def generate(out: Path, seed: int, scale: str) -> None:
     wheels_on = np.where(cancelled | diverted, np.nan, _hhmm(sched_dep + dep_delay + taxi_out + air_time))
     arr_time = np.where(cancelled | diverted, np.nan, _hhmm(sched_dep + dep_delay + elapsed))
     no_arrival = cancelled | diverted
-    df = pd.DataFrame({
-        "YEAR": 2015, "MONTH": month, "DAY": dates.day.to_numpy(),
-        "DAY_OF_WEEK": dates.dayofweek.to_numpy() + 1, "AIRLINE": np.array(codes)[a_idx],
-        "FLIGHT_NUMBER": r.integers(1, 7000, n),
-        "TAIL_NUMBER": [f"N{x}{chr(65 + y)}{chr(65 + z)}" for x, y, z in
-                        zip(r.integers(100, 999, n), r.integers(0, 26, n), r.integers(0, 26, n), strict=True)],
-        "ORIGIN_AIRPORT": np.array([a[0] for a in AIRPORTS])[orig],
-        "DESTINATION_AIRPORT": np.array([a[0] for a in AIRPORTS])[dest],
-        "SCHEDULED_DEPARTURE": _hhmm(sched_dep).astype(int),
-        "DEPARTURE_TIME": dep_time,
-        "DEPARTURE_DELAY": np.where(cancelled, np.nan, dep_delay),
-        "TAXI_OUT": np.where(cancelled, np.nan, taxi_out),
-        "WHEELS_OFF": wheels_off,
-        "SCHEDULED_TIME": sched_time,
-        "ELAPSED_TIME": np.where(no_arrival, np.nan, elapsed),
-        "AIR_TIME": np.where(no_arrival, np.nan, air_time),
-        "DISTANCE": distance,
-        "WHEELS_ON": wheels_on,
-        "TAXI_IN": np.where(no_arrival, np.nan, taxi_in),
-        "SCHEDULED_ARRIVAL": _hhmm(sched_dep + sched_time).astype(int),
-        "ARRIVAL_TIME": arr_time,
-        "ARRIVAL_DELAY": np.where(no_arrival, np.nan, arr_delay),
-        "DIVERTED": diverted.astype(int), "CANCELLED": cancelled.astype(int),
-        "CANCELLATION_REASON": np.where(cancelled, r.choice(list("ABCD"), n, p=[0.28, 0.54, 0.17, 0.01]), None),
-    })
+    df = pd.DataFrame(
+        {
+            "YEAR": 2015,
+            "MONTH": month,
+            "DAY": dates.day.to_numpy(),
+            "DAY_OF_WEEK": dates.dayofweek.to_numpy() + 1,
+            "AIRLINE": np.array(codes)[a_idx],
+            "FLIGHT_NUMBER": r.integers(1, 7000, n),
+            "TAIL_NUMBER": [
+                f"N{x}{chr(65 + y)}{chr(65 + z)}"
+                for x, y, z in zip(
+                    r.integers(100, 999, n), r.integers(0, 26, n), r.integers(0, 26, n), strict=True
+                )
+            ],
+            "ORIGIN_AIRPORT": np.array([a[0] for a in AIRPORTS])[orig],
+            "DESTINATION_AIRPORT": np.array([a[0] for a in AIRPORTS])[dest],
+            "SCHEDULED_DEPARTURE": _hhmm(sched_dep).astype(int),
+            "DEPARTURE_TIME": dep_time,
+            "DEPARTURE_DELAY": np.where(cancelled, np.nan, dep_delay),
+            "TAXI_OUT": np.where(cancelled, np.nan, taxi_out),
+            "WHEELS_OFF": wheels_off,
+            "SCHEDULED_TIME": sched_time,
+            "ELAPSED_TIME": np.where(no_arrival, np.nan, elapsed),
+            "AIR_TIME": np.where(no_arrival, np.nan, air_time),
+            "DISTANCE": distance,
+            "WHEELS_ON": wheels_on,
+            "TAXI_IN": np.where(no_arrival, np.nan, taxi_in),
+            "SCHEDULED_ARRIVAL": _hhmm(sched_dep + sched_time).astype(int),
+            "ARRIVAL_TIME": arr_time,
+            "ARRIVAL_DELAY": np.where(no_arrival, np.nan, arr_delay),
+            "DIVERTED": diverted.astype(int),
+            "CANCELLED": cancelled.astype(int),
+            "CANCELLATION_REASON": np.where(
+                cancelled, r.choice(list("ABCD"), n, p=[0.28, 0.54, 0.17, 0.01]), None
+            ),
+        }
+    )
     late = (~no_arrival) & (arr_delay >= 15)
     parts = r.dirichlet([1.0, 0.05, 1.2, 1.4, 0.3], n) * np.where(late, arr_delay, 0)[:, None]
     parts = np.floor(parts)
@@ -135,7 +157,11 @@ def generate(out: Path, seed: int, scale: str) -> None:
     for i, col in enumerate(DELAY_CAUSES):
         df[col] = np.where(late, parts[:, i], np.nan)
     df.to_csv(out / "flights.csv", index=False)
-    pd.DataFrame({"IATA_CODE": codes, "AIRLINE": list(AIRLINES.values())}).to_csv(out / "airlines.csv", index=False)
+    pd.DataFrame({"IATA_CODE": codes, "AIRLINE": list(AIRLINES.values())}).to_csv(
+        out / "airlines.csv", index=False
+    )
     pd.DataFrame(AIRPORTS, columns=["IATA_CODE", "AIRPORT", "CITY", "STATE", "LATITUDE", "LONGITUDE"]).assign(
-        COUNTRY="USA")[["IATA_CODE", "AIRPORT", "CITY", "STATE", "COUNTRY", "LATITUDE", "LONGITUDE"]].to_csv(
-        out / "airports.csv", index=False)
+        COUNTRY="USA"
+    )[["IATA_CODE", "AIRPORT", "CITY", "STATE", "COUNTRY", "LATITUDE", "LONGITUDE"]].to_csv(
+        out / "airports.csv", index=False
+    )

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
 from _common import rng, size
 from _text import tweet
 
@@ -23,9 +22,14 @@ def generate(out: Path, seed: int, scale: str) -> None:
     start = pd.Timestamp("2009-04-06 22:19:45")
     offsets = np.sort(r.integers(0, 80 * 86_400, n))
     dates = [(start + pd.Timedelta(seconds=int(s))).strftime("%a %b %d %H:%M:%S PDT %Y") for s in offsets]
-    df = pd.DataFrame({
-        "target": target, "ids": 1_467_810_369 + np.arange(n) * 7, "date": dates, "flag": "NO_QUERY",
-        "user": [f"user_{int(u)}" for u in r.integers(1, n // 3 + 2, n)],
-        "text": [tweet(r, 1 if t == 4 else 0) for t in target],
-    })
+    df = pd.DataFrame(
+        {
+            "target": target,
+            "ids": 1_467_810_369 + np.arange(n) * 7,
+            "date": dates,
+            "flag": "NO_QUERY",
+            "user": [f"user_{int(u)}" for u in r.integers(1, n // 3 + 2, n)],
+            "text": [tweet(r, 1 if t == 4 else 0) for t in target],
+        }
+    )
     df.to_csv(out / FILES[0], header=False, index=False, encoding="latin-1")

@@ -62,9 +62,9 @@ def analyze(csv: Path, metric: str, by: list[str], where: dict[str, str], out: P
         raise ReportError(f"{csv}:{line}: {metric} value {df.loc[bad].iloc[0][metric]!r} is not a number")
     df = df.assign(**{metric: values}).dropna(subset=[metric, *by])
     groups = []
-    for key, part in df.groupby(by, sort=True):
-        key = key if isinstance(key, tuple) else (key,)
-        groups.append({"group": {c: _plain(k) for c, k in zip(by, key)},
+    for raw_key, part in df.groupby(by, sort=True):
+        key = raw_key if isinstance(raw_key, tuple) else (raw_key,)
+        groups.append({"group": {c: _plain(k) for c, k in zip(by, key, strict=False)},
                        **group_stats(part[metric].to_numpy(dtype=float))})
     result: dict[str, Any] = {"csv": str(csv), "metric": metric, "by": by, "where": where,
                               "n_rows": len(df), "groups": groups}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -11,19 +10,24 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import matplotlib
 import numpy as np
 import pandas as pd
 from jinja2 import Environment, PackageLoader, select_autoescape
+from matplotlib.colors import to_hex
 
-from testbed_reports import __version__, plots
-from testbed_reports.anova import ANOVA_NOTE, two_way_anova
+from testbed_reports import __version__, plots, svgplot
+from testbed_reports.anova import ANOVA_NOTE, anova_codes
 from testbed_reports.compare import auto_pairs, compare, parse_pairs
 from testbed_reports.errors import ReportError
 from testbed_reports.fingerprint import fingerprints, label_factors, mismatches
 from testbed_reports.load import Dataset, load
 from testbed_reports.stats import BOOT_MAX_N, B, describe
 
-FACTORS = ("protection", "vendor", "disk")
+#: label factors crossed in two-way ANOVAs: protection x CPU vendor, protection x disk encryption
+FACTOR_PAIRS = (("protection", "vendor"), ("protection", "disk"))
+MAX_PANELS = 4  # per-metric panels of the bar and ECDF charts (tables hold every metric)
+MAX_CV_METRICS = 16
 METHOD = [
     ("n, mean, median, sd and CV are computed over the ok runs of each label; failed, timed-out, skipped "
     "and interrupted runs are listed, never used as values."),
@@ -76,24 +80,34 @@ def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
 def factorial(ds: Dataset, factors: pd.DataFrame) -> list[dict[str, Any]]:
     """Two-way ANOVA per benchmark metric for each pair of fully crossed label factors."""
     out: list[dict[str, Any]] = []
-    for fa, fb in itertools.combinations(FACTORS, 2):
+    if ds.obs.empty:
+        return out
+    labels = ds.obs["label"].cat.categories
+    label_codes = ds.obs["label"].cat.codes.to_numpy()
+    values = ds.obs["value"].to_numpy()
+    groups = ds.obs.groupby(["benchmark", "metric"], observed=True, sort=True).indices
+    for fa, fb in FACTOR_PAIRS:
         f = factors.dropna(subset=[fa, fb])
-        if f[fa].nunique() < 2 or f[fb].nunique() < 2:
+        levels_a, levels_b = sorted(set(f[fa])), sorted(set(f[fb]))
+        if len(levels_a) < 2 or len(levels_b) < 2:
             continue
-        cells = set(zip(f[fa], f[fb]))
-        if len(cells) < f[fa].nunique() * f[fb].nunique():
+        if len(set(zip(f[fa], f[fb], strict=True))) < len(levels_a) * len(levels_b):
             continue
-        level_a, level_b = dict(zip(f["label"], f[fa])), dict(zip(f["label"], f[fb]))
-        obs = ds.obs[ds.obs["label"].isin(list(f["label"]))]
-        for (bench, metric), part in obs.groupby(["benchmark", "metric"], observed=True, sort=True):
-            labels = part["label"].astype(str)
-            data = pd.DataFrame({"value": part["value"].to_numpy(), fa: labels.map(level_a).to_numpy(),
-                                 fb: labels.map(level_b).to_numpy()})
+        code_a = np.full(len(labels), -1)
+        code_b = np.full(len(labels), -1)
+        for lab, va, vb in zip(f["label"], f[fa], f[fb], strict=True):
+            if lab in labels:
+                k = labels.get_loc(lab)
+                code_a[k], code_b[k] = levels_a.index(va), levels_b.index(vb)
+        for (bench, metric), rows in groups.items():
+            ca, cb = code_a[label_codes[rows]], code_b[label_codes[rows]]
+            keep = (ca >= 0) & (cb >= 0)
             try:
-                rows = two_way_anova(data, "value", fa, fb)
+                table = anova_codes(values[rows][keep], ca[keep], cb[keep], len(levels_a), len(levels_b),
+                                    fa, fb)
             except ReportError:
                 continue
-            out.append({"benchmark": bench, "metric": metric, "factors": [fa, fb], "table": rows})
+            out.append({"benchmark": bench, "metric": metric, "factors": [fa, fb], "table": table})
     return out
 
 
@@ -227,20 +241,55 @@ def _write_json(out: Path, name: str, rep: Report, bad: pd.DataFrame, ds: Datase
     (out / "stats.json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
 
 
+def _heat(cmp: pd.DataFrame) -> dict[str, Any]:
+    """Overhead heat map as a coloured table: rows benchmark metric, columns comparison."""
+    cols = list(dict.fromkeys(cmp["comparison"]))
+    finite = np.abs(cmp["overhead_percent"].to_numpy(float))
+    finite = finite[np.isfinite(finite)]
+    lim = max(float(np.percentile(finite, 95)) if len(finite) else 1.0, 1.0)
+    cmap = matplotlib.colormaps["RdYlGn_r"]
+    cells = {(r.benchmark, r.metric, r.comparison): r for r in cmp.itertuples(index=False)}
+    rows = []
+    for bench, metric in dict.fromkeys(zip(cmp["benchmark"], cmp["metric"], strict=True)):
+        row = []
+        for c in cols:
+            r = cells.get((bench, metric, c))
+            v = float(r.overhead_percent) if r is not None else float("nan")
+            if not math.isfinite(v):
+                row.append({"text": "", "color": "#fff", "title": ""})
+                continue
+            star = "*" if r.significant is True else ""
+            shade = to_hex(cmap(0.5 + 0.5 * max(-1.0, min(1.0, v / lim))))
+            row.append({"text": f"{v:+.1f}{star}", "color": shade, "title": r.verdict})
+        rows.append({"name": f"{bench} · {metric}", "cells": row})
+    return {"cols": cols, "rows": rows, "lim": lim}
+
+
+def _positions(obs: pd.DataFrame, metrics: list[str]) -> dict[tuple[str, str], np.ndarray]:
+    """Row positions (within ``obs``) of each (metric, label) of the shown metrics."""
+    idx = obs.groupby(["metric", "label"], observed=True).indices
+    return {k: v for k, v in idx.items() if k[0] in metrics}
+
+
 def _render(name: str, rep: Report, bad: pd.DataFrame, ds: Dataset, labels: list[str]) -> str:
     palette = plots.colors(labels)
     sections = []
     desc = rep.descriptives
     pct = _pct_table(ds)
     obs_groups = ds.obs.groupby("benchmark", observed=True, sort=True).indices if not ds.obs.empty else {}
+    values = ds.obs["value"].to_numpy()
     for bench in sorted(set(desc["benchmark"].astype(str))):
         d = desc[desc["benchmark"] == bench]
         metrics = list(dict.fromkeys(d["metric"]))
-        sub = ds.obs.iloc[obs_groups[bench]]
+        shown = metrics[:MAX_PANELS]
+        rows = obs_groups[bench]
+        series = {(str(m), str(lab)): values[rows][pos]
+                  for (m, lab), pos in _positions(ds.obs.iloc[rows], shown).items()}
+        units = dict(zip(d["metric"].astype(str), d["unit"].astype(str), strict=True))
         sec = {"name": bench, "rows": _records(d), "metrics": len(metrics),
-               "panels_capped": len(metrics) > plots.MAX_PANELS,
-               "bars": plots.bars(d, palette), "ecdf": plots.ecdf(sub, metrics, palette),
-               "cv": plots.cv_bars(d, palette),
+               "panels_capped": len(metrics) > MAX_PANELS, "max_panels": MAX_PANELS,
+               "bars": svgplot.bars(d, shown, palette), "ecdf": svgplot.ecdf(series, shown, units, palette),
+               "cv": svgplot.cv_bars(d, metrics[:MAX_CV_METRICS], palette),
                "comparisons": _records(rep.comparisons[rep.comparisons["benchmark"] == bench]),
                "anova": [a for a in rep.anova if a["benchmark"] == bench]}
         bp = ds.percentiles[ds.percentiles["benchmark"] == bench]
@@ -248,7 +297,7 @@ def _render(name: str, rep: Report, bad: pd.DataFrame, ds: Dataset, labels: list
             sec["pct_plot"] = plots.percentiles(bp, palette)
             sec["pct_rows"] = _records(pct[pct["benchmark"] == bench])
         sections.append(sec)
-    heat = plots.heatmap(rep.comparisons) if not rep.comparisons.empty else None
+    heat = _heat(rep.comparisons) if not rep.comparisons.empty else None
     failed = bad.head(500)
     return _env().get_template("report.html.j2").render(
         name=name, generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),

@@ -56,7 +56,7 @@ def parse_pairs(specs: list[str], labels: list[str]) -> list[Pair]:
 def auto_pairs(factors: pd.DataFrame) -> list[Pair]:
     """Comparisons implied by the inventory groups (DESIGN.md section 2)."""
     groups = {r.label: set(str(r.groups).split(",")) - {""} for r in factors.itertuples(index=False)}
-    disk = dict(zip(factors["label"], factors["disk"]))
+    disk = dict(zip(factors["label"], factors["disk"], strict=False))
 
     def members(group: str) -> list[str]:
         return sorted(lab for lab, gs in groups.items() if group in gs)
@@ -96,12 +96,18 @@ def overhead(ratio: float | np.ndarray, better: str) -> float | np.ndarray:
 
 
 def _tests(va: np.ndarray, vb: np.ndarray) -> tuple[float, float]:
-    mw = welch = float("nan")
-    if len(va) >= 2 and len(vb) >= 2:
-        if np.ptp(np.concatenate([va, vb])) == 0:
-            return 1.0, 1.0
-        mw = float(sps.mannwhitneyu(va, vb, alternative="two-sided").pvalue)
-        welch = float(sps.ttest_ind(va, vb, equal_var=False).pvalue)
+    """Two-sided Mann-Whitney U and Welch t p-values (NaN with fewer than two values a side)."""
+    if len(va) < 2 or len(vb) < 2:
+        return float("nan"), float("nan")
+    if np.ptp(np.concatenate([va, vb])) == 0:
+        return 1.0, 1.0
+    mw = float(sps.mannwhitneyu(va, vb, alternative="two-sided").pvalue)
+    sa, sb = float(va.std(ddof=1)), float(vb.std(ddof=1))
+    if sa == 0 and sb == 0:
+        welch = 0.0 if va.mean() != vb.mean() else 1.0
+    else:
+        welch = float(sps.ttest_ind_from_stats(va.mean(), sa, len(va), vb.mean(), sb, len(vb),
+                                               equal_var=False).pvalue)
     return mw, welch
 
 
@@ -139,15 +145,15 @@ def compare(obs: pd.DataFrame, desc: pd.DataFrame, draws: dict[tuple[str, str, s
     indices = obs.groupby(KEY, observed=True, sort=True).indices
     values = obs["value"].to_numpy()
     hosts = obs["host"].to_numpy()
-    d = desc.set_index(KEY)
+    d = {(r["benchmark"], r["metric"], r["label"]): r for r in desc.to_dict(orient="records")}
+    by_label: dict[str, set[tuple[str, str]]] = {}
+    for bench, metric, label in d:
+        by_label.setdefault(label, set()).add((bench, metric))
     rows = []
     for pair in pairs:
         part = []
-        both = sorted(set(d.xs(pair.a, level="label").index) & set(d.xs(pair.b, level="label").index)) \
-            if pair.a in d.index.get_level_values("label") and pair.b in d.index.get_level_values("label") \
-            else []
-        for bench, metric in both:
-            ra, rb = d.loc[(bench, metric, pair.a)], d.loc[(bench, metric, pair.b)]
+        for bench, metric in sorted(by_label.get(pair.a, set()) & by_label.get(pair.b, set())):
+            ra, rb = d[(bench, metric, pair.a)], d[(bench, metric, pair.b)]
             better = str(ra["better"])
             ratio = ra["mean"] / rb["mean"] if rb["mean"] != 0 else float("nan")
             ovh = float(overhead(ratio, better))
@@ -188,5 +194,5 @@ def _holm(rows: list[dict], key: str) -> None:
     ok = np.isfinite(p)
     if ok.any():
         adj[ok] = multipletests(p[ok], alpha=ALPHA, method="holm")[1]
-    for r, a in zip(rows, adj):
+    for r, a in zip(rows, adj, strict=False):
         r[f"{key}_holm"] = float(a)

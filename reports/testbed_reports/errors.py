@@ -25,3 +25,7 @@ class SchemaError(ReportError):
         super().__init__(f"{where}: {problem}", "see DESIGN.md section 4 for the record schema")
         self.path = path
         self.line = line
+        self.problem = problem
+
+    def __reduce__(self) -> tuple:
+        return (SchemaError, (self.path, self.line, self.problem))

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
-import math
+import multiprocessing
+import os
+import sys
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +24,10 @@ RECORD_COLUMNS = ("run_id", "host", "label", "groups", "benchmark", "type", "ind
                   "status", "error", "started_at", "source", "line")
 OBS_COLUMNS = ("run_id", "host", "label", "groups", "benchmark", "type", "metric", "unit", "better",
                "value", "repetition", "index", "started_at", "cc_technology")
+#: total size of result files above which they are parsed in parallel processes
+PARALLEL_BYTES = 8 * 1024 * 1024
+CATEGORICAL = ("run_id", "host", "label", "groups", "benchmark", "type", "metric", "unit", "better",
+               "cc_technology")
 CSV_FIELDS = ("label", "benchmark", "metric", "value", "unit", "better", "host", "repetition", "run_id",
               "groups")
 
@@ -38,15 +45,18 @@ class Dataset:
 
 
 class _Collector:
-    """Column lists filled record by record (no per-row DataFrame work)."""
+    """Column lists filled record by record (no per-row DataFrame work).
+
+    A metric's (name, unit, better) is stored once as a key and each observation keeps its key's code,
+    so the per-observation work is three list appends.
+    """
 
     def __init__(self) -> None:
         self.rec: dict[str, list[Any]] = {c: [] for c in RECORD_COLUMNS}
         self.obs_rec: list[int] = []
-        self.obs_metric: list[str] = []
-        self.obs_value: list[float] = []
-        self.obs_unit: list[str] = []
-        self.obs_better: list[str] = []
+        self.obs_key: list[int] = []
+        self.obs_value: list[Any] = []
+        self.keys: dict[tuple[str, str, str], int] = {}
         self.pct: dict[str, list[Any]] = {"rec": [], "series": [], "percentile": [], "value": []}
 
     def add(self, rec: dict[str, Any], source: str, line: int) -> None:
@@ -67,12 +77,22 @@ class _Collector:
         r["line"].append(line)
         if rec["status"] != "ok":
             return
+        keys, add_rec, add_key, add_value = self.keys, self.obs_rec.append, self.obs_key.append, \
+            self.obs_value.append
         for name, m in rec["metrics"].items():
-            self.obs_rec.append(pos)
-            self.obs_metric.append(name)
-            self.obs_value.append(m["value"])
-            self.obs_unit.append(m["unit"])
-            self.obs_better.append(m["better"])
+            try:
+                key = (name, m["unit"], m["better"])
+                code = keys.get(key)
+                value = m["value"]
+            except (TypeError, KeyError):
+                raise SchemaError(source, line, f"metric '{name}' must be an object with value, unit, "
+                                                "better") from None
+            if code is None:
+                _check_key(key, source, line)
+                code = keys[key] = len(keys)
+            add_rec(pos)
+            add_key(code)
+            add_value(value)
         samples = rec.get("samples")
         if samples:
             for series, values in _percentile_series(samples):
@@ -81,6 +101,36 @@ class _Collector:
                     self.pct["series"].append(series)
                     self.pct["percentile"].append(float(pct))
                     self.pct["value"].append(float(val))
+
+    def values(self) -> np.ndarray:
+        """The observation values as floats; a non-number names its file and line."""
+        raw = self.obs_value
+        try:
+            vals = np.asarray(raw, dtype=float)
+        except (TypeError, ValueError):
+            vals = None
+        bad = None
+        if vals is None:
+            bad = next(i for i, v in enumerate(raw) if not _is_number(v))
+        elif not np.isfinite(vals).all():
+            bad = int(np.flatnonzero(~np.isfinite(vals))[0])
+        elif any(v.__class__ is bool for v in raw):
+            bad = next(i for i, v in enumerate(raw) if v.__class__ is bool)
+        if bad is not None:
+            pos = self.obs_rec[bad]
+            name = next(k[0] for k, c in self.keys.items() if c == self.obs_key[bad])
+            raise SchemaError(self.rec["source"][pos], self.rec["line"][pos],
+                              f"metric '{name}': value must be a finite number, got {raw[bad]!r}")
+        return vals
+
+
+def _check_key(key: tuple[Any, Any, Any], source: str, line: int) -> None:
+    name, unit, better = key
+    if not isinstance(unit, str):
+        raise SchemaError(source, line, f"metric '{name}': unit must be a string")
+    if better not in BETTER:
+        raise SchemaError(source, line,
+                          f"metric '{name}': better must be 'higher' or 'lower', got {better!r}")
 
 
 def _percentile_series(samples: Mapping[str, Any]) -> Iterable[tuple[str, dict[str, float]]]:
@@ -131,18 +181,6 @@ def validate_record(rec: Any, path: str, line: int) -> None:
     metrics = rec.get("metrics", {})
     if not isinstance(metrics, dict):
         raise bad("field 'metrics' must be an object")
-    if rec["status"] != "ok":
-        return
-    for name, m in metrics.items():
-        if not isinstance(m, dict):
-            raise bad(f"metric '{name}' must be an object with value, unit, better")
-        v = m.get("value")
-        if not _is_number(v) or not math.isfinite(v):
-            raise bad(f"metric '{name}': value must be a finite number, got {v!r}")
-        if not isinstance(m.get("unit"), str):
-            raise bad(f"metric '{name}': unit must be a string")
-        if m.get("better") not in BETTER:
-            raise bad(f"metric '{name}': better must be 'higher' or 'lower', got {m.get('better')!r}")
 
 
 def _read_jsonl(path: Path, col: _Collector) -> None:
@@ -175,37 +213,47 @@ def _read_sysinfo(path: Path) -> dict[str, Any]:
 
 def _finish(col: _Collector, sysinfo: dict[tuple[str, str], dict[str, Any]],
             extra_obs: list[pd.DataFrame]) -> Dataset:
+    values = np.asarray(col.obs_value, dtype=float)
     records = pd.DataFrame(col.rec, columns=list(RECORD_COLUMNS))
     records["index"] = records["index"].astype("int64")
     records["repetition"] = records["repetition"].astype("int64")
-    records = _drop_superseded(records)
     cc = {k: _cc_technology(v) for k, v in sysinfo.items()}
-    records["cc_technology"] = [cc.get(k, "unknown") for k in zip(records["run_id"], records["host"])]
+    hosts = records[["run_id", "host"]].drop_duplicates()
+    tech = {k: cc.get(k, "unknown") for k in zip(hosts["run_id"], hosts["host"], strict=True)}
+    records["cc_technology"] = [tech[k] for k in zip(records["run_id"], records["host"], strict=True)]
+    cat_cols = ("run_id", "host", "label", "groups", "benchmark", "type", "cc_technology")
+    for c in cat_cols:
+        records[c] = records[c].astype("category")
+    kept = _drop_superseded(records)
     rec_pos = np.asarray(col.obs_rec, dtype=np.int64)
-    keep = records.index.to_numpy()
-    if len(rec_pos):
-        alive = np.zeros(len(col.rec["run_id"]), dtype=bool)
-        alive[keep] = True
-        mask = alive[rec_pos]
-    else:
-        mask = np.zeros(0, dtype=bool)
-    base = records.loc[rec_pos[mask]] if len(rec_pos) else records.iloc[0:0]
-    obs = pd.DataFrame({
-        "run_id": base["run_id"].to_numpy(), "host": base["host"].to_numpy(),
-        "label": base["label"].to_numpy(), "groups": base["groups"].to_numpy(),
-        "benchmark": base["benchmark"].to_numpy(), "type": base["type"].to_numpy(),
-        "metric": np.asarray(col.obs_metric, dtype=object)[mask],
-        "unit": np.asarray(col.obs_unit, dtype=object)[mask],
-        "better": np.asarray(col.obs_better, dtype=object)[mask],
-        "value": np.asarray(col.obs_value, dtype=float)[mask],
-        "repetition": base["repetition"].to_numpy(), "index": base["index"].to_numpy(),
-        "started_at": base["started_at"].to_numpy(), "cc_technology": base["cc_technology"].to_numpy(),
-    }, columns=list(OBS_COLUMNS))
+    alive = np.zeros(len(records), dtype=bool)
+    alive[kept.index.to_numpy()] = True
+    mask = alive[rec_pos] if len(rec_pos) else np.zeros(0, dtype=bool)
+    pos = rec_pos[mask]
+    data: dict[str, Any] = {}
+    for c in cat_cols:
+        cat = records[c].cat
+        data[c] = pd.Categorical.from_codes(cat.codes.to_numpy()[pos], categories=cat.categories)
+    key_list = sorted(col.keys, key=col.keys.__getitem__)
+    key_codes = np.asarray(col.obs_key, dtype=np.int64)[mask]
+    for i, field_name in enumerate(("metric", "unit", "better")):
+        names = [k[i] for k in key_list]
+        uniq = sorted(set(names))
+        lookup = np.asarray([uniq.index(n) for n in names], dtype=np.int64)
+        data[field_name] = pd.Categorical.from_codes(lookup[key_codes] if len(key_codes) else key_codes,
+                                                     categories=uniq)
+    data["value"] = values[mask] if len(values) else np.zeros(0)
+    for c in ("repetition", "index", "started_at"):
+        data[c] = records[c].to_numpy()[pos]
+    obs = pd.DataFrame(data, columns=list(OBS_COLUMNS))
     if extra_obs:
-        obs = pd.concat([obs, *extra_obs], ignore_index=True)
-    obs = _categorize(obs)
+        obs = _categorize(pd.concat([obs.astype({c: object for c in CATEGORICAL}), *extra_obs],
+                                    ignore_index=True))
+    records = kept
     pct = _percentiles(col, records)
     records = records.reset_index(drop=True)
+    for c in cat_cols:
+        records[c] = records[c].astype(str)
     return Dataset(obs=obs, records=records, sysinfo=sysinfo, percentiles=pct)
 
 
@@ -226,9 +274,8 @@ def _percentiles(col: _Collector, records: pd.DataFrame) -> pd.DataFrame:
 
 
 def _categorize(obs: pd.DataFrame) -> pd.DataFrame:
-    for c in ("run_id", "host", "label", "groups", "benchmark", "type", "metric", "unit", "better",
-              "cc_technology"):
-        obs[c] = obs[c].astype("category")
+    for c in CATEGORICAL:
+        obs[c] = obs[c].astype(str).astype("category")
     return obs
 
 
@@ -302,37 +349,76 @@ def read_csv_observations(path: Path, mapping: Mapping[str, str] | None = None,
     return out[list(OBS_COLUMNS)].reset_index(drop=True)
 
 
+def _parse_file(path: str) -> dict[str, Any]:
+    """One result file as column lists and arrays (runs in a worker process for large inputs)."""
+    col = _Collector()
+    _read_jsonl(Path(path), col)
+    return {"rec": col.rec, "obs_rec": np.asarray(col.obs_rec, dtype=np.int64),
+            "obs_key": np.asarray(col.obs_key, dtype=np.int64), "values": col.values(),
+            "keys": sorted(col.keys, key=col.keys.__getitem__), "pct": col.pct}
+
+
+def _parse_all(files: list[Path]) -> list[dict[str, Any]]:
+    """Parse files, in parallel processes when there is enough data for it to pay off."""
+    names = [str(f) for f in files]
+    total = sum(f.stat().st_size for f in files)
+    workers = min(len(files), os.cpu_count() or 1, 4)
+    if workers < 2 or total < PARALLEL_BYTES:
+        return [_parse_file(n) for n in names]
+    ctx = multiprocessing.get_context("spawn" if sys.platform != "linux" else "fork")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        return list(pool.map(_parse_file, names))
+
+
+def _merge(parts: list[dict[str, Any]]) -> _Collector:
+    """One collector from per-file results (record positions offset, metric keys re-coded)."""
+    col = _Collector()
+    obs_rec, obs_key, values = [], [], []
+    for part in parts:
+        offset = len(col.rec["run_id"])
+        for c in RECORD_COLUMNS:
+            col.rec[c].extend(part["rec"][c])
+        remap = np.asarray([col.keys.setdefault(k, len(col.keys)) for k in part["keys"]], dtype=np.int64)
+        obs_rec.append(part["obs_rec"] + offset)
+        obs_key.append(remap[part["obs_key"]] if len(part["obs_key"]) else part["obs_key"])
+        values.append(part["values"])
+        for k in col.pct:
+            col.pct[k].extend([v + offset for v in part["pct"][k]] if k == "rec" else part["pct"][k])
+    col.obs_rec = np.concatenate(obs_rec) if obs_rec else np.zeros(0, dtype=np.int64)  # type: ignore[assignment]
+    col.obs_key = np.concatenate(obs_key) if obs_key else np.zeros(0, dtype=np.int64)  # type: ignore[assignment]
+    col.obs_value = np.concatenate(values) if values else np.zeros(0)  # type: ignore[assignment]
+    return col
+
+
 def load(paths: Iterable[Path], csv_mapping: Mapping[str, str] | None = None,
          csv_defaults: Mapping[str, str] | None = None) -> Dataset:
     """Load result directories, single .jsonl files and .csv files into one Dataset."""
-    col = _Collector()
     sysinfo: dict[tuple[str, str], dict[str, Any]] = {}
     extra: list[pd.DataFrame] = []
     sources: list[str] = []
-    for p in paths:
-        p = Path(p)
+    files: list[Path] = []
+    for given in paths:
+        p = Path(given)
         if not p.exists():
             raise ReportError(f"{p}: no such file or directory", "give results/<run_id> directories")
         if p.is_file() and p.suffix == ".csv":
             extra.append(read_csv_observations(p, csv_mapping, csv_defaults))
             sources.append(str(p))
             continue
-        files = [p] if p.is_file() else sorted(p.rglob("*.jsonl"))
-        if not files and p.is_dir():
-            files_csv = sorted(p.rglob("*.csv"))
-            if not files_csv:
-                raise ReportError(f"{p}: no result files (*.jsonl) found",
-                                  "the runner writes results/<run_id>/<host>.jsonl")
-        for f in files:
-            before = len(col.rec["run_id"])
-            _read_jsonl(f, col)
-            sources.append(str(f))
-            si = f.with_name(f.name[: -len(".jsonl")] + ".sysinfo.json")
-            if si.exists():
-                info = _read_sysinfo(si)
-                for run_id, host in set(zip(col.rec["run_id"][before:], col.rec["host"][before:])):
-                    sysinfo[(run_id, host)] = info
-    ds = _finish(col, sysinfo, extra)
+        found = [p] if p.is_file() else sorted(p.rglob("*.jsonl"))
+        if not found:
+            raise ReportError(f"{p}: no result files (*.jsonl) found",
+                              "the runner writes results/<run_id>/<host>.jsonl")
+        files.extend(found)
+    parts = _parse_all(files)
+    for f, part in zip(files, parts, strict=True):
+        sources.append(str(f))
+        si = f.with_name(f.name[: -len(".jsonl")] + ".sysinfo.json")
+        if si.exists():
+            info = _read_sysinfo(si)
+            for run_id, host in set(zip(part["rec"]["run_id"], part["rec"]["host"], strict=True)):
+                sysinfo[(run_id, host)] = info
+    ds = _finish(_merge(parts), sysinfo, extra)
     ds.sources = sources
     if ds.records.empty and ds.obs.empty:
         raise ReportError("no result records in the given paths", "did the run write any records?")

@@ -103,7 +103,7 @@ def describe(obs: pd.DataFrame) -> tuple[pd.DataFrame, dict[tuple[str, str, str]
     lo = table["ci95_low"].to_numpy().copy()
     hi = table["ci95_high"].to_numpy().copy()
     method = table["ci_method"].to_numpy().copy()
-    for i, key in enumerate(zip(table["benchmark"], table["metric"], table["label"])):
+    for i, key in enumerate(zip(table["benchmark"], table["metric"], table["label"], strict=False)):
         rows = indices[key]
         v = values[rows]
         d = draws(v, host_codes[rows], np.random.default_rng(seed_for(*key)))

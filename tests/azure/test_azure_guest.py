@@ -98,6 +98,11 @@ def test_imds_unreachable_is_a_testbed_error() -> None:
     assert "did not answer" in err.value.message and "--cloud azure" in (err.value.hint or "")
 
 
+def test_imds_refuses_non_http_endpoints() -> None:
+    with pytest.raises(errors.TestbedError, match="not an http"):
+        azure.imds("file:///etc/passwd")
+
+
 def test_imds_garbage_is_a_testbed_error(imds_server: tuple[str, type[_Imds]]) -> None:
     endpoint, handler = imds_server
     handler.body = b"<html>captive portal</html>"

@@ -29,6 +29,7 @@ class Served:
     """A running ``testbed-agent faas serve`` process and a client for it."""
 
     def __init__(self, tmp: Path, *args: str) -> None:
+        tmp.mkdir(parents=True, exist_ok=True)
         url_file = tmp / "url"
         self.log = tmp / "serve.log"
         cmd = [
@@ -76,3 +77,22 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     s.client.close()
     s.stop()
     assert s.proc.returncode == 0, s.log.read_text()
+
+
+@pytest.fixture
+def start_emulator(tmp_path: Path) -> Iterator[object]:
+    """Start another emulator with the given serve options; stopped (and checked) at teardown."""
+    needs_root()
+    started: list[Served] = []
+
+    def start(*args: str) -> Served:
+        s = Served(tmp_path / f"emu{len(started)}", *args)
+        started.append(s)
+        return s
+
+    yield start
+    for s in started:
+        s.client.close()
+        if s.proc.poll() is None:  # a test may have killed one on purpose
+            s.stop()
+            assert s.proc.returncode == 0, s.log.read_text()

@@ -9,8 +9,10 @@ DEFAULT_PORT = 8650
 
 
 def faas_dir() -> Path:
-    """The ``workloads/faas`` directory: $TESTBED_FAAS_DIR, else the one of this checkout."""
+    """``workloads/faas``: ``$TESTBED_FAAS_DIR``, else under the agent's workloads directory."""
     env = os.environ.get("TESTBED_FAAS_DIR")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[3] / "workloads" / "faas"
+    from testbed_agent.paths import workloads_dir
+
+    return workloads_dir() / "faas"

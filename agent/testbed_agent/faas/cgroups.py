@@ -183,9 +183,10 @@ class V2Instance(InstanceCgroup):
         p = self.path
         _write(p / "cpu.max", f"{max(1000, int(vcpus * PERIOD_US))} {PERIOD_US}")
         _write(p / "memory.max", str(memory_bytes))
-        _write(p / "memory.swap.max", "0")
-        _write(p / "memory.oom.group", "1")
-        _write(p / "pids.max", str(PIDS_MAX))
+        # optional files: no swap accounting, older kernels, or no pids controller
+        for name, value in (("memory.swap.max", "0"), ("memory.oom.group", "1"), ("pids.max", str(PIDS_MAX))):
+            with contextlib.suppress(OSError):
+                _write(p / name, value)
 
     def procs_files(self) -> list[str]:
         return [str(self.path / "cgroup.procs")]
@@ -231,6 +232,18 @@ class Backend:
     def cleanup(self) -> None:
         """Remove the emulator's cgroup directories."""
 
+    def reclaim(self, emulator_id: str) -> None:
+        """Kill and remove what a dead emulator ``emulator_id`` left in the cgroup tree."""
+
+
+def _reclaim_dir(d: Path) -> None:
+    if not d.is_dir():
+        return
+    for child in sorted((c for c in d.rglob("*") if c.is_dir()), key=lambda c: -len(c.parts)):
+        _kill_pids(child / "cgroup.procs", wait_s=1.0)
+        _rmdir(child, wait_s=0.5)
+    _rmdir(d, wait_s=0.5)
+
 
 class V1Backend(Backend):
     version = "v1"
@@ -247,29 +260,50 @@ class V1Backend(Backend):
             _rmdir(b, wait_s=0.2)
             _rmdir(b.parent, wait_s=0)
 
+    def reclaim(self, emulator_id: str) -> None:
+        for b in self.bases.values():
+            _reclaim_dir(b.parent / emulator_id)
+
 
 class V2Backend(Backend):
-    """Own cgroup ``R``: the emulator moves to ``R/supervisor`` (no-internal-process rule),
-    enables cpu, memory and pids for ``R`` and ``R/instances``; instances live in ``R/instances/ID``."""
+    """Instances in ``base/ID``; ``base`` (``<own cgroup>/testbed-faas-<emulator id>``) has the
+    controllers enabled for its children."""
 
     version = "v2"
 
-    def __init__(self, root: Path, *, move_self: bool = True) -> None:
+    def __init__(self, base: Path, controllers: tuple[str, ...] = ("cpu", "memory", "pids")) -> None:
         super().__init__()
-        self.root = root
-        if move_self:
-            (root / "supervisor").mkdir(exist_ok=True)
-            _write(root / "supervisor" / "cgroup.procs", str(os.getpid()))
-        _write(root / "cgroup.subtree_control", "+cpu +memory +pids")
-        self.instances = root / "instances"
-        self.instances.mkdir(exist_ok=True)
-        _write(self.instances / "cgroup.subtree_control", "+cpu +memory +pids")
+        self.base = base
+        base.mkdir(exist_ok=True)
+        _write(base / "cgroup.subtree_control", " ".join(f"+{c}" for c in controllers))
 
     def create(self, name: str) -> InstanceCgroup:
-        return V2Instance(self.instances / name)
+        return V2Instance(self.base / name)
 
     def cleanup(self) -> None:
-        _rmdir(self.instances, wait_s=0.2)
+        _rmdir(self.base, wait_s=0.2)
+
+    def reclaim(self, emulator_id: str) -> None:
+        _reclaim_dir(self.base.parent / f"{BASE}-{emulator_id}")
+
+
+def setup_v2(here: Path, emulator_id: str) -> V2Backend:
+    """Delegate controllers below our own cgroup ``here``. When ``here`` does not pass cpu and
+    memory to its children yet, we first move into a leaf (the no-internal-process rule), as a
+    systemd service with ``Delegate=yes`` must; if other processes share ``here`` this fails."""
+    available = _read(here / "cgroup.controllers").split()
+    wanted = tuple(c for c in ("cpu", "memory", "pids") if c in available)
+    if not {"cpu", "memory"} <= set(_read(here / "cgroup.subtree_control").split()):
+        leaf = here / f"{BASE}-supervisor"
+        leaf.mkdir(exist_ok=True)
+        _write(leaf / "cgroup.procs", str(os.getpid()))
+        try:
+            _write(here / "cgroup.subtree_control", " ".join(f"+{c}" for c in wanted))
+        except OSError:
+            _write(here / "cgroup.procs", str(os.getpid()))
+            _rmdir(leaf, wait_s=0)
+            raise
+    return V2Backend(here / f"{BASE}-{emulator_id}", wanted)
 
 
 def _mounts() -> list[tuple[str, str, str, set[str]]]:
@@ -311,11 +345,12 @@ def detect(emulator_id: str, prefer: str = "auto") -> Backend:
             here = _join(point, root, own.get("", "/"))
             if {"cpu", "memory"} <= set(_read(here / "cgroup.controllers").split()):
                 try:
-                    base = here / f"{BASE}-{emulator_id}"
-                    base.mkdir(exist_ok=True)
-                    return V2Backend(base)
+                    return setup_v2(here, emulator_id)
                 except OSError as exc:
-                    errors.append(f"cgroup v2 at {here}: {exc.strerror}")
+                    errors.append(
+                        f"cgroup v2 at {here}: cannot delegate controllers ({exc.strerror}; "
+                        "run as a service with Delegate=yes)"
+                    )
             else:
                 errors.append(f"cgroup v2 at {here} lacks cpu/memory controllers")
     if prefer in ("auto", "v1"):

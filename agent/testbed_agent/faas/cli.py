@@ -1,4 +1,4 @@
-"""``testbed-agent faas ...``: run the emulator, deploy and invoke functions, force cold starts."""
+"""testbed-agent faas: run the emulator, deploy and invoke functions, force cold starts."""
 
 from __future__ import annotations
 
@@ -129,6 +129,8 @@ def _serve(args: argparse.Namespace) -> int:
             hint="pick another --port (0 picks a free one)",
         ) from exc
     emu.key_service = server.url
+    if emu.reclaimed:
+        log(f"cleaned up after {emu.reclaimed} emulator(s) that had died without shutting down")
     for warning in emu.warnings():
         log(f"WARNING: {warning}")
     log(

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -81,6 +83,8 @@ class Emulator:
         self.max_concurrency = max_concurrency
         self.key_service = key_service
         self.backend = cgroups.detect(self.id, cgroup) if cgroup != "none" else cgroups.Backend("disabled")
+        (self.state_dir / "pid").write_text(str(os.getpid()))
+        self.reclaimed = self._reclaim_stale(state_dir)
         self.mount_tmp = os.geteuid() == 0 and shutil.which("mount") is not None
         self.limits_enforced = self.backend.enforced and self.mount_tmp
         self.ncpu = os.cpu_count() or 1
@@ -93,6 +97,21 @@ class Emulator:
         self._stop = threading.Event()
         self._reaper = threading.Thread(target=self._reap, name="keep-alive", daemon=True)
         self._reaper.start()
+
+    def _reclaim_stale(self, state_dir: Path) -> int:
+        """Clean up after emulators that died without shutting down (SIGKILL, power loss):
+        kill their instances, unmount their /tmp mounts, remove their cgroups and files."""
+        count = 0
+        for d in state_dir.glob("emu-*"):
+            pid_text = (d / "pid").read_text().strip() if (d / "pid").is_file() else ""
+            if d == self.state_dir or (pid_text.isdigit() and _alive(int(pid_text))):
+                continue
+            self.backend.reclaim(d.name.removeprefix("emu-"))
+            for point in sorted(_mounts_under(d), key=len, reverse=True):
+                subprocess.run(["umount", "-l", point], capture_output=True, check=False)
+            shutil.rmtree(d, ignore_errors=True)
+            count += 1
+        return count
 
     # -- status --------------------------------------------------------------------------
 
@@ -145,7 +164,14 @@ class Emulator:
     def deploy(self, name: str, spec: dict[str, Any]) -> dict[str, Any]:
         """Create or update a function; an update retires its instances (next call is cold)."""
         p = self.profile
+        if not isinstance(spec, dict):
+            raise FaasError(400, f"deployment of {name} must be a JSON object")
         try:
+            keep = spec.get("keep_alive_s")
+            keep_alive = self.keep_alive_s if keep is None else float(keep)
+            concurrency = int(spec.get("concurrency") or p.instance_concurrency)
+            if keep_alive < 0 or concurrency < 1:
+                raise ValueError("keep_alive_s must be >= 0 and concurrency >= 1")
             memory = int(spec.get("memory_mb") or p.memory_default_mb)
             p.check_memory(memory)
             timeout = float(spec.get("timeout_s") or p.timeout_default_s)
@@ -157,15 +183,14 @@ class Emulator:
             raise FaasError(400, f"bad deployment of {name}: {exc}") from exc
         except TestbedError as exc:
             raise FaasError(400, exc.message, exc.hint) from exc
-        keep = spec.get("keep_alive_s")
         dep = Deployment(
             name=name,
             code=code,
             memory_mb=memory,
             timeout_s=timeout,
-            keep_alive_s=self.keep_alive_s if keep is None else float(keep),
+            keep_alive_s=keep_alive,
             tmp_mb=tmp_mb,
-            concurrency=int(spec.get("concurrency") or p.instance_concurrency),
+            concurrency=concurrency,
             env={str(k): str(v) for k, v in (spec.get("env") or {}).items()},
         )
         with self._lock:
@@ -194,8 +219,7 @@ class Emulator:
                 self.hosts = []
             for inst in victims:
                 self._detach(inst)
-        for inst in victims:
-            inst.retire()
+        _retire_all(victims)
         return {"retired": len(victims), "scope": scope, "hosts": [h.id for h in self.hosts]}
 
     # -- invocation ----------------------------------------------------------------------
@@ -440,8 +464,7 @@ class Emulator:
                 ]
                 for inst in idle:
                     self._detach(inst)
-            for inst in idle:
-                inst.retire()
+            _retire_all(idle)
 
     def shutdown(self) -> None:
         """Retire every instance and remove the emulator's cgroups and state."""
@@ -450,6 +473,32 @@ class Emulator:
         self.cold(None, "host")
         self.backend.cleanup()
         shutil.rmtree(self.state_dir, ignore_errors=True)
+
+
+def _retire_all(instances: list[Instance]) -> None:
+    """Retire instances, several at a time (each waits for its processes to die)."""
+    if len(instances) == 1:
+        instances[0].retire()
+    elif instances:
+        with ThreadPoolExecutor(max_workers=min(8, len(instances))) as pool:
+            list(pool.map(Instance.retire, instances))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _mounts_under(d: Path) -> list[str]:
+    prefix = str(d.resolve()) + "/"
+    with open("/proc/self/mountinfo") as fh:
+        points = [line.split()[4] for line in fh]
+    return [p for p in points if p.startswith(prefix)]
 
 
 def log(msg: str) -> None:

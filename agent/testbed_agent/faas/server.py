@@ -83,7 +83,9 @@ class _Handler(BaseHTTPRequestHandler):
             if len(parts) == 2 and parts[0] == "keys" and method == "GET":
                 return self._send(200, {"key_id": parts[1], "key_hex": self.server.key(parts[1])})
             raise FaasError(404, f"no route {method} {self.path}")
-        except FaasError as exc:
+        except Exception as exc:  # noqa: BLE001 - answer every request; the emulator keeps serving
+            if not isinstance(exc, FaasError):
+                exc = FaasError(500, f"emulator error: {type(exc).__name__}: {exc}")
             self._send(
                 exc.status,
                 {"status": "error", "error": {"type": "ApiError", "message": exc.message, "hint": exc.hint}},

@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from testbed_agent.cost import cost_efficiency
-from testbed_agent.errors import TestbedError, WorkloadError
+from testbed_agent.errors import BenchmarkTimeout, Interrupted, TestbedError, WorkloadError
 from testbed_agent.faas import DEFAULT_PORT
 from testbed_agent.faas.client import FaasClient
 from testbed_agent.plan import Benchmark, ParamError
@@ -84,6 +84,14 @@ class FaasWorkload(Workload):
         return bench.timeout_s or DEFAULT_TIMEOUT_S
 
     def run(self, ctx: RunContext) -> Outcome:
+        try:
+            return self._run(ctx)
+        except WorkloadError:
+            raise
+        except TestbedError as exc:  # emulator unreachable, deployment refused ...
+            raise WorkloadError(exc.message, exc.hint) from exc
+
+    def _run(self, ctx: RunContext) -> Outcome:
         p = ctx.params
         with _endpoint(ctx) as url:
             client = FaasClient(url, timeout_s=max(1.0, ctx.remaining()))
@@ -99,8 +107,17 @@ class FaasWorkload(Workload):
             }
             deployment = client.deploy(name, **{k: v for k, v in spec.items() if v is not None})
             mode = p.get("mode", "warm")
-            calls = globals()[f"_mode_{mode}"](ctx, client, name)
-            client.close()
+            modes = {
+                "warm": _mode_warm,
+                "cold": _mode_cold,
+                "cold_warm": _mode_cold_warm,
+                "scaling": _mode_scaling,
+                "retention": _mode_retention,
+            }
+            try:
+                calls = modes[mode](ctx, client, name)
+            finally:
+                client.close()
         return _outcome(ctx, info, deployment, calls, mode)
 
 
@@ -239,9 +256,10 @@ def _mode_retention(ctx: RunContext, client: FaasClient, name: str) -> list[dict
 
 
 def _check_stop(ctx: RunContext) -> None:
-    ctx.sleep(0)
+    if ctx.stop.is_set():
+        raise Interrupted("interrupted between calls")
     if ctx.remaining() <= 0:
-        raise WorkloadError("FaaS benchmark ran past its timeout")
+        raise BenchmarkTimeout("FaaS benchmark ran past its timeout")
 
 
 def _num(x: float) -> str:

@@ -7,6 +7,7 @@ is bounded by the time left before the benchmark's deadline.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -19,7 +20,7 @@ from typing import Any
 
 import nbformat
 from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
-from jupyter_client.manager import KernelManager
+from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
@@ -68,14 +69,14 @@ class Execution:
         }
 
 
-def kernel_manager(kernel: str) -> KernelManager:
+def kernel_manager(kernel: str) -> AsyncKernelManager:
     """A kernel manager; ``python3`` is pinned to this interpreter's ipykernel.
 
     Other names are looked up in the Jupyter kernel paths (``jupyter kernelspec list``).
     """
     if kernel == NATIVE_KERNEL:
-        return KernelManager(kernel_name=kernel, kernel_spec_manager=KernelSpecManager(kernel_dirs=[]))
-    return KernelManager(kernel_name=kernel)
+        return AsyncKernelManager(kernel_name=kernel, kernel_spec_manager=KernelSpecManager(kernel_dirs=[]))
+    return AsyncKernelManager(kernel_name=kernel)
 
 
 def _stamp(value: Any) -> datetime | None:
@@ -164,8 +165,8 @@ def execute(
                     limit = left if cell_timeout_s is None else min(left, cell_timeout_s)
                     client.timeout = max(1, int(limit + 0.999))
                     client.execute_cell(cell, index)
-                    secs = cell_seconds(cell)
-                    result.cells.append(CellTime(index, source_index(nb, index), secs or 0.0, _first_line(cell)))
+                    secs = cell_seconds(cell) or 0.0
+                    result.cells.append(CellTime(index, source_index(nb, index), secs, _first_line(cell)))
             finally:
                 result.wall_s = time.perf_counter() - t0
                 t_shut = time.perf_counter()
@@ -219,7 +220,5 @@ def _kill_kernel(client: NotebookClient) -> None:
     pid = getattr(provisioner, "pid", None)
     if not pid:
         return
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass

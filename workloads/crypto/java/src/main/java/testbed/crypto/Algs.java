@@ -27,6 +27,15 @@ import javax.crypto.spec.SecretKeySpec;
 /** The algorithms of CONTRACT.md on JCA (SunJCE) and Bouncy Castle (CAST-128, Twofish). */
 final class Algs {
     static final SecureRandom RANDOM = new SecureRandom();
+    private static java.security.Provider bouncyCastle;
+
+    /** Bouncy Castle, made on first use only (registering it costs JVM start-up time). */
+    static synchronized java.security.Provider bc() {
+        if (bouncyCastle == null) {
+            bouncyCastle = new org.bouncycastle.jce.provider.BouncyCastleProvider();
+        }
+        return bouncyCastle;
+    }
 
     record Alg(String name, String kind, List<Integer> keyBits, List<String> ops, String mode, String padding,
                int block) {}
@@ -72,8 +81,8 @@ final class Algs {
             case "aes-cbc" -> Cipher.getInstance("AES/CBC/PKCS5Padding");
             case "3des-cbc" -> Cipher.getInstance("DESede/CBC/PKCS5Padding");
             case "blowfish-cbc" -> Cipher.getInstance("Blowfish/CBC/PKCS5Padding");
-            case "cast128-cbc" -> Cipher.getInstance("CAST5/CBC/PKCS5Padding", "BC");
-            case "twofish-cbc" -> Cipher.getInstance("Twofish/CBC/PKCS5Padding", "BC");
+            case "cast128-cbc" -> Cipher.getInstance("CAST5/CBC/PKCS5Padding", bc());
+            case "twofish-cbc" -> Cipher.getInstance("Twofish/CBC/PKCS5Padding", bc());
             default -> throw new GeneralSecurityException("no cipher " + name);
         };
     }

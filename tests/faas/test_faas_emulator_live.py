@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -138,3 +141,79 @@ def test_api_errors(served):
     status, body = c.request("PUT", "/functions/x", {"function": "no-such-fn"})
     assert status == 400 and "unknown function" in body["error"]["message"]
     assert c.request("GET", "/nowhere")[0] == 404
+
+
+def test_crypto_function_uses_the_crypto_suite_and_key_service(served):
+    c = served.client
+    c.deploy("enc", function="crypto", memory_mb=512)
+    event = {
+        "alg": "aes-gcm",
+        "key_bits": 256,
+        "op": "encrypt",
+        "payload_bytes": 1024,
+        "iterations": 5,
+        "key_service": True,
+        "key_id": "k1",
+    }
+    status, body, _ = c.invoke("enc", event)
+    assert status == 200, body["error"]
+    out = body["result"]
+    assert out["crypto"]["language"] == "python" and out["crypto"]["alg"] == "aes-gcm"
+    assert len(out["crypto"]["times_ns"]) == 5 and out["crypto"]["vectors"]["passed"] >= 1
+    assert out["key_fetch_s"] > 0
+    again = c.invoke("enc", event)[1]["result"]
+    assert again["key_fingerprint"] == out["key_fingerprint"], "the key service returns a stable key per id"
+
+
+def test_gcf_in_memory_tmp_counts_against_memory(start_emulator):
+    c = start_emulator("--profile", "gcf-gen2").client
+    c.deploy("io", function="dd", memory_mb=256)
+    status, body, _ = c.invoke("io", {"args": ["if=/dev/zero", "of=f", "bs=1M", "count=96"]})
+    assert status == 200
+    assert body["inspector"]["tmp"] == {"kind": "memory", "size_bytes": 256 << 20, "enforced": True}
+    assert body["inspector"]["memory_peak_bytes"] >= 96 << 20, "tmpfs pages are charged to the instance"
+    status, body, _ = c.invoke("io", {"args": ["if=/dev/zero", "of=g", "bs=1M", "count=300"]})
+    assert status in (500, 502), body  # /tmp full or the memory limit, never the emulator
+    assert c.invoke("io", {"args": ["if=/dev/zero", "of=h", "bs=1k", "count=1"]})[0] == 200
+
+
+def test_timeout_kills_the_instance(served):
+    c = served.client
+    c.deploy("late", function="calcs", memory_mb=128, timeout_s=0.5)
+    status, body, _ = c.invoke("late", {"array_size": 20, "function_calls": 20000})
+    assert status == 504 and body["error"]["type"] == "Timeout"
+    assert "timed out after 0.50 seconds" in body["error"]["message"]
+    status, body, _ = c.invoke("late", SMALL_CALCS)
+    assert status == 200 and body["inspector"]["new_instance"] is True
+
+
+def test_restart_cleans_up_after_a_killed_emulator(start_emulator, tmp_path):
+    first = start_emulator("--profile", "aws-lambda", "--state-dir", str(tmp_path / "state"))
+    first.client.deploy("f", function="dd")
+    assert first.client.invoke("f", {"args": ["if=/dev/zero", "of=x", "bs=1k", "count=1"]})[0] == 200
+    emu_id = first.client.info()["emulator_id"]
+    os.kill(first.proc.pid, signal.SIGKILL)  # no shutdown: mounts and cgroups stay behind
+    first.proc.wait()
+    stale = tmp_path / "state" / f"emu-{emu_id}"
+    assert _mounts_under(stale), "the killed emulator left its instance's /tmp mounted"
+    second = start_emulator("--profile", "aws-lambda", "--state-dir", str(tmp_path / "state"))
+    assert not stale.exists() and not _mounts_under(stale)
+    leftovers = [p for p in Path("/sys/fs/cgroup").glob("*/**/testbed-faas/*") if p.name == emu_id]
+    assert not leftovers, "stale cgroups removed"
+    assert "cleaned up after 1 emulator" in second.log.read_text()
+
+
+def _mounts_under(d):
+    with open("/proc/self/mountinfo") as fh:
+        return [line.split()[4] for line in fh if line.split()[4].startswith(str(d) + "/")]
+
+
+def test_bad_requests_get_answers_not_crashes(served):
+    c = served.client
+    status, body = c.request("PUT", "/functions/y", ["not", "an", "object"])
+    assert status == 400 and "JSON object" in body["error"]["message"]
+    status, body = c.request("PUT", "/functions/y", {"function": "calcs", "keep_alive_s": "soon"})
+    assert status == 400
+    status, body = c.request("POST", "/cold", {"scope": "galaxy"})
+    assert status == 400
+    assert c.info()["inflight"] == 0

@@ -2,27 +2,29 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from testbed_agent.faas import cgroups
 
 
-def _v2_tree(root: Path) -> Path:
-    own = root / "system.slice" / "faas.service"
+def _v2_tree(root: Path, controllers: str = "cpuset cpu io memory pids") -> Path:
+    own = root / "system.slice" / "testbed-faas.service"
     own.mkdir(parents=True)
-    (own / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
+    (own / "cgroup.controllers").write_text(controllers + "\n")
     (own / "cgroup.subtree_control").write_text("")
     return own
 
 
-def test_v2_enables_controllers_and_writes_limits(tmp_path):
+def test_v2_delegation_moves_into_a_leaf_and_enables_controllers(tmp_path):
     own = _v2_tree(tmp_path)
-    backend = cgroups.V2Backend(own, move_self=False)
+    backend = cgroups.setup_v2(own, "e1")
+    assert (own / "testbed-faas-supervisor" / "cgroup.procs").read_text() == str(os.getpid())
     assert (own / "cgroup.subtree_control").read_text() == "+cpu +memory +pids"
-    assert (own / "instances" / "cgroup.subtree_control").read_text() == "+cpu +memory +pids"
+    assert (own / "testbed-faas-e1" / "cgroup.subtree_control").read_text() == "+cpu +memory +pids"
     inst = backend.create("i-1")
     inst.set_limits(128 / 1769, 128 << 20)
-    d = own / "instances" / "i-1"
+    d = own / "testbed-faas-e1" / "i-1"
     assert (d / "cpu.max").read_text() == f"{int(128 / 1769 * 100_000)} 100000"
     assert (d / "memory.max").read_text() == str(128 << 20)
     assert (d / "memory.swap.max").read_text() == "0"
@@ -31,10 +33,18 @@ def test_v2_enables_controllers_and_writes_limits(tmp_path):
     assert inst.procs_files() == [str(d / "cgroup.procs")]
 
 
+def test_v2_without_pids_controller_and_already_delegated(tmp_path):
+    own = _v2_tree(tmp_path, "cpu memory")
+    (own / "cgroup.subtree_control").write_text("cpu memory\n")
+    cgroups.setup_v2(own, "e2")
+    assert not (own / "testbed-faas-supervisor").exists(), "no move needed when children get cpu+memory"
+    assert (own / "testbed-faas-e2" / "cgroup.subtree_control").read_text() == "+cpu +memory"
+
+
 def test_v2_stats_parse_counters(tmp_path):
     own = _v2_tree(tmp_path)
-    inst = cgroups.V2Backend(own, move_self=False).create("i-2")
-    d = own / "instances" / "i-2"
+    inst = cgroups.setup_v2(own, "e3").create("i-2")
+    d = own / "testbed-faas-e3" / "i-2"
     (d / "cpu.stat").write_text(
         "usage_usec 3500000\nuser_usec 3000000\nsystem_usec 500000\nthrottled_usec 250000\n"
     )
@@ -45,7 +55,6 @@ def test_v2_stats_parse_counters(tmp_path):
     assert s.memory_peak_bytes == 100 << 20 and s.oom_kills == 1
     cpu_only = inst.stats(full=False)
     assert cpu_only.cpu_user_s == 3.0 and cpu_only.memory_peak_bytes == 0
-    inst.remove()
 
 
 def test_v1_writes_quota_and_memory_limits(tmp_path):
@@ -76,10 +85,9 @@ def test_v1_writes_quota_and_memory_limits(tmp_path):
 
 
 def test_quota_never_below_kernel_minimum(tmp_path):
-    own = _v2_tree(tmp_path)
-    inst = cgroups.V2Backend(own, move_self=False).create("i-4")
+    inst = cgroups.V2Backend(tmp_path / "base").create("i-4")
     inst.set_limits(0.001, 64 << 20)
-    assert (own / "instances" / "i-4" / "cpu.max").read_text() == "1000 100000"
+    assert (tmp_path / "base" / "i-4" / "cpu.max").read_text() == "1000 100000"
 
 
 def test_detect_on_this_machine_finds_a_usable_version():

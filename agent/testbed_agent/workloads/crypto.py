@@ -1,0 +1,406 @@
+"""``crypto``: one algorithm (and key sizes) timed in up to five languages (workloads/crypto/).
+
+Each cell (language x op x key size x input size x CPU count) is one run of that language's
+program under the CONTRACT.md command line; the program checks the shared vectors before timing.
+All cells of a benchmark go into one record: metric names are ``<cell>.<quantity>``, e.g.
+``go.encrypt.time_per_op``; cells that could not run are listed in ``samples.cells`` with the
+reason. ``alg: kms-envelope`` times envelope encryption through a KMS-compatible key service.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import shutil
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from testbed_agent import cost
+from testbed_agent.errors import WorkloadError
+from testbed_agent.paths import workloads_dir
+from testbed_agent.plan import Benchmark, ParamError
+from testbed_agent.results import Outcome, metric
+from testbed_agent.units import parse_size
+from testbed_agent.workloads import register
+from testbed_agent.workloads.base import RunContext, Workload
+
+LANGUAGES = ("python", "go", "rust", "java", "node")
+_CIPHER = ("encrypt", "decrypt")
+#: algorithm -> (key sizes, ops, processes a payload); the same table as CONTRACT.md
+ALGS: dict[str, tuple[tuple[int, ...], tuple[str, ...]]] = {
+    "aes-gcm": ((128, 192, 256), _CIPHER),
+    "aes-ctr": ((128, 192, 256), _CIPHER),
+    "aes-cbc": ((128, 192, 256), _CIPHER),
+    "3des-cbc": ((192,), _CIPHER),
+    "cast128-cbc": ((128,), _CIPHER),
+    "blowfish-cbc": ((128, 256, 448), _CIPHER),
+    "twofish-cbc": ((128, 192, 256), _CIPHER),
+    "hmac-sha256": ((256,), ("mac",)),
+    "hmac-sha384": ((384,), ("mac",)),
+    "ecdsa-p256": ((256,), ("sign", "verify")),
+    "ecdsa-p384": ((384,), ("sign", "verify")),
+    "rsa-oaep": ((2048, 3072, 4096), _CIPHER),
+}
+KMS_ALG = "kms-envelope"
+_KEYS = {"languages", "alg", "key_bits", "ops", "payload_bytes", "payload", "file_sizes", "chunk_bytes",
+         "iterations", "warmup", "cpus", "price_table", "memory_mb", "arch", "kms", "crypto_dir"}
+
+
+def alg_from_name(name: str) -> tuple[str, int | None] | None:
+    """Algorithm and key size a name says: ``aes-256-gcm`` -> (aes-gcm, 256), ``ecdsa-p256`` -> (.., None)."""
+    low = name.lower()
+    if low in ALGS or low == KMS_ALG:
+        return low, None
+    m = re.fullmatch(r"aes-(\d+)-(gcm|ctr|cbc)", low)
+    if m:
+        return f"aes-{m[2]}", int(m[1])
+    m = re.fullmatch(r"(.+)-(\d+)", low)
+    if m and m[1] in ALGS:
+        return m[1], int(m[2])
+    return None
+
+
+def _int_list(params: dict[str, Any], key: str, default: list[int]) -> list[int]:
+    value = params.get(key, default)
+    values = value if isinstance(value, list) else [value]
+    if not values or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in values):
+        raise ParamError(f"params.{key}", f"expected a positive integer or a list of them, got {value!r}")
+    return list(values)
+
+
+def _sizes(params: dict[str, Any], key: str) -> list[int]:
+    value = params[key]
+    values = value if isinstance(value, list) else [value]
+    try:
+        sizes = [parse_size(v) for v in values]
+    except (ValueError, TypeError) as exc:
+        raise ParamError(f"params.{key}", str(exc)) from None
+    if not sizes:
+        raise ParamError(f"params.{key}", "is empty")
+    return sizes
+
+
+def resolve(bench: Benchmark) -> dict[str, Any]:
+    """Validated parameters of a crypto benchmark, defaults filled in; raises ParamError."""
+    p = bench.params
+    unknown = set(p) - _KEYS
+    if unknown:
+        raise ParamError(f"params.{sorted(unknown)[0]}",
+                         "unknown crypto parameter; known: " + ", ".join(sorted(_KEYS)))
+    named = alg_from_name(bench.name)
+    alg = p.get("alg") or (named[0] if named else None)
+    if alg != KMS_ALG and alg not in ALGS:
+        raise ParamError("params.alg", f"unknown algorithm {alg!r} (and the name does not say one); known: "
+                         + ", ".join([*ALGS, KMS_ALG]))
+    out: dict[str, Any] = {"alg": alg}
+    for key, default in (("iterations", 30), ("warmup", 0)):
+        v = p.get(key, default)
+        if isinstance(v, bool) or not isinstance(v, int) or v < (1 if key == "iterations" else 0):
+            least = 1 if key == "iterations" else 0
+            raise ParamError(f"params.{key}", f"expected an integer >= {least}, got {v!r}")
+        out[key] = v
+    if "payload_bytes" in p and "file_sizes" in p:
+        raise ParamError("params.file_sizes", "payload_bytes (memory) or file_sizes (streamed), not both")
+    if "file_sizes" in p:
+        out["file_sizes"] = _sizes(p, "file_sizes")
+    else:
+        out["payload_sizes"] = _sizes({"payload_bytes": p.get("payload_bytes", 4096)}, "payload_bytes")
+    kind = p.get("payload", "random")
+    if kind not in ("random", "json"):
+        raise ParamError("params.payload", f"must be random or json, got {kind!r}")
+    out["payload"] = kind
+    if alg == KMS_ALG:
+        from testbed_agent.kms import KmsConfig
+
+        try:
+            out["kms"] = KmsConfig.from_param(p.get("kms", True))
+        except ValueError as exc:
+            raise ParamError("params.kms", str(exc)) from None
+        if "file_sizes" in out:
+            raise ParamError("params.file_sizes", "kms-envelope takes payload_bytes")
+        return out
+    sizes, ops = ALGS[alg]
+    default_bits = [named[1]] if named and named[1] else [sizes[0]]
+    out["key_bits"] = _int_list(p, "key_bits", default_bits)
+    for bits in out["key_bits"]:
+        if bits not in sizes:
+            raise ParamError("params.key_bits", f"{alg} takes {', '.join(map(str, sizes))}, got {bits}")
+    out["ops"] = p.get("ops", list(ops))
+    if not isinstance(out["ops"], list) or not out["ops"] or any(o not in ops for o in out["ops"]):
+        raise ParamError("params.ops", f"{alg} takes a list of {', '.join(ops)}, got {out['ops']!r}")
+    if "file_sizes" in out and set(out["ops"]) - {"encrypt", "mac"}:
+        raise ParamError("params.ops", "streamed files (file_sizes) take ops encrypt or mac only")
+    if "file_sizes" in out and alg.startswith("ecdsa"):
+        raise ParamError("params.file_sizes", "ecdsa signs payload_bytes in memory, not streamed files")
+    langs = p.get("languages", list(LANGUAGES))
+    if not isinstance(langs, list) or not langs or any(lang not in LANGUAGES for lang in langs):
+        raise ParamError("params.languages", f"a list of {', '.join(LANGUAGES)}, got {langs!r}")
+    out["languages"] = langs
+    out["cpus"] = _int_list(p, "cpus", [1]) if "cpus" in p else []
+    chunk = _sizes({"chunk_bytes": p.get("chunk_bytes", "1M")}, "chunk_bytes")[0]
+    if chunk < 16 or chunk % 16:
+        raise ParamError("params.chunk_bytes", f"must be a multiple of 16, got {chunk}")
+    out["chunk_bytes"] = chunk
+    if "price_table" in p:
+        try:
+            out["price_table"] = cost.PriceTable.from_dict(p["price_table"])
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise ParamError("params.price_table", str(exc)) from None
+        mem = p.get("memory_mb")
+        if isinstance(mem, bool) or not isinstance(mem, (int, float)) or mem <= 0:
+            raise ParamError("params.memory_mb", f"a price table needs memory_mb > 0, got {mem!r}")
+        out["memory_mb"] = float(mem)
+        out["arch"] = str(p.get("arch", "x86_64"))
+        if out["arch"] not in out["price_table"].per_gb_second:
+            raise ParamError("params.arch", f"no per-GB-second rate for {out['arch']!r} in price_table")
+    return out
+
+
+def crypto_dir(params: dict[str, Any]) -> Path:
+    return Path(params["crypto_dir"]) if params.get("crypto_dir") else workloads_dir() / "crypto"
+
+
+def command(lang: str, root: Path) -> tuple[list[str], dict[str, str]] | str:
+    """The command line of one language's program and its extra environment, or why it cannot run."""
+    env: dict[str, str] = {}
+    if lang == "python":
+        env["PYTHONPATH"] = str(root / "python")
+        return [sys.executable, "-m", "testbed_crypto"], env
+    if lang in ("go", "rust"):
+        exe = root / ("go/bin/testbed-crypto" if lang == "go" else "rust/target/release/testbed-crypto")
+        if not exe.exists():
+            return f"{lang} program not built ({exe.relative_to(root)}; `make build` needs its toolchain)"
+        return [str(exe)], env
+    runtime = "java" if lang == "java" else "node"
+    if shutil.which(runtime) is None:
+        return f"{runtime} runtime not found on PATH"
+    if lang == "java":
+        jar = root / "java/target/testbed-crypto.jar"
+        if not jar.exists():
+            return "java program not built (java/target/testbed-crypto.jar): `make build` with JDK and Maven"
+        return ["java", "-jar", str(jar)], env
+    if not (root / "node/node_modules").is_dir():
+        return "node dependencies not installed (node/node_modules): `make build` with npm"
+    return ["node", "--openssl-legacy-provider", str(root / "node/main.js")], env
+
+
+def json_payload(size: int) -> bytes:
+    """A JSON document of exactly ``size`` bytes (size >= 32), like an API request body."""
+    doc: dict[str, Any] = {"id": "testbed-crypto", "items": [], "pad": ""}
+    i = 0
+    while len(json.dumps(doc)) < size - 64:
+        doc["items"].append({"n": i, "name": f"item-{i}", "price": round(i * 1.25, 2)})
+        i += 1
+    doc["pad"] = "x" * max(0, size - len(json.dumps(doc)))
+    data = json.dumps(doc).encode()
+    if len(data) != size:
+        raise WorkloadError(f"cannot make a {size}-byte JSON payload")
+    return data
+
+
+def input_file(scratch: Path, size: int, kind: str) -> Path:
+    """A scratch file of ``size`` random (or JSON) bytes, made once and reused."""
+    d = scratch / "crypto"
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / f"{kind}-{size}.bin"
+    if path.exists() and path.stat().st_size == size:
+        return path
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "wb") as fh:
+        if kind == "json":
+            fh.write(json_payload(size))
+        else:
+            left = size
+            while left:
+                n = min(left, 1 << 20)
+                fh.write(os.urandom(n))
+                left -= n
+    tmp.replace(path)
+    return path
+
+
+def size_label(n: int) -> str:
+    for unit, k in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if n >= k and n % k == 0:
+            return f"{n // k}{unit}"
+    return f"{n}B"
+
+
+def cell_metrics(out: dict[str, Any], res: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Quantities of one cell from the program's output (and the FaaS price table)."""
+    times = [t / 1e9 for t in out["times_ns"]]
+    median = statistics.median(times)
+    size = int(out["payload_bytes"])
+    cpu_s = out["cpu_ns"] / 1e9
+    m = {
+        "time_per_op": metric(median, "s", "lower"),
+        "time_per_op_mean": metric(statistics.fmean(times), "s", "lower"),
+        "cold_time": metric(out["cold_ns"] / 1e9, "s", "lower"),
+        "ops_per_s": metric(1 / median if median > 0 else 0.0, "op/s", "higher"),
+        "cpu_percent": metric(100.0 * out["cpu_ns"] / out["wall_ns"] if out["wall_ns"] else 0.0, "%",
+                              "lower"),
+        "cpu_s_per_op": metric(cpu_s / len(times), "s", "lower"),
+    }
+    if size > 0:
+        m["throughput"] = metric(size / median if median > 0 else 0.0, "B/s", "higher")
+        m["cpu_s_per_gb"] = metric(cpu_s / (size * len(times) / 1e9), "s/GB", "lower")
+    table = res.get("price_table")
+    if table is not None:
+        warm = cost.invocation_cost(res["memory_mb"], median, table, res["arch"])
+        cold = cost.invocation_cost(res["memory_mb"], out["cold_ns"] / 1e9, table, res["arch"])
+        m["gb_seconds"] = metric(warm["gb_seconds"], "GB*s", "lower")
+        m["price_per_invocation"] = metric(warm["price"], table.currency, "lower")
+        m["cold_price_per_invocation"] = metric(cold["price"], table.currency, "lower")
+        eff = cost.cost_efficiency(m["ops_per_s"]["value"], warm["price"])
+        if eff != float("inf"):
+            m["cost_efficiency"] = metric(eff, f"op/s/{table.currency}", "higher")
+    return m
+
+
+def cells(res: dict[str, Any], sizes: list[int]) -> list[dict[str, Any]]:
+    """Every language x key size x op x size x CPU-count cell, named as its metrics are."""
+    out = []
+    for lang, bits, op, size, ncpu in itertools.product(res["languages"], res["key_bits"], res["ops"], sizes,
+                                                         res["cpus"] or [0]):
+        parts = [lang, op]
+        if len(res["key_bits"]) > 1:
+            parts.append(f"k{bits}")
+        if len(sizes) > 1:
+            parts.append(size_label(size))
+        if ncpu:
+            parts.append(f"cpu{ncpu}")
+        out.append({"cell": ".".join(parts), "language": lang, "op": op, "key_bits": bits, "bytes": size,
+                    "cpus": ncpu or None})
+    return out
+
+
+@register
+class Crypto(Workload):
+    type = "crypto"
+    tool = "testbed-crypto"
+
+    @classmethod
+    def check(cls, bench: Benchmark) -> None:
+        resolve(bench)
+
+    @classmethod
+    def timeout_s(cls, bench: Benchmark) -> float:
+        return bench.timeout_s or 3600.0
+
+    def run(self, ctx: RunContext) -> Outcome:
+        try:
+            res = resolve(ctx.bench)
+        except ParamError as exc:
+            raise WorkloadError(f"{exc.field}: {exc.problem}") from None
+        if res["alg"] == KMS_ALG:
+            return self._run_kms(ctx, res)
+        root = crypto_dir(ctx.params)
+        vectors = root / "vectors" / "vectors.json"
+        if not vectors.exists():
+            raise WorkloadError(f"vector file missing: {vectors}",
+                                hint="set params.crypto_dir or TESTBED_WORKLOADS_DIR")
+        metrics: dict[str, Any] = {}
+        samples: dict[str, Any] = {"cells": []}
+        versions: dict[str, str] = {}
+        failures: list[str] = []
+        streamed = "file_sizes" in res
+        sizes = res["file_sizes"] if streamed else res["payload_sizes"]
+        affinity = sorted(os.sched_getaffinity(0))
+        commands = {lang: command(lang, root) for lang in res["languages"]}
+        for info in cells(res, sizes):
+            cell, lang, ncpu = info["cell"], info["language"], info["cpus"] or 0
+            cmd = commands[lang]
+            reason = cmd if isinstance(cmd, str) else None
+            if reason is None and ncpu > len(affinity):
+                reason = f"machine has {len(affinity)} CPUs, cell needs {ncpu}"
+            if reason is not None:
+                samples["cells"].append({**info, "status": "skipped", "reason": reason})
+                continue
+            assert not isinstance(cmd, str)
+            argv = [*cmd[0], "run", "--alg", res["alg"], "--key-bits", str(info["key_bits"]),
+                    "--op", info["op"], "--iterations", str(res["iterations"]),
+                    "--warmup", str(res["warmup"]), "--vectors", str(vectors),
+                    "--chunk-bytes", str(res["chunk_bytes"])]
+            size = info["bytes"]
+            if streamed:
+                argv += ["--stream", str(input_file(ctx.scratch, size, res["payload"]))]
+            elif res["payload"] == "json":
+                argv += ["--input", str(input_file(ctx.scratch, size, "json"))]
+            else:
+                argv += ["--payload-bytes", str(size)]
+            if ncpu:
+                argv = ["taskset", "-c", ",".join(map(str, affinity[:ncpu])), *argv]
+            status, out = self._run_cell(ctx, argv, cmd[1])
+            if status != "ok":
+                samples["cells"].append({**info, "status": status, "reason": out["error"]})
+                if status == "failed":
+                    failures.append(f"{cell}: {out['error']}")
+                continue
+            versions[lang] = f"{out['runtime']}; {out['library']}"
+            for q, v in cell_metrics(out, res).items():
+                metrics[f"{cell}.{q}"] = v
+            keep = ("times_ns", "cold_ns", "cpu_user_ns", "cpu_sys_ns", "vectors", "mode", "padding")
+            samples[cell] = {k: out[k] for k in keep}
+            samples["cells"].append({**info, "status": "ok", "reason": None})
+        ran = [c for c in samples["cells"] if c["status"] == "ok"]
+        outcome = Outcome(metrics=metrics, samples=samples,
+                          tool={"name": self.tool, "version": "contract 1", "implementations": versions},
+                          params={"alg": res["alg"], "key_bits": res["key_bits"], "ops": res["ops"],
+                                  "languages": res["languages"], "bytes": sizes, "streamed": streamed})
+        if failures:
+            outcome.status, outcome.error = "failed", "; ".join(failures)[:2000]
+        elif not ran:
+            reasons = sorted({c["reason"] for c in samples["cells"]})
+            outcome.status, outcome.error = "skipped", "no cell could run: " + "; ".join(reasons)[:2000]
+        return outcome
+
+    @staticmethod
+    def _run_cell(ctx: RunContext, argv: list[str], extra_env: dict[str, str]) -> tuple[str, dict[str, Any]]:
+        """Run one program; (ok|skipped|failed, its JSON output or {"error"})."""
+        env = {**os.environ, **extra_env} if extra_env else None
+        proc = ctx.exec(argv, env=env, check=False)
+        try:
+            out = json.loads(proc.stdout.strip().splitlines()[-1])
+        except (json.JSONDecodeError, IndexError):
+            tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-1:] or ["no output"]
+            return "failed", {"error": f"exit {proc.returncode}: {tail[0][:300]}"}
+        if proc.returncode == 4:
+            return "skipped", {"error": out.get("error", "unsupported")}
+        if proc.returncode != 0 or "error" in out:
+            return "failed", {"error": f"exit {proc.returncode}: {out.get('error', '?')}"}
+        return "ok", out
+
+    @staticmethod
+    def _run_kms(ctx: RunContext, res: dict[str, Any]) -> Outcome:
+        from testbed_agent.kms import envelope
+
+        size = res["payload_sizes"][0]
+        payload = json_payload(size) if res["payload"] == "json" else os.urandom(size)
+        metrics: dict[str, Any] = {}
+        with envelope(res["kms"]) as (env, where):
+            for _ in range(res["warmup"]):
+                env.round_trip(payload)
+            env.timings.clear()
+            for _ in range(res["iterations"]):
+                if ctx.stop.is_set() or ctx.remaining() <= 0:
+                    raise WorkloadError("stopped during the key-service round trips")
+                env.round_trip(payload)
+        for name, values in env.timings.items():
+            metrics[f"kms.{name}"] = metric(statistics.median(values), "s", "lower")
+            metrics[f"kms.{name}_first"] = metric(values[0], "s", "lower")
+        local = statistics.median(env.timings["local_encrypt"])
+        metrics["kms.envelope_encrypt_total"] = metric(
+            statistics.median(env.timings["generate_data_key_rtt"]) + local, "s", "lower")
+        return Outcome(metrics=metrics, samples={k: v for k, v in env.timings.items()},
+                       tool={"name": "boto3 KMS client", "version": _boto_version(), "service": where},
+                       params={"alg": KMS_ALG, "bytes": size, "service": where})
+
+
+def _boto_version() -> str:
+    import boto3
+
+    return str(boto3.__version__)

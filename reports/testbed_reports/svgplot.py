@@ -1,0 +1,219 @@
+"""Per-benchmark charts drawn directly as SVG (bars with CI, ECDF, CV bars).
+
+Matplotlib needs ~0.1 s of text layout per panel; a report with dozens of benchmarks would spend most
+of its time there, so these simple charts are written as SVG (milliseconds each) and embedded as data
+URIs. Tick positions still come from matplotlib's MaxNLocator.
+"""
+
+from __future__ import annotations
+
+import base64
+from html import escape
+
+import numpy as np
+import pandas as pd
+from matplotlib.ticker import MaxNLocator
+
+PANEL_W, PANEL_H = 270, 210
+LEFT, RIGHT, TOP, BOTTOM = 58, 10, 38, 34
+LEGEND_H = 22
+ECDF_POINTS = 200
+
+
+def _num(v: float) -> str:
+    if v == 0:
+        return "0"
+    a = abs(v)
+    return f"{v:.3g}" if 1e-3 <= a < 1e5 else f"{v:.2e}"
+
+
+def _ticks(lo: float, hi: float) -> list[float]:
+    if not np.isfinite(lo) or not np.isfinite(hi):
+        return []
+    if hi <= lo:
+        hi = lo + (abs(lo) or 1.0)
+    vals = MaxNLocator(4).tick_values(lo, hi)
+    eps = (hi - lo) * 1e-9
+    return [float(t) for t in vals if lo - eps <= t <= hi + eps]
+
+
+class _Svg:
+    def __init__(self, width: int, height: int) -> None:
+        self.w, self.h = width, height
+        self.parts: list[str] = []
+
+    def add(self, s: str) -> None:
+        self.parts.append(s)
+
+    def text(self, x: float, y: float, s: str, size: int = 10, anchor: str = "middle", weight: str = "normal",
+             rotate: float | None = None) -> None:
+        rot = f' transform="rotate({rotate} {x:.1f} {y:.1f})"' if rotate is not None else ""
+        self.add(f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}" '
+                 f'font-weight="{weight}"{rot}>{escape(s)}</text>')
+
+    def uri(self) -> str:
+        body = "".join(self.parts)
+        svg = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{self.w}" height="{self.h}" '
+               f'viewBox="0 0 {self.w} {self.h}" font-family="DejaVu Sans, Arial, sans-serif">'
+               f'<rect width="100%" height="100%" fill="white"/>{body}</svg>')
+        return "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode("ascii")
+
+
+class _Panel:
+    """One plot area with linear scales, axes, ticks and a title."""
+
+    def __init__(self, svg: _Svg, x0: float, y0: float, xlim: tuple[float, float],
+                 ylim: tuple[float, float], title: str, subtitle: str = "") -> None:
+        self.svg = svg
+        self.px0, self.px1 = x0 + LEFT, x0 + PANEL_W - RIGHT
+        self.py0, self.py1 = y0 + PANEL_H - BOTTOM, y0 + TOP
+        self.xlim, self.ylim = xlim, _nonzero(ylim)
+        svg.text(x0 + PANEL_W / 2, y0 + 13, title[:44], size=11, weight="bold")
+        if subtitle:
+            svg.text(x0 + PANEL_W / 2, y0 + 26, subtitle[:52], size=9)
+        svg.add(f'<rect x="{self.px0:.1f}" y="{self.py1:.1f}" width="{self.px1 - self.px0:.1f}" '
+                f'height="{self.py0 - self.py1:.1f}" fill="none" stroke="#444" stroke-width="0.8"/>')
+
+    def x(self, v: np.ndarray | float) -> np.ndarray | float:
+        lo, hi = self.xlim
+        return self.px0 + (np.asarray(v, dtype=float) - lo) / (hi - lo) * (self.px1 - self.px0)
+
+    def y(self, v: np.ndarray | float) -> np.ndarray | float:
+        lo, hi = self.ylim
+        return self.py0 - (np.asarray(v, dtype=float) - lo) / (hi - lo) * (self.py0 - self.py1)
+
+    def yticks(self, label: str = "") -> None:
+        for t in _ticks(*self.ylim):
+            yy = float(self.y(t))
+            self.svg.add(f'<line x1="{self.px0 - 4:.1f}" y1="{yy:.1f}" x2="{self.px0:.1f}" y2="{yy:.1f}" '
+                         f'stroke="#444"/><line x1="{self.px0:.1f}" y1="{yy:.1f}" x2="{self.px1:.1f}" '
+                         f'y2="{yy:.1f}" stroke="#eee"/>')
+            self.svg.text(self.px0 - 6, yy + 3, _num(t), size=9, anchor="end")
+        if label:
+            mid = (self.py0 + self.py1) / 2
+            self.svg.text(self.px0 - 46, mid, label, size=9, rotate=-90)
+
+    def xticks(self) -> None:
+        for t in _ticks(*self.xlim):
+            xx = float(self.x(t))
+            self.svg.add(f'<line x1="{xx:.1f}" y1="{self.py0:.1f}" x2="{xx:.1f}" y2="{self.py0 + 4:.1f}" '
+                         f'stroke="#444"/>')
+            self.svg.text(xx, self.py0 + 15, _num(t), size=9)
+
+
+def _nonzero(lim: tuple[float, float]) -> tuple[float, float]:
+    lo, hi = lim
+    if not np.isfinite(lo) or not np.isfinite(hi):
+        return (0.0, 1.0)
+    if hi <= lo:
+        pad = abs(lo) * 0.05 or 1.0
+        return (lo - pad, hi + pad)
+    return (lo, hi)
+
+
+def _legend(svg: _Svg, labels: list[str], palette: dict[str, str], y: float = 14) -> None:
+    x = 10.0
+    for lab in labels:
+        width = 24 + 6.5 * len(lab)
+        if x + width > svg.w:
+            break
+        svg.add(f'<rect x="{x:.1f}" y="{y - 9:.1f}" width="12" height="10" fill="{palette[lab]}"/>')
+        svg.text(x + 16, y, lab, size=10, anchor="start")
+        x += width
+
+
+def _frame(n_panels: int) -> _Svg:
+    return _Svg(PANEL_W * max(n_panels, 1), PANEL_H + LEGEND_H)
+
+
+def bars(desc: pd.DataFrame, metrics: list[str], palette: dict[str, str]) -> str:
+    """Mean per label with its 95% CI error bar; one panel per metric."""
+    svg = _frame(len(metrics))
+    labels = list(dict.fromkeys(desc["label"].astype(str)))
+    _legend(svg, labels, palette)
+    for i, m in enumerate(metrics):
+        part = desc[desc["metric"] == m]
+        mean = part["mean"].to_numpy(float)
+        lo = np.where(np.isfinite(part["ci95_low"].to_numpy(float)), part["ci95_low"].to_numpy(float), mean)
+        hi = np.where(np.isfinite(part["ci95_high"].to_numpy(float)), part["ci95_high"].to_numpy(float), mean)
+        ymin = min(0.0, float(np.nanmin(lo)))
+        ymax = max(0.0, float(np.nanmax(hi))) * 1.08 or 1.0
+        unit, better = str(part["unit"].iloc[0]), str(part["better"].iloc[0])
+        p = _Panel(svg, i * PANEL_W, LEGEND_H, (0, len(part)), (ymin, ymax), m,
+                   f"[{unit}] {better} is better")
+        p.yticks()
+        for j, lab in enumerate(part["label"].astype(str)):
+            x0, x1 = float(p.x(j + 0.15)), float(p.x(j + 0.85))
+            y0, y1 = float(p.y(0.0)), float(p.y(mean[j]))
+            tip = f"{escape(lab)}: {_num(mean[j])} {escape(unit)}"
+            svg.add(f'<rect x="{x0:.1f}" y="{min(y0, y1):.1f}" width="{x1 - x0:.1f}" '
+                    f'height="{abs(y0 - y1):.1f}" fill="{palette[lab]}"><title>{tip}</title></rect>')
+            xc = (x0 + x1) / 2
+            ya, yb = float(p.y(lo[j])), float(p.y(hi[j]))
+            svg.add(f'<path d="M{xc:.1f} {ya:.1f}V{yb:.1f}M{xc - 5:.1f} {ya:.1f}h10M{xc - 5:.1f} '
+                    f'{yb:.1f}h10" stroke="black" stroke-width="1.2" fill="none"/>')
+    return svg.uri()
+
+
+def ecdf(values: dict[tuple[str, str], np.ndarray], metrics: list[str], units: dict[str, str],
+         palette: dict[str, str]) -> str:
+    """ECDF of the per-run values of each label (at most ECDF_POINTS quantiles per line)."""
+    svg = _frame(len(metrics))
+    labels = sorted({lab for (_, lab) in values})
+    _legend(svg, labels, palette)
+    for i, m in enumerate(metrics):
+        series = {lab: v for (met, lab), v in values.items() if met == m}
+        if not series:
+            continue
+        lo = min(float(v.min()) for v in series.values())
+        hi = max(float(v.max()) for v in series.values())
+        p = _Panel(svg, i * PANEL_W, LEGEND_H, _nonzero((lo, hi)), (0.0, 1.0), m, f"[{units.get(m, '')}]")
+        p.yticks("fraction of runs" if i == 0 else "")
+        p.xticks()
+        for lab, raw in sorted(series.items()):
+            v = np.sort(raw)
+            if len(v) > ECDF_POINTS:
+                q = np.linspace(0, 1, ECDF_POINTS)
+                v = np.quantile(v, q)
+            else:
+                q = np.arange(1, len(v) + 1) / len(v)
+            xs, ys = p.x(v), p.y(q)
+            prev = np.concatenate([[float(p.y(0.0))], ys[:-1]])
+            pts = np.column_stack([xs, prev, xs, ys]).ravel()
+            path = "M" + " L".join(f"{pts[k]:.1f} {pts[k + 1]:.1f}" for k in range(0, len(pts), 2))
+            svg.add(f'<path d="{path}" stroke="{palette[lab]}" stroke-width="1.5" fill="none"/>')
+    return svg.uri()
+
+
+def cv_bars(desc: pd.DataFrame, metrics: list[str], palette: dict[str, str]) -> str:
+    """Coefficient of variation (%) with its bootstrap CI, grouped by metric."""
+    labels = list(dict.fromkeys(desc["label"].astype(str)))
+    width = max(PANEL_W, LEFT + RIGHT + 16 * len(labels) * len(metrics) + 12 * len(metrics))
+    svg = _Svg(int(width), PANEL_H + LEGEND_H + 40)
+    _legend(svg, labels, palette)
+    table = desc.set_index(["metric", "label"])
+    hi_all = np.nanmax(np.r_[desc["cv_ci_high"].to_numpy(float), desc["cv_percent"].to_numpy(float), 1.0])
+    p = _Panel(svg, 0, LEGEND_H, (0, len(metrics)), (0.0, float(hi_all) * 1.08), "Coefficient of variation",
+               "CV % with bootstrap 95% CI")
+    p.px1 = width - RIGHT
+    p.yticks("CV (%)")
+    bw = 0.8 / max(len(labels), 1)
+    for i, m in enumerate(metrics):
+        for j, lab in enumerate(labels):
+            if (m, lab) not in table.index:
+                continue
+            r = table.loc[(m, lab)]
+            cv = float(r["cv_percent"])
+            if not np.isfinite(cv):
+                continue
+            x0, x1 = float(p.x(i + 0.1 + j * bw)), float(p.x(i + 0.1 + (j + 1) * bw))
+            y0, y1 = float(p.y(0.0)), float(p.y(cv))
+            svg.add(f'<rect x="{x0:.1f}" y="{y1:.1f}" width="{x1 - x0:.1f}" height="{y0 - y1:.1f}" '
+                    f'fill="{palette[lab]}"><title>{escape(lab)} {escape(m)}: CV {cv:.2f}%</title></rect>')
+            lo, hi = float(r["cv_ci_low"]), float(r["cv_ci_high"])
+            if np.isfinite(lo) and np.isfinite(hi):
+                xc = (x0 + x1) / 2
+                svg.add(f'<path d="M{xc:.1f} {float(p.y(lo)):.1f}V{float(p.y(hi)):.1f}" stroke="black" '
+                        f'stroke-width="1"/>')
+        svg.text(float(p.x(i + 0.5)), p.py0 + 14, m[:22], size=9)
+    return svg.uri()

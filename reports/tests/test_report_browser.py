@@ -1,0 +1,44 @@
+"""The HTML report renders in headless Chromium with no console errors and with all its plots."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from report_browser import chromium_binary, open_page
+
+from testbed_reports.build import build
+from testbed_reports.synth import Machine, write_run
+
+
+@pytest.mark.integration
+def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
+    chromium_binary()  # fails loudly when chromium is missing (make install provides it)
+    machines = [Machine("sev-1", "SEV-SNP", ["sev"], factor=1.08, technology="sev-snp",
+                        extra_status={2: "failed"}),
+                Machine("base-1", "AMD-Baseline", ["amd_baseline"]),
+                Machine("tdx-1", "TDX", ["tdx"], technology="none", cpu_model="Intel Xeon")]
+    results = write_run(tmp_path / "results", "ui", machines, ["fio_4k_randwrite", "dd_write"], reps=6,
+                        seed=2)
+    pct = {"50.000000": 2000, "99.000000": 9000, "99.900000": 20000}
+    host = results / "sev-1.jsonl"
+    lines = [json.loads(x) for x in host.read_text().splitlines()]
+    for rec in lines:
+        rec["samples"] = {"clat_ns_percentiles": {"write": pct}}
+    host.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    out = tmp_path / "out"
+    build([results], out, name="browser <check>")
+    html = (out / "index.html").read_text()
+    assert not re.search(r'(src|href)="(https?:)?//', html), "the report must be self-contained"
+    expected = len(re.findall(r'<img class="plot"', html))
+    assert expected == 2 * 4  # per benchmark: bars, ECDF, CV and the latency percentiles
+
+    page = open_page(out / "index.html")
+
+    assert page.errors == []
+    assert page.title == "Benchmark report: browser <check>"
+    assert page.images == expected and page.images_loaded == expected
+    assert "EVIDENCE MISMATCH" in page.text
+    assert "significant" in page.text and "fingerprint" in page.text

@@ -1,0 +1,85 @@
+"""Loading: schema errors name file and line; statuses are shown, not used as values."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import record, write_jsonl
+
+from testbed_reports.build import build
+from testbed_reports.errors import SchemaError
+from testbed_reports.load import load
+
+
+def test_schema_violation_names_file_and_line(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "r1" / "h1.jsonl", [record(), record(status="bogus"), record()])
+    with pytest.raises(SchemaError) as err:
+        load([tmp_path / "r1"])
+    assert err.value.message.startswith(f"{path}:2: field 'status'")
+    write_jsonl(path, [record(), record(metrics={"x": {"value": "fast", "unit": "s", "better": "lower"}})])
+    with pytest.raises(SchemaError, match=r":2: metric 'x': value must be a finite number"):
+        load([path])
+    write_jsonl(path, [record(metrics={"x": {"value": 1.0, "unit": "s", "better": "up"}})])
+    with pytest.raises(SchemaError, match=r":1: metric 'x': better must be"):
+        load([path])
+
+
+def test_broken_middle_line_is_an_error_but_a_torn_last_line_is_ignored(tmp_path: Path) -> None:
+    path = tmp_path / "r1" / "h1.jsonl"
+    path.parent.mkdir()
+    path.write_text(json.dumps(record()) + "\n{not json\n" + json.dumps(record(repetition=1)) + "\n")
+    with pytest.raises(SchemaError, match=r"h1.jsonl:2: not valid JSON"):
+        load([path])
+    path.write_text(json.dumps(record()) + "\n" + json.dumps(record(repetition=1))[:40])
+    ds = load([path])
+    assert len(ds.records) == 1 and len(ds.obs) == 1
+
+
+def test_statuses_are_shown_and_interrupted_superseded_by_a_rerun(tmp_path: Path) -> None:
+    recs = [record(repetition=0, status="interrupted", error="SIGTERM", metrics={}),
+            record(repetition=0, metrics={"bw_bytes": {"value": 10.0, "unit": "B/s", "better": "higher"}}),
+            record(repetition=1, metrics={"bw_bytes": {"value": 12.0, "unit": "B/s", "better": "higher"}}),
+            record(repetition=2, status="failed", error="fio exited 1", metrics={}),
+            record(repetition=3, status="timeout", error="timed out after 60 s", metrics={}),
+            record(repetition=4, status="skipped", error="no fio", metrics={}),
+            record(repetition=5, status="interrupted", error="SIGINT", metrics={})]
+    results = tmp_path / "results" / "r1"
+    write_jsonl(results / "h1.jsonl", recs)
+    ds = load([results])
+    assert sorted(ds.obs["value"]) == [10.0, 12.0]
+    assert list(ds.records["status"]) == ["ok", "ok", "failed", "timeout", "skipped", "interrupted"]
+    rep = build([results], tmp_path / "out")
+    row = rep.status.iloc[0]
+    assert (row["ok"], row["failed"], row["timeout"], row["skipped"], row["interrupted"]) == (2, 1, 1, 1, 1)
+    failed = pd.read_csv(tmp_path / "out" / "failed_runs.csv")
+    assert set(failed["status"]) == {"failed", "timeout", "skipped", "interrupted"}
+    html = (tmp_path / "out" / "index.html").read_text()
+    assert "fio exited 1" in html and "timed out after 60 s" in html
+    assert rep.descriptives.iloc[0]["n"] == 2
+
+
+def test_csv_of_published_results_joins_the_table(tmp_path: Path) -> None:
+    csv = tmp_path / "paper.csv"
+    pd.DataFrame({"platform": ["AWS"] * 5 + ["GCP"] * 5, "fn": "thumbnail",
+                  "ms": [100, 101, 99, 102, 98, 150, 151, 149, 152, 148]}).to_csv(csv, index=False)
+    rep = build([csv], tmp_path / "out", compare_specs=["GCP:AWS"],
+                csv_mapping={"label": "platform", "benchmark": "fn", "value": "ms"},
+                csv_defaults={"metric": "latency", "unit": "ms", "better": "lower"})
+    (row,) = rep.comparisons.itertuples(index=False)
+    assert row.overhead_percent == pytest.approx(50.0)
+    assert row.unit == "ms" and row.significant is True
+
+
+def test_latency_percentiles_are_read_from_samples(tmp_path: Path) -> None:
+    pct = {"1.000000": 1000, "50.000000": 2000, "99.000000": 9000, "99.900000": 20000}
+    recs = [record(repetition=r, samples={"clat_ns_percentiles": {"write": pct}}) for r in range(3)]
+    write_jsonl(tmp_path / "r" / "h1.jsonl", recs)
+    ds = load([tmp_path / "r"])
+    assert set(ds.percentiles["series"]) == {"clat_ns_percentiles.write"}
+    assert sorted(set(ds.percentiles["percentile"])) == [1.0, 50.0, 99.0, 99.9]
+    build([tmp_path / "r"], tmp_path / "out")
+    table = pd.read_csv(tmp_path / "out" / "percentiles.csv")
+    assert table.loc[table["percentile"] == 99.0, "median_value"].item() == 9000

@@ -1,0 +1,87 @@
+"""The statistics: known slowdown found and significant, equal distributions not significant."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from testbed_reports.build import build
+from testbed_reports.compare import overhead
+from testbed_reports.stats import cv_delta_ci, describe
+from testbed_reports.synth import Machine, write_run
+
+
+def test_known_slowdown_is_found_within_its_ci_and_significant(slowdown_run: Path, tmp_path: Path) -> None:
+    rep = build([slowdown_run], tmp_path / "out")
+    cmp = rep.comparisons
+    assert set(cmp["comparison"]) == {"SEV-SNP vs AMD-Baseline"}
+    assert len(cmp) == 4  # 2 benchmarks x 2 metrics (one higher-, one lower-is-better)
+    for row in cmp.itertuples(index=False):
+        assert row.overhead_ci_low < 8.0 < row.overhead_ci_high, row.verdict
+        assert abs(row.overhead_percent - 8.0) < 3.0
+        assert row.significant is True
+        assert row.mw_p_holm < 0.05 and row.welch_p_holm < 0.05
+        assert row.mw_p_holm >= row.mw_p
+        assert "slower" in row.verdict and "not significant" not in row.verdict
+        assert row.verdict.startswith("SEV-SNP is ")
+
+
+def test_same_distribution_is_not_significant(same_run: Path, tmp_path: Path) -> None:
+    rep = build([same_run], tmp_path / "out")
+    cmp = rep.comparisons
+    assert set(cmp["comparison"]) == {"TDX vs Intel-Baseline"}
+    assert len(cmp) == 4
+    for row in cmp.itertuples(index=False):
+        assert row.significant is False, row.verdict
+        assert "not significant" in row.verdict
+        assert row.overhead_ci_low < 0.0 < row.overhead_ci_high
+
+
+def test_overhead_is_positive_for_a_slowdown_in_either_direction() -> None:
+    assert overhead(1.10, "lower") == pytest.approx(10.0)  # takes 10% longer
+    assert overhead(1 / 1.10, "higher") == pytest.approx(10.0)  # 1/1.1 of the throughput
+    assert overhead(0.5, "lower") == pytest.approx(-50.0)
+
+
+def test_several_machines_per_label_are_resampled_at_machine_level(tmp_path: Path) -> None:
+    offsets = [0.95, 1.0, 1.06]
+    machines = [Machine(f"sev-{i}", "SEV", ["sev"], factor=1.10 * f, technology="sev-snp")
+                for i, f in enumerate(offsets)]
+    machines += [Machine(f"base-{i}", "Base", ["amd_baseline"], factor=f) for i, f in enumerate(offsets)]
+    results = write_run(tmp_path / "results", "multi", machines, ["b"], reps=8, seed=5, sigma=0.01)
+    rep = build([results], tmp_path / "out")
+    desc = rep.descriptives
+    assert set(desc["machines"]) == {3}
+    assert set(desc["ci_method"]) == {"machine bootstrap"}
+    for row in rep.comparisons.itertuples(index=False):
+        assert row.test_unit == "machine mean"
+        assert row.overhead_ci_low < 10.0 < row.overhead_ci_high
+
+
+def test_describe_matches_textbook_formulas() -> None:
+    values = np.array([10.0, 12.0, 11.0, 13.0, 9.0])
+    obs = pd.DataFrame({"benchmark": "b", "metric": "m", "label": "L", "host": pd.Categorical(["h"] * 5),
+                        "unit": "s", "better": "lower", "value": values})
+    desc, draws = describe(obs)
+    row = desc.iloc[0]
+    assert row["n"] == 5 and row["mean"] == pytest.approx(11.0) and row["median"] == pytest.approx(11.0)
+    assert row["sd"] == pytest.approx(np.std(values, ddof=1))
+    assert row["cv_percent"] == pytest.approx(100 * np.std(values, ddof=1) / 11.0)
+    lo, hi = sps.t.interval(0.95, 4, loc=11.0, scale=sps.sem(values))
+    assert (row["ci95_low"], row["ci95_high"]) == (pytest.approx(lo), pytest.approx(hi))
+    assert row["cv_ci_low"] < row["cv_percent"] < row["cv_ci_high"]
+    assert draws[("b", "m", "L")].level == "observation"
+
+
+def test_large_sample_cv_interval_agrees_with_the_bootstrap() -> None:
+    rng = np.random.default_rng(3)
+    x = rng.lognormal(0.0, 0.2, size=3000)
+    lo, hi = cv_delta_ci(x)
+    boot = sps.bootstrap((x,), lambda s, axis: 100 * s.std(axis=axis, ddof=1) / s.mean(axis=axis),
+                         n_resamples=2000, method="percentile", random_state=1)
+    assert lo == pytest.approx(boot.confidence_interval.low, rel=0.05)
+    assert hi == pytest.approx(boot.confidence_interval.high, rel=0.05)

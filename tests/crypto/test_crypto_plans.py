@@ -1,0 +1,111 @@
+"""The study plans validate, and cut-down copies run through ``testbed-agent run``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import LANGUAGES, ROOT, TOOLCHAIN
+
+from testbed_agent.plan import load_plan
+from testbed_agent.workloads.crypto import resolve
+
+PLANS = ROOT / "workloads" / "plans"
+
+
+def available() -> list[str]:
+    return [lang for lang in LANGUAGES if TOOLCHAIN[lang] is None or shutil.which(TOOLCHAIN[lang])]
+
+
+@pytest.mark.parametrize("name", ["crypto-hypervisor", "crypto-faas", "crypto-smoke"])
+def test_plan_validates(name: str) -> None:
+    plan = load_plan(PLANS / f"{name}.yml")
+    for b in plan.benchmarks:
+        resolve(b)
+
+
+def test_hypervisor_matrix() -> None:
+    plan = load_plan(PLANS / "crypto-hypervisor.yml")
+    cells = {(r["alg"], bits) for r in map(resolve, plan.benchmarks) for bits in r["key_bits"]}
+    assert cells == {("aes-cbc", 128), ("aes-cbc", 192), ("aes-cbc", 256), ("3des-cbc", 192),
+                     ("cast128-cbc", 128), ("blowfish-cbc", 128), ("blowfish-cbc", 256), ("blowfish-cbc", 448),
+                     ("twofish-cbc", 128), ("twofish-cbc", 192), ("twofish-cbc", 256), ("rsa-oaep", 2048),
+                     ("rsa-oaep", 3072), ("rsa-oaep", 4096)}
+    for r in map(resolve, plan.benchmarks):
+        assert r["file_sizes"][0] == 1024 and r["file_sizes"][-1] == 1 << 30
+        assert r["cpus"] == [1, 2, 4] and r["languages"] == list(LANGUAGES)
+
+
+def test_faas_matrix() -> None:
+    plan = load_plan(PLANS / "crypto-faas.yml")
+    res = [resolve(b) for b in plan.benchmarks]
+    algs = {(r["alg"], tuple(r.get("key_bits", ()))) for r in res}
+    assert algs == {("hmac-sha256", (256,)), ("hmac-sha384", (384,)), ("aes-gcm", (256,)), ("aes-ctr", (256,)),
+                    ("ecdsa-p256", (256,)), ("ecdsa-p384", (384,)), ("rsa-oaep", (2048,)),
+                    ("rsa-oaep", (3072,)), ("rsa-oaep", (4096,)), ("kms-envelope", ())}
+    for r in res:
+        assert r["payload_sizes"] == [4096] and r["payload"] == "json"
+        if r["alg"] != "kms-envelope":
+            assert r["iterations"] + 1 == 30 and r["warmup"] > 0 and "price_table" in r
+
+
+def cut_down(name: str, tmp_path: Path, params: dict[str, Any]) -> Path:
+    doc = yaml.safe_load((PLANS / f"{name}.yml").read_text())
+    doc["defaults"].update({"wait_s": 0, "repetitions": 1})
+    doc["defaults"]["params"].update(params)
+    path = tmp_path / f"{name}-small.yml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def run_plan(plan: Path, out: Path) -> list[dict[str, Any]]:
+    proc = subprocess.run([sys.executable, "-m", "testbed_agent", "run", str(plan), "--out", str(out)],
+                          capture_output=True, text=True, timeout=900, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:] + proc.stdout[-2000:]
+    files = list(out.glob("*.jsonl"))
+    assert len(files) == 1
+    return [json.loads(line) for line in files[0].read_text().splitlines()]
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_cut_down_hypervisor_plan_runs(tmp_path: Path) -> None:
+    langs = available()
+    plan = cut_down("crypto-hypervisor", tmp_path, {"file_sizes": ["16K"], "cpus": [1], "iterations": 1,
+                                                    "languages": langs})
+    records = run_plan(plan, tmp_path / "out")
+    assert [r["benchmark"] for r in records] == [b.name for b in load_plan(plan).benchmarks]
+    for rec in records:
+        assert rec["status"] == "ok", rec["error"]
+        bits = rec["params"]["resolved_key_bits"]
+        cells = {(c["language"], c["key_bits"]): c["status"] for c in rec["samples"]["cells"]}
+        assert cells == {(lang, b): "ok" for lang in langs for b in bits}, rec["benchmark"]
+        for lang in langs:
+            key = f"{lang}.encrypt.k{bits[0]}.cpu1" if len(bits) > 1 else f"{lang}.encrypt.cpu1"
+            assert rec["metrics"][f"{key}.cpu_s_per_gb"]["unit"] == "s/GB"
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_cut_down_faas_plan_runs(tmp_path: Path) -> None:
+    langs = available()
+    plan = cut_down("crypto-faas", tmp_path, {"iterations": 2, "warmup": 0, "languages": langs})
+    records = run_plan(plan, tmp_path / "out")
+    assert len(records) == 10
+    for rec in records:
+        assert rec["status"] == "ok", rec["error"]
+        if rec["benchmark"] == "kms-envelope":
+            assert rec["metrics"]["kms.generate_data_key_rtt"]["value"] > 0
+            continue
+        ops = rec["params"]["resolved_ops"]
+        assert {(c["language"], c["op"]) for c in rec["samples"]["cells"] if c["status"] == "ok"} == \
+               {(lang, op) for lang in langs for op in ops}
+        for lang in langs:
+            assert rec["metrics"][f"{lang}.{ops[0]}.price_per_invocation"]["unit"] == "USD"
+            assert rec["metrics"][f"{lang}.{ops[0]}.cold_time"]["value"] > 0

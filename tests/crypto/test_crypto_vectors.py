@@ -1,0 +1,117 @@
+"""Every implementation passes every shared vector; a corrupted vector is rejected."""
+
+from __future__ import annotations
+
+import copy
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import CRYPTO, LANGUAGES, VECTORS, load_vectors, run_program, write_vectors
+
+ALL_ALGS = {"aes-gcm", "aes-ctr", "aes-cbc", "3des-cbc", "cast128-cbc", "blowfish-cbc", "twofish-cbc",
+            "hmac-sha256", "hmac-sha384", "ecdsa-p256", "ecdsa-p384", "rsa-oaep"}
+
+
+def test_vector_file_covers_every_algorithm_and_key_size() -> None:
+    from testbed_agent.workloads.crypto import ALGS
+
+    vectors = load_vectors()["vectors"]
+    assert {v["alg"] for v in vectors} == ALL_ALGS == set(ALGS)
+    for alg, (sizes, _ops) in ALGS.items():
+        if alg.startswith(("hmac", "ecdsa")):
+            continue
+        assert {v["key_bits"] for v in vectors if v["alg"] == alg} == set(sizes), alg
+    ids = [v["id"] for v in vectors]
+    assert len(ids) == len(set(ids))
+
+
+def test_published_answers_are_in_the_file() -> None:
+    by_id = {v["id"]: v for v in load_vectors()["vectors"]}
+    assert by_id["aes-cbc-fips197-c1"]["ciphertext"].startswith("69c4e0d86a7b0430d8cdb78070b4c55a")
+    assert by_id["twofish-cbc-paper-zero"]["ciphertext"].startswith("9f589f5cf6122c32b6bfec2f2ae8c35a")
+    assert by_id["hmac-sha256-rfc4231-2"]["mac"].startswith("5bdcc146bf60754e6a042426089575c7")
+
+
+def test_generator_reproduces_the_deterministic_vectors(tmp_path: Path) -> None:
+    shutil.copy(VECTORS, tmp_path / "vectors.json")
+    gen = tmp_path / "generate.py"
+    shutil.copy(CRYPTO / "vectors" / "generate.py", gen)
+    subprocess.run([sys.executable, str(gen)], check=True, capture_output=True, timeout=120)
+    old = {v["id"]: v for v in load_vectors()["vectors"]}
+    new = {v["id"]: v for v in load_vectors(tmp_path / "vectors.json")["vectors"]}
+    assert old.keys() == new.keys()
+    for vid, v in old.items():
+        randomized = {"signature", "wrapped_key"}  # ECDSA and OAEP outputs are randomized
+        assert {k: x for k, x in v.items() if k not in randomized} == \
+               {k: x for k, x in new[vid].items() if k not in randomized}, vid
+
+
+def test_all_vectors_pass(lang: str) -> None:
+    code, out = run_program(lang, "check", "--vectors", str(VECTORS))
+    failed = [r for r in out["results"] if not r["ok"]]
+    assert code == 0 and not failed, failed
+    assert out["unsupported"] == []
+    assert out["passed"] == len(load_vectors()["vectors"])
+
+
+def _corrupt(vectors: list[dict]) -> tuple[list[dict], set[str]]:
+    """Flip one hex digit in one vector of each kind; return the vectors and the corrupted ids."""
+    out = copy.deepcopy(vectors)
+    targets = {"aes-gcm-256-100b": "ciphertext", "blowfish-cbc-448-100b": "ciphertext",
+               "hmac-sha384-4096b": "mac", "ecdsa-p256-1": "signature", "rsa-oaep-2048": "wrapped_key",
+               "twofish-cbc-256-stream32": "ciphertext"}
+    for v in out:
+        field = targets.get(v["id"])
+        if field:
+            s = v[field]
+            i = len(s) // 2
+            v[field] = s[:i] + ("0" if s[i] != "0" else "1") + s[i + 1:]
+    return out, set(targets)
+
+
+def test_corrupted_vector_fails(lang: str, tmp_path: Path) -> None:
+    vectors, bad = _corrupt(load_vectors()["vectors"])
+    path = write_vectors(tmp_path / "corrupt.json", vectors)
+    code, out = run_program(lang, "check", "--vectors", str(path))
+    assert code == 3
+    assert {r["id"] for r in out["results"] if not r["ok"]} == bad
+    # and `run` refuses to time an algorithm whose vector is wrong
+    code, out = run_program(lang, "run", "--alg", "aes-gcm", "--key-bits", "256", "--payload-bytes", "64",
+                            "--iterations", "1", "--vectors", str(path))
+    assert code == 3 and "aes-gcm-256-100b" in out["error"]
+
+
+@pytest.mark.slow
+def test_signatures_and_wrapped_keys_verify_across_languages(tmp_path: Path) -> None:
+    # both curves and one RSA size keep this at 25 program runs (the other sizes run the same code)
+    ids = ("ecdsa-p256-1", "ecdsa-p384-1", "rsa-oaep-2048")
+    asym = [v for v in load_vectors()["vectors"] if v["id"] in ids]
+    produced: dict[str, list[dict]] = {}
+    for lang in LANGUAGES:
+        code, out = run_program(lang, "check", "--vectors", str(write_vectors(tmp_path / "asym.json", asym)))
+        assert code == 0, out
+        mine = copy.deepcopy(asym)
+        made = {r["id"]: r["produced"] for r in out["results"]}
+        for v in mine:
+            v.update(made[v["id"]])  # this language's signature / wrapped key replaces the reference
+        produced[lang] = mine
+    for maker, vectors in produced.items():
+        path = write_vectors(tmp_path / f"from-{maker}.json", vectors)
+        for checker in LANGUAGES:
+            if checker == maker:
+                continue
+            code, out = run_program(checker, "check", "--vectors", str(path))
+            failed = [r for r in out["results"] if not r["ok"]]
+            assert code == 0 and not failed, f"{checker} rejects what {maker} made: {failed}"
+
+
+def test_usage_errors_and_unknown_algorithms(tmp_path: Path) -> None:
+    for lang in LANGUAGES:
+        code, out = run_program(lang, "run", "--alg", "rot13", "--iterations", "1", "--vectors", str(VECTORS))
+        assert code == 2 and "error" in out, lang
+        code, out = run_program(lang, "run", "--alg", "aes-gcm", "--key-bits", "100", "--payload-bytes", "1",
+                                "--iterations", "1", "--vectors", str(VECTORS))
+        assert code == 2 and "key_bits" in out["error"], lang

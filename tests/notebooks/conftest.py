@@ -1,0 +1,27 @@
+"""Fixtures of the notebook tests: one thread per library, a shared scratch directory, a runner."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from nbhelpers import Runner
+
+
+@pytest.fixture(autouse=True)
+def one_thread_per_library(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test machine is small and shared: keep OpenMP/BLAS pools from spinning against each other."""
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.setenv(var, "1")
+
+
+@pytest.fixture(scope="session")
+def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One scratch directory for the session, so generated data sets are reused across tests."""
+    return tmp_path_factory.mktemp("nb-scratch")
+
+
+@pytest.fixture
+def runner(scratch: Path, tmp_path: Path) -> Iterator[Runner]:
+    yield Runner(scratch, tmp_path / "artifacts")
