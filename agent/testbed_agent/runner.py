@@ -272,7 +272,7 @@ def run_plan_cli(args: argparse.Namespace) -> int:
         "keep_scratch": False,
     }
     if args.disk_encryption is not None:
-        options["declared"] = {"disk_encryption": args.disk_encryption}
+        options["declared"] = {"disk_encryption": args.disk_encryption == "true"}
     runner = Runner(
         plan,
         args.out,

@@ -65,7 +65,7 @@ CONNECTIONS = ["3x25", "1x35", "1x25", "3x35", "3x50", "3x63", "3x80"]
 
 def generate(out: Path, seed: int, scale: str) -> None:
     r = rng("energy", seed)
-    per_file = size(scale, 1_200, 15_000, 60_000)
+    per_file = size(scale, 1_200, 6_000, 30_000)
     years = {"quick": range(2016, 2019), "standard": range(2010, 2020), "large": range(2009, 2021)}[scale]
     for sub in FILES:
         (out / sub).mkdir(parents=True, exist_ok=True)

@@ -241,6 +241,24 @@ def _write_json(out: Path, name: str, rep: Report, bad: pd.DataFrame, ds: Datase
     (out / "stats.json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
 
 
+def _overview(cmp: pd.DataFrame) -> list[dict[str, Any]]:
+    """One line per comparison: how many metrics are significantly slower, faster or not different."""
+    out = []
+    for name, part in cmp.groupby("comparison", sort=False):
+        sig = part["significant"].map(lambda s: s is True)
+        ovh = part["overhead_percent"].to_numpy(float)
+        ovh = ovh[np.isfinite(ovh)]
+        out.append({"comparison": name, "kind": part["kind"].iloc[0], "metrics": len(part),
+                    "slower": int((sig & (part["overhead_percent"] > 0)).sum()),
+                    "faster": int((sig & (part["overhead_percent"] < 0)).sum()),
+                    "not_significant": int((part["significant"].map(lambda s: s is False)).sum()),
+                    "median": float(np.median(ovh)) if len(ovh) else None,
+                    "min": float(ovh.min()) if len(ovh) else None,
+                    "max": float(ovh.max()) if len(ovh) else None,
+                    "mismatch": bool(part["evidence_mismatch"].any())})
+    return out
+
+
 def _heat(cmp: pd.DataFrame) -> dict[str, Any]:
     """Overhead heat map as a coloured table: rows benchmark metric, columns comparison."""
     cols = list(dict.fromkeys(cmp["comparison"]))
@@ -298,10 +316,12 @@ def _render(name: str, rep: Report, bad: pd.DataFrame, ds: Dataset, labels: list
             sec["pct_rows"] = _records(pct[pct["benchmark"] == bench])
         sections.append(sec)
     heat = _heat(rep.comparisons) if not rep.comparisons.empty else None
+    overview = _overview(rep.comparisons)
     failed = bad.head(500)
     return _env().get_template("report.html.j2").render(
         name=name, generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        version=__version__, problems=rep.problems, labels=labels, comparisons=_records(rep.comparisons),
+        version=__version__, problems=rep.problems, overview=overview, labels=labels,
+        comparisons=_records(rep.comparisons),
         heatmap=heat, sections=sections, fingerprints=_records(rep.fingerprints),
         status=_records(rep.status), status_cols=[c for c in rep.status.columns if c not in
                                                   ("label", "benchmark")],

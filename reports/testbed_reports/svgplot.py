@@ -17,7 +17,7 @@ from matplotlib.ticker import MaxNLocator
 PANEL_W, PANEL_H = 270, 210
 LEFT, RIGHT, TOP, BOTTOM = 58, 10, 38, 34
 LEGEND_H = 22
-ECDF_POINTS = 200
+ECDF_POINTS = 120
 
 
 def _num(v: float) -> str:

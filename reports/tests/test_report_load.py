@@ -83,3 +83,23 @@ def test_latency_percentiles_are_read_from_samples(tmp_path: Path) -> None:
     build([tmp_path / "r"], tmp_path / "out")
     table = pd.read_csv(tmp_path / "out" / "percentiles.csv")
     assert table.loc[table["percentile"] == 99.0, "median_value"].item() == 9000
+
+
+def test_parallel_parsing_gives_the_same_table_and_the_same_errors(tmp_path: Path, monkeypatch) -> None:
+    from testbed_reports import load as load_mod
+
+    results = tmp_path / "r"
+    for h in range(3):
+        write_jsonl(results / f"h{h}.jsonl", [record(host=f"h{h}", repetition=r, metrics={
+            "bw_bytes": {"value": 100.0 + r + h, "unit": "B/s", "better": "higher"},
+            f"only_h{h}": {"value": 1.0 + h, "unit": "s", "better": "lower"}}) for r in range(4)])
+    serial = load([results])
+    monkeypatch.setattr(load_mod, "PARALLEL_BYTES", 0)
+    parallel = load([results])
+    pd.testing.assert_frame_equal(serial.obs, parallel.obs)
+    assert len(parallel.obs) == 3 * 4 * 2
+    bad = write_jsonl(results / "h9.jsonl", [record(host="h9"), record(host="h9", metrics={
+        "bw_bytes": {"value": float("nan"), "unit": "B/s", "better": "higher"}})])
+    with pytest.raises(SchemaError) as err:
+        load([results])
+    assert err.value.message.startswith(f"{bad}:2: metric 'bw_bytes': value must be a finite number")

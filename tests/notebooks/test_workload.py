@@ -120,7 +120,8 @@ def test_failing_cell_gives_a_failed_outcome_naming_it(runner: Runner, tmp_path:
 
 
 def test_cell_timeout_ends_the_kernel(runner: Runner, tmp_path: Path) -> None:
-    nb = write_notebook(tmp_path / "Slow.ipynb", "import os\nprint(os.getpid())", "import time\ntime.sleep(120)")
+    nb = write_notebook(tmp_path / "Slow.ipynb", "import os\nprint(os.getpid())",
+                        "import time\ntime.sleep(120)")
     t0 = time.monotonic()
     with pytest.raises(BenchmarkTimeout, match="cell 3"):
         runner.run(str(nb), cell_timeout_s=3)
@@ -139,7 +140,8 @@ def test_benchmark_deadline_is_a_timeout(runner: Runner, tmp_path: Path) -> None
 
 
 def test_interrupt_kills_the_kernel(runner: Runner, tmp_path: Path) -> None:
-    nb = write_notebook(tmp_path / "Long.ipynb", "import os\nprint(os.getpid())", "import time\ntime.sleep(120)")
+    nb = write_notebook(tmp_path / "Long.ipynb", "import os\nprint(os.getpid())",
+                        "import time\ntime.sleep(120)")
     timer = threading.Timer(6, runner.stop.set)
     timer.start()
     t0 = time.monotonic()

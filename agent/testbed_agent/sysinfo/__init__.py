@@ -194,7 +194,14 @@ def _disk_encryption(declared: dict[str, Any] | None) -> dict[str, Any]:
             walk(n.get("children") or [])
 
     walk(devs)
-    return {"dm_crypt_devices": crypt, "declared": (declared or {}).get("disk_encryption")}
+    said = (declared or {}).get("disk_encryption")
+    if crypt:
+        active, source = True, "dm-crypt"
+    elif said is not None:
+        active, source = bool(said), "inventory"
+    else:
+        active, source = None, None
+    return {"active": active, "source": source, "dm_crypt_devices": crypt, "declared": said}
 
 
 def tool_versions() -> dict[str, str | None]:

@@ -1,0 +1,18 @@
+# The comparative report (reports/, docs/report.md): `testbed-report build` and `analyze`.
+# `make test` runs its tests, including one in headless Chromium (Debian's chromium, listed in
+# scripts/apt-packages.txt and installed by `make install`); `make bench` times 10^4..10^6 observations.
+REPORT_OUT ?= reports/out
+
+BENCH_SCRIPTS += bench/report_scale.py
+
+.PHONY: report report-check
+
+report: $(STAMP) ## build the report of RESULTS=results/<run_id> [...] (COMPARE="A:B ..." optional)
+	@test -n "$(RESULTS)" || { echo "usage: make report RESULTS='results/<run_id> [...]' [COMPARE='A:B ...']"; exit 2; }
+	@source $(VENV)/bin/activate && testbed-report build $(RESULTS) \
+	  --out $(REPORT_OUT)/$(notdir $(patsubst %/,%,$(firstword $(RESULTS)))) \
+	  $(foreach c,$(COMPARE),--compare '$(c)')
+
+report-check: $(STAMP) ## check that headless Chromium (for the report's browser test) is installed
+	@command -v chromium >/dev/null || { echo "chromium is missing: run 'make install'"; exit 1; }
+	@chromium --version
