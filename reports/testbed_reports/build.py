@@ -22,7 +22,7 @@ from testbed_reports.compare import auto_pairs, compare, parse_pairs
 from testbed_reports.errors import ReportError
 from testbed_reports.fingerprint import fingerprints, label_factors, mismatches
 from testbed_reports.load import Dataset, load
-from testbed_reports.stats import BOOT_MAX_N, B, describe
+from testbed_reports.stats import BOOT_MAX_N, MIN_N_CV_CI, B, describe
 
 #: label factors crossed in two-way ANOVAs: protection x CPU vendor, protection x disk encryption
 FACTOR_PAIRS = (("protection", "vendor"), ("protection", "disk"))
@@ -35,8 +35,9 @@ METHOD = [
     "the repetitions are nested in machines and the label is resampled at the machine level (cluster "
     "bootstrap)."),
     (f"CV and overhead CIs: percentile bootstrap, {B} seeded resamples (machine level when a label has "
-    f"several machines); one machine with more than {BOOT_MAX_N} runs uses the bootstrap's large-sample "
-    "limit (normal draws of the mean, delta-method CV interval)."),
+    f"several machines; with only 2 machines that interval rests on 2 values and is coarse); one machine "
+    f"with more than {BOOT_MAX_N} runs uses the bootstrap's large-sample limit (normal draws of the mean, "
+    f"delta-method CV interval); one machine with fewer than {MIN_N_CV_CI} runs gets no CV interval."),
     ("Overhead = (a/b - 1) x 100 for lower-is-better metrics and (b/a - 1) x 100 for higher-is-better "
     "ones, so a slowdown of a is always positive."),
     ("Tests: two-sided Mann-Whitney U (verdict) and Welch t, on runs, or on machine means when both labels "

@@ -22,9 +22,9 @@ def disk_encrypted(value: Any) -> bool | None:
         for key in ("active", "encrypted", "enabled"):
             if key in value:
                 return bool(value[key])
-        for key in ("devices", "encrypted_devices", "volumes"):
-            if key in value:
-                return bool(value[key])
+        for key, devices in value.items():
+            if str(key).endswith(("devices", "volumes")) and isinstance(devices, list):
+                return bool(devices)
         return None
     if isinstance(value, list):
         return bool(value)
@@ -68,7 +68,7 @@ def _evidence_text(evidence: Any) -> str:
 
 def _hypervisor_text(hv: Any) -> str:
     if isinstance(hv, dict):
-        keys = ("vendor", "name", "type", "detected", "virt")
+        keys = ("systemd_detect_virt", "cpuid_vendor", "vendor", "name", "type", "detected", "virt")
         parts = [str(hv[k]) for k in keys if hv.get(k)]
         if not parts:
             parts = [f"{k}={v}" for k, v in hv.items() if isinstance(v, (str, int, float, bool))][:4]
@@ -97,10 +97,11 @@ def fingerprints(records: pd.DataFrame, sysinfo: dict[tuple[str, str], dict[str,
             "disk_encryption": enc,
             "attestation": "yes" if cc.get("attestation") else "no",
             "sysinfo": info is not None,
+            "agent_mismatch": cc.get("label_mismatch") or "",
         })
     return pd.DataFrame(rows, columns=["label", "run_id", "host", "groups", "cpu_model", "kernel",
                                        "hypervisor", "cc_technology", "paravisor", "cc_evidence",
-                                       "disk_encryption", "attestation", "sysinfo"])
+                                       "disk_encryption", "attestation", "sysinfo", "agent_mismatch"])
 
 
 def mismatches(fp: pd.DataFrame) -> list[tuple[str, str]]:
@@ -124,6 +125,8 @@ def mismatches(fp: pd.DataFrame) -> list[tuple[str, str]]:
             flag(f"{who} is a baseline but its evidence says '{tech}'")
         if claims_encryption(str(row.label)) and row.disk_encryption is False:
             flag(f"{who} claims disk encryption but sysinfo finds none active")
+        if row.agent_mismatch:
+            flag(f"{who}: the agent reports a label mismatch: {row.agent_mismatch}")
     return problems
 
 

@@ -52,55 +52,67 @@ class _Collector:
     """
 
     def __init__(self) -> None:
+        self.rows: list[tuple] = []
         self.rec: dict[str, list[Any]] = {c: [] for c in RECORD_COLUMNS}
-        self.obs_rec: list[int] = []
-        self.obs_key: list[int] = []
-        self.obs_value: list[Any] = []
+        self.obs_pos: list[int] = []
+        self.obs_cnt: list[int] = []
+        self.obs_rec: Any = []
+        self.obs_key: Any = []
+        self.obs_value: Any = []
         self.keys: dict[tuple[str, str, str], int] = {}
+        self.groups: dict[tuple[str, ...], str] = {}
         self.pct: dict[str, list[Any]] = {"rec": [], "series": [], "percentile": [], "value": []}
 
     def add(self, rec: dict[str, Any], source: str, line: int) -> None:
-        pos = len(self.rec["run_id"])
-        r = self.rec
-        r["run_id"].append(rec["run_id"])
-        r["host"].append(rec["host"])
-        r["label"].append(rec.get("label") or rec["host"])
-        r["groups"].append(",".join(sorted(rec.get("groups") or [])))
-        r["benchmark"].append(rec["benchmark"])
-        r["type"].append(rec.get("type") or "")
-        r["index"].append(rec.get("index", -1))
-        r["repetition"].append(rec["repetition"])
-        r["status"].append(rec["status"])
-        r["error"].append(rec.get("error"))
-        r["started_at"].append(rec.get("started_at"))
-        r["source"].append(source)
-        r["line"].append(line)
-        if rec["status"] != "ok":
+        pos = len(self.rows)
+        g = tuple(rec.get("groups") or ())
+        groups = self.groups.get(g)
+        if groups is None:
+            groups = self.groups[g] = ",".join(sorted(g))
+        host = rec["host"]
+        status = rec["status"]
+        self.rows.append((rec["run_id"], host, rec.get("label") or host, groups, rec["benchmark"],
+                          rec.get("type") or "", rec.get("index", -1), rec["repetition"], status,
+                          rec.get("error"), rec.get("started_at"), source, line))
+        if status != "ok":
             return
-        keys, add_rec, add_key, add_value = self.keys, self.obs_rec.append, self.obs_key.append, \
-            self.obs_value.append
-        for name, m in rec["metrics"].items():
-            try:
-                key = (name, m["unit"], m["better"])
-                code = keys.get(key)
-                value = m["value"]
-            except (TypeError, KeyError):
-                raise SchemaError(source, line, f"metric '{name}' must be an object with value, unit, "
-                                                "better") from None
-            if code is None:
-                _check_key(key, source, line)
-                code = keys[key] = len(keys)
-            add_rec(pos)
-            add_key(code)
-            add_value(value)
+        mets = rec["metrics"]
+        get = self.keys.get
+        try:
+            codes = [get((name, m["unit"], m["better"])) for name, m in mets.items()]
+            values = [m["value"] for m in mets.values()]
+        except (TypeError, KeyError):
+            raise SchemaError(source, line, "each metric must be an object with value, unit (a string) "
+                                            "and better") from None
+        if None in codes:
+            codes = [self._code((name, m["unit"], m["better"]), source, line) for name, m in mets.items()]
+        self.obs_key.extend(codes)
+        self.obs_value.extend(values)
+        self.obs_pos.append(pos)
+        self.obs_cnt.append(len(codes))
         samples = rec.get("samples")
         if samples:
-            for series, values in _percentile_series(samples):
-                for pct, val in values.items():
+            for series, vals in _percentile_series(samples):
+                for pct, val in vals.items():
                     self.pct["rec"].append(pos)
                     self.pct["series"].append(series)
                     self.pct["percentile"].append(float(pct))
                     self.pct["value"].append(float(val))
+
+    def _code(self, key: tuple[str, str, str], source: str, line: int) -> int:
+        code = self.keys.get(key)
+        if code is None:
+            _check_key(key, source, line)
+            code = self.keys[key] = len(self.keys)
+        return code
+
+    def close(self) -> None:
+        """Turn the per-record rows into columns and the observation lists into arrays."""
+        cols = list(zip(*self.rows, strict=True)) if self.rows else [() for _ in RECORD_COLUMNS]
+        self.rec = {c: list(v) for c, v in zip(RECORD_COLUMNS, cols, strict=True)}
+        pos, cnt = np.asarray(self.obs_pos, dtype=np.int64), np.asarray(self.obs_cnt, dtype=np.int64)
+        self.obs_rec = np.repeat(pos, cnt)
+        self.obs_key = np.asarray(self.obs_key, dtype=np.int64)
 
     def values(self) -> np.ndarray:
         """The observation values as floats; a non-number names its file and line."""
@@ -160,12 +172,27 @@ def _is_number_str(k: Any) -> bool:
 
 
 def validate_record(rec: Any, path: str, line: int) -> None:
-    """Raise SchemaError naming file and line when ``rec`` breaks the record schema."""
+    """Raise SchemaError naming file and line when ``rec`` breaks the record schema.
+
+    Metric entries are checked while they are collected (``_Collector.add`` and ``values``).
+    """
+    if rec.__class__ is not dict:
+        raise SchemaError(path, line, "a record must be a JSON object")
+    run_id, host, bench, rep = rec.get("run_id"), rec.get("host"), rec.get("benchmark"), rec.get("repetition")
+    groups = rec.get("groups", ())
+    if (rec.get("schema") == 1 and run_id.__class__ is str and run_id and host.__class__ is str and host
+            and bench.__class__ is str and bench and rec.get("status") in STATUSES and rep.__class__ is int
+            and groups.__class__ in (list, tuple) and rec.get("metrics", {}).__class__ is dict
+            and all(g.__class__ is str for g in groups)):
+        return
+    _explain(rec, path, line)
+
+
+def _explain(rec: dict[str, Any], path: str, line: int) -> None:
+    """The first schema problem of a record that failed the fast check."""
     def bad(problem: str) -> SchemaError:
         return SchemaError(path, line, problem)
 
-    if not isinstance(rec, dict):
-        raise bad("a record must be a JSON object")
     if rec.get("schema") != 1:
         raise bad(f"unsupported schema {rec.get('schema')!r} (expected 1)")
     for key in ("run_id", "host", "benchmark"):
@@ -178,9 +205,7 @@ def validate_record(rec: Any, path: str, line: int) -> None:
     groups = rec.get("groups", [])
     if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
         raise bad("field 'groups' must be a list of strings")
-    metrics = rec.get("metrics", {})
-    if not isinstance(metrics, dict):
-        raise bad("field 'metrics' must be an object")
+    raise bad("field 'metrics' must be an object")
 
 
 def _read_jsonl(path: Path, col: _Collector) -> None:
@@ -353,8 +378,8 @@ def _parse_file(path: str) -> dict[str, Any]:
     """One result file as column lists and arrays (runs in a worker process for large inputs)."""
     col = _Collector()
     _read_jsonl(Path(path), col)
-    return {"rec": col.rec, "obs_rec": np.asarray(col.obs_rec, dtype=np.int64),
-            "obs_key": np.asarray(col.obs_key, dtype=np.int64), "values": col.values(),
+    col.close()
+    return {"rec": col.rec, "obs_rec": col.obs_rec, "obs_key": col.obs_key, "values": col.values(),
             "keys": sorted(col.keys, key=col.keys.__getitem__), "pct": col.pct}
 
 

@@ -21,6 +21,8 @@ from scipy import stats as sps
 
 B = 2000
 BOOT_MAX_N = 1000
+#: fewer runs than this on one machine give no CV interval (a bootstrap of 2-4 values is meaningless)
+MIN_N_CV_CI = 5
 Z975 = float(sps.norm.ppf(0.975))
 KEY = ["benchmark", "metric", "label"]
 
@@ -113,13 +115,13 @@ def describe(obs: pd.DataFrame) -> tuple[pd.DataFrame, dict[tuple[str, str, str]
         if d.level == "machine":
             lo[i], hi[i] = np.percentile(d.means, [2.5, 97.5])
             method[i] = "machine bootstrap"
-        if d.sds is not None:
+        if d.sds is not None and (len(v) >= MIN_N_CV_CI or d.level == "machine"):
             with np.errstate(divide="ignore", invalid="ignore"):
                 cv = 100 * d.sds / np.abs(d.means)
             cv = cv[np.isfinite(cv)]
             if len(cv):
                 cv_lo[i], cv_hi[i] = np.percentile(cv, [2.5, 97.5])
-        else:
+        elif d.sds is None:
             cv_lo[i], cv_hi[i] = cv_delta_ci(v)
     table["ci95_low"], table["ci95_high"], table["ci_method"] = lo, hi, method
     table["cv_ci_low"], table["cv_ci_high"] = cv_lo, cv_hi

@@ -16,7 +16,6 @@ from matplotlib.ticker import MaxNLocator
 
 PANEL_W, PANEL_H = 270, 210
 LEFT, RIGHT, TOP, BOTTOM = 58, 10, 38, 34
-LEGEND_H = 22
 ECDF_POINTS = 120
 
 
@@ -111,26 +110,41 @@ def _nonzero(lim: tuple[float, float]) -> tuple[float, float]:
     return (lo, hi)
 
 
-def _legend(svg: _Svg, labels: list[str], palette: dict[str, str], y: float = 14) -> None:
+def _legend_rows(labels: list[str], width: float) -> list[list[tuple[str, float]]]:
+    """Labels laid out in rows that fit ``width``: [[(label, x), ...], ...]."""
+    rows: list[list[tuple[str, float]]] = [[]]
     x = 10.0
     for lab in labels:
-        width = 24 + 6.5 * len(lab)
-        if x + width > svg.w:
-            break
-        svg.add(f'<rect x="{x:.1f}" y="{y - 9:.1f}" width="12" height="10" fill="{palette[lab]}"/>')
-        svg.text(x + 16, y, lab, size=10, anchor="start")
-        x += width
+        w = 24 + 6.5 * len(lab)
+        if rows[-1] and x + w > width:
+            rows.append([])
+            x = 10.0
+        rows[-1].append((lab, x))
+        x += w
+    return rows
 
 
-def _frame(n_panels: int) -> _Svg:
-    return _Svg(PANEL_W * max(n_panels, 1), PANEL_H + LEGEND_H)
+def _legend(svg: _Svg, rows: list[list[tuple[str, float]]], palette: dict[str, str]) -> None:
+    for r, row in enumerate(rows):
+        y = 14 + 16 * r
+        for lab, x in row:
+            svg.add(f'<rect x="{x:.1f}" y="{y - 9:.1f}" width="12" height="10" fill="{palette[lab]}"/>')
+            svg.text(x + 16, y, lab, size=10, anchor="start")
+
+
+def _frame(width: float, labels: list[str], palette: dict[str, str], extra: float = 0) -> tuple[_Svg, float]:
+    """An SVG with the label legend on top; returns it and the height the legend takes."""
+    rows = _legend_rows(labels, width)
+    top = 6 + 16 * len(rows)
+    svg = _Svg(int(width), int(PANEL_H + top + extra))
+    _legend(svg, rows, palette)
+    return svg, top
 
 
 def bars(desc: pd.DataFrame, metrics: list[str], palette: dict[str, str]) -> str:
     """Mean per label with its 95% CI error bar; one panel per metric."""
-    svg = _frame(len(metrics))
     labels = list(dict.fromkeys(desc["label"].astype(str)))
-    _legend(svg, labels, palette)
+    svg, top = _frame(PANEL_W * max(len(metrics), 1), labels, palette)
     for i, m in enumerate(metrics):
         part = desc[desc["metric"] == m]
         mean = part["mean"].to_numpy(float)
@@ -139,7 +153,7 @@ def bars(desc: pd.DataFrame, metrics: list[str], palette: dict[str, str]) -> str
         ymin = min(0.0, float(np.nanmin(lo)))
         ymax = max(0.0, float(np.nanmax(hi))) * 1.08 or 1.0
         unit, better = str(part["unit"].iloc[0]), str(part["better"].iloc[0])
-        p = _Panel(svg, i * PANEL_W, LEGEND_H, (0, len(part)), (ymin, ymax), m,
+        p = _Panel(svg, i * PANEL_W, top, (0, len(part)), (ymin, ymax), m,
                    f"[{unit}] {better} is better")
         p.yticks()
         for j, lab in enumerate(part["label"].astype(str)):
@@ -158,16 +172,15 @@ def bars(desc: pd.DataFrame, metrics: list[str], palette: dict[str, str]) -> str
 def ecdf(values: dict[tuple[str, str], np.ndarray], metrics: list[str], units: dict[str, str],
          palette: dict[str, str]) -> str:
     """ECDF of the per-run values of each label (at most ECDF_POINTS quantiles per line)."""
-    svg = _frame(len(metrics))
     labels = sorted({lab for (_, lab) in values})
-    _legend(svg, labels, palette)
+    svg, top = _frame(PANEL_W * max(len(metrics), 1), labels, palette)
     for i, m in enumerate(metrics):
         series = {lab: v for (met, lab), v in values.items() if met == m}
         if not series:
             continue
         lo = min(float(v.min()) for v in series.values())
         hi = max(float(v.max()) for v in series.values())
-        p = _Panel(svg, i * PANEL_W, LEGEND_H, _nonzero((lo, hi)), (0.0, 1.0), m, f"[{units.get(m, '')}]")
+        p = _Panel(svg, i * PANEL_W, top, _nonzero((lo, hi)), (0.0, 1.0), m, f"[{units.get(m, '')}]")
         p.yticks("fraction of runs" if i == 0 else "")
         p.xticks()
         for lab, raw in sorted(series.items()):
@@ -188,12 +201,13 @@ def ecdf(values: dict[tuple[str, str], np.ndarray], metrics: list[str], units: d
 def cv_bars(desc: pd.DataFrame, metrics: list[str], palette: dict[str, str]) -> str:
     """Coefficient of variation (%) with its bootstrap CI, grouped by metric."""
     labels = list(dict.fromkeys(desc["label"].astype(str)))
-    width = max(PANEL_W, LEFT + RIGHT + 16 * len(labels) * len(metrics) + 12 * len(metrics))
-    svg = _Svg(int(width), PANEL_H + LEGEND_H + 40)
-    _legend(svg, labels, palette)
+    longest = max((min(len(m), 22) for m in metrics), default=4)
+    group = max(16 * len(labels) + 12, 6.2 * longest + 8)
+    width = max(PANEL_W, LEFT + RIGHT + group * len(metrics))
+    svg, top = _frame(width, labels, palette, extra=40)
     table = desc.set_index(["metric", "label"])
     hi_all = np.nanmax(np.r_[desc["cv_ci_high"].to_numpy(float), desc["cv_percent"].to_numpy(float), 1.0])
-    p = _Panel(svg, 0, LEGEND_H, (0, len(metrics)), (0.0, float(hi_all) * 1.08), "Coefficient of variation",
+    p = _Panel(svg, 0, top, (0, len(metrics)), (0.0, float(hi_all) * 1.08), "Coefficient of variation",
                "CV % with bootstrap 95% CI")
     p.px1 = width - RIGHT
     p.yticks("CV (%)")

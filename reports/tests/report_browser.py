@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import select
 import shutil
+import signal
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,9 +91,11 @@ def open_page(html: Path, timeout: float = 60.0) -> PageResult:
     """Load ``html`` (file://) and return console errors and the state of its images."""
     profile = tempfile.mkdtemp(prefix="chromium-profile-")
     proc = subprocess.Popen([chromium_binary(), *FLAGS, f"--user-data-dir={profile}", "about:blank"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
     try:
         ws_url = _devtools_url(proc, timeout)
+        threading.Thread(target=_drain, args=(proc,), daemon=True).start()
         target = _page_target(ws_url, timeout)
         cdp = _Cdp(target)
         for domain in ("Runtime", "Log", "Page", "Network"):
@@ -106,19 +112,37 @@ def open_page(html: Path, timeout: float = 60.0) -> PageResult:
         cdp.ws.close()
         return PageResult(_errors(cdp.events), info["n"], info["ok"], info["title"], info["text"])
     finally:
-        proc.terminate()
+        _stop(proc)
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """End the browser we started and its helper processes (its own process group)."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
         try:
             proc.wait(timeout=10)
+            return
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        shutil.rmtree(profile, ignore_errors=True)
+            continue
+
+
+def _drain(proc: subprocess.Popen) -> None:
+    assert proc.stderr is not None
+    for _ in proc.stderr:
+        pass
 
 
 def _devtools_url(proc: subprocess.Popen, timeout: float) -> str:
     deadline = time.monotonic() + timeout
     assert proc.stderr is not None
     while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stderr], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            break
         line = proc.stderr.readline()
         if not line and proc.poll() is not None:
             raise RuntimeError(f"chromium exited with {proc.returncode} before DevTools was ready")

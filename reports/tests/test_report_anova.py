@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import run_cli
+from report_helpers import run_cli
 
 from testbed_reports.anova import two_way_anova, two_way_anova_fast
 

@@ -42,3 +42,13 @@ def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     assert page.images == expected and page.images_loaded == expected
     assert "EVIDENCE MISMATCH" in page.text
     assert "significant" in page.text and "fingerprint" in page.text
+
+
+@pytest.mark.integration
+def test_the_browser_check_sees_console_errors_and_broken_images(tmp_path: Path) -> None:
+    page = tmp_path / "broken.html"
+    page.write_text('<!DOCTYPE html><html><head><title>t</title><link rel="icon" href="data:,"></head><body>'
+                    '<script>console.error("boom")</script><img src="missing.png"></body></html>')
+    result = open_page(page)
+    assert any("boom" in e for e in result.errors)
+    assert result.images == 1 and result.images_loaded == 0

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pandas as pd
-from conftest import record, run_cli, run_module, write_jsonl
+from report_helpers import record, run_cli, run_module, write_jsonl
 
 from testbed_reports.synth import Machine, write_run
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import record, write_jsonl
+from report_helpers import record, write_jsonl
 
 from testbed_reports.build import build
 from testbed_reports.errors import SchemaError
@@ -103,3 +103,11 @@ def test_parallel_parsing_gives_the_same_table_and_the_same_errors(tmp_path: Pat
     with pytest.raises(SchemaError) as err:
         load([results])
     assert err.value.message.startswith(f"{bad}:2: metric 'bw_bytes': value must be a finite number")
+
+
+def test_a_run_where_everything_failed_still_gives_a_report(tmp_path: Path) -> None:
+    recs = [record(repetition=r, status="failed", error="boom", metrics={}) for r in range(2)]
+    write_jsonl(tmp_path / "r" / "h1.jsonl", recs)
+    rep = build([tmp_path / "r"], tmp_path / "out")
+    assert rep.descriptives.empty and rep.comparisons.empty
+    assert "boom" in (tmp_path / "out" / "index.html").read_text()

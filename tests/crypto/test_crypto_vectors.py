@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import CRYPTO, LANGUAGES, VECTORS, load_vectors, run_program, write_vectors
+from crypto_helpers import CRYPTO, LANGUAGES, VECTORS, load_vectors, run_program, write_vectors
 
 ALL_ALGS = {"aes-gcm", "aes-ctr", "aes-cbc", "3des-cbc", "cast128-cbc", "blowfish-cbc", "twofish-cbc",
             "hmac-sha256", "hmac-sha384", "ecdsa-p256", "ecdsa-p384", "rsa-oaep"}
@@ -49,6 +49,7 @@ def test_generator_reproduces_the_deterministic_vectors(tmp_path: Path) -> None:
                {k: x for k, x in new[vid].items() if k not in randomized}, vid
 
 
+@pytest.mark.parametrize("lang", LANGUAGES)
 def test_all_vectors_pass(lang: str) -> None:
     code, out = run_program(lang, "check", "--vectors", str(VECTORS))
     failed = [r for r in out["results"] if not r["ok"]]
@@ -72,6 +73,7 @@ def _corrupt(vectors: list[dict]) -> tuple[list[dict], set[str]]:
     return out, set(targets)
 
 
+@pytest.mark.parametrize("lang", LANGUAGES)
 def test_corrupted_vector_fails(lang: str, tmp_path: Path) -> None:
     vectors, bad = _corrupt(load_vectors()["vectors"])
     path = write_vectors(tmp_path / "corrupt.json", vectors)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CRYPTO, LANGUAGES, TOOLCHAIN, load_vectors, program, write_vectors
+from crypto_helpers import CRYPTO, LANGUAGES, TOOLCHAIN, load_vectors, program, write_vectors
 
 from testbed_agent import cost
 from testbed_agent.plan import Benchmark, ParamError

@@ -186,3 +186,32 @@ def test_plan_goes_on_after_a_failing_notebook(tmp_path: Path) -> None:
         [sys.executable, "-m", "testbed_agent", "parse", "notebook", str(out / records[1]["artifacts"][0])],
         capture_output=True, text=True, check=True)
     assert json.loads(parsed.stdout)["metrics"]["cells_s"]["value"] > 0
+
+
+def test_sigterm_to_the_agent_records_interrupted_and_ends_the_kernel(tmp_path: Path) -> None:
+    nb = write_notebook(tmp_path / "Sleeper.ipynb",
+                        "import os\nopen('kernel.pid', 'w').write(str(os.getpid()))",
+                        "import time\ntime.sleep(300)")
+    plan = tmp_path / "plan.yml"
+    plan.write_text(f"name: nb-sigterm\nbenchmarks:\n  - {{name: '{nb}', type: kaggle_notebook}}\n")
+    out, scratch = tmp_path / "results" / "run1", tmp_path / "scratch"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "testbed_agent", "run", str(plan), "--out", str(out), "--host", "nbtest",
+         "--node-exporter", "", "--no-progress", "--scratch", str(scratch)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 120
+        while not list(scratch.glob("notebooks/*/kernel.pid")) and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            time.sleep(0.2)
+        pid_file = next(scratch.glob("notebooks/*/kernel.pid"))
+        time.sleep(0.5)
+        kernel = int(pid_file.read_text())
+        proc.send_signal(15)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    records = [json.loads(line) for line in (out / "nbtest.jsonl").read_text().splitlines()]
+    assert [r["status"] for r in records] == ["interrupted"]
+    assert _gone(kernel)

@@ -317,6 +317,8 @@ class Crypto(Workload):
             reason = cmd if isinstance(cmd, str) else None
             if reason is None and ncpu > len(affinity):
                 reason = f"machine has {len(affinity)} CPUs, cell needs {ncpu}"
+            if reason is None and ncpu and shutil.which("taskset") is None:
+                reason = "taskset (util-linux) not found: cannot pin to CPUs"
             if reason is not None:
                 samples["cells"].append({**info, "status": "skipped", "reason": reason})
                 continue

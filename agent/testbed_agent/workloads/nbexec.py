@@ -173,7 +173,8 @@ def execute(
             # leaving the block shuts the kernel down
         result.kernel_shutdown_s = time.perf_counter() - t_shut
     except CellExecutionError as exc:
-        _fail(result, nb, index, "failed", exc.ename, f"{exc.ename}: {exc.evalue}")
+        evalue = " ".join(str(exc.evalue).split())[:300]
+        _fail(result, nb, index, "failed", exc.ename, f"{exc.ename}: {evalue}")
     except CellTimeoutError:
         why = reason.get("why", "timeout")
         _fail(result, nb, index, why, "CellTimeoutError", f"did not finish within {client.timeout} s")

@@ -13,7 +13,7 @@
 set -euo pipefail
 
 cache_dir=${1:?usage: build-guest-image.sh CACHE_DIR [SUITE] [MIRROR]}
-suite=${2:-bookworm}
+suite=${2:-trixie}
 mirror=${3:-http://deb.debian.org/debian}
 size=${TESTBED_IMAGE_SIZE:-3G}
 
@@ -24,7 +24,7 @@ packages=(
   iproute2 openssh-server qemu-guest-agent dmidecode ca-certificates
   python3 python3-venv python3-pip python3-yaml python3-psutil python3-rich
   python3-prometheus-client python3-cryptography
-  fio coreutils util-linux procps cpuid msr-tools sudo
+  fio coreutils util-linux procps cpuid msr-tools sudo prometheus-node-exporter
 )
 pkg_list=$(printf '%s\n' "${packages[@]}" | sort | paste -sd, -)
 

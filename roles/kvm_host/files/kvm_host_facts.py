@@ -107,7 +107,7 @@ def parse_domcapabilities(xml_text: str) -> dict[str, Any]:
     if not xml_text.strip():
         return out
     try:
-        doc = ET.fromstring(xml_text)
+        doc = ET.fromstring(xml_text)  # noqa: S314 - local virsh output, not untrusted input
     except ET.ParseError:
         return out
     out["firmware"] = [v.text for v in doc.findall("./os/loader/value") if v.text]
@@ -115,7 +115,8 @@ def parse_domcapabilities(xml_text: str) -> dict[str, Any]:
     if sev is not None and sev.get("supported") == "yes":
         out["sev"] = True
         out["sev_details"] = {child.tag: (child.text or "").strip() for child in sev}
-    sectypes = [v.text for v in doc.findall("./features/launchSecurity/enum[@name='sectype']/value") if v.text]
+    values = doc.findall("./features/launchSecurity/enum[@name='sectype']/value")
+    sectypes = [v.text for v in values if v.text]
     out["sectypes"] = sectypes
     out["sev_snp"] = "sev-snp" in sectypes
     tdx = doc.find("./features/tdx")
@@ -149,9 +150,9 @@ def confidential_support(cpu: dict[str, Any], params: dict[str, bool | None], kv
             if params[param] is not True:
                 reasons.append(f"kvm_amd parameter {param} is not enabled "
                                f"(/sys/module/kvm_amd/parameters/{param} missing or N)")
-            offered = caps["sev_snp"] if mode == "sev-snp" else caps["sev"]
+            offered, sectype = (caps["sev_snp"], "sev-snp") if mode == "sev-snp" else (caps["sev"], "sev")
             if not offered:
-                reasons.append(f"libvirt domcapabilities does not offer {'sev-snp' if mode == 'sev-snp' else 'sev'}")
+                reasons.append(f"libvirt domcapabilities does not offer {sectype}")
         need = LIBVIRT_MIN[mode]
         if libvirt_version is None or libvirt_version < need:
             have = ".".join(map(str, libvirt_version)) if libvirt_version else "unknown"

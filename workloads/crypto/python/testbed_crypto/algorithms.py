@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hmac as _hmac
 import os
 from collections.abc import Callable
@@ -84,10 +85,16 @@ def _mode(alg: str, iv: bytes) -> modes.Mode:
     return modes.CTR(iv) if alg == "aes-ctr" else modes.CBC(iv)
 
 
+@functools.lru_cache(maxsize=16)
+def _aesgcm(key: bytes) -> AESGCM:
+    """One AEAD object per key, as an application keeps it (the key schedule is not per message)."""
+    return AESGCM(key)
+
+
 def encrypt(alg: str, key: bytes, iv: bytes, data: bytes) -> bytes:
     """One-shot encryption (GCM: ciphertext || tag)."""
     if alg == "aes-gcm":
-        return AESGCM(key).encrypt(iv, data, None)
+        return _aesgcm(key).encrypt(iv, data, None)
     if alg == "twofish-cbc":
         return _twofish(key).encrypt(data, iv=iv)
     enc = Cipher(_block_cipher(alg, key), _mode(alg, iv)).encryptor()
@@ -100,7 +107,7 @@ def encrypt(alg: str, key: bytes, iv: bytes, data: bytes) -> bytes:
 def decrypt(alg: str, key: bytes, iv: bytes, data: bytes) -> bytes:
     """One-shot decryption; raises on a bad tag or padding."""
     if alg == "aes-gcm":
-        return AESGCM(key).decrypt(iv, data, None)
+        return _aesgcm(key).decrypt(iv, data, None)
     if alg == "twofish-cbc":
         return _twofish(key).decrypt(data, iv=iv)
     dec = Cipher(_block_cipher(alg, key), _mode(alg, iv)).decryptor()

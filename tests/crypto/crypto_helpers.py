@@ -1,4 +1,7 @@
-"""Fixtures of the crypto suite tests: the five programs and the shared vector file."""
+"""Helpers of the crypto suite tests: the five programs and the shared vector file.
+
+(Not a conftest.py: other test directories import their own ``conftest`` by that name.)
+"""
 
 from __future__ import annotations
 
@@ -12,6 +15,8 @@ from typing import Any
 import pytest
 
 from testbed_agent.workloads.crypto import LANGUAGES, command
+
+__all__ = ["LANGUAGES", "command"]
 
 ROOT = Path(__file__).resolve().parents[2]
 CRYPTO = ROOT / "workloads" / "crypto"
@@ -48,8 +53,3 @@ def load_vectors(path: Path = VECTORS) -> dict[str, Any]:
 def write_vectors(path: Path, vectors: list[dict[str, Any]]) -> Path:
     path.write_text(json.dumps({"version": 1, "vectors": vectors}))
     return path
-
-
-@pytest.fixture(params=LANGUAGES)
-def lang(request: pytest.FixtureRequest) -> str:
-    return str(request.param)

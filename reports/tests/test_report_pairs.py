@@ -1,0 +1,63 @@
+"""Automatic comparison pairs from inventory groups, and the evidence checks behind the banner."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from testbed_reports.compare import auto_pairs
+from testbed_reports.fingerprint import claims_encryption, disk_encrypted, fingerprints, mismatches
+
+
+def _factors(rows: list[tuple[str, str, str]]) -> pd.DataFrame:
+    return pd.DataFrame([{"label": lab, "groups": g, "protection": None, "vendor": None, "disk": d}
+                         for lab, g, d in rows])
+
+
+def test_pairs_follow_the_inventory_groups() -> None:
+    factors = _factors([("SEV-Encrypted", "sev", "encrypted"), ("SEV-Plain", "sev", "plain"),
+                        ("AMD-Encrypted", "amd_baseline", "encrypted"),
+                        ("AMD-Plain", "amd_baseline", "plain"),
+                        ("TDX", "tdx", "plain"), ("Intel", "intel_baseline", "plain"),
+                        ("KVM-guest", "kvm", "plain"), ("HyperV-guest", "hyperv", "plain"),
+                        ("aws-like", "faas", None), ("gcp-like", "faas", None), ("azure-like", "faas", None),
+                        ("controller", "local", "plain")])
+    pairs = {(p.a, p.b): p.kind for p in auto_pairs(factors)}
+    assert pairs == {
+        ("SEV-Encrypted", "AMD-Encrypted"): "sev vs amd_baseline",
+        ("SEV-Plain", "AMD-Plain"): "sev vs amd_baseline",
+        ("SEV-Encrypted", "SEV-Plain"): "encrypted vs plain (sev)",
+        ("TDX", "Intel"): "tdx vs intel_baseline",
+        ("KVM-guest", "HyperV-guest"): "kvm vs hyperv",
+        ("aws-like", "azure-like"): "faas platform vs platform",
+        ("aws-like", "gcp-like"): "faas platform vs platform",
+        ("azure-like", "gcp-like"): "faas platform vs platform",
+    }
+
+
+def test_disk_encryption_forms_and_label_claims() -> None:
+    assert disk_encrypted({"declared": "false", "dm_crypt_devices": []}) is False
+    assert disk_encrypted({"dm_crypt_devices": [{"name": "root", "cipher": "aes-xts-plain64"}]}) is True
+    assert disk_encrypted(True) is True and disk_encrypted(None) is None
+    assert claims_encryption("SEV-Encrypted") and claims_encryption("tdx_encrypt")
+    assert not claims_encryption("SEV-Unencrypted") and not claims_encryption("AMD-Plain")
+
+
+def test_mismatches_cover_labels_baselines_missing_sysinfo_and_agent_findings() -> None:
+    records = pd.DataFrame([
+        {"label": "SEV", "run_id": "r", "host": "a", "groups": "sev"},
+        {"label": "Base", "run_id": "r", "host": "b", "groups": "amd_baseline"},
+        {"label": "TDX", "run_id": "r", "host": "c", "groups": "tdx"},
+        {"label": "TDX-ok", "run_id": "r", "host": "d", "groups": "tdx"},
+    ])
+    finding = "label says sev, CPUID says none"
+    sysinfo = {("r", "a"): {"cc": {"technology": "none", "label_mismatch": finding}},
+               ("r", "b"): {"cc": {"technology": "sev-snp"}},
+               ("r", "d"): {"cc": {"technology": "tdx", "disk_encryption": None}}}
+    found = mismatches(fingerprints(records, sysinfo))
+    labels = [lab for lab, _ in found]
+    assert labels == ["Base", "SEV", "SEV", "TDX"]
+    text = " | ".join(p for _, p in found)
+    assert "is a baseline but its evidence says 'sev-snp'" in text
+    assert "claims SEV but its evidence says 'none'" in text
+    assert "the agent reports a label mismatch: label says sev, CPUID says none" in text
+    assert "claims TDX but has no sysinfo" in text

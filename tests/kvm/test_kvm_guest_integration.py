@@ -1,0 +1,146 @@
+"""The KVM lab for real: build the guest image, start a guest under libvirt (software emulation on
+a host without vmx/svm), run a small plan inside it through Ansible with the agent stages, fetch
+the results, check that the roles are idempotent, and tear everything down."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from kvm_helpers import ROOT, ansible_playbook, free_port, require_tools
+
+GUEST = "tb-kvm-itest"
+PLAN = "tests/kvm/guest-plan.yml"
+IMAGE_CACHE = ROOT / ".cache" / "kvm-images"
+
+
+def _virsh(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["virsh", "-c", "qemu:///system", *args], capture_output=True, text=True, check=False)
+
+
+def _inventory(tmp: Path, port: int) -> Path:
+    """This machine as the KVM host, one guest reached over the forwarded SSH port."""
+    key = tmp / "keys" / "id_ed25519"
+    guest = {
+        "kvm_guest_host": "localhost",
+        "kvm_guest_ssh_port": port,
+        "kvm_guest_ssh_key_file": str(key),
+        "kvm_guest_vcpus": 2,
+        "kvm_guest_memory_mib": 1536,
+        "kvm_guest_image_cache_dir": str(IMAGE_CACHE),
+        "testbed_label": "KVM-plain",
+        "testbed_disk_encryption": False,
+        "testbed_cpu_vendor": "unknown",
+        # how later stages (separate ansible-playbook runs) reach the guest
+        "ansible_host": "127.0.0.1",
+        "ansible_port": port,
+        "ansible_user": "root",
+        "ansible_ssh_private_key_file": str(key),
+        "ansible_python_interpreter": "/usr/bin/python3",
+        "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR",
+        # the image carries the agent's dependencies and node_exporter from Debian's packages
+        "agent_venv_system_site_packages": True,
+        "agent_pip_offline": True,
+        "node_exporter_install": False,
+        "testbed_host_facts": "/etc/testbed/host-facts.json",
+    }
+    inv = {"all": {"children": {
+        "kvm_hosts": {"hosts": {"localhost": {
+            "ansible_connection": "local",
+            "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+            "kvm_host_install_packages": False,
+            "kvm_host_image_cache_dir": str(IMAGE_CACHE),
+        }}},
+        "kvm": {"hosts": {GUEST: guest}},
+    }}}
+    path = tmp / "lab.yml"
+    path.write_text(yaml.safe_dump(inv, sort_keys=False))
+    return path
+
+
+def _teardown(inv: Path, log: Path) -> None:
+    ansible_playbook("-i", "inventory/local.yml", "-i", str(inv), "playbooks/teardown_kvm.yml", log=log, timeout=600)
+    if GUEST in _virsh("list", "--all", "--name").stdout.split():
+        _virsh("destroy", GUEST)
+        _virsh("undefine", GUEST)
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+@pytest.mark.timeout(1500)
+def test_guest_runs_the_plan_and_returns_results(tmp_path: Path) -> None:
+    require_tools("virsh", "libvirtd", "virtlogd", "qemu-system-x86_64", "qemu-img", "mmdebstrap", "mkfs.ext4",
+                  "ssh")
+    port = free_port()
+    inv = _inventory(tmp_path, port)
+    log = tmp_path / "ansible.log"
+    results = tmp_path / "results"
+    common = ["-i", "inventory/local.yml", "-i", str(inv)]
+    started = time.monotonic()
+    try:
+        # 1. provision: host role (libvirtd, pool), image (built or cached), guest defined and started
+        first = ansible_playbook(*common, "playbooks/provision_kvm.yml", log=log)
+        assert first.rc == 0, first.output[-6000:]
+        assert GUEST in _virsh("list", "--name").stdout.split()
+        info = _virsh("dumpxml", GUEST).stdout
+        assert "<domain type='qemu'" in info or "<domain type='kvm'" in info
+
+        # 2. the agent stages of run.yml, limited to the guest: deploy, run the plan, fetch results
+        run_id = f"kvm-itest-{port}"
+        stages = ansible_playbook(
+            *common, "playbooks/deploy_agent.yml", "playbooks/run_plan.yml", "playbooks/collect.yml",
+            "-l", GUEST, "-e", f"run_id={run_id}", "-e", f"plan={PLAN}",
+            "-e", f"testbed_results_dir={results}", log=log, timeout=1200)
+        first_result_s = time.monotonic() - started
+        assert stages.rc == 0, stages.output[-6000:]
+        (tmp_path / "time_to_first_result.txt").write_text(f"{first_result_s:.0f}\n")
+        print(f"time to first guest result: {first_result_s:.0f} s")
+
+        records = [json.loads(line) for line in (results / run_id / f"{GUEST}.jsonl").read_text().splitlines()]
+        by_name = {r["benchmark"]: r for r in records}
+        assert set(by_name) == {"systeminfo", "fio_4k_randread", "aes-256-gcm"}
+        for record in records:
+            assert record["host"] == GUEST and record["label"] == "KVM-plain" and "kvm" in record["groups"]
+        assert by_name["systeminfo"]["status"] == "ok"
+        fio = by_name["fio_4k_randread"]
+        assert fio["status"] == "ok", fio["error"]
+        assert fio["metrics"]["read_iops"]["value"] > 0
+        crypto = by_name["aes-256-gcm"]
+        assert crypto["status"] == "ok", crypto["error"]
+        assert any(name.startswith("python.") for name in crypto["metrics"])
+
+        # the guest's fingerprint says software emulation and carries the hypervisor-side facts
+        sysinfo = json.loads((results / run_id / f"{GUEST}.sysinfo.json").read_text())
+        host = sysinfo["host"]
+        caps = json.loads(subprocess.run(["python3", str(ROOT / "roles/kvm_host/files/kvm_host_facts.py")],
+                                         capture_output=True, text=True, check=True).stdout)
+        assert host["domain_type"] == caps["domain_type"]
+        assert host["libvirt_version"] == caps["libvirt_version"]
+        assert host["qemu_version"] == caps["qemu_version"]
+        assert host["host_cpu_model"] == caps["cpu"]["model"]
+        assert f"<name>{GUEST}</name>" in host["domain_xml"]
+        if caps["domain_type"] == "qemu":
+            assert host["virtualization"] == "software emulation (QEMU TCG)"
+            assert sysinfo["hypervisor"]["software_emulation"] is True
+        assert sysinfo["cc"]["technology"] == "none"
+
+        # 3. idempotence: provisioning again changes nothing
+        again = ansible_playbook(*common, "playbooks/provision_kvm.yml", log=log)
+        assert again.rc == 0, again.output[-6000:]
+        recap = again.recap()
+        assert {"localhost", GUEST} <= set(recap)
+        assert all(counts["changed"] == 0 for counts in recap.values()), again.output[-6000:]
+
+        # 4. teardown removes the guest, its disk and the pool definition
+        down = ansible_playbook(*common, "playbooks/teardown_kvm.yml", log=log, timeout=600)
+        assert down.rc == 0, down.output[-4000:]
+        assert GUEST not in _virsh("list", "--all", "--name").stdout.split()
+        assert not Path(f"/var/lib/libvirt/images/testbed/{GUEST}").exists()
+        assert "testbed" not in _virsh("pool-list", "--all", "--name").stdout.split()
+    finally:
+        if GUEST in _virsh("list", "--all", "--name").stdout.split():
+            _teardown(inv, log)
