@@ -8,7 +8,8 @@ mkdir -p "$out"
 export SOURCE_DATE_EPOCH=946684800
 stage=$(mktemp -d); trap 'rm -rf "$stage"' EXIT
 "${PYTHON:-python3}" -m pip wheel -q --no-deps --no-build-isolation -w "$stage/dist" "$root/agent" >/dev/null
-cp "$root/requirements.txt" "$stage/constraints.txt"
+# pip constraints take no extras: moto[server]==X becomes moto==X
+sed -E 's/\[[^]]*\]//' "$root/requirements.txt" > "$stage/constraints.txt"
 tar -C "$root" --exclude-vcs --exclude='__pycache__' --exclude='target' --exclude='node_modules' \
     --exclude='bin' --exclude='.ipynb_checkpoints' -cf - workloads \
     $( [ -d "$root/kaggle_notebooks" ] && echo kaggle_notebooks ) | tar -C "$stage" -xf -

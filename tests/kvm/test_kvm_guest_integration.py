@@ -16,10 +16,12 @@ from kvm_helpers import ROOT, ansible_playbook, free_port, require_tools
 GUEST = "tb-kvm-itest"
 PLAN = "tests/kvm/guest-plan.yml"
 IMAGE_CACHE = ROOT / ".cache" / "kvm-images"
+SSH_ARGS = "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
 
 
 def _virsh(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["virsh", "-c", "qemu:///system", *args], capture_output=True, text=True, check=False)
+    return subprocess.run(["virsh", "-c", "qemu:///system", *args], capture_output=True, text=True,
+                          check=False)
 
 
 def _inventory(tmp: Path, port: int) -> Path:
@@ -41,7 +43,7 @@ def _inventory(tmp: Path, port: int) -> Path:
         "ansible_user": "root",
         "ansible_ssh_private_key_file": str(key),
         "ansible_python_interpreter": "/usr/bin/python3",
-        "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR",
+        "ansible_ssh_common_args": SSH_ARGS,
         # the image carries the agent's dependencies and node_exporter from Debian's packages
         "agent_venv_system_site_packages": True,
         "agent_pip_offline": True,
@@ -63,7 +65,8 @@ def _inventory(tmp: Path, port: int) -> Path:
 
 
 def _teardown(inv: Path, log: Path) -> None:
-    ansible_playbook("-i", "inventory/local.yml", "-i", str(inv), "playbooks/teardown_kvm.yml", log=log, timeout=600)
+    ansible_playbook("-i", "inventory/local.yml", "-i", str(inv), "playbooks/teardown_kvm.yml", log=log,
+                     timeout=600)
     if GUEST in _virsh("list", "--all", "--name").stdout.split():
         _virsh("destroy", GUEST)
         _virsh("undefine", GUEST)
@@ -73,8 +76,8 @@ def _teardown(inv: Path, log: Path) -> None:
 @pytest.mark.integration
 @pytest.mark.timeout(1500)
 def test_guest_runs_the_plan_and_returns_results(tmp_path: Path) -> None:
-    require_tools("virsh", "libvirtd", "virtlogd", "qemu-system-x86_64", "qemu-img", "mmdebstrap", "mkfs.ext4",
-                  "ssh")
+    require_tools("virsh", "libvirtd", "virtlogd", "qemu-system-x86_64", "qemu-img", "mmdebstrap",
+                  "mkfs.ext4", "ssh")
     port = free_port()
     inv = _inventory(tmp_path, port)
     log = tmp_path / "ansible.log"
@@ -100,7 +103,8 @@ def test_guest_runs_the_plan_and_returns_results(tmp_path: Path) -> None:
         (tmp_path / "time_to_first_result.txt").write_text(f"{first_result_s:.0f}\n")
         print(f"time to first guest result: {first_result_s:.0f} s")
 
-        records = [json.loads(line) for line in (results / run_id / f"{GUEST}.jsonl").read_text().splitlines()]
+        lines = (results / run_id / f"{GUEST}.jsonl").read_text().splitlines()
+        records = [json.loads(line) for line in lines]
         by_name = {r["benchmark"]: r for r in records}
         assert set(by_name) == {"systeminfo", "fio_4k_randread", "aes-256-gcm"}
         for record in records:
