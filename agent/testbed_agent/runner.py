@@ -191,7 +191,7 @@ class Runner:
             samples=outcome.samples if outcome else None,
             telemetry=telemetry,
             tool=(outcome.tool if outcome else None) or {"name": workload.tool},
-            artifacts=[f"{self.artifacts.name}/{a}" for a in (outcome.artifacts if outcome else [])],
+            artifacts=[f"{self.artifacts.name}/{a}" for a in ctx.artifact_files()],
         )
 
     # -- helpers --------------------------------------------------------------------------

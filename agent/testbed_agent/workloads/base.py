@@ -47,11 +47,21 @@ class RunContext:
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
 
+    @property
+    def artifact_prefix(self) -> str:
+        """File name prefix of this execution's raw outputs."""
+        return f"{self.bench.index:03d}-{self.bench.name.replace('/', '_')}-r{self.repetition}."
+
     def artifact(self, suffix: str) -> Path:
         """Path for a raw output file of this execution, e.g. ``artifact('fio.json')``."""
         self.artifacts.mkdir(parents=True, exist_ok=True)
-        safe = self.bench.name.replace("/", "_")
-        return self.artifacts / f"{self.bench.index:03d}-{safe}-r{self.repetition}.{suffix}"
+        return self.artifacts / f"{self.artifact_prefix}{suffix}"
+
+    def artifact_files(self) -> list[str]:
+        """Names of the raw outputs this execution left, whatever became of it."""
+        if not self.artifacts.is_dir():
+            return []
+        return sorted(p.name for p in self.artifacts.glob(f"{self.artifact_prefix}*") if p.is_file())
 
     def exec(
         self,
