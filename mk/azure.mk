@@ -1,4 +1,4 @@
-# Azure confidential-VM matrix (roles/azure_vm, docs/azure.md). Optional: `make test` needs none
+# Azure confidential-VM matrix (roles/azure_vm, the README, "Running on Azure"). Optional: `make test` needs none
 # of this; real Azure runs need `make azure-deps` once (the azure collection's SDKs, which
 # conflict with requirements.txt, in a venv of their own).
 AZURE_VENV  := $(VENV)/azure
