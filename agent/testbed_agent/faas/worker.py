@@ -41,13 +41,25 @@ class Context:
         return max(0, int((self._deadline - time.monotonic()) * 1000))
 
 
-def _private_tmp(src: str) -> None:
-    """New mount namespace in which ``src`` is bind-mounted over /tmp."""
+def _private_tmp(src: str, keep: list[str]) -> None:
+    """New mount namespace in which ``src`` is bind-mounted over /tmp.
+
+    Directories in ``keep`` that live under /tmp (the function code, the toolkit, the venv when
+    the checkout itself is under /tmp) are bound back at their own paths, so the function still
+    finds them; everything else of the host's /tmp is hidden.
+    """
     libc = ctypes.CDLL(None, use_errno=True)
     libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p]
     _check(libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
     _check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
+    under_tmp = sorted({os.path.realpath(k) for k in keep if os.path.realpath(k).startswith("/tmp/")})
+    held = [(k, os.open(k, os.O_PATH | os.O_DIRECTORY)) for k in under_tmp if os.path.isdir(k)]
     _check(libc.mount(src.encode(), b"/tmp", None, MS_BIND, None), f"bind {src} on /tmp")
+    for path, fd in held:
+        os.makedirs(path, exist_ok=True)
+        _check(libc.mount(f"/proc/self/fd/{fd}".encode(), path.encode(), None, MS_BIND | MS_REC, None),
+               f"bind {path} back")
+        os.close(fd)
 
 
 def _check(rc: int, what: str) -> None:
@@ -87,7 +99,10 @@ def main(argv: list[str]) -> int:
     t0 = time.perf_counter()
     try:
         if cfg.get("private_tmp"):
-            _private_tmp(cfg["tmp_src"])
+            from testbed_agent.paths import workloads_dir
+
+            keep = [cfg["code_dir"], sys.prefix, str(workloads_dir()), *cfg.get("keep_dirs", [])]
+            _private_tmp(cfg["tmp_src"], keep)
         os.chdir(cfg["tmp_dir"])
         handler = _load_handler(cfg)
     except BaseException as exc:  # noqa: BLE001 - init errors go back to the emulator

@@ -13,7 +13,7 @@
 set -euo pipefail
 
 cache_dir=${1:?usage: build-guest-image.sh CACHE_DIR [SUITE] [MIRROR]}
-suite=${2:-trixie}
+suite=${2:-bookworm}
 mirror=${3:-http://deb.debian.org/debian}
 size=${TESTBED_IMAGE_SIZE:-3G}
 
