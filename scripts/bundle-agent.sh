@@ -10,9 +10,18 @@ stage=$(mktemp -d); trap 'rm -rf "$stage"' EXIT
 "${PYTHON:-python3}" -m pip wheel -q --no-deps --no-build-isolation -w "$stage/dist" "$root/agent" >/dev/null
 # pip constraints take no extras: moto[server]==X becomes moto==X
 sed -E 's/\[[^]]*\]//' "$root/requirements.txt" > "$stage/constraints.txt"
-tar -C "$root" --exclude-vcs --exclude='__pycache__' --exclude='target' --exclude='node_modules' \
-    --exclude='bin' --exclude='.ipynb_checkpoints' -cf - workloads \
-    $( [ -d "$root/kaggle_notebooks" ] && echo kaggle_notebooks ) | tar -C "$stage" -xf -
+# The tracked workload definitions and notebooks (no generated data, no build trees) ...
+if git -C "$root" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  git -C "$root" ls-files -z workloads kaggle_notebooks | tar -C "$root" --null -T - -cf - | tar -C "$stage" -xf -
+else
+  tar -C "$root" --exclude='__pycache__' --exclude='target' --exclude='node_modules' --exclude='bin' \
+      --exclude='.cache' --exclude='.ipynb_checkpoints' -cf - workloads kaggle_notebooks | tar -C "$stage" -xf -
+fi
+# ... plus the self-contained crypto programs built here (targets of the same architecture and C
+# library run them as they are; the Java and Node programs need their runtimes and are built there).
+for exe in workloads/crypto/go/bin/testbed-crypto workloads/crypto/rust/target/release/testbed-crypto; do
+  if [ -x "$root/$exe" ]; then mkdir -p "$stage/$(dirname "$exe")"; cp -p "$root/$exe" "$stage/$exe"; fi
+done
 basename "$(ls "$stage"/dist/*.whl)" > "$stage/WHEEL"
 # A reproducible archive: fixed order, owner and times, so an unchanged tree gives the same bytes.
 new="$out/testbed-agent-bundle.tar.gz.new"

@@ -127,13 +127,11 @@ def test_guest_runs_the_plan_and_returns_results(tmp_path: Path) -> None:
         assert fio["metrics"]["read_iops"]["value"] > 0
         dd = by_name["dd_write_16m"]
         assert dd["status"] == "ok", dd["error"]
-        # the Python crypto suite needs cryptography >= 43 (Debian 12 ships 38): recorded either way
+        # the Go crypto program built on the host, shipped in the agent bundle, passes its vectors
+        # and is timed inside the guest (Debian 12's cryptography 38 is too old for the Python one)
         crypto = by_name["aes-256-gcm"]
-        assert crypto["status"] in ("ok", "failed")
-        if crypto["status"] == "ok":
-            assert any(name.startswith("python.") for name in crypto["metrics"])
-        else:
-            assert crypto["error"]
+        assert crypto["status"] == "ok", crypto["error"]
+        assert any(name.startswith("go.") for name in crypto["metrics"])
 
         # the guest's fingerprint says software emulation and carries the hypervisor-side facts
         sysinfo = json.loads((results / run_id / f"{GUEST}.sysinfo.json").read_text())
