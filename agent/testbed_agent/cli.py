@@ -5,36 +5,18 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import sys
-import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from testbed_agent import __version__
-from testbed_agent.errors import TestbedError
+from testbed_agent.errors import TestbedError, cli_main
 
 #: modules that add a subcommand through ``add_parser(subparsers)``
 PLUGIN_COMMANDS = ("testbed_agent.faas.cli",)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
-    try:
-        return int(args.func(args) or 0)
-    except TestbedError as exc:
-        if args.debug:
-            traceback.print_exc()
-        print(f"error: {exc.message}", file=sys.stderr)
-        if exc.hint:
-            print(f"hint: {exc.hint}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    return cli_main(build_parser(), argv)
 
 
 def build_parser() -> argparse.ArgumentParser:

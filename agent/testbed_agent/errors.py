@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
+import sys
+import traceback
+from collections.abc import Sequence
+
 
 class TestbedError(Exception):
     """An error shown to the user as one line, with an optional hint."""
@@ -51,3 +56,24 @@ class BenchmarkTimeout(WorkloadError):
 
 class Interrupted(WorkloadError):
     """SIGINT/SIGTERM arrived while a benchmark ran; recorded as ``interrupted``."""
+
+
+def cli_main(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> int:
+    """Parse, dispatch to ``args.func`` and turn a :class:`TestbedError` into one line plus a hint
+    (the traceback only with ``--debug``). Shared by ``testbed-agent`` and ``testbed-report``."""
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except TestbedError as exc:
+        if getattr(args, "debug", False):
+            traceback.print_exc()
+        print(f"error: {exc.message}", file=sys.stderr)
+        if exc.hint:
+            print(f"hint: {exc.hint}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

@@ -16,8 +16,8 @@ def records(out: Path) -> list[dict]:
     return read_records(next(out.glob("*.jsonl")))
 
 
-def run(plan: Path, out: Path, *extra: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    cmd = [
+def agent_cmd(plan: Path, out: Path, *extra: str) -> list[str]:
+    return [
         sys.executable,
         "-m",
         "testbed_agent",
@@ -27,14 +27,14 @@ def run(plan: Path, out: Path, *extra: str, timeout: float = 300) -> subprocess.
         str(out),
         "--host",
         "h1",
-        "--label",
-        "Local",
-        "--group",
-        "local",
-        "--scratch",
-        str(out.parent / "scratch"),
         *extra,
     ]
+
+
+def run(plan: Path, out: Path, *extra: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    cmd = agent_cmd(
+        plan, out, "--label", "Local", "--group", "local", "--scratch", str(out.parent / "scratch"), *extra
+    )
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
 
@@ -86,21 +86,7 @@ benchmarks:
   - {name: dd_b, type: dd, params: {bs: 4k, count: 8, source: zero, pause_s: 0}}
 """)
     out = tmp_path / "results" / "run2"
-    cmd = [
-        sys.executable,
-        "-m",
-        "testbed_agent",
-        "run",
-        str(plan),
-        "--out",
-        str(out),
-        "--host",
-        "h1",
-        "--node-exporter",
-        "",
-        "--scratch",
-        str(tmp_path / "scratch"),
-    ]
+    cmd = agent_cmd(plan, out, "--node-exporter", "", "--scratch", str(tmp_path / "scratch"))
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     jsonl = out / "h1.jsonl"

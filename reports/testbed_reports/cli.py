@@ -4,32 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
+from testbed_agent.errors import cli_main
 from testbed_reports import __version__
 from testbed_reports.errors import ReportError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
-    try:
-        return int(args.func(args) or 0)
-    except ReportError as exc:
-        if args.debug:
-            traceback.print_exc()
-        print(f"error: {exc.message}", file=sys.stderr)
-        if exc.hint:
-            print(f"hint: {exc.hint}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    return cli_main(build_parser(), argv)
 
 
 def _pairs(specs: list[str], option: str) -> dict[str, str]:

@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
+from testbed_agent.errors import TestbedError
 
-class ReportError(Exception):
+
+class ReportError(TestbedError):
     """A problem with the input or the options of ``testbed-report``."""
-
-    exit_code = 2
-
-    def __init__(self, message: str, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
-
-    def __str__(self) -> str:
-        return self.message
 
 
 class SchemaError(ReportError):
