@@ -49,6 +49,10 @@ def test_rendered_xml_has_the_launch_security_of_its_mode(rendered: Path, mode: 
     assert doc.find("memory").text == "2048"
     ls = doc.find("launchSecurity")
     os_el = doc.find("os")
+    # declared, so that libvirt's stored definition keeps one order across starts (idempotent define)
+    serial_ctl = doc.find("devices/controller[@type='virtio-serial']")
+    assert serial_ctl is not None
+    assert (serial_ctl.find("driver[@iommu='on']") is not None) == (mode in ("sev", "sev-es"))
     if mode == "none":
         assert ls is None
         assert os_el.get("firmware") is None
