@@ -35,7 +35,7 @@ bench: $(STAMP) build ## benchmarks of the toolkit itself: ratios measured side 
 	@source $(VENV)/bin/activate && for s in $(BENCH_SCRIPTS); do python $$s || exit 1; done
 
 lint: $(STAMP) ## ruff and ansible-lint (production profile)
-	@source $(VENV)/bin/activate && ruff check agent reports tests bench && ansible-lint --profile production
+	@source $(VENV)/bin/activate && ruff check . && ruff format --check . && ansible-lint --profile production
 
 clean: ## remove results, reports and build output (keeps the venv)
 	rm -rf results reports/out .scratch

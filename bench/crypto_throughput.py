@@ -48,10 +48,26 @@ def lang_time(lang: str, size: int, iterations: int, warmup: int) -> tuple[float
     if isinstance(cmd, str):
         raise RuntimeError(cmd)
     argv, env = cmd
-    spec = ["run", "--alg", "aes-gcm", "--key-bits", "256", "--op", "encrypt", "--payload-bytes", str(size),
-            "--iterations", str(iterations), "--warmup", str(warmup), "--vectors", str(VECTORS)]
-    proc = subprocess.run([*argv, *spec], capture_output=True, text=True, timeout=600,
-                          env={**os.environ, **env}, check=False)
+    spec = [
+        "run",
+        "--alg",
+        "aes-gcm",
+        "--key-bits",
+        "256",
+        "--op",
+        "encrypt",
+        "--payload-bytes",
+        str(size),
+        "--iterations",
+        str(iterations),
+        "--warmup",
+        str(warmup),
+        "--vectors",
+        str(VECTORS),
+    ]
+    proc = subprocess.run(
+        [*argv, *spec], capture_output=True, text=True, timeout=600, env={**os.environ, **env}, check=False
+    )
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     if proc.returncode != 0:
         raise RuntimeError(out.get("error", f"exit {proc.returncode}"))
@@ -93,8 +109,10 @@ def main() -> int:
             ratio[lang].append(16384 / t16 / r16)
             call[lang].append(t4)
     o16, o4 = statistics.median(ref16), statistics.median(ref4)
-    print(f"AES-256-GCM, median of {args.rounds} alternating rounds; OpenSSL 16 KiB: {o16 / 1e9:.2f} GB/s, "
-          f"4 KB call: {4096 / o4 * 1e6:.2f} us")
+    print(
+        f"AES-256-GCM, median of {args.rounds} alternating rounds; OpenSSL 16 KiB: {o16 / 1e9:.2f} GB/s, "
+        f"4 KB call: {4096 / o4 * 1e6:.2f} us"
+    )
     head = ("language", "GB/s 16KiB", "vs openssl", "4KB call us", "overhead us")
     print(f"{head[0]:<8} {head[1]:>10} {head[2]:>10} {head[3]:>11} {head[4]:>11}  library")
     figures: dict[str, Any] = {"openssl": {"bulk_Bps": o16, "call_4k_s": 4096 / o4}, "languages": {}}
@@ -114,8 +132,13 @@ def main() -> int:
                 missed.append(lang)
         row = f"{lang:<8} {b / 1e9:>10.2f} {r:>10.2f} {t4 * 1e6:>11.2f} {over * 1e6:>11.2f}"
         print(f"{row}  {libs[lang]}{mark}")
-        figures["languages"][lang] = {"bulk_Bps": b, "ratio_to_openssl": r, "call_4k_s": t4,
-                                      "call_overhead_s": over, "library": libs[lang]}
+        figures["languages"][lang] = {
+            "bulk_Bps": b,
+            "ratio_to_openssl": r,
+            "call_4k_s": t4,
+            "call_overhead_s": over,
+            "library": libs[lang],
+        }
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1))
     if missed:

@@ -32,34 +32,50 @@ def main() -> int:
     ap.add_argument("--scale", default="standard", help="SimplePrime scale (default standard: 100000 primes)")
     args = ap.parse_args()
 
-    bench = Benchmark(name="SimplePrime.ipynb", type="kaggle_notebook", index=0, line=0,
-                      params={"scale": args.scale})
+    bench = Benchmark(
+        name="SimplePrime.ipynb", type="kaggle_notebook", index=0, line=0, params={"scale": args.scale}
+    )
     NotebookWorkload.check(bench)
     rows = []
     with tempfile.TemporaryDirectory(prefix="nb-bench-") as tmp:
         for rep in range(args.runs):
-            ctx = RunContext(bench=bench, repetition=rep, scratch=Path(tmp) / "scratch",
-                             artifacts=Path(tmp) / "artifacts", deadline=time.monotonic() + 900)
+            ctx = RunContext(
+                bench=bench,
+                repetition=rep,
+                scratch=Path(tmp) / "scratch",
+                artifacts=Path(tmp) / "artifacts",
+                deadline=time.monotonic() + 900,
+            )
             out = NotebookWorkload().run(ctx)
             if out.status != "ok":
                 print(f"run {rep}: {out.status}: {out.error}", file=sys.stderr)
                 return 1
             m = {k: v["value"] for k, v in out.metrics.items()}
             rows.append(m)
-            print(f"run {rep + 1}: wall {m['wall_s']:.3f} s = kernel start {m['kernel_startup_s']:.3f} s "
-                  f"+ cells {m['cells_s']:.3f} s + overhead {m['overhead_s'] * 1000:.1f} ms")
+            print(
+                f"run {rep + 1}: wall {m['wall_s']:.3f} s = kernel start {m['kernel_startup_s']:.3f} s "
+                f"+ cells {m['cells_s']:.3f} s + overhead {m['overhead_s'] * 1000:.1f} ms"
+            )
     walls = [r["wall_s"] for r in rows]
     cells = [r["cells_s"] for r in rows]
     fractions = [r["overhead_s"] / r["wall_s"] for r in rows]
     load = os.getloadavg()[0]
-    print(f"SimplePrime ({args.scale}) over {len(rows)} runs through the agent "
-          f"(load average {load:.1f} on {os.cpu_count()} CPUs; CV needs a quiet machine):")
-    print(f"  run-to-run CV of the cell time (the notebook's work): {cv(cells) * 100:.2f}% "
-          f"(mean {statistics.mean(cells):.3f} s; target <= 2% on a quiet machine)")
-    print(f"  run-to-run CV of the total wall time:                  {cv(walls) * 100:.2f}% "
-          f"(mean {statistics.mean(walls):.3f} s)")
-    print(f"  timing overhead (wall - cells - kernel start) / wall:  "
-          f"mean {statistics.mean(fractions) * 100:.2f}%, max {max(fractions) * 100:.2f}% (target < 2%)")
+    print(
+        f"SimplePrime ({args.scale}) over {len(rows)} runs through the agent "
+        f"(load average {load:.1f} on {os.cpu_count()} CPUs; CV needs a quiet machine):"
+    )
+    print(
+        f"  run-to-run CV of the cell time (the notebook's work): {cv(cells) * 100:.2f}% "
+        f"(mean {statistics.mean(cells):.3f} s; target <= 2% on a quiet machine)"
+    )
+    print(
+        f"  run-to-run CV of the total wall time:                  {cv(walls) * 100:.2f}% "
+        f"(mean {statistics.mean(walls):.3f} s)"
+    )
+    print(
+        f"  timing overhead (wall - cells - kernel start) / wall:  "
+        f"mean {statistics.mean(fractions) * 100:.2f}%, max {max(fractions) * 100:.2f}% (target < 2%)"
+    )
     return 0
 
 

@@ -17,15 +17,26 @@ from pathlib import Path
 
 from testbed_reports.synth import Machine, write_run
 
-METRICS = tuple((f"m{k}_{'lat' if k % 2 else 'bw'}", "s" if k % 2 else "B/s", "lower" if k % 2 else "higher",
-                 1e-4 * (k + 1) if k % 2 else 1e8 * (k + 1)) for k in range(8))
+METRICS = tuple(
+    (
+        f"m{k}_{'lat' if k % 2 else 'bw'}",
+        "s" if k % 2 else "B/s",
+        "lower" if k % 2 else "higher",
+        1e-4 * (k + 1) if k % 2 else 1e8 * (k + 1),
+    )
+    for k in range(8)
+)
 BENCHMARKS = [f"bench_{i:02d}" for i in range(10)]
-LABELS = [("SEV-Encrypted", "sev", "sev-snp", True, 1.06), ("SEV-Plain", "sev", "sev-snp", False, 1.03),
-          ("AMD-Encrypted", "amd_baseline", "none", True, 1.02),
-          ("AMD-Plain", "amd_baseline", "none", False, 1.0),
-          ("TDX-Encrypted", "tdx", "tdx", True, 1.05), ("TDX-Plain", "tdx", "tdx", False, 1.02),
-          ("Intel-Encrypted", "intel_baseline", "none", True, 1.02),
-          ("Intel-Plain", "intel_baseline", "none", False, 1.0)]
+LABELS = [
+    ("SEV-Encrypted", "sev", "sev-snp", True, 1.06),
+    ("SEV-Plain", "sev", "sev-snp", False, 1.03),
+    ("AMD-Encrypted", "amd_baseline", "none", True, 1.02),
+    ("AMD-Plain", "amd_baseline", "none", False, 1.0),
+    ("TDX-Encrypted", "tdx", "tdx", True, 1.05),
+    ("TDX-Plain", "tdx", "tdx", False, 1.02),
+    ("Intel-Encrypted", "intel_baseline", "none", True, 1.02),
+    ("Intel-Plain", "intel_baseline", "none", False, 1.0),
+]
 
 # peak memory: the larger of the build process and its parser workers (each worker holds one file)
 CHILD = """
@@ -55,8 +66,12 @@ def run(size: int, tmp: Path) -> dict:
     per_rep = len(ms) * len(BENCHMARKS) * len(METRICS)
     reps = max(2, round(size / per_rep))
     results = write_run(tmp / "results", f"scale{size}", ms, BENCHMARKS, reps, seed=size, metrics=METRICS)
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(results), str(tmp / f"out{size}")],
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, str(results), str(tmp / f"out{size}")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if proc.returncode != 0:
         raise SystemExit(f"build of {size} observations failed:\n{proc.stderr}")
     res = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -71,13 +86,17 @@ def main() -> int:
     print("report build scale (testbed-report build, one process per size)")
     load = os.getloadavg()[0]
     print(f"load average {load:.1f} on {os.cpu_count()} CPUs (wall time includes waiting for them)")
-    print(f"{'observations':>12} {'records':>8} {'build s':>8} {'CPU s':>7} {'peak MiB':>9} "
-          f"{'comparisons':>11}")
+    print(
+        f"{'observations':>12} {'records':>8} {'build s':>8} {'CPU s':>7} {'peak MiB':>9} {'comparisons':>11}"
+    )
     with tempfile.TemporaryDirectory(prefix="report-scale-") as tmp:
         for size in (int(s) for s in args.sizes.split(",")):
             r = run(size, Path(tmp))
-            print(f"{r['observations']:>12} {r['records']:>8} {r['seconds']:>8.1f} {r['cpu']:>7.1f} "
-                  f"{r['peak_mib']:>9.0f} {r['comparisons']:>11}", flush=True)
+            print(
+                f"{r['observations']:>12} {r['records']:>8} {r['seconds']:>8.1f} {r['cpu']:>7.1f} "
+                f"{r['peak_mib']:>9.0f} {r['comparisons']:>11}",
+                flush=True,
+            )
             for p in Path(tmp, "results").iterdir():
                 for f in p.iterdir():
                     f.unlink()

@@ -13,6 +13,13 @@ def test_ruff_clean() -> None:
     assert res.returncode == 0, res.stdout[-4000:]
 
 
+def test_ruff_formatted() -> None:
+    res = subprocess.run(
+        [str(VENV_BIN / "ruff"), "format", "--check", "."], cwd=ROOT, capture_output=True, text=True
+    )
+    assert res.returncode == 0, (res.stdout + res.stderr)[-4000:]
+
+
 @pytest.mark.slow
 def test_ansible_lint_production_profile() -> None:
     res = subprocess.run(

@@ -44,8 +44,10 @@ def imds(endpoint: str = IMDS_ENDPOINT, timeout: float = 2.0) -> dict[str, Any]:
         with opener.open(request, timeout=timeout) as response:
             document = json.loads(response.read().decode("utf-8"))
     except (urllib.error.URLError, OSError, TimeoutError) as exc:
-        raise TestbedError(f"Azure IMDS at {endpoint} did not answer: {exc}",
-                           "is this machine in Azure? run without --cloud azure elsewhere") from exc
+        raise TestbedError(
+            f"Azure IMDS at {endpoint} did not answer: {exc}",
+            "is this machine in Azure? run without --cloud azure elsewhere",
+        ) from exc
     except (ValueError, UnicodeDecodeError) as exc:
         raise TestbedError(f"Azure IMDS at {endpoint} sent something that is not JSON: {exc}") from exc
     compute = document.get("compute") if isinstance(document, dict) else None
@@ -85,22 +87,29 @@ def _flag(value: Any) -> bool | None:
     return None
 
 
-def hardware_report(tpm2_nvread: str = "tpm2_nvread", device: Path = TPM_DEVICE,
-                    nv_index: int = HCL_REPORT_NV_INDEX, timeout: float = 20.0) -> dict[str, Any] | None:
+def hardware_report(
+    tpm2_nvread: str = "tpm2_nvread",
+    device: Path = TPM_DEVICE,
+    nv_index: int = HCL_REPORT_NV_INDEX,
+    timeout: float = 20.0,
+) -> dict[str, Any] | None:
     """Digests and fields of the vTPM-held attestation report; None without a TPM or tpm2-tools."""
     tool = shutil.which(tpm2_nvread)
     if tool is None or not device.exists():
         return None
     env = dict(os.environ, TPM2TOOLS_TCTI=f"device:{device}")
     try:
-        done = subprocess.run([tool, "-C", "o", f"0x{nv_index:08x}"], capture_output=True, env=env,
-                              timeout=timeout, check=False)
+        done = subprocess.run(
+            [tool, "-C", "o", f"0x{nv_index:08x}"], capture_output=True, env=env, timeout=timeout, check=False
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return {"source": f"vtpm-nv:0x{nv_index:08x}", "error": f"{tpm2_nvread}: {exc}"}
     if done.returncode != 0 or not done.stdout:
         message = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        return {"source": f"vtpm-nv:0x{nv_index:08x}",
-                "error": f"{tpm2_nvread} exited {done.returncode}: {message[-1] if message else 'no output'}"}
+        return {
+            "source": f"vtpm-nv:0x{nv_index:08x}",
+            "error": f"{tpm2_nvread} exited {done.returncode}: {message[-1] if message else 'no output'}",
+        }
     report = parse_hcl_report(done.stdout)
     report["source"] = f"vtpm-nv:0x{nv_index:08x}"
     report["tool"] = {"name": "tpm2_nvread", "path": tool}
@@ -114,10 +123,15 @@ def parse_hcl_report(blob: bytes) -> dict[str, Any]:
         out.update(format="unknown", report_type="unknown")
         return out
     version, report_size, request_type, status = struct.unpack_from("<4I", blob, 4)
-    hw = blob[_HCL_HEADER:_HCL_HEADER + _HW_REPORT_SIZE]
-    out.update(format="azure-hcl", hcl_version=version, hcl_report_size=report_size,
-               request_type=request_type, status=status)
-    runtime = _runtime_data(blob[_HCL_HEADER + _HW_REPORT_SIZE:])
+    hw = blob[_HCL_HEADER : _HCL_HEADER + _HW_REPORT_SIZE]
+    out.update(
+        format="azure-hcl",
+        hcl_version=version,
+        hcl_report_size=report_size,
+        request_type=request_type,
+        status=status,
+    )
+    runtime = _runtime_data(blob[_HCL_HEADER + _HW_REPORT_SIZE :])
     kind = _REPORT_TYPES.get(runtime.pop("report_type_code", 0), "unknown")
     out["report_type"] = kind
     out["runtime"] = runtime
@@ -130,9 +144,14 @@ def parse_hcl_report(blob: bytes) -> dict[str, Any]:
         out["hardware_report_sha256"] = hashlib.sha256(hw).hexdigest()
         if kind == "sev-snp":
             snp_version, guest_svn, policy = struct.unpack_from("<IIQ", hw, 0)
-            out.update(snp_version=snp_version, guest_svn=guest_svn, policy=f"0x{policy:x}",
-                       report_data=hw[0x50:0x90].hex(), measurement=hw[0x90:0xC0].hex(),
-                       chip_id=hw[0x1A0:0x1E0].hex())
+            out.update(
+                snp_version=snp_version,
+                guest_svn=guest_svn,
+                policy=f"0x{policy:x}",
+                report_data=hw[0x50:0x90].hex(),
+                measurement=hw[0x90:0xC0].hex(),
+                chip_id=hw[0x1A0:0x1E0].hex(),
+            )
     return out
 
 
@@ -141,10 +160,14 @@ def _runtime_data(tail: bytes) -> dict[str, Any]:
     if len(tail) < 20:
         return {}
     data_size, version, report_type, hash_type, variable_size = struct.unpack_from("<5I", tail, 0)
-    variable = tail[20:20 + variable_size]
-    result: dict[str, Any] = {"version": version, "data_size": data_size, "report_type_code": report_type,
-                              "report_data_hash": _HASH_TYPES.get(hash_type, str(hash_type)),
-                              "claims_sha256": hashlib.sha256(variable).hexdigest()}
+    variable = tail[20 : 20 + variable_size]
+    result: dict[str, Any] = {
+        "version": version,
+        "data_size": data_size,
+        "report_type_code": report_type,
+        "report_data_hash": _HASH_TYPES.get(hash_type, str(hash_type)),
+        "claims_sha256": hashlib.sha256(variable).hexdigest(),
+    }
     try:
         claims = json.loads(variable.rstrip(b"\0").decode("utf-8"))
     except (ValueError, UnicodeDecodeError):

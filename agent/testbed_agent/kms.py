@@ -51,10 +51,14 @@ class KmsConfig:
         local = bool(value.get("local", False))
         if not local and not value.get("key_id"):
             raise ValueError("a configured (non-local) kms needs key_id (sign_key_id, mac_key_id optional)")
-        return cls(local=local, endpoint_url=value.get("endpoint_url"),
-                   region=str(value.get("region", LOCAL_REGION)), key_id=value.get("key_id"),
-                   sign_key_id=value.get("sign_key_id"),
-                   mac_key_id=value.get("mac_key_id"))
+        return cls(
+            local=local,
+            endpoint_url=value.get("endpoint_url"),
+            region=str(value.get("region", LOCAL_REGION)),
+            key_id=value.get("key_id"),
+            sign_key_id=value.get("sign_key_id"),
+            mac_key_id=value.get("mac_key_id"),
+        )
 
 
 def _free_port(host: str) -> int:
@@ -72,22 +76,29 @@ def local_kms_server(host: str = "127.0.0.1", timeout_s: float = 30.0) -> Iterat
     env = {**os.environ, "MOTO_CALL_RESET_API": "false"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "moto.server", "-H", host, "-p", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+        start_new_session=True,
     )
     try:
         deadline = time.monotonic() + timeout_s
         while True:
             if proc.poll() is not None:
                 err = (proc.stderr.read() if proc.stderr else b"").decode(errors="replace").strip()
-                raise TestbedError(f"local KMS server (moto) exited: {err.splitlines()[-1:] or '?'}",
-                                   hint="is moto[server] installed in this Python? (requirements.txt)")
+                raise TestbedError(
+                    f"local KMS server (moto) exited: {err.splitlines()[-1:] or '?'}",
+                    hint="is moto[server] installed in this Python? (requirements.txt)",
+                )
             try:
                 with socket.create_connection((host, port), timeout=0.5):
                     break
             except OSError:
                 if time.monotonic() > deadline:
-                    raise TestbedError("local KMS server (moto) did not start listening",
-                                       hint=f"tried {host}:{port} for {timeout_s:.0f} s") from None
+                    raise TestbedError(
+                        "local KMS server (moto) did not start listening",
+                        hint=f"tried {host}:{port} for {timeout_s:.0f} s",
+                    ) from None
                 time.sleep(0.1)
         yield f"http://{host}:{port}"
     finally:
@@ -123,11 +134,16 @@ class Envelope:
     @classmethod
     def create_keys(cls, client: Any) -> Envelope:
         """Create a symmetric, an ECC P-256 signing and an HMAC-256 key (local server only)."""
+
         def key(spec: str, usage: str) -> str:
             return str(client.create_key(KeySpec=spec, KeyUsage=usage)["KeyMetadata"]["KeyId"])
 
-        return cls(client, key("SYMMETRIC_DEFAULT", "ENCRYPT_DECRYPT"), key("ECC_NIST_P256", "SIGN_VERIFY"),
-                   key("HMAC_256", "GENERATE_VERIFY_MAC"))
+        return cls(
+            client,
+            key("SYMMETRIC_DEFAULT", "ENCRYPT_DECRYPT"),
+            key("ECC_NIST_P256", "SIGN_VERIFY"),
+            key("HMAC_256", "GENERATE_VERIFY_MAC"),
+        )
 
     def _timed(self, name: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         t0 = time.perf_counter_ns()
@@ -147,15 +163,33 @@ class Envelope:
             raise TestbedError("envelope round trip returned a different payload")
         self._timed("encrypt_rtt", self.client.encrypt, KeyId=self.key_id, Plaintext=plain_key)
         if self.sign_key_id:
-            sig = self._timed("sign_rtt", self.client.sign, KeyId=self.sign_key_id, Message=payload,
-                              MessageType="RAW", SigningAlgorithm="ECDSA_SHA_256")["Signature"]
-            ok = self._timed("verify_rtt", self.client.verify, KeyId=self.sign_key_id, Message=payload,
-                             MessageType="RAW", Signature=sig, SigningAlgorithm="ECDSA_SHA_256")
+            sig = self._timed(
+                "sign_rtt",
+                self.client.sign,
+                KeyId=self.sign_key_id,
+                Message=payload,
+                MessageType="RAW",
+                SigningAlgorithm="ECDSA_SHA_256",
+            )["Signature"]
+            ok = self._timed(
+                "verify_rtt",
+                self.client.verify,
+                KeyId=self.sign_key_id,
+                Message=payload,
+                MessageType="RAW",
+                Signature=sig,
+                SigningAlgorithm="ECDSA_SHA_256",
+            )
             if not ok.get("SignatureValid"):
                 raise TestbedError("key service did not verify its own signature")
         if self.mac_key_id:
-            self._timed("generate_mac_rtt", self.client.generate_mac, KeyId=self.mac_key_id, Message=payload,
-                        MacAlgorithm="HMAC_SHA_256")
+            self._timed(
+                "generate_mac_rtt",
+                self.client.generate_mac,
+                KeyId=self.mac_key_id,
+                Message=payload,
+                MacAlgorithm="HMAC_SHA_256",
+            )
 
 
 @contextmanager
@@ -167,5 +201,7 @@ def envelope(cfg: KmsConfig) -> Iterator[tuple[Envelope, str]]:
             yield env, f"moto KMS server at {url}"
         return
     assert cfg.key_id is not None
-    yield (Envelope(make_client(cfg), cfg.key_id, cfg.sign_key_id, cfg.mac_key_id),
-           f"KMS at {cfg.endpoint_url or 'the AWS regional endpoint'} ({cfg.region})")
+    yield (
+        Envelope(make_client(cfg), cfg.key_id, cfg.sign_key_id, cfg.mac_key_id),
+        f"KMS at {cfg.endpoint_url or 'the AWS regional endpoint'} ({cfg.region})",
+    )

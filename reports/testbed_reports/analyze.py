@@ -36,8 +36,14 @@ def _json_safe(x: Any) -> Any:
     return x
 
 
-def analyze(csv: Path, metric: str, by: list[str], where: dict[str, str], out: Path,
-            tukey_factors: list[str] | None = None) -> dict[str, Any]:
+def analyze(
+    csv: Path,
+    metric: str,
+    by: list[str],
+    where: dict[str, str],
+    out: Path,
+    tukey_factors: list[str] | None = None,
+) -> dict[str, Any]:
     """Compute and write ``out/stats.json`` (+ groups.csv, anova.csv); returns the stats."""
     try:
         df = pd.read_csv(csv)
@@ -64,13 +70,25 @@ def analyze(csv: Path, metric: str, by: list[str], where: dict[str, str], out: P
     groups = []
     for raw_key, part in df.groupby(by, sort=True):
         key = raw_key if isinstance(raw_key, tuple) else (raw_key,)
-        groups.append({"group": {c: _plain(k) for c, k in zip(by, key, strict=False)},
-                       **group_stats(part[metric].to_numpy(dtype=float))})
-    result: dict[str, Any] = {"csv": str(csv), "metric": metric, "by": by, "where": where,
-                              "n_rows": len(df), "groups": groups}
+        groups.append(
+            {
+                "group": {c: _plain(k) for c, k in zip(by, key, strict=False)},
+                **group_stats(part[metric].to_numpy(dtype=float)),
+            }
+        )
+    result: dict[str, Any] = {
+        "csv": str(csv),
+        "metric": metric,
+        "by": by,
+        "where": where,
+        "n_rows": len(df),
+        "groups": groups,
+    }
     if len(by) == 2:
-        result["anova"] = [{k: r[k] for k in ("source", "df", "ss_percent", "F", "F_crit", "ss", "p")}
-                           for r in two_way_anova(df, metric, by[0], by[1])]
+        result["anova"] = [
+            {k: r[k] for k in ("source", "df", "ss_percent", "F", "F_crit", "ss", "p")}
+            for r in two_way_anova(df, metric, by[0], by[1])
+        ]
         result["anova_type"] = ANOVA_TYPE
         result["anova_method"] = ANOVA_NOTE
     if tukey_factors:

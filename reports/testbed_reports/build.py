@@ -29,20 +29,31 @@ FACTOR_PAIRS = (("protection", "vendor"), ("protection", "disk"))
 MAX_PANELS = 4  # per-metric panels of the bar and ECDF charts (tables hold every metric)
 MAX_CV_METRICS = 16
 METHOD = [
-    ("n, mean, median, sd and CV are computed over the ok runs of each label; failed, timed-out, skipped "
-    "and interrupted runs are listed, never used as values."),
-    ("95% CI of the mean: Student t for a label measured on one machine; with several machines per label "
-    "the repetitions are nested in machines and the label is resampled at the machine level (cluster "
-    "bootstrap)."),
-    (f"CV and overhead CIs: percentile bootstrap, {B} seeded resamples (machine level when a label has "
-    f"several machines; with only 2 machines that interval rests on 2 values and is coarse); one machine "
-    f"with more than {BOOT_MAX_N} runs uses the bootstrap's large-sample limit (normal draws of the mean, "
-    f"delta-method CV interval); one machine with fewer than {MIN_N_CV_CI} runs gets no CV interval."),
-    ("Overhead = (a/b - 1) x 100 for lower-is-better metrics and (b/a - 1) x 100 for higher-is-better "
-    "ones, so a slowdown of a is always positive."),
-    ("Tests: two-sided Mann-Whitney U (verdict) and Welch t, on runs, or on machine means when both labels "
-    "have at least 3 machines; p-values Holm-corrected across the metrics of each comparison; "
-    "significant when the Holm-corrected Mann-Whitney p < 0.05."),
+    (
+        "n, mean, median, sd and CV are computed over the ok runs of each label; failed, timed-out, skipped "
+        "and interrupted runs are listed, never used as values."
+    ),
+    (
+        "95% CI of the mean: Student t for a label measured on one machine; with several machines per label "
+        "the repetitions are nested in machines and the label is resampled at the machine level (cluster "
+        "bootstrap)."
+    ),
+    (
+        f"CV and overhead CIs: percentile bootstrap, {B} seeded resamples (machine level when a label has "
+        f"several machines; with only 2 machines that interval rests on 2 values and is coarse); one "
+        f"machine with more than {BOOT_MAX_N} runs uses the bootstrap's large-sample limit (normal draws "
+        f"of the mean, delta-method CV interval); one machine with fewer than {MIN_N_CV_CI} runs gets no "
+        "CV interval."
+    ),
+    (
+        "Overhead = (a/b - 1) x 100 for lower-is-better metrics and (b/a - 1) x 100 for higher-is-better "
+        "ones, so a slowdown of a is always positive."
+    ),
+    (
+        "Tests: two-sided Mann-Whitney U (verdict) and Welch t, on runs, or on machine means when both "
+        "labels have at least 3 machines; p-values Holm-corrected across the metrics of each comparison; "
+        "significant when the Holm-corrected Mann-Whitney p < 0.05."
+    ),
     ANOVA_NOTE[0].upper() + ANOVA_NOTE[1:] + ".",
 ]
 
@@ -104,8 +115,9 @@ def factorial(ds: Dataset, factors: pd.DataFrame) -> list[dict[str, Any]]:
             ca, cb = code_a[label_codes[rows]], code_b[label_codes[rows]]
             keep = (ca >= 0) & (cb >= 0)
             try:
-                table = anova_codes(values[rows][keep], ca[keep], cb[keep], len(levels_a), len(levels_b),
-                                    fa, fb)
+                table = anova_codes(
+                    values[rows][keep], ca[keep], cb[keep], len(levels_a), len(levels_b), fa, fb
+                )
             except ReportError:
                 continue
             out.append({"benchmark": bench, "metric": metric, "factors": [fa, fb], "table": table})
@@ -116,8 +128,9 @@ def _status(ds: Dataset) -> tuple[pd.DataFrame, pd.DataFrame]:
     rec = ds.records
     counts = rec.groupby(["label", "benchmark", "status"], observed=True).size().unstack(fill_value=0)
     counts = counts.reset_index()
-    bad = rec[rec["status"] != "ok"][["label", "host", "run_id", "benchmark", "repetition", "status",
-                                      "error", "source", "line"]]
+    bad = rec[rec["status"] != "ok"][
+        ["label", "host", "run_id", "benchmark", "repetition", "status", "error", "source", "line"]
+    ]
     return counts, bad
 
 
@@ -145,32 +158,81 @@ def _summary_md(name: str, rep: Report, labels: list[str]) -> str:
         parts += ["No comparison pairs (add inventory groups or use --compare A:B).", ""]
     else:
         parts += [f"- {v}" for v in rep.comparisons["verdict"]] + [""]
-        parts += [_md_table(rep.comparisons, ["comparison", "benchmark", "metric", "overhead_percent",
-                                              "overhead_ci_low", "overhead_ci_high", "mw_p_holm",
-                                              "welch_p_holm", "significant"]), ""]
-    parts += ["## Per label", "", _md_table(rep.descriptives, ["benchmark", "metric", "label", "unit", "n",
-                                                                "mean", "median", "sd", "cv_percent",
-                                                                "ci95_low", "ci95_high"]), ""]
-    parts += ["## Machines", "", _md_table(rep.fingerprints, ["label", "host", "cpu_model", "kernel",
-                                                               "cc_technology", "disk_encryption"]), ""]
+        parts += [
+            _md_table(
+                rep.comparisons,
+                [
+                    "comparison",
+                    "benchmark",
+                    "metric",
+                    "overhead_percent",
+                    "overhead_ci_low",
+                    "overhead_ci_high",
+                    "mw_p_holm",
+                    "welch_p_holm",
+                    "significant",
+                ],
+            ),
+            "",
+        ]
+    parts += [
+        "## Per label",
+        "",
+        _md_table(
+            rep.descriptives,
+            [
+                "benchmark",
+                "metric",
+                "label",
+                "unit",
+                "n",
+                "mean",
+                "median",
+                "sd",
+                "cv_percent",
+                "ci95_low",
+                "ci95_high",
+            ],
+        ),
+        "",
+    ]
+    parts += [
+        "## Machines",
+        "",
+        _md_table(
+            rep.fingerprints, ["label", "host", "cpu_model", "kernel", "cc_technology", "disk_encryption"]
+        ),
+        "",
+    ]
     parts += ["## Method", "", *[f"- {m}" for m in METHOD], ""]
     return "\n".join(parts)
 
 
 def _env() -> Environment:
-    env = Environment(loader=PackageLoader("testbed_reports", "templates"),
-                      autoescape=select_autoescape(["html", "j2"]), trim_blocks=True, lstrip_blocks=True)
+    env = Environment(
+        loader=PackageLoader("testbed_reports", "templates"),
+        autoescape=select_autoescape(["html", "j2"]),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     env.filters["num"] = _fmt
-    env.filters["pct"] = lambda v: "—" if v is None or (isinstance(v, float) and not math.isfinite(v)) \
-        else f"{v:+.1f}%"
-    env.filters["p"] = lambda v: "—" if v is None or (isinstance(v, float) and not math.isfinite(v)) \
-        else f"{v:.2g}"
+    env.filters["pct"] = lambda v: (
+        "—" if v is None or (isinstance(v, float) and not math.isfinite(v)) else f"{v:+.1f}%"
+    )
+    env.filters["p"] = lambda v: (
+        "—" if v is None or (isinstance(v, float) and not math.isfinite(v)) else f"{v:.2g}"
+    )
     return env
 
 
-def build(paths: Sequence[Path], out: Path, name: str | None = None, compare_specs: Sequence[str] = (),
-          csv_mapping: Mapping[str, str] | None = None,
-          csv_defaults: Mapping[str, str] | None = None) -> Report:
+def build(
+    paths: Sequence[Path],
+    out: Path,
+    name: str | None = None,
+    compare_specs: Sequence[str] = (),
+    csv_mapping: Mapping[str, str] | None = None,
+    csv_defaults: Mapping[str, str] | None = None,
+) -> Report:
     """Build the report of DESIGN.md section 6 into ``out``."""
     ds = load(paths, csv_mapping, csv_defaults)
     name = name or out.name
@@ -184,9 +246,33 @@ def build(paths: Sequence[Path], out: Path, name: str | None = None, compare_spe
     problems = [p for _, p in flagged]
     factors = label_factors(fp)
     labels = sorted(set(ds.obs["label"].astype(str)) | set(ds.records["label"].astype(str)))
-    desc, draws = describe(ds.obs) if not ds.obs.empty else (pd.DataFrame(columns=[
-        "benchmark", "metric", "label", "unit", "better", "machines", "n", "mean", "median", "sd",
-        "cv_percent", "cv_ci_low", "cv_ci_high", "ci95_low", "ci95_high", "ci_method"]), {})
+    desc, draws = (
+        describe(ds.obs)
+        if not ds.obs.empty
+        else (
+            pd.DataFrame(
+                columns=[
+                    "benchmark",
+                    "metric",
+                    "label",
+                    "unit",
+                    "better",
+                    "machines",
+                    "n",
+                    "mean",
+                    "median",
+                    "sd",
+                    "cv_percent",
+                    "cv_ci_low",
+                    "cv_ci_high",
+                    "ci95_low",
+                    "ci95_high",
+                    "ci_method",
+                ]
+            ),
+            {},
+        )
+    )
     pairs = parse_pairs(list(compare_specs), labels) if compare_specs else auto_pairs(factors)
     cmp = compare(ds.obs, desc, draws, pairs)
     suspect = {lab for lab, _ in flagged}
@@ -214,30 +300,47 @@ def _write_tables(out: Path, rep: Report, bad: pd.DataFrame, ds: Dataset) -> Non
     rep.fingerprints.to_csv(out / "fingerprints.csv", index=False)
     rep.status.to_csv(out / "status.csv", index=False)
     bad.to_csv(out / "failed_runs.csv", index=False)
-    rows = [{"benchmark": a["benchmark"], "metric": a["metric"], "factors": "x".join(a["factors"]), **r}
-            for a in rep.anova for r in a["table"]]
-    pd.DataFrame(rows, columns=["benchmark", "metric", "factors", "source", "df", "ss", "ss_percent", "F",
-                                "F_crit", "p"]).to_csv(out / "anova.csv", index=False)
+    rows = [
+        {"benchmark": a["benchmark"], "metric": a["metric"], "factors": "x".join(a["factors"]), **r}
+        for a in rep.anova
+        for r in a["table"]
+    ]
+    pd.DataFrame(
+        rows,
+        columns=["benchmark", "metric", "factors", "source", "df", "ss", "ss_percent", "F", "F_crit", "p"],
+    ).to_csv(out / "anova.csv", index=False)
     _pct_table(ds).to_csv(out / "percentiles.csv", index=False)
 
 
 def _pct_table(ds: Dataset) -> pd.DataFrame:
     if ds.percentiles.empty:
         return pd.DataFrame(columns=["benchmark", "label", "series", "percentile", "median_value", "runs"])
-    return ds.percentiles.groupby(["benchmark", "label", "series", "percentile"], observed=True)["value"] \
-        .agg(median_value="median", runs="count").reset_index()
+    return (
+        ds.percentiles.groupby(["benchmark", "label", "series", "percentile"], observed=True)["value"]
+        .agg(median_value="median", runs="count")
+        .reset_index()
+    )
 
 
-def _write_json(out: Path, name: str, rep: Report, bad: pd.DataFrame, ds: Dataset, labels: list[str],
-                pairs: list) -> None:
+def _write_json(
+    out: Path, name: str, rep: Report, bad: pd.DataFrame, ds: Dataset, labels: list[str], pairs: list
+) -> None:
     data = {
-        "name": name, "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "generator": f"testbed-report {__version__}", "sources": ds.sources, "labels": labels,
-        "observations": len(ds.obs), "problems": rep.problems,
+        "name": name,
+        "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "generator": f"testbed-report {__version__}",
+        "sources": ds.sources,
+        "labels": labels,
+        "observations": len(ds.obs),
+        "problems": rep.problems,
         "pairs": [{"a": p.a, "b": p.b, "kind": p.kind} for p in pairs],
-        "descriptives": _records(rep.descriptives), "comparisons": _records(rep.comparisons),
-        "anova": _clean(rep.anova), "fingerprints": _records(rep.fingerprints),
-        "status": _records(rep.status), "failed_runs": _records(bad), "method": METHOD,
+        "descriptives": _records(rep.descriptives),
+        "comparisons": _records(rep.comparisons),
+        "anova": _clean(rep.anova),
+        "fingerprints": _records(rep.fingerprints),
+        "status": _records(rep.status),
+        "failed_runs": _records(bad),
+        "method": METHOD,
     }
     (out / "stats.json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
 
@@ -249,14 +352,20 @@ def _overview(cmp: pd.DataFrame) -> list[dict[str, Any]]:
         sig = part["significant"].map(lambda s: s is True)
         ovh = part["overhead_percent"].to_numpy(float)
         ovh = ovh[np.isfinite(ovh)]
-        out.append({"comparison": name, "kind": part["kind"].iloc[0], "metrics": len(part),
-                    "slower": int((sig & (part["overhead_percent"] > 0)).sum()),
-                    "faster": int((sig & (part["overhead_percent"] < 0)).sum()),
-                    "not_significant": int((part["significant"].map(lambda s: s is False)).sum()),
-                    "median": float(np.median(ovh)) if len(ovh) else None,
-                    "min": float(ovh.min()) if len(ovh) else None,
-                    "max": float(ovh.max()) if len(ovh) else None,
-                    "mismatch": bool(part["evidence_mismatch"].any())})
+        out.append(
+            {
+                "comparison": name,
+                "kind": part["kind"].iloc[0],
+                "metrics": len(part),
+                "slower": int((sig & (part["overhead_percent"] > 0)).sum()),
+                "faster": int((sig & (part["overhead_percent"] < 0)).sum()),
+                "not_significant": int((part["significant"].map(lambda s: s is False)).sum()),
+                "median": float(np.median(ovh)) if len(ovh) else None,
+                "min": float(ovh.min()) if len(ovh) else None,
+                "max": float(ovh.max()) if len(ovh) else None,
+                "mismatch": bool(part["evidence_mismatch"].any()),
+            }
+        )
     return out
 
 
@@ -302,15 +411,23 @@ def _render(name: str, rep: Report, bad: pd.DataFrame, ds: Dataset, labels: list
         metrics = list(dict.fromkeys(d["metric"]))
         shown = metrics[:MAX_PANELS]
         rows = obs_groups[bench]
-        series = {(str(m), str(lab)): values[rows][pos]
-                  for (m, lab), pos in _positions(ds.obs.iloc[rows], shown).items()}
+        series = {
+            (str(m), str(lab)): values[rows][pos]
+            for (m, lab), pos in _positions(ds.obs.iloc[rows], shown).items()
+        }
         units = dict(zip(d["metric"].astype(str), d["unit"].astype(str), strict=True))
-        sec = {"name": bench, "rows": _records(d), "metrics": len(metrics),
-               "panels_capped": len(metrics) > MAX_PANELS, "max_panels": MAX_PANELS,
-               "bars": svgplot.bars(d, shown, palette), "ecdf": svgplot.ecdf(series, shown, units, palette),
-               "cv": svgplot.cv_bars(d, metrics[:MAX_CV_METRICS], palette),
-               "comparisons": _records(rep.comparisons[rep.comparisons["benchmark"] == bench]),
-               "anova": [a for a in rep.anova if a["benchmark"] == bench]}
+        sec = {
+            "name": bench,
+            "rows": _records(d),
+            "metrics": len(metrics),
+            "panels_capped": len(metrics) > MAX_PANELS,
+            "max_panels": MAX_PANELS,
+            "bars": svgplot.bars(d, shown, palette),
+            "ecdf": svgplot.ecdf(series, shown, units, palette),
+            "cv": svgplot.cv_bars(d, metrics[:MAX_CV_METRICS], palette),
+            "comparisons": _records(rep.comparisons[rep.comparisons["benchmark"] == bench]),
+            "anova": [a for a in rep.anova if a["benchmark"] == bench],
+        }
         bp = ds.percentiles[ds.percentiles["benchmark"] == bench]
         if len(bp):
             sec["pct_plot"] = plots.percentiles(bp, palette)
@@ -319,12 +436,27 @@ def _render(name: str, rep: Report, bad: pd.DataFrame, ds: Dataset, labels: list
     heat = _heat(rep.comparisons) if not rep.comparisons.empty else None
     overview = _overview(rep.comparisons)
     failed = bad.head(500)
-    return _env().get_template("report.html.j2").render(
-        name=name, generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        version=__version__, problems=rep.problems, overview=overview, labels=labels,
-        comparisons=_records(rep.comparisons),
-        heatmap=heat, sections=sections, fingerprints=_records(rep.fingerprints),
-        status=_records(rep.status), status_cols=[c for c in rep.status.columns if c not in
-                                                  ("label", "benchmark")],
-        failed=_records(failed), failed_total=len(bad), method=METHOD, sources=ds.sources,
-        observations=len(ds.obs), records=len(ds.records))
+    return (
+        _env()
+        .get_template("report.html.j2")
+        .render(
+            name=name,
+            generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            version=__version__,
+            problems=rep.problems,
+            overview=overview,
+            labels=labels,
+            comparisons=_records(rep.comparisons),
+            heatmap=heat,
+            sections=sections,
+            fingerprints=_records(rep.fingerprints),
+            status=_records(rep.status),
+            status_cols=[c for c in rep.status.columns if c not in ("label", "benchmark")],
+            failed=_records(failed),
+            failed_total=len(bad),
+            method=METHOD,
+            sources=ds.sources,
+            observations=len(ds.obs),
+            records=len(ds.records),
+        )
+    )

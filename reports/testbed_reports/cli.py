@@ -32,32 +32,63 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    b = sub.add_parser("build", help="build index.html, summary.md, CSV tables and stats.json",
-                       description="Read result directories (results/<run_id>/<host>.jsonl + sysinfo) and "
-                                   "CSV files of published results; write the comparative report to --out.")
-    b.add_argument("results", nargs="+", type=Path, metavar="RESULTS_DIR",
-                   help="results directory, .jsonl file or .csv file (repeatable)")
+    b = sub.add_parser(
+        "build",
+        help="build index.html, summary.md, CSV tables and stats.json",
+        description="Read result directories (results/<run_id>/<host>.jsonl + sysinfo) and "
+        "CSV files of published results; write the comparative report to --out.",
+    )
+    b.add_argument(
+        "results",
+        nargs="+",
+        type=Path,
+        metavar="RESULTS_DIR",
+        help="results directory, .jsonl file or .csv file (repeatable)",
+    )
     b.add_argument("--out", type=Path, required=True, help="output directory (e.g. reports/out/<run_id>)")
     b.add_argument("--name", help="report name (default: the name of --out)")
-    b.add_argument("--compare", action="append", default=[], metavar="A:B",
-                   help="compare label A against reference label B (repeatable; replaces the automatic "
-                        "pairs from inventory groups)")
-    b.add_argument("--csv-map", action="append", default=[], metavar="FIELD=COLUMN",
-                   help="CSV inputs: which column holds label, benchmark, metric, value, unit, better, host, "
-                        "repetition, run_id or groups")
-    b.add_argument("--csv-default", action="append", default=[], metavar="FIELD=VALUE",
-                   help="CSV inputs: constant value of a field the CSV lacks (e.g. better=lower)")
+    b.add_argument(
+        "--compare",
+        action="append",
+        default=[],
+        metavar="A:B",
+        help="compare label A against reference label B (repeatable; replaces the automatic "
+        "pairs from inventory groups)",
+    )
+    b.add_argument(
+        "--csv-map",
+        action="append",
+        default=[],
+        metavar="FIELD=COLUMN",
+        help="CSV inputs: which column holds label, benchmark, metric, value, unit, better, host, "
+        "repetition, run_id or groups",
+    )
+    b.add_argument(
+        "--csv-default",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="CSV inputs: constant value of a field the CSV lacks (e.g. better=lower)",
+    )
     b.set_defaults(func=_cmd_build)
 
-    a = sub.add_parser("analyze", help="statistics and two-way ANOVA of a CSV (one observation a row)",
-                       description="Write DIR/stats.json: per group n, mean, median, sd, cv_percent, "
-                                   "ci95_low, ci95_high; with two --by columns a two-way ANOVA with "
-                                   "interaction (df, SS %, F, F critical).")
+    a = sub.add_parser(
+        "analyze",
+        help="statistics and two-way ANOVA of a CSV (one observation a row)",
+        description="Write DIR/stats.json: per group n, mean, median, sd, cv_percent, "
+        "ci95_low, ci95_high; with two --by columns a two-way ANOVA with "
+        "interaction (df, SS %, F, F critical).",
+    )
     a.add_argument("--csv", type=Path, required=True, help="CSV file with a header row")
     a.add_argument("--metric", required=True, metavar="COL", help="numeric column to analyze")
     a.add_argument("--by", required=True, metavar="COL[,COL]", help="one or two factor columns")
-    a.add_argument("--where", action="append", default=[], metavar="COL=VAL",
-                   help="keep only rows whose COL equals VAL (repeatable, all must hold)")
+    a.add_argument(
+        "--where",
+        action="append",
+        default=[],
+        metavar="COL=VAL",
+        help="keep only rows whose COL equals VAL (repeatable, all must hold)",
+    )
     a.add_argument("--tukey", action="store_true", help="add Tukey HSD pairwise comparisons per factor")
     a.add_argument("--out", type=Path, required=True, metavar="DIR", help="output directory")
     a.set_defaults(func=_cmd_analyze)
@@ -67,14 +98,21 @@ def build_parser() -> argparse.ArgumentParser:
 def _cmd_build(args: argparse.Namespace) -> int:
     from testbed_reports.build import build
 
-    rep = build(args.results, args.out, name=args.name, compare_specs=args.compare,
-                csv_mapping=_pairs(args.csv_map, "--csv-map"),
-                csv_defaults=_pairs(args.csv_default, "--csv-default"))
+    rep = build(
+        args.results,
+        args.out,
+        name=args.name,
+        compare_specs=args.compare,
+        csv_mapping=_pairs(args.csv_map, "--csv-map"),
+        csv_defaults=_pairs(args.csv_default, "--csv-default"),
+    )
     for p in rep.problems:
         print(f"EVIDENCE MISMATCH: {p}", file=sys.stderr)
     n_sig = sum(1 for s in rep.comparisons["significant"] if bool(s) and s is not None)
-    print(f"report: {args.out / 'index.html'} ({len(rep.descriptives)} label metrics, "
-          f"{len(rep.comparisons)} comparisons, {n_sig} significant)")
+    print(
+        f"report: {args.out / 'index.html'} ({len(rep.descriptives)} label metrics, "
+        f"{len(rep.comparisons)} comparisons, {n_sig} significant)"
+    )
     return 0
 
 
@@ -82,10 +120,13 @@ def _cmd_analyze(args: argparse.Namespace) -> int:
     from testbed_reports.analyze import analyze, parse_where
 
     by = [c.strip() for c in args.by.split(",") if c.strip()]
-    res = analyze(args.csv, args.metric, by, parse_where(args.where), args.out,
-                  tukey_factors=by if args.tukey else None)
-    print(f"stats: {args.out / 'stats.json'} ({len(res['groups'])} groups, {res['n_rows']} rows"
-          f"{', two-way ANOVA' if 'anova' in res else ''})")
+    res = analyze(
+        args.csv, args.metric, by, parse_where(args.where), args.out, tukey_factors=by if args.tukey else None
+    )
+    print(
+        f"stats: {args.out / 'stats.json'} ({len(res['groups'])} groups, {res['n_rows']} rows"
+        f"{', two-way ANOVA' if 'anova' in res else ''})"
+    )
     return 0
 
 

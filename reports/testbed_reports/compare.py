@@ -16,10 +16,33 @@ from testbed_reports.stats import KEY, Draws
 
 ALPHA = 0.05
 CC_PAIRS = (("sev", "amd_baseline"), ("tdx", "intel_baseline"))
-COMPARE_COLUMNS = ["comparison", "kind", "a", "b", "benchmark", "metric", "unit", "better", "n_a", "n_b",
-                   "machines_a", "machines_b", "mean_a", "mean_b", "ratio", "overhead_percent",
-                   "overhead_ci_low", "overhead_ci_high", "mw_p", "welch_p", "mw_p_holm", "welch_p_holm",
-                   "test_unit", "significant", "verdict"]
+COMPARE_COLUMNS = [
+    "comparison",
+    "kind",
+    "a",
+    "b",
+    "benchmark",
+    "metric",
+    "unit",
+    "better",
+    "n_a",
+    "n_b",
+    "machines_a",
+    "machines_b",
+    "mean_a",
+    "mean_b",
+    "ratio",
+    "overhead_percent",
+    "overhead_ci_low",
+    "overhead_ci_high",
+    "mw_p",
+    "welch_p",
+    "mw_p_holm",
+    "welch_p_holm",
+    "test_unit",
+    "significant",
+    "verdict",
+]
 
 
 @dataclass(frozen=True)
@@ -40,13 +63,15 @@ def parse_pairs(specs: list[str], labels: list[str]) -> list[Pair]:
     pairs = []
     for spec in specs:
         if ":" not in spec:
-            raise ReportError(f"--compare {spec!r}: expected A:B (two labels)",
-                              f"labels: {', '.join(labels)}")
+            raise ReportError(
+                f"--compare {spec!r}: expected A:B (two labels)", f"labels: {', '.join(labels)}"
+            )
         a, b = (s.strip() for s in spec.split(":", 1))
         for x in (a, b):
             if x not in labels:
-                raise ReportError(f"--compare {spec!r}: no results with label {x!r}",
-                                  f"labels: {', '.join(labels)}")
+                raise ReportError(
+                    f"--compare {spec!r}: no results with label {x!r}", f"labels: {', '.join(labels)}"
+                )
         if a == b:
             raise ReportError(f"--compare {spec!r}: a label cannot be compared with itself")
         pairs.append(Pair(a, b, "explicit"))
@@ -106,8 +131,9 @@ def _tests(va: np.ndarray, vb: np.ndarray) -> tuple[float, float]:
     if sa == 0 and sb == 0:
         welch = 0.0 if va.mean() != vb.mean() else 1.0
     else:
-        welch = float(sps.ttest_ind_from_stats(va.mean(), sa, len(va), vb.mean(), sb, len(vb),
-                                               equal_var=False).pvalue)
+        welch = float(
+            sps.ttest_ind_from_stats(va.mean(), sa, len(va), vb.mean(), sb, len(vb), equal_var=False).pvalue
+        )
     return mw, welch
 
 
@@ -120,25 +146,38 @@ def _fmt(x: float) -> str:
     return f"{x:.1f}" if math.isfinite(x) else "n/a"
 
 
-def verdict(pair: Pair, benchmark: str, metric: str, ovh: float, lo: float, hi: float,
-            p_holm: float, n_a: int, n_b: int) -> tuple[bool | None, str]:
+def verdict(
+    pair: Pair,
+    benchmark: str,
+    metric: str,
+    ovh: float,
+    lo: float,
+    hi: float,
+    p_holm: float,
+    n_a: int,
+    n_b: int,
+) -> tuple[bool | None, str]:
     """(significant, one readable line)."""
     where = f"on {benchmark} {metric}"
     if n_a < 2 or n_b < 2 or not math.isfinite(p_holm):
         return None, f"{pair.a} vs {pair.b} {where}: too few observations to test (n={n_a} vs {n_b})"
     sig = p_holm < ALPHA
     if not math.isfinite(ovh):
-        return sig, f"{pair.a} vs {pair.b} {where}: overhead undefined (zero mean), " + \
-            ("significant" if sig else "not significant") + f" (Holm p={p_holm:.2g})"
+        return sig, f"{pair.a} vs {pair.b} {where}: overhead undefined (zero mean), " + (
+            "significant" if sig else "not significant"
+        ) + f" (Holm p={p_holm:.2g})"
     word = "slower" if ovh > 0 else "faster" if ovh < 0 else "as fast as"
     size = "" if ovh == 0 else f"{abs(ovh):.1f}% "
-    text = (f"{pair.a} is {size}{word} [{_fmt(lo)}, {_fmt(hi)}] than {pair.b} {where}, "
-            f"{'significant' if sig else 'not significant'} (Holm p={p_holm:.2g})")
+    text = (
+        f"{pair.a} is {size}{word} [{_fmt(lo)}, {_fmt(hi)}] than {pair.b} {where}, "
+        f"{'significant' if sig else 'not significant'} (Holm p={p_holm:.2g})"
+    )
     return sig, text
 
 
-def compare(obs: pd.DataFrame, desc: pd.DataFrame, draws: dict[tuple[str, str, str], Draws | None],
-            pairs: list[Pair]) -> pd.DataFrame:
+def compare(
+    obs: pd.DataFrame, desc: pd.DataFrame, draws: dict[tuple[str, str, str], Draws | None], pairs: list[Pair]
+) -> pd.DataFrame:
     """One row per pair and (benchmark, metric) measured on both labels."""
     if not pairs:
         return pd.DataFrame(columns=COMPARE_COLUMNS)
@@ -171,18 +210,45 @@ def compare(obs: pd.DataFrame, desc: pd.DataFrame, draws: dict[tuple[str, str, s
                 va, vb = _host_means(va, hosts[ia]), _host_means(vb, hosts[ib])
                 unit = "machine mean"
             mw, welch = _tests(va, vb)
-            part.append({"comparison": pair.name, "kind": pair.kind, "a": pair.a, "b": pair.b,
-                         "benchmark": bench, "metric": metric, "unit": ra["unit"], "better": better,
-                         "n_a": int(ra["n"]), "n_b": int(rb["n"]), "machines_a": int(ra["machines"]),
-                         "machines_b": int(rb["machines"]), "mean_a": ra["mean"], "mean_b": rb["mean"],
-                         "ratio": ratio, "overhead_percent": ovh, "overhead_ci_low": lo,
-                         "overhead_ci_high": hi, "mw_p": mw, "welch_p": welch, "test_unit": unit})
+            part.append(
+                {
+                    "comparison": pair.name,
+                    "kind": pair.kind,
+                    "a": pair.a,
+                    "b": pair.b,
+                    "benchmark": bench,
+                    "metric": metric,
+                    "unit": ra["unit"],
+                    "better": better,
+                    "n_a": int(ra["n"]),
+                    "n_b": int(rb["n"]),
+                    "machines_a": int(ra["machines"]),
+                    "machines_b": int(rb["machines"]),
+                    "mean_a": ra["mean"],
+                    "mean_b": rb["mean"],
+                    "ratio": ratio,
+                    "overhead_percent": ovh,
+                    "overhead_ci_low": lo,
+                    "overhead_ci_high": hi,
+                    "mw_p": mw,
+                    "welch_p": welch,
+                    "test_unit": unit,
+                }
+            )
         _holm(part, "mw_p")
         _holm(part, "welch_p")
         for r in part:
-            r["significant"], r["verdict"] = verdict(pair, r["benchmark"], r["metric"], r["overhead_percent"],
-                                                     r["overhead_ci_low"], r["overhead_ci_high"],
-                                                     r["mw_p_holm"], r["n_a"], r["n_b"])
+            r["significant"], r["verdict"] = verdict(
+                pair,
+                r["benchmark"],
+                r["metric"],
+                r["overhead_percent"],
+                r["overhead_ci_low"],
+                r["overhead_ci_high"],
+                r["mw_p_holm"],
+                r["n_a"],
+                r["n_b"],
+            )
         rows.extend(part)
     return pd.DataFrame(rows, columns=COMPARE_COLUMNS)
 

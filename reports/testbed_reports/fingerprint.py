@@ -76,8 +76,33 @@ def _hypervisor_text(hv: Any) -> str:
     return "" if hv is None else str(hv)
 
 
+def _host_text(host: Any) -> str:
+    """The hypervisor side of a guest (``sysinfo.host``, from the kvm_guest role), in one line."""
+    if not isinstance(host, dict) or not host:
+        return ""
+    parts = [str(host.get("virtualization") or host.get("domain_type") or "")]
+    versions = [
+        f"{name} {host[key]}"
+        for name, key in (("QEMU", "qemu_version"), ("libvirt", "libvirt_version"))
+        if host.get(key)
+    ]
+    if versions:
+        parts.append(", ".join(versions))
+    if host.get("host_cpu_model"):
+        parts.append(f"host CPU {host['host_cpu_model']}")
+    shape = [
+        f"{host['vcpus']} vCPU" if host.get("vcpus") else "",
+        f"{host['memory_mib']} MiB" if host.get("memory_mib") else "",
+        f"disk cache {host['disk_cache']}" if host.get("disk_cache") else "",
+    ]
+    if any(shape):
+        parts.append(", ".join(x for x in shape if x))
+    return "; ".join(p for p in parts if p)
+
+
 def fingerprints(records: pd.DataFrame, sysinfo: dict[tuple[str, str], dict[str, Any]]) -> pd.DataFrame:
-    """One row per (label, run, host): CPU, kernel, hypervisor, cc technology and evidence."""
+    """One row per (label, run, host): CPU, kernel, hypervisor (and its host side, for KVM guests),
+    cc technology and evidence."""
     hosts = records[["label", "run_id", "host", "groups"]].drop_duplicates().sort_values(["label", "host"])
     rows = []
     for label, run_id, host, groups in hosts.itertuples(index=False):
@@ -86,22 +111,45 @@ def fingerprints(records: pd.DataFrame, sysinfo: dict[tuple[str, str], dict[str,
         cpu = (info or {}).get("cpu") or {}
         kernel = (info or {}).get("kernel") or {}
         enc = disk_encrypted(cc.get("disk_encryption")) if info else None
-        rows.append({
-            "label": label, "run_id": run_id, "host": host, "groups": groups,
-            "cpu_model": cpu.get("model", "") if isinstance(cpu, dict) else str(cpu),
-            "kernel": kernel.get("release", "") if isinstance(kernel, dict) else str(kernel),
-            "hypervisor": _hypervisor_text((info or {}).get("hypervisor")),
-            "cc_technology": cc.get("technology", "unknown") if info else "unknown",
-            "paravisor": cc.get("paravisor") if info else None,
-            "cc_evidence": _evidence_text(cc.get("evidence")),
-            "disk_encryption": enc,
-            "attestation": "yes" if cc.get("attestation") else "no",
-            "sysinfo": info is not None,
-            "agent_mismatch": cc.get("label_mismatch") or "",
-        })
-    return pd.DataFrame(rows, columns=["label", "run_id", "host", "groups", "cpu_model", "kernel",
-                                       "hypervisor", "cc_technology", "paravisor", "cc_evidence",
-                                       "disk_encryption", "attestation", "sysinfo", "agent_mismatch"])
+        rows.append(
+            {
+                "label": label,
+                "run_id": run_id,
+                "host": host,
+                "groups": groups,
+                "cpu_model": cpu.get("model", "") if isinstance(cpu, dict) else str(cpu),
+                "kernel": kernel.get("release", "") if isinstance(kernel, dict) else str(kernel),
+                "hypervisor": _hypervisor_text((info or {}).get("hypervisor")),
+                "hypervisor_host": _host_text((info or {}).get("host")),
+                "cc_technology": cc.get("technology", "unknown") if info else "unknown",
+                "paravisor": cc.get("paravisor") if info else None,
+                "cc_evidence": _evidence_text(cc.get("evidence")),
+                "disk_encryption": enc,
+                "attestation": "yes" if cc.get("attestation") else "no",
+                "sysinfo": info is not None,
+                "agent_mismatch": cc.get("label_mismatch") or "",
+            }
+        )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "label",
+            "run_id",
+            "host",
+            "groups",
+            "cpu_model",
+            "kernel",
+            "hypervisor",
+            "hypervisor_host",
+            "cc_technology",
+            "paravisor",
+            "cc_evidence",
+            "disk_encryption",
+            "attestation",
+            "sysinfo",
+            "agent_mismatch",
+        ],
+    )
 
 
 def mismatches(fp: pd.DataFrame) -> list[tuple[str, str]]:
@@ -150,6 +198,13 @@ def label_factors(fp: pd.DataFrame) -> pd.DataFrame:
             disk = "encrypted" if bool(enc.iloc[0]) else "plain"
         else:
             disk = "encrypted" if claims_encryption(str(label)) else "plain"
-        rows.append({"label": label, "groups": ",".join(groups), "protection": protection,
-                     "vendor": vendor, "disk": disk})
+        rows.append(
+            {
+                "label": label,
+                "groups": ",".join(groups),
+                "protection": protection,
+                "vendor": vendor,
+                "disk": disk,
+            }
+        )
     return pd.DataFrame(rows, columns=["label", "groups", "protection", "vendor", "disk"])

@@ -20,16 +20,63 @@ from testbed_reports.errors import ReportError, SchemaError
 STATUSES = ("ok", "failed", "timeout", "skipped", "interrupted")
 FINAL_STATUSES = frozenset({"ok", "failed", "timeout", "skipped"})
 BETTER = ("higher", "lower")
-RECORD_COLUMNS = ("run_id", "host", "label", "groups", "benchmark", "type", "index", "repetition",
-                  "status", "error", "started_at", "source", "line")
-OBS_COLUMNS = ("run_id", "host", "label", "groups", "benchmark", "type", "metric", "unit", "better",
-               "value", "repetition", "index", "started_at", "cc_technology")
+RECORD_COLUMNS = (
+    "run_id",
+    "host",
+    "label",
+    "groups",
+    "benchmark",
+    "type",
+    "index",
+    "repetition",
+    "status",
+    "error",
+    "started_at",
+    "source",
+    "line",
+)
+OBS_COLUMNS = (
+    "run_id",
+    "host",
+    "label",
+    "groups",
+    "benchmark",
+    "type",
+    "metric",
+    "unit",
+    "better",
+    "value",
+    "repetition",
+    "index",
+    "started_at",
+    "cc_technology",
+)
 #: total size of result files above which they are parsed in parallel processes
 PARALLEL_BYTES = 8 * 1024 * 1024
-CATEGORICAL = ("run_id", "host", "label", "groups", "benchmark", "type", "metric", "unit", "better",
-               "cc_technology")
-CSV_FIELDS = ("label", "benchmark", "metric", "value", "unit", "better", "host", "repetition", "run_id",
-              "groups")
+CATEGORICAL = (
+    "run_id",
+    "host",
+    "label",
+    "groups",
+    "benchmark",
+    "type",
+    "metric",
+    "unit",
+    "better",
+    "cc_technology",
+)
+CSV_FIELDS = (
+    "label",
+    "benchmark",
+    "metric",
+    "value",
+    "unit",
+    "better",
+    "host",
+    "repetition",
+    "run_id",
+    "groups",
+)
 
 
 @dataclass
@@ -39,8 +86,11 @@ class Dataset:
     obs: pd.DataFrame
     records: pd.DataFrame
     sysinfo: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
-    percentiles: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
-        columns=["run_id", "host", "label", "benchmark", "series", "percentile", "value"]))
+    percentiles: pd.DataFrame = field(
+        default_factory=lambda: pd.DataFrame(
+            columns=["run_id", "host", "label", "benchmark", "series", "percentile", "value"]
+        )
+    )
     sources: list[str] = field(default_factory=list)
 
 
@@ -71,9 +121,23 @@ class _Collector:
             groups = self.groups[g] = ",".join(sorted(g))
         host = rec["host"]
         status = rec["status"]
-        self.rows.append((rec["run_id"], host, rec.get("label") or host, groups, rec["benchmark"],
-                          rec.get("type") or "", rec.get("index", -1), rec["repetition"], status,
-                          rec.get("error"), rec.get("started_at"), source, line))
+        self.rows.append(
+            (
+                rec["run_id"],
+                host,
+                rec.get("label") or host,
+                groups,
+                rec["benchmark"],
+                rec.get("type") or "",
+                rec.get("index", -1),
+                rec["repetition"],
+                status,
+                rec.get("error"),
+                rec.get("started_at"),
+                source,
+                line,
+            )
+        )
         if status != "ok":
             return
         mets = rec["metrics"]
@@ -82,8 +146,9 @@ class _Collector:
             codes = [get((name, m["unit"], m["better"])) for name, m in mets.items()]
             values = [m["value"] for m in mets.values()]
         except (TypeError, KeyError):
-            raise SchemaError(source, line, "each metric must be an object with value, unit (a string) "
-                                            "and better") from None
+            raise SchemaError(
+                source, line, "each metric must be an object with value, unit (a string) and better"
+            ) from None
         if None in codes:
             codes = [self._code((name, m["unit"], m["better"]), source, line) for name, m in mets.items()]
         self.obs_key.extend(codes)
@@ -131,8 +196,11 @@ class _Collector:
         if bad is not None:
             pos = self.obs_rec[bad]
             name = next(k[0] for k, c in self.keys.items() if c == self.obs_key[bad])
-            raise SchemaError(self.rec["source"][pos], self.rec["line"][pos],
-                              f"metric '{name}': value must be a finite number, got {raw[bad]!r}")
+            raise SchemaError(
+                self.rec["source"][pos],
+                self.rec["line"][pos],
+                f"metric '{name}': value must be a finite number, got {raw[bad]!r}",
+            )
         return vals
 
 
@@ -141,8 +209,9 @@ def _check_key(key: tuple[Any, Any, Any], source: str, line: int) -> None:
     if not isinstance(unit, str):
         raise SchemaError(source, line, f"metric '{name}': unit must be a string")
     if better not in BETTER:
-        raise SchemaError(source, line,
-                          f"metric '{name}': better must be 'higher' or 'lower', got {better!r}")
+        raise SchemaError(
+            source, line, f"metric '{name}': better must be 'higher' or 'lower', got {better!r}"
+        )
 
 
 def _percentile_series(samples: Mapping[str, Any]) -> Iterable[tuple[str, dict[str, float]]]:
@@ -154,8 +223,11 @@ def _percentile_series(samples: Mapping[str, Any]) -> Iterable[tuple[str, dict[s
             yield key, val
         else:
             for sub, inner in val.items():
-                if isinstance(inner, dict) and all(_is_number(v) for v in inner.values()) and all(
-                        _is_number_str(k) for k in inner):
+                if (
+                    isinstance(inner, dict)
+                    and all(_is_number(v) for v in inner.values())
+                    and all(_is_number_str(k) for k in inner)
+                ):
                     yield f"{key}.{sub}", inner
 
 
@@ -180,16 +252,27 @@ def validate_record(rec: Any, path: str, line: int) -> None:
         raise SchemaError(path, line, "a record must be a JSON object")
     run_id, host, bench, rep = rec.get("run_id"), rec.get("host"), rec.get("benchmark"), rec.get("repetition")
     groups = rec.get("groups", ())
-    if (rec.get("schema") == 1 and run_id.__class__ is str and run_id and host.__class__ is str and host
-            and bench.__class__ is str and bench and rec.get("status") in STATUSES and rep.__class__ is int
-            and groups.__class__ in (list, tuple) and rec.get("metrics", {}).__class__ is dict
-            and all(g.__class__ is str for g in groups)):
+    if (
+        rec.get("schema") == 1
+        and run_id.__class__ is str
+        and run_id
+        and host.__class__ is str
+        and host
+        and bench.__class__ is str
+        and bench
+        and rec.get("status") in STATUSES
+        and rep.__class__ is int
+        and groups.__class__ in (list, tuple)
+        and rec.get("metrics", {}).__class__ is dict
+        and all(g.__class__ is str for g in groups)
+    ):
         return
     _explain(rec, path, line)
 
 
 def _explain(rec: dict[str, Any], path: str, line: int) -> None:
     """The first schema problem of a record that failed the fast check."""
+
     def bad(problem: str) -> SchemaError:
         return SchemaError(path, line, problem)
 
@@ -236,8 +319,9 @@ def _read_sysinfo(path: Path) -> dict[str, Any]:
     return data
 
 
-def _finish(col: _Collector, sysinfo: dict[tuple[str, str], dict[str, Any]],
-            extra_obs: list[pd.DataFrame]) -> Dataset:
+def _finish(
+    col: _Collector, sysinfo: dict[tuple[str, str], dict[str, Any]], extra_obs: list[pd.DataFrame]
+) -> Dataset:
     values = np.asarray(col.obs_value, dtype=float)
     records = pd.DataFrame(col.rec, columns=list(RECORD_COLUMNS))
     records["index"] = records["index"].astype("int64")
@@ -265,15 +349,17 @@ def _finish(col: _Collector, sysinfo: dict[tuple[str, str], dict[str, Any]],
         names = [k[i] for k in key_list]
         uniq = sorted(set(names))
         lookup = np.asarray([uniq.index(n) for n in names], dtype=np.int64)
-        data[field_name] = pd.Categorical.from_codes(lookup[key_codes] if len(key_codes) else key_codes,
-                                                     categories=uniq)
+        data[field_name] = pd.Categorical.from_codes(
+            lookup[key_codes] if len(key_codes) else key_codes, categories=uniq
+        )
     data["value"] = values[mask] if len(values) else np.zeros(0)
     for c in ("repetition", "index", "started_at"):
         data[c] = records[c].to_numpy()[pos]
     obs = pd.DataFrame(data, columns=list(OBS_COLUMNS))
     if extra_obs:
-        obs = _categorize(pd.concat([obs.astype({c: object for c in CATEGORICAL}), *extra_obs],
-                                    ignore_index=True))
+        obs = _categorize(
+            pd.concat([obs.astype({c: object for c in CATEGORICAL}), *extra_obs], ignore_index=True)
+        )
     records = kept
     pct = _percentiles(col, records)
     records = records.reset_index(drop=True)
@@ -289,13 +375,18 @@ def _percentiles(col: _Collector, records: pd.DataFrame) -> pd.DataFrame:
     rec = np.asarray(col.pct["rec"], dtype=np.int64)
     mask = np.isin(rec, records.index.to_numpy())
     base = records.loc[rec[mask]]
-    return pd.DataFrame({
-        "run_id": base["run_id"].to_numpy(), "host": base["host"].to_numpy(),
-        "label": base["label"].to_numpy(), "benchmark": base["benchmark"].to_numpy(),
-        "series": np.asarray(col.pct["series"], dtype=object)[mask],
-        "percentile": np.asarray(col.pct["percentile"], dtype=float)[mask],
-        "value": np.asarray(col.pct["value"], dtype=float)[mask],
-    }, columns=cols)
+    return pd.DataFrame(
+        {
+            "run_id": base["run_id"].to_numpy(),
+            "host": base["host"].to_numpy(),
+            "label": base["label"].to_numpy(),
+            "benchmark": base["benchmark"].to_numpy(),
+            "series": np.asarray(col.pct["series"], dtype=object)[mask],
+            "percentile": np.asarray(col.pct["percentile"], dtype=float)[mask],
+            "value": np.asarray(col.pct["value"], dtype=float)[mask],
+        },
+        columns=cols,
+    )
 
 
 def _categorize(obs: pd.DataFrame) -> pd.DataFrame:
@@ -322,8 +413,9 @@ def _cc_technology(info: dict[str, Any]) -> str:
     return "unknown"
 
 
-def read_csv_observations(path: Path, mapping: Mapping[str, str] | None = None,
-                          defaults: Mapping[str, str] | None = None) -> pd.DataFrame:
+def read_csv_observations(
+    path: Path, mapping: Mapping[str, str] | None = None, defaults: Mapping[str, str] | None = None
+) -> pd.DataFrame:
     """A CSV of published results (one observation a row) as observation rows.
 
     ``mapping`` maps our field names (label, benchmark, metric, value, unit, better, host, repetition,
@@ -344,8 +436,10 @@ def read_csv_observations(path: Path, mapping: Mapping[str, str] | None = None,
             out[name] = defaults[name]
     for need in ("label", "benchmark", "value"):
         if need not in out:
-            raise ReportError(f"{path}: no column for '{need}' (columns: {', '.join(map(str, df.columns))})",
-                              f"map it with --csv-map {need}=COLUMN")
+            raise ReportError(
+                f"{path}: no column for '{need}' (columns: {', '.join(map(str, df.columns))})",
+                f"map it with --csv-map {need}=COLUMN",
+            )
     values = pd.to_numeric(out["value"], errors="coerce")
     bad = values.isna() & out["value"].notna() | ~np.isfinite(values.fillna(0))
     if bad.any():
@@ -359,8 +453,10 @@ def read_csv_observations(path: Path, mapping: Mapping[str, str] | None = None,
     wrong = ~out["better"].isin(BETTER)
     if wrong.any():
         row = int(np.flatnonzero(wrong.to_numpy())[0]) + 2
-        raise ReportError(f"{path}:{row}: better must be 'higher' or 'lower'",
-                          "set it with --csv-default better=lower (or higher)")
+        raise ReportError(
+            f"{path}:{row}: better must be 'higher' or 'lower'",
+            "set it with --csv-default better=lower (or higher)",
+        )
     out["host"] = out["host"].astype(str) if "host" in out else out["label"].astype(str)
     out["repetition"] = out["repetition"] if "repetition" in out else np.arange(len(out))
     out["run_id"] = out.get("run_id", path.stem)
@@ -379,8 +475,14 @@ def _parse_file(path: str) -> dict[str, Any]:
     col = _Collector()
     _read_jsonl(Path(path), col)
     col.close()
-    return {"rec": col.rec, "obs_rec": col.obs_rec, "obs_key": col.obs_key, "values": col.values(),
-            "keys": sorted(col.keys, key=col.keys.__getitem__), "pct": col.pct}
+    return {
+        "rec": col.rec,
+        "obs_rec": col.obs_rec,
+        "obs_key": col.obs_key,
+        "values": col.values(),
+        "keys": sorted(col.keys, key=col.keys.__getitem__),
+        "pct": col.pct,
+    }
 
 
 def _parse_all(files: list[Path]) -> list[dict[str, Any]]:
@@ -415,8 +517,11 @@ def _merge(parts: list[dict[str, Any]]) -> _Collector:
     return col
 
 
-def load(paths: Iterable[Path], csv_mapping: Mapping[str, str] | None = None,
-         csv_defaults: Mapping[str, str] | None = None) -> Dataset:
+def load(
+    paths: Iterable[Path],
+    csv_mapping: Mapping[str, str] | None = None,
+    csv_defaults: Mapping[str, str] | None = None,
+) -> Dataset:
     """Load result directories, single .jsonl files and .csv files into one Dataset."""
     sysinfo: dict[tuple[str, str], dict[str, Any]] = {}
     extra: list[pd.DataFrame] = []
@@ -432,8 +537,9 @@ def load(paths: Iterable[Path], csv_mapping: Mapping[str, str] | None = None,
             continue
         found = [p] if p.is_file() else sorted(p.rglob("*.jsonl"))
         if not found:
-            raise ReportError(f"{p}: no result files (*.jsonl) found",
-                              "the runner writes results/<run_id>/<host>.jsonl")
+            raise ReportError(
+                f"{p}: no result files (*.jsonl) found", "the runner writes results/<run_id>/<host>.jsonl"
+            )
         files.extend(found)
     parts = _parse_all(files)
     for f, part in zip(files, parts, strict=True):

@@ -37,8 +37,9 @@ def percentiles(pct: pd.DataFrame, palette: dict[str, str]) -> str:
         p = part["percentile"].to_numpy(float)
         x = -np.log10(np.clip(1 - p / 100.0, 1e-9, 1))
         style = "-" if series == med["series"].iloc[0] else "--"
-        ax.plot(x, part["value"], style, marker=".", color=palette.get(str(label), "k"),
-                label=f"{label} {series}")
+        ax.plot(
+            x, part["value"], style, marker=".", color=palette.get(str(label), "k"), label=f"{label} {series}"
+        )
     ticks = [50, 90, 99, 99.9, 99.99]
     ax.set_xticks([-math.log10(1 - t / 100) for t in ticks], [f"p{t:g}" for t in ticks], fontsize=7)
     ax.set_yscale("log")

@@ -71,10 +71,10 @@ def cv_delta_ci(values: np.ndarray) -> tuple[float, float]:
     v = float((d * d).sum() / (n - 1))
     if m == 0 or v == 0:
         return (np.nan, np.nan) if m == 0 else (0.0, 0.0)
-    mu3 = float((d ** 3).mean())
-    mu4 = float((d ** 4).mean())
+    mu3 = float((d**3).mean())
+    mu4 = float((d**4).mean())
     g = np.sqrt(v) / abs(m)
-    var_g = g * g / n * (v / m ** 2 + (mu4 - v * v) / (4 * v * v) - mu3 / (m * v))
+    var_g = g * g / n * (v / m**2 + (mu4 - v * v) / (4 * v * v) - mu3 / (m * v))
     se = np.sqrt(max(var_g, 0.0))
     return (100 * max(g - Z975 * se, 0.0), 100 * (g + Z975 * se))
 
@@ -83,8 +83,11 @@ def describe(obs: pd.DataFrame) -> tuple[pd.DataFrame, dict[tuple[str, str, str]
     """Per (benchmark, metric, label): n, machines, mean, median, sd, CV % and CIs; plus the draws."""
     g = obs.groupby(KEY, observed=True, sort=True)["value"]
     table = g.agg(n="count", mean="mean", median="median", sd="std").reset_index()
-    meta = obs.groupby(KEY, observed=True, sort=True).agg(
-        machines=("host", "nunique"), unit=("unit", "first"), better=("better", "first")).reset_index()
+    meta = (
+        obs.groupby(KEY, observed=True, sort=True)
+        .agg(machines=("host", "nunique"), unit=("unit", "first"), better=("better", "first"))
+        .reset_index()
+    )
     table = table.merge(meta, on=KEY)
     n = table["n"].to_numpy(dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -96,8 +99,9 @@ def describe(obs: pd.DataFrame) -> tuple[pd.DataFrame, dict[tuple[str, str, str]
     table["cv_ci_high"] = np.nan
     table["ci_method"] = "t"
     values = obs["value"].to_numpy()
-    host_codes = obs["host"].cat.codes.to_numpy() if hasattr(obs["host"], "cat") else \
-        pd.factorize(obs["host"])[0]
+    host_codes = (
+        obs["host"].cat.codes.to_numpy() if hasattr(obs["host"], "cat") else pd.factorize(obs["host"])[0]
+    )
     indices = obs.groupby(KEY, observed=True, sort=True).indices
     all_draws: dict[tuple[str, str, str], Draws | None] = {}
     cv_lo = table["cv_ci_low"].to_numpy().copy()
@@ -125,8 +129,24 @@ def describe(obs: pd.DataFrame) -> tuple[pd.DataFrame, dict[tuple[str, str, str]
             cv_lo[i], cv_hi[i] = cv_delta_ci(v)
     table["ci95_low"], table["ci95_high"], table["ci_method"] = lo, hi, method
     table["cv_ci_low"], table["cv_ci_high"] = cv_lo, cv_hi
-    cols = ["benchmark", "metric", "label", "unit", "better", "machines", "n", "mean", "median", "sd",
-            "cv_percent", "cv_ci_low", "cv_ci_high", "ci95_low", "ci95_high", "ci_method"]
+    cols = [
+        "benchmark",
+        "metric",
+        "label",
+        "unit",
+        "better",
+        "machines",
+        "n",
+        "mean",
+        "median",
+        "sd",
+        "cv_percent",
+        "cv_ci_low",
+        "cv_ci_high",
+        "ci95_low",
+        "ci95_high",
+        "ci_method",
+    ]
     return table[cols], all_draws
 
 
@@ -136,6 +156,12 @@ def group_stats(values: np.ndarray) -> dict[str, float]:
     mean = float(values.mean()) if n else float("nan")
     sd = float(values.std(ddof=1)) if n > 1 else float("nan")
     half = float(sps.t.ppf(0.975, n - 1) * sd / np.sqrt(n)) if n > 1 else float("nan")
-    return {"n": n, "mean": mean, "median": float(np.median(values)) if n else float("nan"), "sd": sd,
-            "cv_percent": 100 * sd / abs(mean) if n > 1 and mean != 0 else float("nan"),
-            "ci95_low": mean - half, "ci95_high": mean + half}
+    return {
+        "n": n,
+        "mean": mean,
+        "median": float(np.median(values)) if n else float("nan"),
+        "sd": sd,
+        "cv_percent": 100 * sd / abs(mean) if n > 1 and mean != 0 else float("nan"),
+        "ci95_low": mean - half,
+        "ci95_high": mean + half,
+    }

@@ -44,25 +44,45 @@ class _Svg:
     def add(self, s: str) -> None:
         self.parts.append(s)
 
-    def text(self, x: float, y: float, s: str, size: int = 10, anchor: str = "middle", weight: str = "normal",
-             rotate: float | None = None) -> None:
+    def text(
+        self,
+        x: float,
+        y: float,
+        s: str,
+        size: int = 10,
+        anchor: str = "middle",
+        weight: str = "normal",
+        rotate: float | None = None,
+    ) -> None:
         rot = f' transform="rotate({rotate} {x:.1f} {y:.1f})"' if rotate is not None else ""
-        self.add(f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}" '
-                 f'font-weight="{weight}"{rot}>{escape(s)}</text>')
+        self.add(
+            f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}" '
+            f'font-weight="{weight}"{rot}>{escape(s)}</text>'
+        )
 
     def uri(self) -> str:
         body = "".join(self.parts)
-        svg = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{self.w}" height="{self.h}" '
-               f'viewBox="0 0 {self.w} {self.h}" font-family="DejaVu Sans, Arial, sans-serif">'
-               f'<rect width="100%" height="100%" fill="white"/>{body}</svg>')
+        svg = (
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{self.w}" height="{self.h}" '
+            f'viewBox="0 0 {self.w} {self.h}" font-family="DejaVu Sans, Arial, sans-serif">'
+            f'<rect width="100%" height="100%" fill="white"/>{body}</svg>'
+        )
         return "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode("ascii")
 
 
 class _Panel:
     """One plot area with linear scales, axes, ticks and a title."""
 
-    def __init__(self, svg: _Svg, x0: float, y0: float, xlim: tuple[float, float],
-                 ylim: tuple[float, float], title: str, subtitle: str = "") -> None:
+    def __init__(
+        self,
+        svg: _Svg,
+        x0: float,
+        y0: float,
+        xlim: tuple[float, float],
+        ylim: tuple[float, float],
+        title: str,
+        subtitle: str = "",
+    ) -> None:
         self.svg = svg
         self.px0, self.px1 = x0 + LEFT, x0 + PANEL_W - RIGHT
         self.py0, self.py1 = y0 + PANEL_H - BOTTOM, y0 + TOP
@@ -70,8 +90,10 @@ class _Panel:
         svg.text(x0 + PANEL_W / 2, y0 + 13, title[:44], size=11, weight="bold")
         if subtitle:
             svg.text(x0 + PANEL_W / 2, y0 + 26, subtitle[:52], size=9)
-        svg.add(f'<rect x="{self.px0:.1f}" y="{self.py1:.1f}" width="{self.px1 - self.px0:.1f}" '
-                f'height="{self.py0 - self.py1:.1f}" fill="none" stroke="#444" stroke-width="0.8"/>')
+        svg.add(
+            f'<rect x="{self.px0:.1f}" y="{self.py1:.1f}" width="{self.px1 - self.px0:.1f}" '
+            f'height="{self.py0 - self.py1:.1f}" fill="none" stroke="#444" stroke-width="0.8"/>'
+        )
 
     def x(self, v: np.ndarray | float) -> np.ndarray | float:
         lo, hi = self.xlim
@@ -84,9 +106,11 @@ class _Panel:
     def yticks(self, label: str = "") -> None:
         for t in _ticks(*self.ylim):
             yy = float(self.y(t))
-            self.svg.add(f'<line x1="{self.px0 - 4:.1f}" y1="{yy:.1f}" x2="{self.px0:.1f}" y2="{yy:.1f}" '
-                         f'stroke="#444"/><line x1="{self.px0:.1f}" y1="{yy:.1f}" x2="{self.px1:.1f}" '
-                         f'y2="{yy:.1f}" stroke="#eee"/>')
+            self.svg.add(
+                f'<line x1="{self.px0 - 4:.1f}" y1="{yy:.1f}" x2="{self.px0:.1f}" y2="{yy:.1f}" '
+                f'stroke="#444"/><line x1="{self.px0:.1f}" y1="{yy:.1f}" x2="{self.px1:.1f}" '
+                f'y2="{yy:.1f}" stroke="#eee"/>'
+            )
             self.svg.text(self.px0 - 6, yy + 3, _num(t), size=9, anchor="end")
         if label:
             mid = (self.py0 + self.py1) / 2
@@ -95,8 +119,10 @@ class _Panel:
     def xticks(self) -> None:
         for t in _ticks(*self.xlim):
             xx = float(self.x(t))
-            self.svg.add(f'<line x1="{xx:.1f}" y1="{self.py0:.1f}" x2="{xx:.1f}" y2="{self.py0 + 4:.1f}" '
-                         f'stroke="#444"/>')
+            self.svg.add(
+                f'<line x1="{xx:.1f}" y1="{self.py0:.1f}" x2="{xx:.1f}" y2="{self.py0 + 4:.1f}" '
+                f'stroke="#444"/>'
+            )
             self.svg.text(xx, self.py0 + 15, _num(t), size=9)
 
 
@@ -153,24 +179,31 @@ def bars(desc: pd.DataFrame, metrics: list[str], palette: dict[str, str]) -> str
         ymin = min(0.0, float(np.nanmin(lo)))
         ymax = max(0.0, float(np.nanmax(hi))) * 1.08 or 1.0
         unit, better = str(part["unit"].iloc[0]), str(part["better"].iloc[0])
-        p = _Panel(svg, i * PANEL_W, top, (0, len(part)), (ymin, ymax), m,
-                   f"[{unit}] {better} is better")
+        p = _Panel(svg, i * PANEL_W, top, (0, len(part)), (ymin, ymax), m, f"[{unit}] {better} is better")
         p.yticks()
         for j, lab in enumerate(part["label"].astype(str)):
             x0, x1 = float(p.x(j + 0.15)), float(p.x(j + 0.85))
             y0, y1 = float(p.y(0.0)), float(p.y(mean[j]))
             tip = f"{escape(lab)}: {_num(mean[j])} {escape(unit)}"
-            svg.add(f'<rect x="{x0:.1f}" y="{min(y0, y1):.1f}" width="{x1 - x0:.1f}" '
-                    f'height="{abs(y0 - y1):.1f}" fill="{palette[lab]}"><title>{tip}</title></rect>')
+            svg.add(
+                f'<rect x="{x0:.1f}" y="{min(y0, y1):.1f}" width="{x1 - x0:.1f}" '
+                f'height="{abs(y0 - y1):.1f}" fill="{palette[lab]}"><title>{tip}</title></rect>'
+            )
             xc = (x0 + x1) / 2
             ya, yb = float(p.y(lo[j])), float(p.y(hi[j]))
-            svg.add(f'<path d="M{xc:.1f} {ya:.1f}V{yb:.1f}M{xc - 5:.1f} {ya:.1f}h10M{xc - 5:.1f} '
-                    f'{yb:.1f}h10" stroke="black" stroke-width="1.2" fill="none"/>')
+            svg.add(
+                f'<path d="M{xc:.1f} {ya:.1f}V{yb:.1f}M{xc - 5:.1f} {ya:.1f}h10M{xc - 5:.1f} '
+                f'{yb:.1f}h10" stroke="black" stroke-width="1.2" fill="none"/>'
+            )
     return svg.uri()
 
 
-def ecdf(values: dict[tuple[str, str], np.ndarray], metrics: list[str], units: dict[str, str],
-         palette: dict[str, str]) -> str:
+def ecdf(
+    values: dict[tuple[str, str], np.ndarray],
+    metrics: list[str],
+    units: dict[str, str],
+    palette: dict[str, str],
+) -> str:
     """ECDF of the per-run values of each label (at most ECDF_POINTS quantiles per line)."""
     labels = sorted({lab for (_, lab) in values})
     svg, top = _frame(PANEL_W * max(len(metrics), 1), labels, palette)
@@ -207,8 +240,15 @@ def cv_bars(desc: pd.DataFrame, metrics: list[str], palette: dict[str, str]) -> 
     svg, top = _frame(width, labels, palette, extra=40)
     table = desc.set_index(["metric", "label"])
     hi_all = np.nanmax(np.r_[desc["cv_ci_high"].to_numpy(float), desc["cv_percent"].to_numpy(float), 1.0])
-    p = _Panel(svg, 0, top, (0, len(metrics)), (0.0, float(hi_all) * 1.08), "Coefficient of variation",
-               "CV % with bootstrap 95% CI")
+    p = _Panel(
+        svg,
+        0,
+        top,
+        (0, len(metrics)),
+        (0.0, float(hi_all) * 1.08),
+        "Coefficient of variation",
+        "CV % with bootstrap 95% CI",
+    )
     p.px1 = width - RIGHT
     p.yticks("CV (%)")
     bw = 0.8 / max(len(labels), 1)
@@ -222,12 +262,16 @@ def cv_bars(desc: pd.DataFrame, metrics: list[str], palette: dict[str, str]) -> 
                 continue
             x0, x1 = float(p.x(i + 0.1 + j * bw)), float(p.x(i + 0.1 + (j + 1) * bw))
             y0, y1 = float(p.y(0.0)), float(p.y(cv))
-            svg.add(f'<rect x="{x0:.1f}" y="{y1:.1f}" width="{x1 - x0:.1f}" height="{y0 - y1:.1f}" '
-                    f'fill="{palette[lab]}"><title>{escape(lab)} {escape(m)}: CV {cv:.2f}%</title></rect>')
+            svg.add(
+                f'<rect x="{x0:.1f}" y="{y1:.1f}" width="{x1 - x0:.1f}" height="{y0 - y1:.1f}" '
+                f'fill="{palette[lab]}"><title>{escape(lab)} {escape(m)}: CV {cv:.2f}%</title></rect>'
+            )
             lo, hi = float(r["cv_ci_low"]), float(r["cv_ci_high"])
             if np.isfinite(lo) and np.isfinite(hi):
                 xc = (x0 + x1) / 2
-                svg.add(f'<path d="M{xc:.1f} {float(p.y(lo)):.1f}V{float(p.y(hi)):.1f}" stroke="black" '
-                        f'stroke-width="1"/>')
+                svg.add(
+                    f'<path d="M{xc:.1f} {float(p.y(lo)):.1f}V{float(p.y(hi)):.1f}" stroke="black" '
+                    f'stroke-width="1"/>'
+                )
         svg.text(float(p.x(i + 0.5)), p.py0 + 14, m[:22], size=9)
     return svg.uri()

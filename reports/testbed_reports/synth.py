@@ -26,9 +26,16 @@ class Machine:
     extra_status: dict[int, str] = field(default_factory=dict)  # repetition -> non-ok status
 
 
-def write_run(root: Path, run_id: str, machines: list[Machine], benchmarks: list[str], reps: int,
-              seed: int = 1, sigma: float = 0.03,
-              metrics: tuple[tuple[str, str, str, float], ...] = DEFAULT_METRICS) -> Path:
+def write_run(
+    root: Path,
+    run_id: str,
+    machines: list[Machine],
+    benchmarks: list[str],
+    reps: int,
+    seed: int = 1,
+    sigma: float = 0.03,
+    metrics: tuple[tuple[str, str, str, float], ...] = DEFAULT_METRICS,
+) -> Path:
     """Write results/<run_id>/<host>.jsonl + sysinfo.json; values = base x factor x lognormal noise."""
     out = root / run_id
     out.mkdir(parents=True, exist_ok=True)
@@ -39,23 +46,50 @@ def write_run(root: Path, run_id: str, machines: list[Machine], benchmarks: list
         for bi, bench in enumerate(benchmarks):
             for r in range(reps):
                 status = m.extra_status.get(r, "ok")
-                rec = {"schema": 1, "run_id": run_id, "host": m.host, "label": m.label, "groups": m.groups,
-                       "plan_sha256": "0" * 64, "plan": "synthetic", "benchmark": bench, "type": "synthetic",
-                       "index": bi, "params": {}, "repetition": r,
-                       "started_at": "2026-01-01T00:00:00Z", "ended_at": "2026-01-01T00:00:01Z",
-                       "status": status, "error": None if status == "ok" else f"synthetic {status}",
-                       "metrics": {}, "samples": {}, "telemetry": {}, "tool": {"name": "synth"},
-                       "artifacts": []}
+                rec = {
+                    "schema": 1,
+                    "run_id": run_id,
+                    "host": m.host,
+                    "label": m.label,
+                    "groups": m.groups,
+                    "plan_sha256": "0" * 64,
+                    "plan": "synthetic",
+                    "benchmark": bench,
+                    "type": "synthetic",
+                    "index": bi,
+                    "params": {},
+                    "repetition": r,
+                    "started_at": "2026-01-01T00:00:00Z",
+                    "ended_at": "2026-01-01T00:00:01Z",
+                    "status": status,
+                    "error": None if status == "ok" else f"synthetic {status}",
+                    "metrics": {},
+                    "samples": {},
+                    "telemetry": {},
+                    "tool": {"name": "synth"},
+                    "artifacts": [],
+                }
                 if status == "ok":
                     for k, (name, unit, better, base) in enumerate(metrics):
                         cost = m.factor if better == "lower" else 1.0 / m.factor
-                        rec["metrics"][name] = {"value": float(base * cost * noise[bi, r, k]), "unit": unit,
-                                                "better": better}
+                        rec["metrics"][name] = {
+                            "value": float(base * cost * noise[bi, r, k]),
+                            "unit": unit,
+                            "better": better,
+                        }
                 lines.append(json.dumps(rec))
         (out / f"{m.host}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-        sysinfo = {"cpu": {"model": m.cpu_model}, "kernel": {"release": "6.1.0-synthetic"},
-                   "hypervisor": {"vendor": "synthetic"},
-                   "cc": {"technology": m.technology, "evidence": [f"synthetic: {m.technology}"],
-                          "paravisor": False, "disk_encryption": m.disk_encryption, "attestation": None}}
+        sysinfo = {
+            "cpu": {"model": m.cpu_model},
+            "kernel": {"release": "6.1.0-synthetic"},
+            "hypervisor": {"vendor": "synthetic"},
+            "cc": {
+                "technology": m.technology,
+                "evidence": [f"synthetic: {m.technology}"],
+                "paravisor": False,
+                "disk_encryption": m.disk_encryption,
+                "attestation": None,
+            },
+        }
         (out / f"{m.host}.sysinfo.json").write_text(json.dumps(sysinfo), encoding="utf-8")
     return out

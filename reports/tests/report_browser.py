@@ -18,10 +18,20 @@ from typing import Any
 
 from websockets.sync.client import connect
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-default-apps", "--disable-extensions", "--remote-debugging-address=127.0.0.1",
-         "--remote-debugging-port=0"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+    "--disable-extensions",
+    "--remote-debugging-address=127.0.0.1",
+    "--remote-debugging-port=0",
+]
 
 
 @dataclass
@@ -90,9 +100,13 @@ def _errors(events: list[dict[str, Any]]) -> list[str]:
 def open_page(html: Path, timeout: float = 60.0) -> PageResult:
     """Load ``html`` (file://) and return console errors and the state of its images."""
     profile = tempfile.mkdtemp(prefix="chromium-profile-")
-    proc = subprocess.Popen([chromium_binary(), *FLAGS, f"--user-data-dir={profile}", "about:blank"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [chromium_binary(), *FLAGS, f"--user-data-dir={profile}", "about:blank"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         ws_url = _devtools_url(proc, timeout)
         threading.Thread(target=_drain, args=(proc,), daemon=True).start()
@@ -102,9 +116,11 @@ def open_page(html: Path, timeout: float = 60.0) -> PageResult:
             cdp.call(f"{domain}.enable")
         cdp.call("Page.navigate", url=html.resolve().as_uri())
         cdp.wait_event("Page.loadEventFired", timeout)
-        expr = ("JSON.stringify({n: document.images.length, ok: Array.from(document.images).filter("
-                "i => i.complete && i.naturalWidth > 0).length, title: document.title, "
-                "text: document.body.innerText})")
+        expr = (
+            "JSON.stringify({n: document.images.length, ok: Array.from(document.images).filter("
+            "i => i.complete && i.naturalWidth > 0).length, title: document.title, "
+            "text: document.body.innerText})"
+        )
         res = cdp.call("Runtime.evaluate", expression=expr, returnByValue=True)
         info = json.loads(res["result"]["value"])
         time.sleep(0.3)

@@ -27,8 +27,13 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
 
 def run_module(*args: str) -> subprocess.CompletedProcess:
     """``python -m testbed_reports ARGS`` in a new process."""
-    return subprocess.run([sys.executable, "-m", "testbed_reports", *args], capture_output=True, text=True,
-                          timeout=600, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "testbed_reports", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
 
 
 def write_jsonl(path: Path, records: list[dict]) -> Path:
@@ -39,11 +44,28 @@ def write_jsonl(path: Path, records: list[dict]) -> Path:
 
 def record(**over: object) -> dict:
     """A valid schema-1 record; keyword arguments override fields."""
-    rec = {"schema": 1, "run_id": "r1", "host": "h1", "label": "Local", "groups": ["local"],
-           "plan_sha256": "0" * 64, "plan": "t", "benchmark": "b1", "type": "dd", "index": 0, "params": {},
-           "repetition": 0, "started_at": "2026-01-01T00:00:00Z", "ended_at": "2026-01-01T00:00:01Z",
-           "status": "ok", "error": None,
-           "metrics": {"bw_bytes": {"value": 100.0, "unit": "B/s", "better": "higher"}},
-           "samples": {}, "telemetry": {}, "tool": {}, "artifacts": []}
+    rec = {
+        "schema": 1,
+        "run_id": "r1",
+        "host": "h1",
+        "label": "Local",
+        "groups": ["local"],
+        "plan_sha256": "0" * 64,
+        "plan": "t",
+        "benchmark": "b1",
+        "type": "dd",
+        "index": 0,
+        "params": {},
+        "repetition": 0,
+        "started_at": "2026-01-01T00:00:00Z",
+        "ended_at": "2026-01-01T00:00:01Z",
+        "status": "ok",
+        "error": None,
+        "metrics": {"bw_bytes": {"value": 100.0, "unit": "B/s", "better": "higher"}},
+        "samples": {},
+        "telemetry": {},
+        "tool": {},
+        "artifacts": [],
+    }
     rec.update(over)
     return rec

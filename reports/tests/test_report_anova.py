@@ -15,11 +15,24 @@ from testbed_reports.anova import two_way_anova, two_way_anova_fast
 # Hand computation (balanced 2x2, r = 2): cell means a1b1=3, a1b2=7, a2b1=6, a2b2=14, grand mean 7.5.
 # SSA = 4 * (2.5^2 + 2.5^2) = 50, SSB = 4 * (3^2 + 3^2) = 72, SSAB = 2 * (1 + 1 + 1 + 1) = 8,
 # SSE = 8 * 1^2 = 8, SST = 138; MSE = 8 / 4 = 2, so F = 25, 36, 4; F(0.95; 1, 4) = 7.7086.
-ROWS = [("x", "a1", "b1", 2), ("x", "a1", "b1", 4), ("x", "a1", "b2", 6), ("x", "a1", "b2", 8),
-        ("x", "a2", "b1", 5), ("x", "a2", "b1", 7), ("x", "a2", "b2", 13), ("x", "a2", "b2", 15),
-        ("y", "a1", "b1", 1000), ("y", "a2", "b2", 2000)]
-EXPECTED = {"memory": (1, 100 * 50 / 138, 25.0), "io": (1, 100 * 72 / 138, 36.0),
-            "memory:io": (1, 100 * 8 / 138, 4.0), "residual": (4, 100 * 8 / 138, None)}
+ROWS = [
+    ("x", "a1", "b1", 2),
+    ("x", "a1", "b1", 4),
+    ("x", "a1", "b2", 6),
+    ("x", "a1", "b2", 8),
+    ("x", "a2", "b1", 5),
+    ("x", "a2", "b1", 7),
+    ("x", "a2", "b2", 13),
+    ("x", "a2", "b2", 15),
+    ("y", "a1", "b1", 1000),
+    ("y", "a2", "b2", 2000),
+]
+EXPECTED = {
+    "memory": (1, 100 * 50 / 138, 25.0),
+    "io": (1, 100 * 72 / 138, 36.0),
+    "memory:io": (1, 100 * 8 / 138, 4.0),
+    "residual": (4, 100 * 8 / 138, None),
+}
 
 
 @pytest.fixture
@@ -31,8 +44,19 @@ def published_csv(tmp_path: Path) -> Path:
 
 def test_analyze_reproduces_the_hand_computed_anova(published_csv: Path, tmp_path: Path) -> None:
     out = tmp_path / "stats"
-    proc = run_cli("analyze", "--csv", str(published_csv), "--metric", "latency_ms", "--by", "memory,io",
-                   "--where", "platform=x", "--out", str(out))
+    proc = run_cli(
+        "analyze",
+        "--csv",
+        str(published_csv),
+        "--metric",
+        "latency_ms",
+        "--by",
+        "memory,io",
+        "--where",
+        "platform=x",
+        "--out",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stderr
     stats = json.loads((out / "stats.json").read_text())
     assert stats["n_rows"] == 8
@@ -58,8 +82,20 @@ def test_analyze_reproduces_the_hand_computed_anova(published_csv: Path, tmp_pat
 
 def test_one_factor_and_tukey(published_csv: Path, tmp_path: Path) -> None:
     out = tmp_path / "one"
-    proc = run_cli("analyze", "--csv", str(published_csv), "--metric", "latency_ms", "--by", "memory",
-                   "--where", "platform=x", "--tukey", "--out", str(out))
+    proc = run_cli(
+        "analyze",
+        "--csv",
+        str(published_csv),
+        "--metric",
+        "latency_ms",
+        "--by",
+        "memory",
+        "--where",
+        "platform=x",
+        "--tukey",
+        "--out",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stderr
     stats = json.loads((out / "stats.json").read_text())
     assert "anova" not in stats
@@ -84,8 +120,17 @@ def test_fast_anova_equals_statsmodels_on_unbalanced_data() -> None:
 
 
 def test_analyze_errors_are_one_line_with_a_hint(published_csv: Path, tmp_path: Path) -> None:
-    proc = run_cli("analyze", "--csv", str(published_csv), "--metric", "nope", "--by", "memory",
-                   "--out", str(tmp_path / "o"))
+    proc = run_cli(
+        "analyze",
+        "--csv",
+        str(published_csv),
+        "--metric",
+        "nope",
+        "--by",
+        "memory",
+        "--out",
+        str(tmp_path / "o"),
+    )
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert lines[0].startswith("error: ") and "no column 'nope'" in lines[0]
@@ -93,13 +138,25 @@ def test_analyze_errors_are_one_line_with_a_hint(published_csv: Path, tmp_path: 
     assert "Traceback" not in proc.stderr
     bad = tmp_path / "bad.csv"
     bad.write_text("memory,latency_ms\na1,1\na1,fast\n")
-    proc = run_cli("analyze", "--csv", str(bad), "--metric", "latency_ms", "--by", "memory", "--out",
-                   str(tmp_path / "o"))
+    proc = run_cli(
+        "analyze", "--csv", str(bad), "--metric", "latency_ms", "--by", "memory", "--out", str(tmp_path / "o")
+    )
     assert proc.returncode == 2 and f"{bad}:3:" in proc.stderr
 
 
 def test_incomplete_design_is_refused(published_csv: Path, tmp_path: Path) -> None:
-    proc = run_cli("analyze", "--csv", str(published_csv), "--metric", "latency_ms", "--by", "memory,io",
-                   "--where", "platform=y", "--out", str(tmp_path / "o"))
+    proc = run_cli(
+        "analyze",
+        "--csv",
+        str(published_csv),
+        "--metric",
+        "latency_ms",
+        "--by",
+        "memory,io",
+        "--where",
+        "platform=y",
+        "--out",
+        str(tmp_path / "o"),
+    )
     assert proc.returncode == 2
     assert "incomplete factorial design" in proc.stderr

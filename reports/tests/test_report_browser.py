@@ -16,12 +16,14 @@ from testbed_reports.synth import Machine, write_run
 @pytest.mark.integration
 def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     chromium_binary()  # fails loudly when chromium is missing (make install provides it)
-    machines = [Machine("sev-1", "SEV-SNP", ["sev"], factor=1.08, technology="sev-snp",
-                        extra_status={2: "failed"}),
-                Machine("base-1", "AMD-Baseline", ["amd_baseline"]),
-                Machine("tdx-1", "TDX", ["tdx"], technology="none", cpu_model="Intel Xeon")]
-    results = write_run(tmp_path / "results", "ui", machines, ["fio_4k_randwrite", "dd_write"], reps=6,
-                        seed=2)
+    machines = [
+        Machine("sev-1", "SEV-SNP", ["sev"], factor=1.08, technology="sev-snp", extra_status={2: "failed"}),
+        Machine("base-1", "AMD-Baseline", ["amd_baseline"]),
+        Machine("tdx-1", "TDX", ["tdx"], technology="none", cpu_model="Intel Xeon"),
+    ]
+    results = write_run(
+        tmp_path / "results", "ui", machines, ["fio_4k_randwrite", "dd_write"], reps=6, seed=2
+    )
     pct = {"50.000000": 2000, "99.000000": 9000, "99.900000": 20000}
     host = results / "sev-1.jsonl"
     lines = [json.loads(x) for x in host.read_text().splitlines()]
@@ -47,8 +49,10 @@ def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
 @pytest.mark.integration
 def test_the_browser_check_sees_console_errors_and_broken_images(tmp_path: Path) -> None:
     page = tmp_path / "broken.html"
-    page.write_text('<!DOCTYPE html><html><head><title>t</title><link rel="icon" href="data:,"></head><body>'
-                    '<script>console.error("boom")</script><img src="missing.png"></body></html>')
+    page.write_text(
+        '<!DOCTYPE html><html><head><title>t</title><link rel="icon" href="data:,"></head><body>'
+        '<script>console.error("boom")</script><img src="missing.png"></body></html>'
+    )
     result = open_page(page)
     assert any("boom" in e for e in result.errors)
     assert result.images == 1 and result.images_loaded == 0

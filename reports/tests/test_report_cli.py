@@ -21,21 +21,54 @@ def test_every_command_has_help() -> None:
 
 def test_single_host_quick_run_builds_every_output(tmp_path: Path) -> None:
     results = tmp_path / "results" / "quick"
-    recs = [record(benchmark=b, index=i, repetition=r, host="controller", label="localhost",
-                   metrics={"bw_bytes": {"value": 1e8 + 1e6 * r, "unit": "B/s", "better": "higher"},
-                            "elapsed_s": {"value": 2.0 + 0.1 * r, "unit": "s", "better": "lower"}})
-            for i, b in enumerate(["dd_write", "fio_4k_randread"]) for r in range(3)]
+    recs = [
+        record(
+            benchmark=b,
+            index=i,
+            repetition=r,
+            host="controller",
+            label="localhost",
+            metrics={
+                "bw_bytes": {"value": 1e8 + 1e6 * r, "unit": "B/s", "better": "higher"},
+                "elapsed_s": {"value": 2.0 + 0.1 * r, "unit": "s", "better": "lower"},
+            },
+        )
+        for i, b in enumerate(["dd_write", "fio_4k_randread"])
+        for r in range(3)
+    ]
     write_jsonl(results / "controller.jsonl", recs)
-    (results / "controller.sysinfo.json").write_text(json.dumps(
-        {"cpu": {"model": "Test CPU"}, "kernel": {"release": "6.1.0-test"}, "hypervisor": {"vendor": "none"},
-         "cc": {"technology": "none", "evidence": [], "paravisor": False, "disk_encryption": False,
-                "attestation": None}}))
+    (results / "controller.sysinfo.json").write_text(
+        json.dumps(
+            {
+                "cpu": {"model": "Test CPU"},
+                "kernel": {"release": "6.1.0-test"},
+                "hypervisor": {"vendor": "none"},
+                "cc": {
+                    "technology": "none",
+                    "evidence": [],
+                    "paravisor": False,
+                    "disk_encryption": False,
+                    "attestation": None,
+                },
+            }
+        )
+    )
     out = tmp_path / "reports" / "out" / "quick"
     proc = run_cli("build", str(results), "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     assert str(out / "index.html") in proc.stdout
-    for name in ("index.html", "summary.md", "stats.json", "descriptives.csv", "comparisons.csv",
-                 "fingerprints.csv", "status.csv", "anova.csv", "percentiles.csv", "failed_runs.csv"):
+    for name in (
+        "index.html",
+        "summary.md",
+        "stats.json",
+        "descriptives.csv",
+        "comparisons.csv",
+        "fingerprints.csv",
+        "status.csv",
+        "anova.csv",
+        "percentiles.csv",
+        "failed_runs.csv",
+    ):
         assert (out / name).exists(), name
     stats = json.loads((out / "stats.json").read_text())
     assert stats["comparisons"] == [] and stats["problems"] == []
@@ -58,8 +91,10 @@ def test_explicit_pairs_and_unknown_labels(slowdown_run: Path, tmp_path: Path) -
     proc = run_cli("build", str(slowdown_run), "--out", str(out), "--compare", "SEV-SNP:Nope")
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
-    assert lines == ["error: --compare 'SEV-SNP:Nope': no results with label 'Nope'",
-                     "hint: labels: AMD-Baseline, SEV-SNP"]
+    assert lines == [
+        "error: --compare 'SEV-SNP:Nope': no results with label 'Nope'",
+        "hint: labels: AMD-Baseline, SEV-SNP",
+    ]
 
 
 def test_missing_results_dir_is_a_clear_error(tmp_path: Path) -> None:
@@ -68,9 +103,10 @@ def test_missing_results_dir_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_label_contradicted_by_evidence_is_a_red_banner_at_the_top(tmp_path: Path) -> None:
-    machines = [Machine("sev-1", "SEV-Encrypted", ["sev"], factor=1.05, technology="none",
-                        disk_encryption=False),
-                Machine("base-1", "AMD-Baseline", ["amd_baseline"])]
+    machines = [
+        Machine("sev-1", "SEV-Encrypted", ["sev"], factor=1.05, technology="none", disk_encryption=False),
+        Machine("base-1", "AMD-Baseline", ["amd_baseline"]),
+    ]
     results = write_run(tmp_path / "results", "fake", machines, ["b"], reps=5, seed=1)
     out = tmp_path / "out"
     proc = run_cli("build", str(results), "--out", str(out))

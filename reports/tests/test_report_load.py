@@ -39,13 +39,15 @@ def test_broken_middle_line_is_an_error_but_a_torn_last_line_is_ignored(tmp_path
 
 
 def test_statuses_are_shown_and_interrupted_superseded_by_a_rerun(tmp_path: Path) -> None:
-    recs = [record(repetition=0, status="interrupted", error="SIGTERM", metrics={}),
-            record(repetition=0, metrics={"bw_bytes": {"value": 10.0, "unit": "B/s", "better": "higher"}}),
-            record(repetition=1, metrics={"bw_bytes": {"value": 12.0, "unit": "B/s", "better": "higher"}}),
-            record(repetition=2, status="failed", error="fio exited 1", metrics={}),
-            record(repetition=3, status="timeout", error="timed out after 60 s", metrics={}),
-            record(repetition=4, status="skipped", error="no fio", metrics={}),
-            record(repetition=5, status="interrupted", error="SIGINT", metrics={})]
+    recs = [
+        record(repetition=0, status="interrupted", error="SIGTERM", metrics={}),
+        record(repetition=0, metrics={"bw_bytes": {"value": 10.0, "unit": "B/s", "better": "higher"}}),
+        record(repetition=1, metrics={"bw_bytes": {"value": 12.0, "unit": "B/s", "better": "higher"}}),
+        record(repetition=2, status="failed", error="fio exited 1", metrics={}),
+        record(repetition=3, status="timeout", error="timed out after 60 s", metrics={}),
+        record(repetition=4, status="skipped", error="no fio", metrics={}),
+        record(repetition=5, status="interrupted", error="SIGINT", metrics={}),
+    ]
     results = tmp_path / "results" / "r1"
     write_jsonl(results / "h1.jsonl", recs)
     ds = load([results])
@@ -63,11 +65,20 @@ def test_statuses_are_shown_and_interrupted_superseded_by_a_rerun(tmp_path: Path
 
 def test_csv_of_published_results_joins_the_table(tmp_path: Path) -> None:
     csv = tmp_path / "paper.csv"
-    pd.DataFrame({"platform": ["AWS"] * 5 + ["GCP"] * 5, "fn": "thumbnail",
-                  "ms": [100, 101, 99, 102, 98, 150, 151, 149, 152, 148]}).to_csv(csv, index=False)
-    rep = build([csv], tmp_path / "out", compare_specs=["GCP:AWS"],
-                csv_mapping={"label": "platform", "benchmark": "fn", "value": "ms"},
-                csv_defaults={"metric": "latency", "unit": "ms", "better": "lower"})
+    pd.DataFrame(
+        {
+            "platform": ["AWS"] * 5 + ["GCP"] * 5,
+            "fn": "thumbnail",
+            "ms": [100, 101, 99, 102, 98, 150, 151, 149, 152, 148],
+        }
+    ).to_csv(csv, index=False)
+    rep = build(
+        [csv],
+        tmp_path / "out",
+        compare_specs=["GCP:AWS"],
+        csv_mapping={"label": "platform", "benchmark": "fn", "value": "ms"},
+        csv_defaults={"metric": "latency", "unit": "ms", "better": "lower"},
+    )
     (row,) = rep.comparisons.itertuples(index=False)
     assert row.overhead_percent == pytest.approx(50.0)
     assert row.unit == "ms" and row.significant is True
@@ -90,16 +101,34 @@ def test_parallel_parsing_gives_the_same_table_and_the_same_errors(tmp_path: Pat
 
     results = tmp_path / "r"
     for h in range(3):
-        write_jsonl(results / f"h{h}.jsonl", [record(host=f"h{h}", repetition=r, metrics={
-            "bw_bytes": {"value": 100.0 + r + h, "unit": "B/s", "better": "higher"},
-            f"only_h{h}": {"value": 1.0 + h, "unit": "s", "better": "lower"}}) for r in range(4)])
+        write_jsonl(
+            results / f"h{h}.jsonl",
+            [
+                record(
+                    host=f"h{h}",
+                    repetition=r,
+                    metrics={
+                        "bw_bytes": {"value": 100.0 + r + h, "unit": "B/s", "better": "higher"},
+                        f"only_h{h}": {"value": 1.0 + h, "unit": "s", "better": "lower"},
+                    },
+                )
+                for r in range(4)
+            ],
+        )
     serial = load([results])
     monkeypatch.setattr(load_mod, "PARALLEL_BYTES", 0)
     parallel = load([results])
     pd.testing.assert_frame_equal(serial.obs, parallel.obs)
     assert len(parallel.obs) == 3 * 4 * 2
-    bad = write_jsonl(results / "h9.jsonl", [record(host="h9"), record(host="h9", metrics={
-        "bw_bytes": {"value": float("nan"), "unit": "B/s", "better": "higher"}})])
+    bad = write_jsonl(
+        results / "h9.jsonl",
+        [
+            record(host="h9"),
+            record(
+                host="h9", metrics={"bw_bytes": {"value": float("nan"), "unit": "B/s", "better": "higher"}}
+            ),
+        ],
+    )
     with pytest.raises(SchemaError) as err:
         load([results])
     assert err.value.message.startswith(f"{bad}:2: metric 'bw_bytes': value must be a finite number")

@@ -9,18 +9,28 @@ from testbed_reports.fingerprint import claims_encryption, disk_encrypted, finge
 
 
 def _factors(rows: list[tuple[str, str, str]]) -> pd.DataFrame:
-    return pd.DataFrame([{"label": lab, "groups": g, "protection": None, "vendor": None, "disk": d}
-                         for lab, g, d in rows])
+    return pd.DataFrame(
+        [{"label": lab, "groups": g, "protection": None, "vendor": None, "disk": d} for lab, g, d in rows]
+    )
 
 
 def test_pairs_follow_the_inventory_groups() -> None:
-    factors = _factors([("SEV-Encrypted", "sev", "encrypted"), ("SEV-Plain", "sev", "plain"),
-                        ("AMD-Encrypted", "amd_baseline", "encrypted"),
-                        ("AMD-Plain", "amd_baseline", "plain"),
-                        ("TDX", "tdx", "plain"), ("Intel", "intel_baseline", "plain"),
-                        ("KVM-guest", "kvm", "plain"), ("HyperV-guest", "hyperv", "plain"),
-                        ("aws-like", "faas", None), ("gcp-like", "faas", None), ("azure-like", "faas", None),
-                        ("controller", "local", "plain")])
+    factors = _factors(
+        [
+            ("SEV-Encrypted", "sev", "encrypted"),
+            ("SEV-Plain", "sev", "plain"),
+            ("AMD-Encrypted", "amd_baseline", "encrypted"),
+            ("AMD-Plain", "amd_baseline", "plain"),
+            ("TDX", "tdx", "plain"),
+            ("Intel", "intel_baseline", "plain"),
+            ("KVM-guest", "kvm", "plain"),
+            ("HyperV-guest", "hyperv", "plain"),
+            ("aws-like", "faas", None),
+            ("gcp-like", "faas", None),
+            ("azure-like", "faas", None),
+            ("controller", "local", "plain"),
+        ]
+    )
     pairs = {(p.a, p.b): p.kind for p in auto_pairs(factors)}
     assert pairs == {
         ("SEV-Encrypted", "AMD-Encrypted"): "sev vs amd_baseline",
@@ -43,16 +53,20 @@ def test_disk_encryption_forms_and_label_claims() -> None:
 
 
 def test_mismatches_cover_labels_baselines_missing_sysinfo_and_agent_findings() -> None:
-    records = pd.DataFrame([
-        {"label": "SEV", "run_id": "r", "host": "a", "groups": "sev"},
-        {"label": "Base", "run_id": "r", "host": "b", "groups": "amd_baseline"},
-        {"label": "TDX", "run_id": "r", "host": "c", "groups": "tdx"},
-        {"label": "TDX-ok", "run_id": "r", "host": "d", "groups": "tdx"},
-    ])
+    records = pd.DataFrame(
+        [
+            {"label": "SEV", "run_id": "r", "host": "a", "groups": "sev"},
+            {"label": "Base", "run_id": "r", "host": "b", "groups": "amd_baseline"},
+            {"label": "TDX", "run_id": "r", "host": "c", "groups": "tdx"},
+            {"label": "TDX-ok", "run_id": "r", "host": "d", "groups": "tdx"},
+        ]
+    )
     finding = "label says sev, CPUID says none"
-    sysinfo = {("r", "a"): {"cc": {"technology": "none", "label_mismatch": finding}},
-               ("r", "b"): {"cc": {"technology": "sev-snp"}},
-               ("r", "d"): {"cc": {"technology": "tdx", "disk_encryption": None}}}
+    sysinfo = {
+        ("r", "a"): {"cc": {"technology": "none", "label_mismatch": finding}},
+        ("r", "b"): {"cc": {"technology": "sev-snp"}},
+        ("r", "d"): {"cc": {"technology": "tdx", "disk_encryption": None}},
+    }
     found = mismatches(fingerprints(records, sysinfo))
     labels = [lab for lab, _ in found]
     assert labels == ["Base", "SEV", "SEV", "TDX"]
@@ -61,3 +75,32 @@ def test_mismatches_cover_labels_baselines_missing_sysinfo_and_agent_findings() 
     assert "claims SEV but its evidence says 'none'" in text
     assert "the agent reports a label mismatch: label says sev, CPUID says none" in text
     assert "claims TDX but has no sysinfo" in text
+
+
+def test_guest_fingerprint_shows_the_hypervisor_host() -> None:
+    records = pd.DataFrame(
+        [
+            {"label": "KVM-plain", "run_id": "r", "host": "g", "groups": "kvm"},
+            {"label": "bare", "run_id": "r", "host": "b", "groups": "local"},
+        ]
+    )
+    host = {
+        "virtualization": "software emulation (QEMU TCG)",
+        "domain_type": "qemu",
+        "qemu_version": "7.2.19",
+        "libvirt_version": "9.0.0",
+        "host_cpu_model": "EPYC 7763",
+        "vcpus": 1,
+        "memory_mib": 1536,
+        "disk_cache": "none",
+    }
+    sysinfo = {
+        ("r", "g"): {"cc": {"technology": "none"}, "host": host},
+        ("r", "b"): {"cc": {"technology": "none"}},
+    }
+    fp = fingerprints(records, sysinfo).set_index("host")
+    assert fp.loc["g", "hypervisor_host"] == (
+        "software emulation (QEMU TCG); QEMU 7.2.19, libvirt 9.0.0; "
+        "host CPU EPYC 7763; 1 vCPU, 1536 MiB, disk cache none"
+    )
+    assert fp.loc["b", "hypervisor_host"] == ""

@@ -49,8 +49,10 @@ def test_overhead_is_positive_for_a_slowdown_in_either_direction() -> None:
 
 def test_several_machines_per_label_are_resampled_at_machine_level(tmp_path: Path) -> None:
     offsets = [0.95, 1.0, 1.06]
-    machines = [Machine(f"sev-{i}", "SEV", ["sev"], factor=1.10 * f, technology="sev-snp")
-                for i, f in enumerate(offsets)]
+    machines = [
+        Machine(f"sev-{i}", "SEV", ["sev"], factor=1.10 * f, technology="sev-snp")
+        for i, f in enumerate(offsets)
+    ]
     machines += [Machine(f"base-{i}", "Base", ["amd_baseline"], factor=f) for i, f in enumerate(offsets)]
     results = write_run(tmp_path / "results", "multi", machines, ["b"], reps=8, seed=5, sigma=0.01)
     rep = build([results], tmp_path / "out")
@@ -64,8 +66,17 @@ def test_several_machines_per_label_are_resampled_at_machine_level(tmp_path: Pat
 
 def test_describe_matches_textbook_formulas() -> None:
     values = np.array([10.0, 12.0, 11.0, 13.0, 9.0])
-    obs = pd.DataFrame({"benchmark": "b", "metric": "m", "label": "L", "host": pd.Categorical(["h"] * 5),
-                        "unit": "s", "better": "lower", "value": values})
+    obs = pd.DataFrame(
+        {
+            "benchmark": "b",
+            "metric": "m",
+            "label": "L",
+            "host": pd.Categorical(["h"] * 5),
+            "unit": "s",
+            "better": "lower",
+            "value": values,
+        }
+    )
     desc, draws = describe(obs)
     row = desc.iloc[0]
     assert row["n"] == 5 and row["mean"] == pytest.approx(11.0) and row["median"] == pytest.approx(11.0)
@@ -81,7 +92,12 @@ def test_large_sample_cv_interval_agrees_with_the_bootstrap() -> None:
     rng = np.random.default_rng(3)
     x = rng.lognormal(0.0, 0.2, size=3000)
     lo, hi = cv_delta_ci(x)
-    boot = sps.bootstrap((x,), lambda s, axis: 100 * s.std(axis=axis, ddof=1) / s.mean(axis=axis),
-                         n_resamples=2000, method="percentile", random_state=1)
+    boot = sps.bootstrap(
+        (x,),
+        lambda s, axis: 100 * s.std(axis=axis, ddof=1) / s.mean(axis=axis),
+        n_resamples=2000,
+        method="percentile",
+        random_state=1,
+    )
     assert lo == pytest.approx(boot.confidence_interval.low, rel=0.05)
     assert hi == pytest.approx(boot.confidence_interval.high, rel=0.05)

@@ -25,10 +25,18 @@ arm = _load()
 SUB = "/subscriptions/00000000-0000-0000-0000-000000000000"
 
 
-@pytest.mark.parametrize(("size", "vcpus"), [
-    ("Standard_DC4as_v5", 4), ("Standard_DC96es_v5", 96), ("Standard_D4s_v5", 4), ("Standard_EC2ads_v5", 2),
-    ("Standard_E8-2as_v5", 2), ("Standard_DC16ads_v6", 16), ("Standard_D2as_v5", 2),
-])
+@pytest.mark.parametrize(
+    ("size", "vcpus"),
+    [
+        ("Standard_DC4as_v5", 4),
+        ("Standard_DC96es_v5", 96),
+        ("Standard_D4s_v5", 4),
+        ("Standard_EC2ads_v5", 2),
+        ("Standard_E8-2as_v5", 2),
+        ("Standard_DC16ads_v6", 16),
+        ("Standard_D2as_v5", 2),
+    ],
+)
 def test_vcpus_from_size_name(size: str, vcpus: int) -> None:
     assert arm.azure_vm_vcpus(size) == vcpus
 
@@ -40,13 +48,22 @@ def test_unreadable_size_is_refused() -> None:
 
 def _params(**over: Any) -> dict[str, Any]:
     params = {
-        "location": "westeurope", "size": "Standard_DC4es_v5", "security_type": "ConfidentialVM",
-        "encryption_type": "DiskWithVMGuestState", "secure_boot": True, "vtpm": True,
+        "location": "westeurope",
+        "size": "Standard_DC4es_v5",
+        "security_type": "ConfidentialVM",
+        "encryption_type": "DiskWithVMGuestState",
+        "secure_boot": True,
+        "vtpm": True,
         "encryption_at_host": False,
         "image": {"publisher": "Canonical", "offer": "ubuntu-24_04-lts", "sku": "cvm", "version": "latest"},
-        "admin_username": "azureuser", "ssh_public_key": "ssh-ed25519 AAAA k\n", "nic_id": f"{SUB}/x/nic",
-        "os_disk_name": "tdx-enc-1-osdisk", "os_disk_type": "Premium_LRS", "os_disk_size_gb": "64",
-        "computer_name": "tdx-enc-1", "tags": {"testbed": True, "testbed_run": "r1"},
+        "admin_username": "azureuser",
+        "ssh_public_key": "ssh-ed25519 AAAA k\n",
+        "nic_id": f"{SUB}/x/nic",
+        "os_disk_name": "tdx-enc-1-osdisk",
+        "os_disk_type": "Premium_LRS",
+        "os_disk_size_gb": "64",
+        "computer_name": "tdx-enc-1",
+        "tags": {"testbed": True, "testbed_run": "r1"},
     }
     params.update(over)
     return params
@@ -55,11 +72,15 @@ def _params(**over: Any) -> dict[str, Any]:
 def test_confidential_vm_body() -> None:
     body = arm.azure_vm_body(_params())
     props = body["properties"]
-    assert props["securityProfile"] == {"securityType": "ConfidentialVM",
-                                        "uefiSettings": {"secureBootEnabled": True, "vTpmEnabled": True}}
+    assert props["securityProfile"] == {
+        "securityType": "ConfidentialVM",
+        "uefiSettings": {"secureBootEnabled": True, "vTpmEnabled": True},
+    }
     disk = props["storageProfile"]["osDisk"]
-    assert disk["managedDisk"] == {"storageAccountType": "Premium_LRS",
-                                   "securityProfile": {"securityEncryptionType": "DiskWithVMGuestState"}}
+    assert disk["managedDisk"] == {
+        "storageAccountType": "Premium_LRS",
+        "securityProfile": {"securityEncryptionType": "DiskWithVMGuestState"},
+    }
     assert disk["diskSizeGB"] == 64 and disk["deleteOption"] == "Delete"
     assert props["hardwareProfile"] == {"vmSize": "Standard_DC4es_v5"}
     assert props["osProfile"]["linuxConfiguration"]["ssh"]["publicKeys"][0]["keyData"] == "ssh-ed25519 AAAA k"
@@ -72,8 +93,10 @@ def test_standard_twin_has_no_security_profile() -> None:
     assert "securityProfile" not in body["properties"]["storageProfile"]["osDisk"]["managedDisk"]
     trusted = arm.azure_vm_body(_params(security_type="TrustedLaunch", encryption_at_host=True))
     assert trusted["properties"]["securityProfile"] == {
-        "securityType": "TrustedLaunch", "encryptionAtHost": True,
-        "uefiSettings": {"secureBootEnabled": True, "vTpmEnabled": True}}
+        "securityType": "TrustedLaunch",
+        "encryptionAtHost": True,
+        "uefiSettings": {"secureBootEnabled": True, "vTpmEnabled": True},
+    }
 
 
 def test_bad_confidential_settings_are_refused() -> None:
@@ -87,14 +110,19 @@ def test_bad_confidential_settings_are_refused() -> None:
 
 def _res(rg: str, kind: str, name: str, run: str | None) -> dict[str, Any]:
     provider, rtype = kind.split("/")
-    return {"id": f"{SUB}/resourceGroups/{rg}/providers/{provider}/{rtype}/{name}", "type": kind,
-            "tags": {"testbed_run": run} if run else {}}
+    return {
+        "id": f"{SUB}/resourceGroups/{rg}/providers/{provider}/{rtype}/{name}",
+        "type": kind,
+        "tags": {"testbed_run": run} if run else {},
+    }
 
 
 def test_teardown_plan_deletes_exactly_the_run() -> None:
-    groups = [{"id": f"{SUB}/resourceGroups/testbed-r1", "name": "testbed-r1", "tags": {"testbed_run": "r1"}},
-              {"id": f"{SUB}/resourceGroups/testbed-r2", "name": "testbed-r2", "tags": {"testbed_run": "r2"}},
-              {"id": f"{SUB}/resourceGroups/prod", "name": "prod", "tags": {}}]
+    groups = [
+        {"id": f"{SUB}/resourceGroups/testbed-r1", "name": "testbed-r1", "tags": {"testbed_run": "r1"}},
+        {"id": f"{SUB}/resourceGroups/testbed-r2", "name": "testbed-r2", "tags": {"testbed_run": "r2"}},
+        {"id": f"{SUB}/resourceGroups/prod", "name": "prod", "tags": {}},
+    ]
     resources = [
         _res("testbed-r1", "Microsoft.Compute/virtualMachines", "sev-1", "r1"),  # goes with its group
         _res("shared", "Microsoft.Network/virtualNetworks", "vnet", "r1"),

@@ -24,10 +24,20 @@ COMPUTE = {
     "vmId": "0f0e0d0c-0000-4000-8000-000000000001",
     "zone": "",
     "resourceId": "/subscriptions/0/resourceGroups/r1/providers/Microsoft.Compute/virtualMachines/sev-enc-1",
-    "securityProfile": {"secureBootEnabled": "true", "virtualTpmEnabled": "true",
-                        "encryptionAtHost": "false", "securityType": "ConfidentialVM"},
-    "storageProfile": {"imageReference": {"publisher": "Canonical", "offer": "ubuntu-24_04-lts",
-                                          "sku": "cvm", "version": "24.04.202611010"}},
+    "securityProfile": {
+        "secureBootEnabled": "true",
+        "virtualTpmEnabled": "true",
+        "encryptionAtHost": "false",
+        "securityType": "ConfidentialVM",
+    },
+    "storageProfile": {
+        "imageReference": {
+            "publisher": "Canonical",
+            "offer": "ubuntu-24_04-lts",
+            "sku": "cvm",
+            "version": "24.04.202611010",
+        }
+    },
     "tagsList": [{"name": "testbed_run", "value": "r1"}, {"name": "testbed_label", "value": "SEV-Encrypted"}],
 }
 
@@ -66,8 +76,9 @@ def imds_server() -> Iterator[tuple[str, type[_Imds]]]:
         server.server_close()
 
 
-def test_imds_reads_size_and_security_profile(imds_server: tuple[str, type[_Imds]],
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_imds_reads_size_and_security_profile(
+    imds_server: tuple[str, type[_Imds]], monkeypatch: pytest.MonkeyPatch
+) -> None:
     endpoint, handler = imds_server
     monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")  # IMDS must bypass proxies
     info = azure.imds(endpoint, timeout=5)
@@ -82,8 +93,11 @@ def test_imds_reads_size_and_security_profile(imds_server: tuple[str, type[_Imds
 
 def test_imds_standard_vm_has_no_security_type(imds_server: tuple[str, type[_Imds]]) -> None:
     endpoint, handler = imds_server
-    compute = dict(COMPUTE, vmSize="Standard_D4as_v5", securityProfile={"secureBootEnabled": "false",
-                                                                        "virtualTpmEnabled": "false"})
+    compute = dict(
+        COMPUTE,
+        vmSize="Standard_D4as_v5",
+        securityProfile={"secureBootEnabled": "false", "virtualTpmEnabled": "false"},
+    )
     handler.body = json.dumps({"compute": compute}).encode()
     info = azure.imds(endpoint, timeout=5)
     assert info["security_type"] is None and info["vtpm"] is False and info["encryption_at_host"] is None
@@ -157,8 +171,12 @@ def test_parse_tdx_report() -> None:
 
 def test_parse_unknown_blob_keeps_digest() -> None:
     report = azure.parse_hcl_report(b"not a report")
-    assert report == {"size": 12, "sha256": hashlib.sha256(b"not a report").hexdigest(),
-                      "format": "unknown", "report_type": "unknown"}
+    assert report == {
+        "size": 12,
+        "sha256": hashlib.sha256(b"not a report").hexdigest(),
+        "format": "unknown",
+        "report_type": "unknown",
+    }
 
 
 def _fake_tool(tmp_path: Path, script: str) -> str:
@@ -194,5 +212,7 @@ def test_hardware_report_failure_is_recorded(tmp_path: Path) -> None:
     device.touch()
     tool = _fake_tool(tmp_path, "echo 'ERROR: the NV index is not defined' >&2\nexit 1\n")
     report = azure.hardware_report(tpm2_nvread=tool, device=device)
-    assert report == {"source": "vtpm-nv:0x01400001",
-                      "error": f"{tool} exited 1: ERROR: the NV index is not defined"}
+    assert report == {
+        "source": "vtpm-nv:0x01400001",
+        "error": f"{tool} exited 1: ERROR: the NV index is not defined",
+    }

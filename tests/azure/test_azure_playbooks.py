@@ -34,15 +34,30 @@ MATRIX = {
 def _env(tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AZURE_", "ANSIBLE_AZURE"))}
     closed = "http://127.0.0.1:9"
-    env.update(HTTP_PROXY=closed, HTTPS_PROXY=closed, http_proxy=closed, https_proxy=closed, NO_PROXY="",
-               XDG_STATE_HOME=str(tmp_path / "xdg"), ANSIBLE_STDOUT_CALLBACK="ansible.posix.json",
-               ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), ANSIBLE_NOCOLOR="1", TESTBED_RUN_ID="")
+    env.update(
+        HTTP_PROXY=closed,
+        HTTPS_PROXY=closed,
+        http_proxy=closed,
+        https_proxy=closed,
+        NO_PROXY="",
+        XDG_STATE_HOME=str(tmp_path / "xdg"),
+        ANSIBLE_STDOUT_CALLBACK="ansible.posix.json",
+        ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"),
+        ANSIBLE_NOCOLOR="1",
+        TESTBED_RUN_ID="",
+    )
     return env
 
 
 def _playbook(tmp_path: Path, *args: str) -> tuple[int, dict[str, Any], str]:
-    cmd = [str(BIN / "ansible-playbook"), *args, "-e", f"azure_vm_state_dir={tmp_path / 'state'}",
-           "-e", json.dumps({"azure_vm_ssh_public_key": KEY})]
+    cmd = [
+        str(BIN / "ansible-playbook"),
+        *args,
+        "-e",
+        f"azure_vm_state_dir={tmp_path / 'state'}",
+        "-e",
+        json.dumps({"azure_vm_ssh_public_key": KEY}),
+    ]
     done = subprocess.run(cmd, cwd=ROOT, env=_env(tmp_path), capture_output=True, text=True, timeout=240)
     try:
         report = json.loads(done.stdout)
@@ -67,10 +82,24 @@ def _records(directory: Path) -> dict[str, dict[str, Any]]:
 
 
 def test_constructed_inventory_puts_the_six_machines_in_their_groups() -> None:
-    graph = subprocess.run([str(BIN / "ansible-inventory"), *INVENTORY, "--graph"], cwd=ROOT,
-                           capture_output=True, text=True, timeout=120, check=True).stdout
-    listing = json.loads(subprocess.run([str(BIN / "ansible-inventory"), *INVENTORY, "--list"], cwd=ROOT,
-                                        capture_output=True, text=True, timeout=120, check=True).stdout)
+    graph = subprocess.run(
+        [str(BIN / "ansible-inventory"), *INVENTORY, "--graph"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    listing = json.loads(
+        subprocess.run(
+            [str(BIN / "ansible-inventory"), *INVENTORY, "--list"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        ).stdout
+    )
     for group in ("sev", "tdx", "amd_baseline", "intel_baseline"):
         expected = sorted(h for h, row in MATRIX.items() if row[0] == group)
         assert sorted(listing[group]["hosts"]) == expected, group
@@ -96,8 +125,14 @@ def test_dynamic_inventory_groups_like_the_constructed_file() -> None:
     assert "tags.testbed_security_type" in dynamic["hostvar_expressions"]["azure_vm_security_type"]
     assert "tags.testbed" in dynamic["exclude_host_filters"][0]
     plugin = "azure.azcollection.azure_rm"
-    doc = subprocess.run([str(BIN / "ansible-doc"), "-t", "inventory", plugin, "--json"], cwd=ROOT,
-                         capture_output=True, text=True, timeout=120, check=True).stdout
+    doc = subprocess.run(
+        [str(BIN / "ansible-doc"), "-t", "inventory", plugin, "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
     options = json.loads(doc)[plugin]["doc"]["options"]
     assert [key for key in dynamic if key not in options] == []  # every setting is one the plugin knows
 
@@ -111,25 +146,58 @@ def test_dynamic_inventory_expressions_group_vms_as_azure_reports_them(tmp_path:
     hosts = {}
     for host, (_, size, encryption, label) in MATRIX.items():
         hosts[host] = {
-            "name": host, "virtual_machine_size": size, "location": "westeurope", "powerstate": "running",
-            "public_ipv4_address": ["192.0.2.10"], "private_ipv4_addresses": ["10.77.1.4"],
-            "tags": {"testbed": "true", "testbed_run": "r1", "testbed_label": label,
-                     "testbed_security_type": "ConfidentialVM" if encryption else "Standard",
-                     "testbed_disk_encryption": str(encryption == "DiskWithVMGuestState").lower()},
+            "name": host,
+            "virtual_machine_size": size,
+            "location": "westeurope",
+            "powerstate": "running",
+            "public_ipv4_address": ["192.0.2.10"],
+            "private_ipv4_addresses": ["10.77.1.4"],
+            "tags": {
+                "testbed": "true",
+                "testbed_run": "r1",
+                "testbed_label": label,
+                "testbed_security_type": "ConfidentialVM" if encryption else "Standard",
+                "testbed_disk_encryption": str(encryption == "DiskWithVMGuestState").lower(),
+            },
         }
     (tmp_path / "vms.yml").write_text(yaml.safe_dump({"all": {"hosts": hosts}}))
-    (tmp_path / "groups.yml").write_text(yaml.safe_dump({
-        "plugin": "ansible.builtin.constructed", "strict": True, "compose": dynamic["hostvar_expressions"],
-        "groups": dynamic["conditional_groups"], "keyed_groups": dynamic["keyed_groups"]}))
-    listing = json.loads(subprocess.run(
-        [str(BIN / "ansible-inventory"), "-i", str(tmp_path / "vms.yml"), "-i", str(tmp_path / "groups.yml"),
-         "--list"], cwd=ROOT, capture_output=True, text=True, timeout=120, check=True).stdout)
+    (tmp_path / "groups.yml").write_text(
+        yaml.safe_dump(
+            {
+                "plugin": "ansible.builtin.constructed",
+                "strict": True,
+                "compose": dynamic["hostvar_expressions"],
+                "groups": dynamic["conditional_groups"],
+                "keyed_groups": dynamic["keyed_groups"],
+            }
+        )
+    )
+    listing = json.loads(
+        subprocess.run(
+            [
+                str(BIN / "ansible-inventory"),
+                "-i",
+                str(tmp_path / "vms.yml"),
+                "-i",
+                str(tmp_path / "groups.yml"),
+                "--list",
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        ).stdout
+    )
     for group in ("sev", "tdx", "amd_baseline", "intel_baseline"):
         assert sorted(listing[group]["hosts"]) == sorted(h for h, row in MATRIX.items() if row[0] == group)
     assert sorted(listing["testbed_run_r1"]["hosts"]) == sorted(MATRIX)
     sev = listing["_meta"]["hostvars"]["sev-enc-1"]
     assert (sev["testbed_label"], sev["testbed_disk_encryption"], sev["ansible_host"]) == (
-        "SEV-Encrypted", True, "192.0.2.10")
+        "SEV-Encrypted",
+        True,
+        "192.0.2.10",
+    )
 
 
 @pytest.mark.integration
@@ -141,8 +209,12 @@ def test_check_mode_creates_exactly_the_sev_and_tdx_machines(tmp_path: Path) -> 
     assert report.get("plays"), out
     provision = [p for p in report["plays"] if p["play"]["name"] == "Provision the Azure machines"]
     assert len(provision) == 1
-    failed = [(t["task"]["name"], h) for t in provision[0]["tasks"] for h, r in t["hosts"].items()
-              if r.get("failed") or r.get("unreachable")]
+    failed = [
+        (t["task"]["name"], h)
+        for t in provision[0]["tasks"]
+        for h, r in t["hosts"].items()
+        if r.get("failed") or r.get("unreachable")
+    ]
     assert failed == [], out[-3000:]
     assert sorted(report["stats"]) == sorted(h for h, row in MATRIX.items() if row[0] in ("sev", "tdx"))
     if playbook != "run.yml":
@@ -150,8 +222,11 @@ def test_check_mode_creates_exactly_the_sev_and_tdx_machines(tmp_path: Path) -> 
     calls = _azure_actions(report)
     assert calls and all(skipped for _, _, skipped in calls), calls  # nothing was sent to Azure
     records = _records(tmp_path / "state/r1/requests")
-    vms = {n.removeprefix("PUT-virtualMachines-").removesuffix(".json"): r
-           for n, r in records.items() if n.startswith("PUT-virtualMachines-")}
+    vms = {
+        n.removeprefix("PUT-virtualMachines-").removesuffix(".json"): r
+        for n, r in records.items()
+        if n.startswith("PUT-virtualMachines-")
+    }
     assert sorted(vms) == sorted(h for h, row in MATRIX.items() if row[0] in ("sev", "tdx"))
     assert not any("base" in name for name in records)
     for host, record in vms.items():
@@ -172,24 +247,48 @@ def test_check_mode_creates_exactly_the_sev_and_tdx_machines(tmp_path: Path) -> 
         shutdown = records[f"PUT-schedules-shutdown-computevm-{host}.json"]["body"]["properties"]
         assert shutdown["targetResourceId"] == record["url"]
         assert shutdown["taskType"] == "ComputeVmShutdownTask"
-    assert {"PUT-resourceGroups-testbed-r1.json", "PUT-virtualNetworks-testbed-vnet-westeurope.json",
-            "PUT-networkSecurityGroups-testbed-nsg-westeurope.json"} <= set(records)
+    assert {
+        "PUT-resourceGroups-testbed-r1.json",
+        "PUT-virtualNetworks-testbed-vnet-westeurope.json",
+        "PUT-networkSecurityGroups-testbed-nsg-westeurope.json",
+    } <= set(records)
     assert records["PUT-resourceGroups-testbed-r1.json"]["body"]["tags"]["testbed_run"] == "r1"
     assert not list((tmp_path / "state").glob("*.run.json"))  # a dry run leaves nothing to tear down
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize(("limit", "extra", "message"), [
-    ("sev-1", {"azure_vm_security_encryption_type": "EverythingEncrypted"},
-     "azure_vm_security_encryption_type must be one of: VMGuestStateOnly, DiskWithVMGuestState"),
-    ("sev,tdx", {"azure_vm_max_vcpus": 8}, "cost guard: this run would create 16 vCPUs on 4 machines"),
-    ("tdx-1", {"azure_vm_deadline": "2020-01-01T00:00:00Z"}, "cost guard: the deadline 2020-01-01T00:00:00Z"),
-    ("tdx-1", {"azure_vm_lifetime_hours": 48}, "at most azure_vm_max_lifetime_hours=23"),
-])
-def test_bad_input_and_cost_guard_stop_before_any_request(tmp_path: Path, limit: str, extra: dict[str, Any],
-                                                          message: str) -> None:
-    rc, _, out = _playbook(tmp_path, *INVENTORY, "playbooks/provision_azure.yml", "-l", limit,
-                           "--check", "-e", "azure_vm_run_id=r2", "-e", json.dumps(extra))
+@pytest.mark.parametrize(
+    ("limit", "extra", "message"),
+    [
+        (
+            "sev-1",
+            {"azure_vm_security_encryption_type": "EverythingEncrypted"},
+            "azure_vm_security_encryption_type must be one of: VMGuestStateOnly, DiskWithVMGuestState",
+        ),
+        ("sev,tdx", {"azure_vm_max_vcpus": 8}, "cost guard: this run would create 16 vCPUs on 4 machines"),
+        (
+            "tdx-1",
+            {"azure_vm_deadline": "2020-01-01T00:00:00Z"},
+            "cost guard: the deadline 2020-01-01T00:00:00Z",
+        ),
+        ("tdx-1", {"azure_vm_lifetime_hours": 48}, "at most azure_vm_max_lifetime_hours=23"),
+    ],
+)
+def test_bad_input_and_cost_guard_stop_before_any_request(
+    tmp_path: Path, limit: str, extra: dict[str, Any], message: str
+) -> None:
+    rc, _, out = _playbook(
+        tmp_path,
+        *INVENTORY,
+        "playbooks/provision_azure.yml",
+        "-l",
+        limit,
+        "--check",
+        "-e",
+        "azure_vm_run_id=r2",
+        "-e",
+        json.dumps(extra),
+    )
     assert rc != 0
     assert message in " ".join(out.split()), out[-3000:]
     assert not list((tmp_path / "state").rglob("PUT-*.json"))
@@ -201,29 +300,58 @@ def test_teardown_deletes_by_tag_only_the_run(tmp_path: Path) -> None:
         "azure_vm_dry_run_groups": [
             {"id": f"{SUB}/resourceGroups/testbed-r1", "name": "testbed-r1", "tags": {"testbed_run": "r1"}},
             {"id": f"{SUB}/resourceGroups/testbed-r7", "name": "testbed-r7", "tags": {"testbed_run": "r7"}},
-            {"id": f"{SUB}/resourceGroups/shared", "name": "shared", "tags": {}}],
+            {"id": f"{SUB}/resourceGroups/shared", "name": "shared", "tags": {}},
+        ],
         "azure_vm_dry_run_resources": [
-            {"id": f"{SUB}/resourceGroups/shared/providers/Microsoft.Network/networkInterfaces/x-nic",
-             "type": "Microsoft.Network/networkInterfaces", "tags": {"testbed_run": "r1"}},
-            {"id": f"{SUB}/resourceGroups/shared/providers/Microsoft.Compute/virtualMachines/x",
-             "type": "Microsoft.Compute/virtualMachines", "tags": {"testbed_run": "r1"}},
-            {"id": f"{SUB}/resourceGroups/shared/providers/Microsoft.Compute/virtualMachines/keep",
-             "type": "Microsoft.Compute/virtualMachines", "tags": {"testbed_run": "r7"}}],
+            {
+                "id": f"{SUB}/resourceGroups/shared/providers/Microsoft.Network/networkInterfaces/x-nic",
+                "type": "Microsoft.Network/networkInterfaces",
+                "tags": {"testbed_run": "r1"},
+            },
+            {
+                "id": f"{SUB}/resourceGroups/shared/providers/Microsoft.Compute/virtualMachines/x",
+                "type": "Microsoft.Compute/virtualMachines",
+                "tags": {"testbed_run": "r1"},
+            },
+            {
+                "id": f"{SUB}/resourceGroups/shared/providers/Microsoft.Compute/virtualMachines/keep",
+                "type": "Microsoft.Compute/virtualMachines",
+                "tags": {"testbed_run": "r7"},
+            },
+        ],
     }
     extra = tmp_path / "listing.json"
     extra.write_text(json.dumps(listing))
-    rc, report, out = _playbook(tmp_path, *INVENTORY, "playbooks/teardown_azure.yml", "-l", "sev-1",
-                                "--check", "-e", "azure_vm_run_id=r1", "-e", f"@{extra}")
+    rc, report, out = _playbook(
+        tmp_path,
+        *INVENTORY,
+        "playbooks/teardown_azure.yml",
+        "-l",
+        "sev-1",
+        "--check",
+        "-e",
+        "azure_vm_run_id=r1",
+        "-e",
+        f"@{extra}",
+    )
     assert rc == 0, out
     assert all(skipped for _, _, skipped in _azure_actions(report))
     (record_dir,) = (tmp_path / "state").glob("teardown-*")
     records = _records(record_dir)
-    assert sorted(records) == ["DELETE-networkInterfaces-x-nic.json", "DELETE-resourceGroups-testbed-r1.json",
-                               "DELETE-virtualMachines-x.json"]
+    assert sorted(records) == [
+        "DELETE-networkInterfaces-x-nic.json",
+        "DELETE-resourceGroups-testbed-r1.json",
+        "DELETE-virtualMachines-x.json",
+    ]
     assert {r["method"] for r in records.values()} == {"DELETE"}
     assert all("body" not in r for r in records.values())
-    shown = [r.get("msg", "") for play in report["plays"] for t in play["tasks"]
-             if t["task"]["name"].endswith("Show what will be deleted") for r in t["hosts"].values()]
+    shown = [
+        r.get("msg", "")
+        for play in report["plays"]
+        for t in play["tasks"]
+        if t["task"]["name"].endswith("Show what will be deleted")
+        for r in t["hosts"].values()
+    ]
     assert shown, "the teardown did not say what it would delete"
     assert shown[0].index("testbed-r1") < shown[0].index("virtualMachines/x") < shown[0].index("x-nic")
 

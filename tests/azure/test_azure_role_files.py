@@ -26,8 +26,11 @@ def _pins(path: Path) -> dict[str, str]:
 
 def test_requirements_azure_pins_what_the_collection_asks_for() -> None:
     pins = _pins(ROOT / "requirements-azure.txt")
-    wanted = [Requirement(line) for line in (COLLECTION / "requirements.txt").read_text().splitlines()
-              if line.strip() and not line.startswith("#")]
+    wanted = [
+        Requirement(line)
+        for line in (COLLECTION / "requirements.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
     assert wanted
     for req in wanted:
         name = re.sub(r"[-_.]+", "-", req.name).lower()
@@ -60,5 +63,8 @@ def test_every_role_default_is_in_the_argument_spec() -> None:
     assert sorted(set(defaults) - set(specs["main"]["options"])) == []
     assert sorted(set(defaults) - set(specs["teardown"]["options"])) == []
     assert specs["main"]["options"]["azure_vm_security_encryption_type"]["choices"] == [
-        "VMGuestStateOnly", "DiskWithVMGuestState", "NonPersistedTPM"]
+        "VMGuestStateOnly",
+        "DiskWithVMGuestState",
+        "NonPersistedTPM",
+    ]
     assert specs["main"]["options"]["azure_vm_secret"].get("no_log") is True

@@ -39,8 +39,14 @@ def program(lang: str) -> tuple[list[str], dict[str, str]]:
 def run_program(lang: str, *args: str, timeout: float = 300) -> tuple[int, dict[str, Any]]:
     """Run one program with the contract's arguments; (exit code, its JSON output)."""
     argv, env = program(lang)
-    proc = subprocess.run([*argv, *args], capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **env}, check=False)
+    proc = subprocess.run(
+        [*argv, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **env},
+        check=False,
+    )
     lines = proc.stdout.strip().splitlines()
     assert lines, f"{lang} printed nothing; stderr: {proc.stderr[-500:]}"
     return proc.returncode, json.loads(lines[-1])

@@ -20,8 +20,9 @@ pytestmark = pytest.mark.integration
 
 def run(tmp_path: Path, **params: object) -> object:
     b = Benchmark(name="kms-envelope", type="crypto", index=0, line=1, params=params)
-    ctx = RunContext(bench=b, repetition=0, scratch=tmp_path, artifacts=tmp_path / "art",
-                     deadline=time.monotonic() + 300)
+    ctx = RunContext(
+        bench=b, repetition=0, scratch=tmp_path, artifacts=tmp_path / "art", deadline=time.monotonic() + 300
+    )
     return Crypto().run(ctx)
 
 
@@ -47,8 +48,16 @@ def test_envelope_through_the_embedded_key_service(tmp_path: Path) -> None:
     out = run(tmp_path, kms=True, payload_bytes=4096, payload="json", iterations=3, warmup=1)
     assert out.status == "ok", out.error
     m = out.metrics
-    for name in ("generate_data_key_rtt", "decrypt_rtt", "encrypt_rtt", "sign_rtt", "verify_rtt",
-                 "generate_mac_rtt", "local_encrypt", "local_decrypt"):
+    for name in (
+        "generate_data_key_rtt",
+        "decrypt_rtt",
+        "encrypt_rtt",
+        "sign_rtt",
+        "verify_rtt",
+        "generate_mac_rtt",
+        "local_encrypt",
+        "local_decrypt",
+    ):
         assert m[f"kms.{name}"]["value"] > 0 and m[f"kms.{name}"]["unit"] == "s", name
         assert len(out.samples[name]) == 3
     total = m["kms.envelope_encrypt_total"]["value"]
@@ -65,8 +74,12 @@ def test_a_configured_endpoint_with_existing_keys(tmp_path: Path, monkeypatch: p
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     with local_kms_server() as url:
         keys = Envelope.create_keys(make_client(KmsConfig(), url))
-        cfg = {"endpoint_url": url, "region": "us-east-1", "key_id": keys.key_id,
-               "mac_key_id": keys.mac_key_id}
+        cfg = {
+            "endpoint_url": url,
+            "region": "us-east-1",
+            "key_id": keys.key_id,
+            "mac_key_id": keys.mac_key_id,
+        }
         out = run(tmp_path, kms=cfg, payload_bytes=1024, iterations=2)
         assert out.status == "ok", out.error
         assert "kms.generate_mac_rtt" in out.metrics and "kms.sign_rtt" not in out.metrics

@@ -33,10 +33,22 @@ def test_plan_validates(name: str) -> None:
 def test_hypervisor_matrix() -> None:
     plan = load_plan(PLANS / "crypto-hypervisor.yml")
     cells = {(r["alg"], bits) for r in map(resolve, plan.benchmarks) for bits in r["key_bits"]}
-    assert cells == {("aes-cbc", 128), ("aes-cbc", 192), ("aes-cbc", 256), ("3des-cbc", 192),
-                     ("cast128-cbc", 128), ("blowfish-cbc", 128), ("blowfish-cbc", 256),
-                     ("blowfish-cbc", 448), ("twofish-cbc", 128), ("twofish-cbc", 192), ("twofish-cbc", 256),
-                     ("rsa-oaep", 2048), ("rsa-oaep", 3072), ("rsa-oaep", 4096)}
+    assert cells == {
+        ("aes-cbc", 128),
+        ("aes-cbc", 192),
+        ("aes-cbc", 256),
+        ("3des-cbc", 192),
+        ("cast128-cbc", 128),
+        ("blowfish-cbc", 128),
+        ("blowfish-cbc", 256),
+        ("blowfish-cbc", 448),
+        ("twofish-cbc", 128),
+        ("twofish-cbc", 192),
+        ("twofish-cbc", 256),
+        ("rsa-oaep", 2048),
+        ("rsa-oaep", 3072),
+        ("rsa-oaep", 4096),
+    }
     for r in map(resolve, plan.benchmarks):
         assert r["file_sizes"][0] == 1024
         assert r["file_sizes"][-1] == (100 << 20 if r["alg"] == "twofish-cbc" else 1 << 30)
@@ -47,9 +59,18 @@ def test_faas_matrix() -> None:
     plan = load_plan(PLANS / "crypto-faas.yml")
     res = [resolve(b) for b in plan.benchmarks]
     algs = {(r["alg"], tuple(r.get("key_bits", ()))) for r in res}
-    assert algs == {("hmac-sha256", (256,)), ("hmac-sha384", (384,)), ("aes-gcm", (256,)),
-                    ("aes-ctr", (256,)), ("ecdsa-p256", (256,)), ("ecdsa-p384", (384,)),
-                    ("rsa-oaep", (2048,)), ("rsa-oaep", (3072,)), ("rsa-oaep", (4096,)), ("kms-envelope", ())}
+    assert algs == {
+        ("hmac-sha256", (256,)),
+        ("hmac-sha384", (384,)),
+        ("aes-gcm", (256,)),
+        ("aes-ctr", (256,)),
+        ("ecdsa-p256", (256,)),
+        ("ecdsa-p384", (384,)),
+        ("rsa-oaep", (2048,)),
+        ("rsa-oaep", (3072,)),
+        ("rsa-oaep", (4096,)),
+        ("kms-envelope", ()),
+    }
     for r in res:
         assert r["payload_sizes"] == [4096] and r["payload"] == "json"
         if r["alg"] != "kms-envelope":
@@ -70,8 +91,13 @@ def cut_down(name: str, tmp_path: Path, params: dict[str, Any], keep: set[str]) 
 
 
 def run_plan(plan: Path, out: Path) -> list[dict[str, Any]]:
-    proc = subprocess.run([sys.executable, "-m", "testbed_agent", "run", str(plan), "--out", str(out)],
-                          capture_output=True, text=True, timeout=900, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "testbed_agent", "run", str(plan), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:] + proc.stdout[-2000:]
     files = list(out.glob("*.jsonl"))
     assert len(files) == 1
@@ -82,9 +108,12 @@ def run_plan(plan: Path, out: Path) -> list[dict[str, Any]]:
 @pytest.mark.integration
 def test_cut_down_hypervisor_plan_runs(tmp_path: Path) -> None:
     langs = available()
-    plan = cut_down("crypto-hypervisor", tmp_path,
-                    {"file_sizes": ["16K"], "cpus": [1], "iterations": 1, "languages": langs},
-                    {"aes-cbc", "rsa-oaep-hybrid"})
+    plan = cut_down(
+        "crypto-hypervisor",
+        tmp_path,
+        {"file_sizes": ["16K"], "cpus": [1], "iterations": 1, "languages": langs},
+        {"aes-cbc", "rsa-oaep-hybrid"},
+    )
     records = run_plan(plan, tmp_path / "out")
     assert [r["benchmark"] for r in records] == [b.name for b in load_plan(plan).benchmarks]
     for rec in records:
@@ -101,8 +130,12 @@ def test_cut_down_hypervisor_plan_runs(tmp_path: Path) -> None:
 @pytest.mark.integration
 def test_cut_down_faas_plan_runs(tmp_path: Path) -> None:
     langs = available()
-    plan = cut_down("crypto-faas", tmp_path, {"iterations": 2, "warmup": 0, "languages": langs},
-                    {"hmac-sha384", "ecdsa-p256", "rsa-oaep-2048", "kms-envelope"})
+    plan = cut_down(
+        "crypto-faas",
+        tmp_path,
+        {"iterations": 2, "warmup": 0, "languages": langs},
+        {"hmac-sha384", "ecdsa-p256", "rsa-oaep-2048", "kms-envelope"},
+    )
     records = run_plan(plan, tmp_path / "out")
     assert len(records) == 4
     for rec in records:
@@ -111,8 +144,9 @@ def test_cut_down_faas_plan_runs(tmp_path: Path) -> None:
             assert rec["metrics"]["kms.generate_data_key_rtt"]["value"] > 0
             continue
         ops = rec["params"]["resolved_ops"]
-        assert {(c["language"], c["op"]) for c in rec["samples"]["cells"] if c["status"] == "ok"} == \
-               {(lang, op) for lang in langs for op in ops}
+        assert {(c["language"], c["op"]) for c in rec["samples"]["cells"] if c["status"] == "ok"} == {
+            (lang, op) for lang in langs for op in ops
+        }
         for lang in langs:
             assert rec["metrics"][f"{lang}.{ops[0]}.price_per_invocation"]["unit"] == "USD"
             assert rec["metrics"][f"{lang}.{ops[0]}.cold_time"]["value"] > 0

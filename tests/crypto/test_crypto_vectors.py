@@ -11,8 +11,20 @@ from pathlib import Path
 import pytest
 from crypto_helpers import CRYPTO, LANGUAGES, VECTORS, load_vectors, run_program, write_vectors
 
-ALL_ALGS = {"aes-gcm", "aes-ctr", "aes-cbc", "3des-cbc", "cast128-cbc", "blowfish-cbc", "twofish-cbc",
-            "hmac-sha256", "hmac-sha384", "ecdsa-p256", "ecdsa-p384", "rsa-oaep"}
+ALL_ALGS = {
+    "aes-gcm",
+    "aes-ctr",
+    "aes-cbc",
+    "3des-cbc",
+    "cast128-cbc",
+    "blowfish-cbc",
+    "twofish-cbc",
+    "hmac-sha256",
+    "hmac-sha384",
+    "ecdsa-p256",
+    "ecdsa-p384",
+    "rsa-oaep",
+}
 
 
 def test_vector_file_covers_every_algorithm_and_key_size() -> None:
@@ -45,8 +57,9 @@ def test_generator_reproduces_the_deterministic_vectors(tmp_path: Path) -> None:
     assert old.keys() == new.keys()
     for vid, v in old.items():
         randomized = {"signature", "wrapped_key"}  # ECDSA and OAEP outputs are randomized
-        assert {k: x for k, x in v.items() if k not in randomized} == \
-               {k: x for k, x in new[vid].items() if k not in randomized}, vid
+        assert {k: x for k, x in v.items() if k not in randomized} == {
+            k: x for k, x in new[vid].items() if k not in randomized
+        }, vid
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
@@ -61,15 +74,20 @@ def test_all_vectors_pass(lang: str) -> None:
 def _corrupt(vectors: list[dict]) -> tuple[list[dict], set[str]]:
     """Flip one hex digit in one vector of each kind; return the vectors and the corrupted ids."""
     out = copy.deepcopy(vectors)
-    targets = {"aes-gcm-256-100b": "ciphertext", "blowfish-cbc-448-100b": "ciphertext",
-               "hmac-sha384-4096b": "mac", "ecdsa-p256-1": "signature", "rsa-oaep-2048": "wrapped_key",
-               "twofish-cbc-256-stream32": "ciphertext"}
+    targets = {
+        "aes-gcm-256-100b": "ciphertext",
+        "blowfish-cbc-448-100b": "ciphertext",
+        "hmac-sha384-4096b": "mac",
+        "ecdsa-p256-1": "signature",
+        "rsa-oaep-2048": "wrapped_key",
+        "twofish-cbc-256-stream32": "ciphertext",
+    }
     for v in out:
         field = targets.get(v["id"])
         if field:
             s = v[field]
             i = len(s) // 2
-            v[field] = s[:i] + ("0" if s[i] != "0" else "1") + s[i + 1:]
+            v[field] = s[:i] + ("0" if s[i] != "0" else "1") + s[i + 1 :]
     return out, set(targets)
 
 
@@ -81,8 +99,20 @@ def test_corrupted_vector_fails(lang: str, tmp_path: Path) -> None:
     assert code == 3
     assert {r["id"] for r in out["results"] if not r["ok"]} == bad
     # and `run` refuses to time an algorithm whose vector is wrong
-    code, out = run_program(lang, "run", "--alg", "aes-gcm", "--key-bits", "256", "--payload-bytes", "64",
-                            "--iterations", "1", "--vectors", str(path))
+    code, out = run_program(
+        lang,
+        "run",
+        "--alg",
+        "aes-gcm",
+        "--key-bits",
+        "256",
+        "--payload-bytes",
+        "64",
+        "--iterations",
+        "1",
+        "--vectors",
+        str(path),
+    )
     assert code == 3 and "aes-gcm-256-100b" in out["error"]
 
 
@@ -114,6 +144,18 @@ def test_usage_errors_and_unknown_algorithms(tmp_path: Path) -> None:
     for lang in LANGUAGES:
         code, out = run_program(lang, "run", "--alg", "rot13", "--iterations", "1", "--vectors", str(VECTORS))
         assert code == 2 and "error" in out, lang
-        code, out = run_program(lang, "run", "--alg", "aes-gcm", "--key-bits", "100", "--payload-bytes", "1",
-                                "--iterations", "1", "--vectors", str(VECTORS))
+        code, out = run_program(
+            lang,
+            "run",
+            "--alg",
+            "aes-gcm",
+            "--key-bits",
+            "100",
+            "--payload-bytes",
+            "1",
+            "--iterations",
+            "1",
+            "--vectors",
+            str(VECTORS),
+        )
         assert code == 2 and "key_bits" in out["error"], lang

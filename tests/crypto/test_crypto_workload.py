@@ -27,8 +27,13 @@ def bench(name: str, **params: Any) -> Benchmark:
 
 
 def run(tmp_path: Path, b: Benchmark) -> Any:
-    ctx = RunContext(bench=b, repetition=0, scratch=tmp_path / "scratch", artifacts=tmp_path / "art",
-                     deadline=time.monotonic() + 600)
+    ctx = RunContext(
+        bench=b,
+        repetition=0,
+        scratch=tmp_path / "scratch",
+        artifacts=tmp_path / "art",
+        deadline=time.monotonic() + 600,
+    )
     ctx.scratch.mkdir(parents=True, exist_ok=True)
     return Crypto().run(ctx)
 
@@ -37,12 +42,18 @@ def available() -> list[str]:
     return [lang for lang in LANGUAGES if TOOLCHAIN[lang] is None or shutil.which(TOOLCHAIN[lang])]
 
 
-@pytest.mark.parametrize(("name", "expected"), [
-    ("aes-256-gcm", ("aes-gcm", 256)), ("aes-128-cbc", ("aes-cbc", 128)),
-    ("rsa-oaep-4096", ("rsa-oaep", 4096)),
-    ("blowfish-cbc-448", ("blowfish-cbc", 448)), ("ecdsa-p384", ("ecdsa-p384", None)),
-    ("kms-envelope", ("kms-envelope", None)), ("fio_4k_read", None),
-])
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("aes-256-gcm", ("aes-gcm", 256)),
+        ("aes-128-cbc", ("aes-cbc", 128)),
+        ("rsa-oaep-4096", ("rsa-oaep", 4096)),
+        ("blowfish-cbc-448", ("blowfish-cbc", 448)),
+        ("ecdsa-p384", ("ecdsa-p384", None)),
+        ("kms-envelope", ("kms-envelope", None)),
+        ("fio_4k_read", None),
+    ],
+)
 def test_algorithm_from_name(name: str, expected: tuple[str, int | None] | None) -> None:
     assert alg_from_name(name) == expected
 
@@ -53,20 +64,26 @@ def test_agent_table_matches_the_implementations() -> None:
         assert PY_ALGS[name].key_bits == sizes and PY_ALGS[name].ops == ops, name
 
 
-@pytest.mark.parametrize(("params", "field"), [
-    ({"alg": "rot13"}, "params.alg"),
-    ({"key_bits": 100}, "params.key_bits"),
-    ({"ops": ["sign"]}, "params.ops"),
-    ({"languages": ["cobol"]}, "params.languages"),
-    ({"payload_bytes": 4096, "file_sizes": ["1M"]}, "params.file_sizes"),
-    ({"file_sizes": ["1M"], "ops": ["decrypt"]}, "params.ops"),
-    ({"iterations": 0}, "params.iterations"),
-    ({"chunk_bytes": 100}, "params.chunk_bytes"),
-    ({"price_table": {"per_gb_second": {"x86_64": 1e-5}}}, "params.memory_mb"),
-    ({"price_table": {"per_gb_second": {"x86_64": 1e-5}}, "memory_mb": 128, "arch": "arm64"}, "params.arch"),
-    ({"cpus": [0]}, "params.cpus"),
-    ({"colour": "blue"}, "params.colour"),
-])
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"alg": "rot13"}, "params.alg"),
+        ({"key_bits": 100}, "params.key_bits"),
+        ({"ops": ["sign"]}, "params.ops"),
+        ({"languages": ["cobol"]}, "params.languages"),
+        ({"payload_bytes": 4096, "file_sizes": ["1M"]}, "params.file_sizes"),
+        ({"file_sizes": ["1M"], "ops": ["decrypt"]}, "params.ops"),
+        ({"iterations": 0}, "params.iterations"),
+        ({"chunk_bytes": 100}, "params.chunk_bytes"),
+        ({"price_table": {"per_gb_second": {"x86_64": 1e-5}}}, "params.memory_mb"),
+        (
+            {"price_table": {"per_gb_second": {"x86_64": 1e-5}}, "memory_mb": 128, "arch": "arm64"},
+            "params.arch",
+        ),
+        ({"cpus": [0]}, "params.cpus"),
+        ({"colour": "blue"}, "params.colour"),
+    ],
+)
 def test_bad_parameters_name_their_field(params: dict[str, Any], field: str) -> None:
     with pytest.raises(ParamError) as err:
         resolve(bench("aes-256-gcm", **params))
@@ -107,9 +124,19 @@ def test_every_language_runs_a_cell(tmp_path: Path) -> None:
 
 
 def test_streamed_files_cpus_and_skipped_cells(tmp_path: Path) -> None:
-    out = run(tmp_path, bench("blowfish-cbc", languages=["python", "go"], key_bits=[128, 448],
-                              ops=["encrypt"], file_sizes=["64K", "1M"], chunk_bytes="64K", iterations=1,
-                              cpus=[1, 4096]))
+    out = run(
+        tmp_path,
+        bench(
+            "blowfish-cbc",
+            languages=["python", "go"],
+            key_bits=[128, 448],
+            ops=["encrypt"],
+            file_sizes=["64K", "1M"],
+            chunk_bytes="64K",
+            iterations=1,
+            cpus=[1, 4096],
+        ),
+    )
     assert out.status == "ok", out.error
     cells = {c["cell"]: c for c in out.samples["cells"]}
     assert len(cells) == 2 * 2 * 2 * 2
@@ -151,8 +178,20 @@ def test_a_wrong_vector_fails_the_record(tmp_path: Path) -> None:
 
 def test_faas_cost_fields(tmp_path: Path) -> None:
     table = {"per_gb_second": {"x86_64": 0.0000166667, "arm64": 0.0000133334}, "per_request": 2e-7}
-    out = run(tmp_path, bench("ecdsa-p256", languages=["python"], ops=["sign"], payload="json", iterations=5,
-                              warmup=2, price_table=table, memory_mb=512, arch="arm64"))
+    out = run(
+        tmp_path,
+        bench(
+            "ecdsa-p256",
+            languages=["python"],
+            ops=["sign"],
+            payload="json",
+            iterations=5,
+            warmup=2,
+            price_table=table,
+            memory_mb=512,
+            arch="arm64",
+        ),
+    )
     assert out.status == "ok", out.error
     m = out.metrics
     median = m["python.sign.time_per_op"]["value"]
@@ -160,8 +199,9 @@ def test_faas_cost_fields(tmp_path: Path) -> None:
     assert m["python.sign.gb_seconds"]["value"] == pytest.approx(expect["gb_seconds"])
     assert m["python.sign.price_per_invocation"]["value"] == pytest.approx(expect["price"])
     assert m["python.sign.price_per_invocation"]["unit"] == "USD"
-    assert m["python.sign.cost_efficiency"]["value"] == pytest.approx(m["python.sign.ops_per_s"]["value"]
-                                                                      / expect["price"])
+    assert m["python.sign.cost_efficiency"]["value"] == pytest.approx(
+        m["python.sign.ops_per_s"]["value"] / expect["price"]
+    )
     assert m["python.sign.cold_price_per_invocation"]["value"] >= expect["price"] * 0.999
 
 

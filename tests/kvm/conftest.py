@@ -13,7 +13,12 @@ from kvm_helpers import ROOT, SCHEMAS
 def new_schemas() -> Path:
     """libvirt schemas that know sev-snp and tdx (fetched from Debian's libvirt-common by mk/kvm.mk)."""
     if not (SCHEMAS / "domaincommon.rng").exists():
-        proc = subprocess.run([str(ROOT / "tests/kvm/fetch-libvirt-schemas.sh"), str(SCHEMAS.parent)],
-                              capture_output=True, text=True, check=False, timeout=300)
+        proc = subprocess.run(
+            [str(ROOT / "tests/kvm/fetch-libvirt-schemas.sh"), str(SCHEMAS.parent)],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=300,
+        )
         assert proc.returncode == 0, f"fetching libvirt schemas failed:\n{proc.stderr}"
     return SCHEMAS

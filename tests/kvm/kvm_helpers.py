@@ -38,8 +38,13 @@ def ansible_playbook(*args: str, timeout: float = 900, log: Path | None = None) 
     """Run ``ansible-playbook`` from the repository root (so ansible.cfg applies)."""
     env = dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1", PYTHONUNBUFFERED="1")
     proc = subprocess.run(
-        [str(BIN / "ansible-playbook"), *args], cwd=ROOT, env=env, capture_output=True, text=True,
-        timeout=timeout, check=False,
+        [str(BIN / "ansible-playbook"), *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
     )
     output = proc.stdout + proc.stderr
     if log is not None:
@@ -69,9 +74,13 @@ def virt_xml_validate(xml: Path, schemas: Path | None = None) -> subprocess.Comp
     private mount namespace of this one command (root only), so the host stays as it was.
     """
     if schemas is None:
-        return subprocess.run(["virt-xml-validate", str(xml), "domain"], capture_output=True, text=True,
-                              check=False)
-    script = (f"mount --bind {schemas} /usr/share/libvirt/schemas && "
-              f"exec virt-xml-validate {xml} domain")
-    return subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
-                          capture_output=True, text=True, check=False)
+        return subprocess.run(
+            ["virt-xml-validate", str(xml), "domain"], capture_output=True, text=True, check=False
+        )
+    script = f"mount --bind {schemas} /usr/share/libvirt/schemas && exec virt-xml-validate {xml} domain"
+    return subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        check=False,
+    )

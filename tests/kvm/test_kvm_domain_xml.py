@@ -17,11 +17,15 @@ MODES = ("none", "sev", "sev-es", "sev-snp", "tdx")
 def _guest_inventory(path: Path, guests: dict[str, dict], with_host: bool = False) -> Path:
     hosts: dict = {"all": {"children": {"kvm": {"hosts": guests}}}}
     if with_host:
-        hosts["all"]["children"]["kvm_hosts"] = {"hosts": {"localhost": {
-            "ansible_connection": "local",
-            "ansible_python_interpreter": "{{ ansible_playbook_python }}",
-            "kvm_host_install_packages": False,
-        }}}
+        hosts["all"]["children"]["kvm_hosts"] = {
+            "hosts": {
+                "localhost": {
+                    "ansible_connection": "local",
+                    "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+                    "kvm_host_install_packages": False,
+                }
+            }
+        }
     path.write_text(yaml.safe_dump(hosts))
     return path
 
@@ -30,11 +34,26 @@ def _guest_inventory(path: Path, guests: dict[str, dict], with_host: bool = Fals
 def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The domain XML of one guest per confidential mode (kvm_guest_state=rendered)."""
     tmp = tmp_path_factory.mktemp("kvm-xml")
-    guests = {f"xml-{mode}": {"kvm_guest_confidential": mode, "kvm_guest_memory_mib": 2048,
-                              "kvm_guest_vcpus": 2, "testbed_label": f"label-{mode}"} for mode in MODES}
+    guests = {
+        f"xml-{mode}": {
+            "kvm_guest_confidential": mode,
+            "kvm_guest_memory_mib": 2048,
+            "kvm_guest_vcpus": 2,
+            "testbed_label": f"label-{mode}",
+        }
+        for mode in MODES
+    }
     inv = _guest_inventory(tmp / "inventory.yml", guests)
-    run = ansible_playbook("-i", str(inv), "playbooks/provision_kvm.yml", "-e", "kvm_guest_state=rendered",
-                           "-e", f"kvm_guest_render_dir={tmp / 'xml'}", timeout=600)
+    run = ansible_playbook(
+        "-i",
+        str(inv),
+        "playbooks/provision_kvm.yml",
+        "-e",
+        "kvm_guest_state=rendered",
+        "-e",
+        f"kvm_guest_render_dir={tmp / 'xml'}",
+        timeout=600,
+    )
     assert run.rc == 0, run.output[-4000:]
     return tmp / "xml"
 
@@ -106,8 +125,12 @@ def test_installed_libvirt_schema_accepts_plain_and_sev_guests(rendered: Path) -
 def test_confidential_guest_is_refused_clearly_on_this_host(tmp_path: Path) -> None:
     """sev-snp and tdx on a host without them: a clear failure naming the reasons, nothing defined."""
     require_tools("virsh", "libvirtd")
-    probe = subprocess.run(["python3", str(ROOT / "roles/kvm_host/files/kvm_host_facts.py")],
-                           capture_output=True, text=True, check=True)
+    probe = subprocess.run(
+        ["python3", str(ROOT / "roles/kvm_host/files/kvm_host_facts.py")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     caps = yaml.safe_load(probe.stdout)
     if caps["confidential"]["sev-snp"]["supported"] or caps["confidential"]["tdx"]["supported"]:
         pytest.fail("this host can run confidential guests: the refusal test needs one that cannot")
@@ -125,6 +148,10 @@ def test_confidential_guest_is_refused_clearly_on_this_host(tmp_path: Path) -> N
     assert "libvirt 9.0.0 is older than 10.5.0" in out or "kvm_amd parameter sev_snp is not enabled" in out
     recap = run.recap()
     assert recap["refuse-snp"]["failed"] == 1 and recap["refuse-tdx"]["failed"] == 1
-    domains = subprocess.run(["virsh", "-c", "qemu:///system", "list", "--all", "--name"],
-                             capture_output=True, text=True, check=True).stdout.split()
+    domains = subprocess.run(
+        ["virsh", "-c", "qemu:///system", "list", "--all", "--name"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     assert "refuse-snp" not in domains and "refuse-tdx" not in domains

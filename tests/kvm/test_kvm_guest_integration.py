@@ -21,8 +21,9 @@ SSH_ARGS = "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLe
 
 
 def _virsh(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["virsh", "-c", "qemu:///system", *args], capture_output=True, text=True,
-                          check=False)
+    return subprocess.run(
+        ["virsh", "-c", "qemu:///system", *args], capture_output=True, text=True, check=False
+    )
 
 
 def _inventory(tmp: Path, port: int) -> Path:
@@ -51,15 +52,23 @@ def _inventory(tmp: Path, port: int) -> Path:
         "node_exporter_install": False,
         "testbed_host_facts": "/etc/testbed/host-facts.json",
     }
-    inv = {"all": {"children": {
-        "kvm_hosts": {"hosts": {"localhost": {
-            "ansible_connection": "local",
-            "ansible_python_interpreter": "{{ ansible_playbook_python }}",
-            "kvm_host_install_packages": False,
-            "kvm_host_image_cache_dir": str(IMAGE_CACHE),
-        }}},
-        "kvm": {"hosts": {GUEST: guest}},
-    }}}
+    inv = {
+        "all": {
+            "children": {
+                "kvm_hosts": {
+                    "hosts": {
+                        "localhost": {
+                            "ansible_connection": "local",
+                            "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+                            "kvm_host_install_packages": False,
+                            "kvm_host_image_cache_dir": str(IMAGE_CACHE),
+                        }
+                    }
+                },
+                "kvm": {"hosts": {GUEST: guest}},
+            }
+        }
+    }
     path = tmp / "lab.yml"
     path.write_text(yaml.safe_dump(inv, sort_keys=False))
     return path
@@ -78,8 +87,9 @@ def _changed_tasks(output: str) -> set[str]:
 
 
 def _teardown(inv: Path, log: Path) -> None:
-    ansible_playbook("-i", "inventory/local.yml", "-i", str(inv), "playbooks/teardown_kvm.yml", log=log,
-                     timeout=600)
+    ansible_playbook(
+        "-i", "inventory/local.yml", "-i", str(inv), "playbooks/teardown_kvm.yml", log=log, timeout=600
+    )
     if GUEST in _virsh("list", "--all", "--name").stdout.split():
         _virsh("destroy", GUEST)
         _virsh("undefine", GUEST)
@@ -89,8 +99,9 @@ def _teardown(inv: Path, log: Path) -> None:
 @pytest.mark.integration
 @pytest.mark.timeout(1500)
 def test_guest_runs_the_plan_and_returns_results(tmp_path: Path) -> None:
-    require_tools("virsh", "libvirtd", "virtlogd", "qemu-system-x86_64", "qemu-img", "mmdebstrap",
-                  "mkfs.ext4", "ssh")
+    require_tools(
+        "virsh", "libvirtd", "virtlogd", "qemu-system-x86_64", "qemu-img", "mmdebstrap", "mkfs.ext4", "ssh"
+    )
     port = free_port()
     inv = _inventory(tmp_path, port)
     log = tmp_path / "ansible.log"
@@ -108,9 +119,21 @@ def test_guest_runs_the_plan_and_returns_results(tmp_path: Path) -> None:
         # 2. the agent stages of run.yml, limited to the guest: deploy, run the plan, fetch results
         run_id = f"kvm-itest-{port}"
         stages = ansible_playbook(
-            *common, "playbooks/deploy_agent.yml", "playbooks/run_plan.yml", "playbooks/collect.yml",
-            "-l", GUEST, "-e", f"run_id={run_id}", "-e", f"plan={PLAN}",
-            "-e", f"testbed_results_dir={results}", log=log, timeout=1200)
+            *common,
+            "playbooks/deploy_agent.yml",
+            "playbooks/run_plan.yml",
+            "playbooks/collect.yml",
+            "-l",
+            GUEST,
+            "-e",
+            f"run_id={run_id}",
+            "-e",
+            f"plan={PLAN}",
+            "-e",
+            f"testbed_results_dir={results}",
+            log=log,
+            timeout=1200,
+        )
         first_result_s = time.monotonic() - started
         assert stages.rc == 0, stages.output[-6000:]
         (tmp_path / "time_to_first_result.txt").write_text(f"{first_result_s:.0f}\n")
@@ -137,8 +160,14 @@ def test_guest_runs_the_plan_and_returns_results(tmp_path: Path) -> None:
         # the guest's fingerprint says software emulation and carries the hypervisor-side facts
         sysinfo = json.loads((results / run_id / f"{GUEST}.sysinfo.json").read_text())
         host = sysinfo["host"]
-        caps = json.loads(subprocess.run(["python3", str(ROOT / "roles/kvm_host/files/kvm_host_facts.py")],
-                                         capture_output=True, text=True, check=True).stdout)
+        caps = json.loads(
+            subprocess.run(
+                ["python3", str(ROOT / "roles/kvm_host/files/kvm_host_facts.py")],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+        )
         assert host["domain_type"] == caps["domain_type"]
         assert host["libvirt_version"] == caps["libvirt_version"]
         assert host["qemu_version"] == caps["qemu_version"]
@@ -166,8 +195,9 @@ def test_guest_runs_the_plan_and_returns_results(tmp_path: Path) -> None:
         # and a second teardown finds nothing left to do
         down_again = ansible_playbook(*common, "playbooks/teardown_kvm.yml", log=log, timeout=600)
         assert down_again.rc == 0, down_again.output[-4000:]
-        assert all(host["changed"] == 0 for host in down_again.recap().values()), \
-            _changed_tasks(down_again.output)
+        assert all(host["changed"] == 0 for host in down_again.recap().values()), _changed_tasks(
+            down_again.output
+        )
     finally:
         if GUEST in _virsh("list", "--all", "--name").stdout.split():
             _teardown(inv, log)

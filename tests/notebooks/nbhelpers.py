@@ -34,8 +34,14 @@ class Runner:
 
     def context(self, bench: Benchmark, timeout_s: float | None = None) -> RunContext:
         deadline = time.monotonic() + (timeout_s or NotebookWorkload.timeout_s(bench))
-        return RunContext(bench=bench, repetition=0, scratch=self.scratch, artifacts=self.artifacts,
-                          deadline=deadline, stop=self.stop)
+        return RunContext(
+            bench=bench,
+            repetition=0,
+            scratch=self.scratch,
+            artifacts=self.artifacts,
+            deadline=deadline,
+            stop=self.stop,
+        )
 
     def run(self, name: str, timeout_s: float | None = None, **params: Any) -> tuple[Outcome, RunContext]:
         bench = self.bench(name, **params)
@@ -49,8 +55,10 @@ def write_notebook(path: Path, *sources: str) -> Path:
     params = new_code_cell('scale = "standard"\nseed = 42')
     params.metadata["tags"] = ["parameters"]
     cells = [new_markdown_cell("# test notebook"), params, *(new_code_cell(s) for s in sources)]
-    nb = new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "language": "python",
-                                                            "display_name": "Python 3"}})
+    nb = new_notebook(
+        cells=cells,
+        metadata={"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}},
+    )
     nbformat.write(nb, path)
     return path
 

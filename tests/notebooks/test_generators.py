@@ -12,8 +12,9 @@ import pytest
 from nbhelpers import NOTEBOOKS
 
 GENERATE = NOTEBOOKS / "datasets" / "generate.py"
-GENERATORS = sorted(p.stem for p in GENERATE.parent.glob("*.py")
-                    if not p.stem.startswith("_") and p.stem != "generate")
+GENERATORS = sorted(
+    p.stem for p in GENERATE.parent.glob("*.py") if not p.stem.startswith("_") and p.stem != "generate"
+)
 
 
 def generate(name: str, cache: Path, seed: int = 42, scale: str = "quick", real: Path | None = None) -> Path:
@@ -93,6 +94,7 @@ def test_real_files_are_preferred_when_complete(tmp_path: Path) -> None:
 
 
 def test_unknown_generator_is_an_error(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, str(GENERATE), "nope", "--cache", str(tmp_path)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, str(GENERATE), "nope", "--cache", str(tmp_path)], capture_output=True, text=True
+    )
     assert proc.returncode != 0 and "no generator 'nope'" in proc.stderr

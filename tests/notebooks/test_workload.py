@@ -36,14 +36,17 @@ def test_registered_with_parser() -> None:
     assert NotebookWorkload.parse_kind == "notebook"
 
 
-@pytest.mark.parametrize(("params", "datasets", "field"), [
-    ({"scale": "huge"}, (), "params.scale"),
-    ({"seed": "x"}, (), "params.seed"),
-    ({"cell_timeout_s": -1}, (), "params.cell_timeout_s"),
-    ({"parameters": {"not an identifier": 1}}, (), "params.parameters"),
-    ({"colour": "red"}, (), "params.colour"),
-    ({}, ("no_such_generator",), "datasets"),
-])
+@pytest.mark.parametrize(
+    ("params", "datasets", "field"),
+    [
+        ({"scale": "huge"}, (), "params.scale"),
+        ({"seed": "x"}, (), "params.seed"),
+        ({"cell_timeout_s": -1}, (), "params.cell_timeout_s"),
+        ({"parameters": {"not an identifier": 1}}, (), "params.parameters"),
+        ({"colour": "red"}, (), "params.colour"),
+        ({}, ("no_such_generator",), "datasets"),
+    ],
+)
 def test_check_names_the_bad_field(params: dict, datasets: tuple[str, ...], field: str) -> None:
     with pytest.raises(ParamError) as err:
         NotebookWorkload.check(_bench(datasets=datasets, **params))
@@ -72,7 +75,9 @@ def test_plans_validate(tmp_path: Path) -> None:
     text.write_text("SimplePrime.ipynb,kaggle_notebook,,20,5\nenergy.ipynb,kaggle_notebook,energy,20,3\n")
     plan = load_plan(text)
     assert [(b.name, b.repetitions, b.wait_s) for b in plan.benchmarks] == [
-        ("SimplePrime.ipynb", 5, 20.0), ("energy.ipynb", 3, 20.0)]
+        ("SimplePrime.ipynb", 5, 20.0),
+        ("energy.ipynb", 3, 20.0),
+    ]
     assert NotebookWorkload.timeout_s(plan.benchmarks[0]) > 0
 
 
@@ -120,8 +125,9 @@ def test_failing_cell_gives_a_failed_outcome_naming_it(runner: Runner, tmp_path:
 
 
 def test_cell_timeout_ends_the_kernel(runner: Runner, tmp_path: Path) -> None:
-    nb = write_notebook(tmp_path / "Slow.ipynb", "import os\nprint(os.getpid())",
-                        "import time\ntime.sleep(120)")
+    nb = write_notebook(
+        tmp_path / "Slow.ipynb", "import os\nprint(os.getpid())", "import time\ntime.sleep(120)"
+    )
     t0 = time.monotonic()
     with pytest.raises(BenchmarkTimeout, match="cell 3"):
         runner.run(str(nb), cell_timeout_s=3)
@@ -140,8 +146,9 @@ def test_benchmark_deadline_is_a_timeout(runner: Runner, tmp_path: Path) -> None
 
 
 def test_interrupt_kills_the_kernel(runner: Runner, tmp_path: Path) -> None:
-    nb = write_notebook(tmp_path / "Long.ipynb", "import os\nprint(os.getpid())",
-                        "import time\ntime.sleep(120)")
+    nb = write_notebook(
+        tmp_path / "Long.ipynb", "import os\nprint(os.getpid())", "import time\ntime.sleep(120)"
+    )
     timer = threading.Timer(6, runner.stop.set)
     timer.start()
     t0 = time.monotonic()
@@ -173,9 +180,27 @@ def test_plan_goes_on_after_a_failing_notebook(tmp_path: Path) -> None:
     )
     out = tmp_path / "results" / "run1"
     proc = subprocess.run(
-        [sys.executable, "-m", "testbed_agent", "run", str(plan), "--out", str(out), "--host", "nbtest",
-         "--node-exporter", "", "--no-progress", "--scratch", str(tmp_path / "scratch")],
-        capture_output=True, text=True, timeout=600, cwd=tmp_path)
+        [
+            sys.executable,
+            "-m",
+            "testbed_agent",
+            "run",
+            str(plan),
+            "--out",
+            str(out),
+            "--host",
+            "nbtest",
+            "--node-exporter",
+            "",
+            "--no-progress",
+            "--scratch",
+            str(tmp_path / "scratch"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
     records = [json.loads(line) for line in (out / "nbtest.jsonl").read_text().splitlines()]
     assert [r["status"] for r in records] == ["failed", "ok"], proc.stderr
     assert "cell 2" in records[0]["error"] and "KeyError" in records[0]["error"]
@@ -184,21 +209,44 @@ def test_plan_goes_on_after_a_failing_notebook(tmp_path: Path) -> None:
         assert rec["artifacts"] and all((out / a).exists() for a in rec["artifacts"])
     parsed = subprocess.run(
         [sys.executable, "-m", "testbed_agent", "parse", "notebook", str(out / records[1]["artifacts"][0])],
-        capture_output=True, text=True, check=True)
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert json.loads(parsed.stdout)["metrics"]["cells_s"]["value"] > 0
 
 
 def test_sigterm_to_the_agent_records_interrupted_and_ends_the_kernel(tmp_path: Path) -> None:
-    nb = write_notebook(tmp_path / "Sleeper.ipynb",
-                        "import os\nopen('kernel.pid', 'w').write(str(os.getpid()))",
-                        "import time\ntime.sleep(300)")
+    nb = write_notebook(
+        tmp_path / "Sleeper.ipynb",
+        "import os\nopen('kernel.pid', 'w').write(str(os.getpid()))",
+        "import time\ntime.sleep(300)",
+    )
     plan = tmp_path / "plan.yml"
     plan.write_text(f"name: nb-sigterm\nbenchmarks:\n  - {{name: '{nb}', type: kaggle_notebook}}\n")
     out, scratch = tmp_path / "results" / "run1", tmp_path / "scratch"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "testbed_agent", "run", str(plan), "--out", str(out), "--host", "nbtest",
-         "--node-exporter", "", "--no-progress", "--scratch", str(scratch)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+        [
+            sys.executable,
+            "-m",
+            "testbed_agent",
+            "run",
+            str(plan),
+            "--out",
+            str(out),
+            "--host",
+            "nbtest",
+            "--node-exporter",
+            "",
+            "--no-progress",
+            "--scratch",
+            str(scratch),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
     try:
         deadline = time.monotonic() + 120
         while not list(scratch.glob("notebooks/*/kernel.pid")) and time.monotonic() < deadline:

@@ -57,8 +57,10 @@ def _private_tmp(src: str, keep: list[str]) -> None:
     _check(libc.mount(src.encode(), b"/tmp", None, MS_BIND, None), f"bind {src} on /tmp")
     for path, fd in held:
         os.makedirs(path, exist_ok=True)
-        _check(libc.mount(f"/proc/self/fd/{fd}".encode(), path.encode(), None, MS_BIND | MS_REC, None),
-               f"bind {path} back")
+        _check(
+            libc.mount(f"/proc/self/fd/{fd}".encode(), path.encode(), None, MS_BIND | MS_REC, None),
+            f"bind {path} back",
+        )
         os.close(fd)
 
 

@@ -46,8 +46,24 @@ ALGS: dict[str, tuple[tuple[int, ...], tuple[str, ...]]] = {
     "rsa-oaep": ((2048, 3072, 4096), _CIPHER),
 }
 KMS_ALG = "kms-envelope"
-_KEYS = {"languages", "alg", "key_bits", "ops", "payload_bytes", "payload", "file_sizes", "chunk_bytes",
-         "iterations", "warmup", "cpus", "price_table", "memory_mb", "arch", "kms", "crypto_dir"}
+_KEYS = {
+    "languages",
+    "alg",
+    "key_bits",
+    "ops",
+    "payload_bytes",
+    "payload",
+    "file_sizes",
+    "chunk_bytes",
+    "iterations",
+    "warmup",
+    "cpus",
+    "price_table",
+    "memory_mb",
+    "arch",
+    "kms",
+    "crypto_dir",
+}
 
 
 def alg_from_name(name: str) -> tuple[str, int | None] | None:
@@ -89,13 +105,17 @@ def resolve(bench: Benchmark) -> dict[str, Any]:
     p = bench.params
     unknown = set(p) - _KEYS
     if unknown:
-        raise ParamError(f"params.{sorted(unknown)[0]}",
-                         "unknown crypto parameter; known: " + ", ".join(sorted(_KEYS)))
+        raise ParamError(
+            f"params.{sorted(unknown)[0]}", "unknown crypto parameter; known: " + ", ".join(sorted(_KEYS))
+        )
     named = alg_from_name(bench.name)
     alg = p.get("alg") or (named[0] if named else None)
     if alg != KMS_ALG and alg not in ALGS:
-        raise ParamError("params.alg", f"unknown algorithm {alg!r} (and the name does not say one); known: "
-                         + ", ".join([*ALGS, KMS_ALG]))
+        raise ParamError(
+            "params.alg",
+            f"unknown algorithm {alg!r} (and the name does not say one); known: "
+            + ", ".join([*ALGS, KMS_ALG]),
+        )
     out: dict[str, Any] = {"alg": alg}
     for key, default in (("iterations", 30), ("warmup", 0)):
         v = p.get(key, default)
@@ -241,8 +261,9 @@ def cell_metrics(out: dict[str, Any], res: dict[str, Any]) -> dict[str, dict[str
         "time_per_op_mean": metric(statistics.fmean(times), "s", "lower"),
         "cold_time": metric(out["cold_ns"] / 1e9, "s", "lower"),
         "ops_per_s": metric(1 / median if median > 0 else 0.0, "op/s", "higher"),
-        "cpu_percent": metric(100.0 * out["cpu_ns"] / out["wall_ns"] if out["wall_ns"] else 0.0, "%",
-                              "lower"),
+        "cpu_percent": metric(
+            100.0 * out["cpu_ns"] / out["wall_ns"] if out["wall_ns"] else 0.0, "%", "lower"
+        ),
         "cpu_s_per_op": metric(cpu_s / len(times), "s", "lower"),
     }
     if size > 0:
@@ -264,8 +285,9 @@ def cell_metrics(out: dict[str, Any], res: dict[str, Any]) -> dict[str, dict[str
 def cells(res: dict[str, Any], sizes: list[int]) -> list[dict[str, Any]]:
     """Every language x key size x op x size x CPU-count cell, named as its metrics are."""
     out = []
-    for lang, bits, op, size, ncpu in itertools.product(res["languages"], res["key_bits"], res["ops"], sizes,
-                                                         res["cpus"] or [0]):
+    for lang, bits, op, size, ncpu in itertools.product(
+        res["languages"], res["key_bits"], res["ops"], sizes, res["cpus"] or [0]
+    ):
         parts = [lang, op]
         if len(res["key_bits"]) > 1:
             parts.append(f"k{bits}")
@@ -273,8 +295,16 @@ def cells(res: dict[str, Any], sizes: list[int]) -> list[dict[str, Any]]:
             parts.append(size_label(size))
         if ncpu:
             parts.append(f"cpu{ncpu}")
-        out.append({"cell": ".".join(parts), "language": lang, "op": op, "key_bits": bits, "bytes": size,
-                    "cpus": ncpu or None})
+        out.append(
+            {
+                "cell": ".".join(parts),
+                "language": lang,
+                "op": op,
+                "key_bits": bits,
+                "bytes": size,
+                "cpus": ncpu or None,
+            }
+        )
     return out
 
 
@@ -301,8 +331,9 @@ class Crypto(Workload):
         root = crypto_dir(ctx.params)
         vectors = root / "vectors" / "vectors.json"
         if not vectors.exists():
-            raise WorkloadError(f"vector file missing: {vectors}",
-                                hint="set params.crypto_dir or TESTBED_WORKLOADS_DIR")
+            raise WorkloadError(
+                f"vector file missing: {vectors}", hint="set params.crypto_dir or TESTBED_WORKLOADS_DIR"
+            )
         metrics: dict[str, Any] = {}
         samples: dict[str, Any] = {"cells": []}
         versions: dict[str, str] = {}
@@ -323,10 +354,24 @@ class Crypto(Workload):
                 samples["cells"].append({**info, "status": "skipped", "reason": reason})
                 continue
             assert not isinstance(cmd, str)
-            argv = [*cmd[0], "run", "--alg", res["alg"], "--key-bits", str(info["key_bits"]),
-                    "--op", info["op"], "--iterations", str(res["iterations"]),
-                    "--warmup", str(res["warmup"]), "--vectors", str(vectors),
-                    "--chunk-bytes", str(res["chunk_bytes"])]
+            argv = [
+                *cmd[0],
+                "run",
+                "--alg",
+                res["alg"],
+                "--key-bits",
+                str(info["key_bits"]),
+                "--op",
+                info["op"],
+                "--iterations",
+                str(res["iterations"]),
+                "--warmup",
+                str(res["warmup"]),
+                "--vectors",
+                str(vectors),
+                "--chunk-bytes",
+                str(res["chunk_bytes"]),
+            ]
             size = info["bytes"]
             if streamed:
                 argv += ["--stream", str(input_file(ctx.scratch, size, res["payload"]))]
@@ -349,10 +394,19 @@ class Crypto(Workload):
             samples[cell] = {k: out[k] for k in keep}
             samples["cells"].append({**info, "status": "ok", "reason": None})
         ran = [c for c in samples["cells"] if c["status"] == "ok"]
-        outcome = Outcome(metrics=metrics, samples=samples,
-                          tool={"name": self.tool, "version": "contract 1", "implementations": versions},
-                          params={"alg": res["alg"], "key_bits": res["key_bits"], "ops": res["ops"],
-                                  "languages": res["languages"], "bytes": sizes, "streamed": streamed})
+        outcome = Outcome(
+            metrics=metrics,
+            samples=samples,
+            tool={"name": self.tool, "version": "contract 1", "implementations": versions},
+            params={
+                "alg": res["alg"],
+                "key_bits": res["key_bits"],
+                "ops": res["ops"],
+                "languages": res["languages"],
+                "bytes": sizes,
+                "streamed": streamed,
+            },
+        )
         if failures:
             outcome.status, outcome.error = "failed", "; ".join(failures)[:2000]
         elif not ran:
@@ -396,10 +450,14 @@ class Crypto(Workload):
             metrics[f"kms.{name}_first"] = metric(values[0], "s", "lower")
         local = statistics.median(env.timings["local_encrypt"])
         metrics["kms.envelope_encrypt_total"] = metric(
-            statistics.median(env.timings["generate_data_key_rtt"]) + local, "s", "lower")
-        return Outcome(metrics=metrics, samples={k: v for k, v in env.timings.items()},
-                       tool={"name": "boto3 KMS client", "version": _boto_version(), "service": where},
-                       params={"alg": KMS_ALG, "bytes": size, "service": where})
+            statistics.median(env.timings["generate_data_key_rtt"]) + local, "s", "lower"
+        )
+        return Outcome(
+            metrics=metrics,
+            samples={k: v for k, v in env.timings.items()},
+            tool={"name": "boto3 KMS client", "version": _boto_version(), "service": where},
+            params={"alg": KMS_ALG, "bytes": size, "service": where},
+        )
 
 
 def _boto_version() -> str:

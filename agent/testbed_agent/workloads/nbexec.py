@@ -63,9 +63,13 @@ class Execution:
     def summary(self) -> dict[str, Any]:
         """Timing as stored in the executed notebook's metadata (``metadata.testbed``)."""
         return {
-            "wall_s": self.wall_s, "kernel_startup_s": self.kernel_startup_s,
-            "kernel_shutdown_s": self.kernel_shutdown_s, "cells_s": self.cells_s,
-            "status": self.status, "error": self.error, "failed_cell": self.failed_cell,
+            "wall_s": self.wall_s,
+            "kernel_startup_s": self.kernel_startup_s,
+            "kernel_shutdown_s": self.kernel_shutdown_s,
+            "cells_s": self.cells_s,
+            "status": self.status,
+            "error": self.error,
+            "failed_cell": self.failed_cell,
         }
 
 
@@ -128,8 +132,13 @@ def execute(
     a failing cell, a timeout or an interrupt: the returned :class:`Execution` says how it ended."""
     result = Execution()
     client = NotebookClient(
-        nb, km=kernel_manager(kernel), kernel_name=kernel, record_timing=True, allow_errors=False,
-        startup_timeout=max(1, int(min(120.0, remaining()))), shutdown_kernel="immediate",
+        nb,
+        km=kernel_manager(kernel),
+        kernel_name=kernel,
+        record_timing=True,
+        allow_errors=False,
+        startup_timeout=max(1, int(min(120.0, remaining()))),
+        shutdown_kernel="immediate",
         resources={"metadata": {"path": str(workdir)}},
     )
     client.owns_km = True  # we handed nbclient the manager; it must still shut the kernel down
@@ -183,8 +192,14 @@ def execute(
     except (DeadKernelError, _Stopped, RuntimeError) as exc:
         why = reason.get("why") or (str(exc) if isinstance(exc, _Stopped) else "")
         if why in ("interrupted", "timeout"):
-            _fail(result, nb, index, why, why, "interrupted by signal" if why == "interrupted"
-                  else "benchmark timeout reached")
+            _fail(
+                result,
+                nb,
+                index,
+                why,
+                why,
+                "interrupted by signal" if why == "interrupted" else "benchmark timeout reached",
+            )
         else:
             _fail(result, nb, index, "failed", type(exc).__name__, str(exc).strip().splitlines()[0][:300])
     finally:

@@ -114,13 +114,24 @@ class NotebookWorkload(Workload):
         values.update(p.get("parameters") or {})
         nb = parameterize_notebook(load_notebook_node(str(path)), values)
         kernel_log = ctx.artifact("kernel.log")
-        run = execute(nb, workdir=workdir, kernel=kernel, remaining=ctx.remaining, stop=ctx.stop,
-                      cell_timeout_s=p.get("cell_timeout_s") or None, env=kernel_env(), kernel_log=kernel_log)
+        run = execute(
+            nb,
+            workdir=workdir,
+            kernel=kernel,
+            remaining=ctx.remaining,
+            stop=ctx.stop,
+            cell_timeout_s=p.get("cell_timeout_s") or None,
+            env=kernel_env(),
+            kernel_log=kernel_log,
+        )
         artifact = ctx.artifact("ipynb")
         nbformat.write(nb, artifact)
 
         effective = {
-            "scale": scale, "seed": seed, "kernel": kernel, "notebook": path.name,
+            "scale": scale,
+            "seed": seed,
+            "kernel": kernel,
+            "notebook": path.name,
             "notebook_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
             "datasets": {n: src for n, (_, src) in data.items()},
             **({"parameters": p["parameters"]} if p.get("parameters") else {}),
@@ -131,7 +142,9 @@ class NotebookWorkload(Workload):
             raise Interrupted(f"{path.name}: {run.error}")
         out = Outcome(
             samples={"cells": [vars(c) for c in run.cells], "kernel_shutdown_s": run.kernel_shutdown_s},
-            tool=tool_info(kernel), artifacts=[artifact.name, kernel_log.name], params=effective,
+            tool=tool_info(kernel),
+            artifacts=[artifact.name, kernel_log.name],
+            params=effective,
         )
         if run.status != "ok":
             out.status = "failed"
@@ -149,15 +162,23 @@ class NotebookWorkload(Workload):
         from testbed_agent.workloads.nbexec import cell_seconds
 
         nb = nbformat.read(path, as_version=4)
-        cells = [{"index": i, "time_s": t} for i, c in enumerate(nb.cells)
-                 if c.cell_type == "code" and (t := cell_seconds(c)) is not None]
+        cells = [
+            {"index": i, "time_s": t}
+            for i, c in enumerate(nb.cells)
+            if c.cell_type == "code" and (t := cell_seconds(c)) is not None
+        ]
         if not cells:
-            raise WorkloadError(f"{path}: no cell timing metadata",
-                                hint="execute with nbclient record_timing=True (the default)")
+            raise WorkloadError(
+                f"{path}: no cell timing metadata",
+                hint="execute with nbclient record_timing=True (the default)",
+            )
         cells_s = sum(c["time_s"] for c in cells)
         meta = nb.metadata.get("testbed", {})
-        metrics = ({"cells_s": metric(cells_s, "s", "lower")} if not meta.get("wall_s")
-                   else timing_metrics(meta["wall_s"], meta.get("kernel_startup_s", 0.0), cells_s))
+        metrics = (
+            {"cells_s": metric(cells_s, "s", "lower")}
+            if not meta.get("wall_s")
+            else timing_metrics(meta["wall_s"], meta.get("kernel_startup_s", 0.0), cells_s)
+        )
         return {"metrics": metrics, "samples": {"cells": cells}, "tool": {"name": "nbclient"}}
 
 
@@ -175,8 +196,12 @@ def timing_metrics(wall_s: float, startup_s: float, cells_s: float) -> dict[str,
 def tool_info(kernel: str) -> dict[str, Any]:
     import nbclient
 
-    return {"name": "nbclient", "version": nbclient.__version__, "kernel": kernel,
-            "python": sys.version.split()[0]}
+    return {
+        "name": "nbclient",
+        "version": nbclient.__version__,
+        "kernel": kernel,
+        "python": sys.version.split()[0],
+    }
 
 
 def kernel_env() -> dict[str, str]:
@@ -201,12 +226,16 @@ def prepare_dataset(ctx: RunContext, name: str, seed: int, scale: str) -> tuple[
         found = _DATA_CACHE[key]
         return found, "real" if cache not in found.parents else "generated"
     script = generators_dir() / "generate.py"
-    proc = ctx.exec([sys.executable, str(script), name, "--seed", str(seed), "--scale", scale,
-                     "--cache", str(cache)], check=False)
+    proc = ctx.exec(
+        [sys.executable, str(script), name, "--seed", str(seed), "--scale", scale, "--cache", str(cache)],
+        check=False,
+    )
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [""]
-        raise WorkloadError(f"data set '{name}' could not be generated: {tail[0][:300]}",
-                            hint=f"run {script} {name} --scale {scale} by hand to see the error")
+        raise WorkloadError(
+            f"data set '{name}' could not be generated: {tail[0][:300]}",
+            hint=f"run {script} {name} --scale {scale} by hand to see the error",
+        )
     found = Path(proc.stdout.strip().splitlines()[-1])
     _DATA_CACHE[key] = found
     return found, "real" if cache not in found.parents else "generated"

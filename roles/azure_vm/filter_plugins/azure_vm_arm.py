@@ -42,8 +42,9 @@ def azure_vm_vcpus(size: str) -> int:
     """vCPUs of an Azure size from its name (Standard_DC4as_v5 -> 4, Standard_E8-2as_v5 -> 2)."""
     match = _SIZE.match(str(size))
     if not match:
-        raise ValueError(f"cannot read the vCPU count from the VM size {size!r} "
-                         "(expected e.g. Standard_DC4as_v5)")
+        raise ValueError(
+            f"cannot read the vCPU count from the VM size {size!r} (expected e.g. Standard_DC4as_v5)"
+        )
     return int(match.group(2) or match.group(1))
 
 
@@ -81,22 +82,30 @@ def azure_vm_body(p: dict[str, Any]) -> dict[str, Any]:
             "adminUsername": p["admin_username"],
             "linuxConfiguration": {
                 "disablePasswordAuthentication": True,
-                "ssh": {"publicKeys": [{
-                    "path": f"/home/{p['admin_username']}/.ssh/authorized_keys",
-                    "keyData": p["ssh_public_key"].strip(),
-                }]},
+                "ssh": {
+                    "publicKeys": [
+                        {
+                            "path": f"/home/{p['admin_username']}/.ssh/authorized_keys",
+                            "keyData": p["ssh_public_key"].strip(),
+                        }
+                    ]
+                },
             },
         },
-        "networkProfile": {"networkInterfaces": [
-            {"id": p["nic_id"], "properties": {"primary": True, "deleteOption": "Delete"}},
-        ]},
+        "networkProfile": {
+            "networkInterfaces": [
+                {"id": p["nic_id"], "properties": {"primary": True, "deleteOption": "Delete"}},
+            ]
+        },
         "diagnosticsProfile": {"bootDiagnostics": {"enabled": True}},
     }
     security: dict[str, Any] = {}
     if security_type != "Standard":
         security["securityType"] = security_type
-        security["uefiSettings"] = {"secureBootEnabled": bool(p["secure_boot"]),
-                                    "vTpmEnabled": bool(p["vtpm"])}
+        security["uefiSettings"] = {
+            "secureBootEnabled": bool(p["secure_boot"]),
+            "vTpmEnabled": bool(p["vtpm"]),
+        }
     if security_type == "ConfidentialVM":
         encryption = p["encryption_type"]
         if encryption not in ENCRYPTION_TYPES:
@@ -130,8 +139,9 @@ def _rg_of(resource_id: str) -> str:
     return parts[lowered.index("resourcegroups") + 1].lower() if "resourcegroups" in lowered else ""
 
 
-def azure_vm_teardown_plan(groups: list[dict[str, Any]], resources: list[dict[str, Any]],
-                           run_id: str) -> list[dict[str, Any]]:
+def azure_vm_teardown_plan(
+    groups: list[dict[str, Any]], resources: list[dict[str, Any]], run_id: str
+) -> list[dict[str, Any]]:
     """The DELETE requests that remove exactly what run ``run_id`` created, in a safe order.
 
     ``groups``: resource groups ({id, name, tags}); ``resources``: resources ({id, type, tags}).
@@ -146,10 +156,19 @@ def azure_vm_teardown_plan(groups: list[dict[str, Any]], resources: list[dict[st
     for group in groups:
         if (group.get("tags") or {}).get("testbed_run") == run_id:
             doomed_groups.add(str(group["name"]).lower())
-            plan.append({"method": "DELETE", "url": group["id"], "type": "Microsoft.Resources/resourceGroups",
-                         "api_version": API_VERSIONS["microsoft.resources/resourcegroups"]})
-    mine = [r for r in resources
-            if (r.get("tags") or {}).get("testbed_run") == run_id and _rg_of(r["id"]) not in doomed_groups]
+            plan.append(
+                {
+                    "method": "DELETE",
+                    "url": group["id"],
+                    "type": "Microsoft.Resources/resourceGroups",
+                    "api_version": API_VERSIONS["microsoft.resources/resourcegroups"],
+                }
+            )
+    mine = [
+        r
+        for r in resources
+        if (r.get("tags") or {}).get("testbed_run") == run_id and _rg_of(r["id"]) not in doomed_groups
+    ]
 
     def rank(resource: dict[str, Any]) -> int:
         kind = str(resource.get("type", "")).lower()
@@ -157,13 +176,20 @@ def azure_vm_teardown_plan(groups: list[dict[str, Any]], resources: list[dict[st
 
     for resource in sorted(mine, key=lambda r: (rank(r), r["id"])):
         kind = str(resource.get("type", ""))
-        plan.append({"method": "DELETE", "url": resource["id"], "type": kind,
-                     "api_version": API_VERSIONS.get(kind.lower(), "2021-04-01")})
+        plan.append(
+            {
+                "method": "DELETE",
+                "url": resource["id"],
+                "type": kind,
+                "api_version": API_VERSIONS.get(kind.lower(), "2021-04-01"),
+            }
+        )
     return plan
 
 
-def azure_vm_teardown_plan_for(run_id: str, groups: list[dict[str, Any]],
-                               resources: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def azure_vm_teardown_plan_for(
+    run_id: str, groups: list[dict[str, Any]], resources: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """``azure_vm_teardown_plan`` with the run id first (for Jinja's ``map``)."""
     return azure_vm_teardown_plan(groups, resources, run_id)
 

@@ -102,8 +102,14 @@ def module_params(root: Path) -> dict[str, bool | None]:
 
 def parse_domcapabilities(xml_text: str) -> dict[str, Any]:
     """What ``virsh domcapabilities`` says about confidential guests and firmware."""
-    out: dict[str, Any] = {"sev": False, "sev_snp": False, "tdx": False, "sectypes": [],
-                           "sev_details": {}, "firmware": []}
+    out: dict[str, Any] = {
+        "sev": False,
+        "sev_snp": False,
+        "tdx": False,
+        "sectypes": [],
+        "sev_details": {},
+        "firmware": [],
+    }
     if not xml_text.strip():
         return out
     try:
@@ -126,21 +132,30 @@ def parse_domcapabilities(xml_text: str) -> dict[str, Any]:
     return out
 
 
-def confidential_support(cpu: dict[str, Any], params: dict[str, bool | None], kvm_usable: bool,
-                         libvirt_version: tuple[int, ...] | None, caps: dict[str, Any]) -> dict[str, Any]:
+def confidential_support(
+    cpu: dict[str, Any],
+    params: dict[str, bool | None],
+    kvm_usable: bool,
+    libvirt_version: tuple[int, ...] | None,
+    caps: dict[str, Any],
+) -> dict[str, Any]:
     """For each confidential mode: supported (bool) and the reasons it is not."""
     result: dict[str, Any] = {}
     for mode in CC_MODES:
         reasons: list[str] = []
         if not kvm_usable:
-            reasons.append("hardware virtualization is not usable here (guests would run as domain type "
-                           "'qemu', software emulation, which cannot run confidential guests)")
+            reasons.append(
+                "hardware virtualization is not usable here (guests would run as domain type "
+                "'qemu', software emulation, which cannot run confidential guests)"
+            )
         if mode == "tdx":
             if cpu["vendor"] != "intel":
                 reasons.append(f"TDX needs an Intel CPU (this host's CPU vendor: {cpu['vendor']})")
             if params["tdx"] is not True:
-                reasons.append("kvm_intel parameter tdx is not enabled "
-                               "(/sys/module/kvm_intel/parameters/tdx missing or N)")
+                reasons.append(
+                    "kvm_intel parameter tdx is not enabled "
+                    "(/sys/module/kvm_intel/parameters/tdx missing or N)"
+                )
             if not caps["tdx"]:
                 reasons.append("libvirt domcapabilities does not offer tdx")
         else:
@@ -148,16 +163,20 @@ def confidential_support(cpu: dict[str, Any], params: dict[str, bool | None], kv
                 reasons.append(f"{mode} needs an AMD EPYC CPU (this host's CPU vendor: {cpu['vendor']})")
             param = {"sev": "sev", "sev-es": "sev_es", "sev-snp": "sev_snp"}[mode]
             if params[param] is not True:
-                reasons.append(f"kvm_amd parameter {param} is not enabled "
-                               f"(/sys/module/kvm_amd/parameters/{param} missing or N)")
+                reasons.append(
+                    f"kvm_amd parameter {param} is not enabled "
+                    f"(/sys/module/kvm_amd/parameters/{param} missing or N)"
+                )
             offered, sectype = (caps["sev_snp"], "sev-snp") if mode == "sev-snp" else (caps["sev"], "sev")
             if not offered:
                 reasons.append(f"libvirt domcapabilities does not offer {sectype}")
         need = LIBVIRT_MIN[mode]
         if libvirt_version is None or libvirt_version < need:
             have = ".".join(map(str, libvirt_version)) if libvirt_version else "unknown"
-            reasons.append(f"libvirt {have} is older than {'.'.join(map(str, need))}, "
-                           f"the first release that knows <launchSecurity type='{mode.replace('-es', '')}'>")
+            reasons.append(
+                f"libvirt {have} is older than {'.'.join(map(str, need))}, "
+                f"the first release that knows <launchSecurity type='{mode.replace('-es', '')}'>"
+            )
         result[mode] = {"supported": not reasons, "reasons": reasons}
     return result
 
@@ -179,8 +198,9 @@ def collect(uri: str, root: Path) -> dict[str, Any]:
     _, caps_xml, caps_err = _run(["virsh", "-c", uri, "domcapabilities", "--virttype", virttype])
     caps = parse_domcapabilities(caps_xml)
     if not kvm_usable:
-        domain_type_reason = ("no vmx/svm flag in /proc/cpuinfo" if dev_kvm else "/dev/kvm is missing") + \
-            ": guests run as domain type 'qemu' (TCG software emulation)"
+        domain_type_reason = (
+            "no vmx/svm flag in /proc/cpuinfo" if dev_kvm else "/dev/kvm is missing"
+        ) + ": guests run as domain type 'qemu' (TCG software emulation)"
     else:
         domain_type_reason = "hardware virtualization usable: guests run as domain type 'kvm'"
     return {

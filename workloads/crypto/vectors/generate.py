@@ -29,12 +29,8 @@ OUT = HERE / "vectors.json"
 
 #: (key_bits, plaintext bytes, 0; -1: second block of the zero vector) -> twofish-cbc ciphertext (Go x/crypto)
 TWOFISH: dict[tuple[int, int, int], str] = {
-    (128, 16, -1): (
-        "a645c0dafebc6d6dcf4fc0fa33e78ac5"
-    ),
-    (128, 0, 0): (
-        "3baa13103c47715f423730caf4a7d6fd"
-    ),
+    (128, 16, -1): ("a645c0dafebc6d6dcf4fc0fa33e78ac5"),
+    (128, 0, 0): ("3baa13103c47715f423730caf4a7d6fd"),
     (128, 100, 0): (
         "e37251fb28bf1b64bf2a0129d07af8f7ed60f77513a41a58150a0538a6aaae95e06b59f4c22099cfe2a253991383654c"
         "8dcd75f2b426e295db28715c03d56772fe87ff47288e539b60cc44ec30ec9bed9aa004ccf76a3d9d5b55d9c2591e99e9"
@@ -83,15 +79,22 @@ def _cipher(alg: str, key: bytes, iv: bytes, pt: bytes) -> bytes:
 
 def _gcm_chunked(key: bytes, iv: bytes, pt: bytes, chunk: int) -> bytes:
     aead = AESGCM(key)
-    parts = [aead.encrypt(iv[:8] + i.to_bytes(4, "big"), pt[off:off + chunk], None)
-             for i, off in enumerate(range(0, len(pt), chunk))]
+    parts = [
+        aead.encrypt(iv[:8] + i.to_bytes(4, "big"), pt[off : off + chunk], None)
+        for i, off in enumerate(range(0, len(pt), chunk))
+    ]
     return b"".join(parts)
 
 
-CIPHERS = {"aes-gcm": ((128, 192, 256), 12), "aes-ctr": ((128, 192, 256), 16),
-           "aes-cbc": ((128, 192, 256), 16), "3des-cbc": ((192,), 8), "cast128-cbc": ((128,), 8),
-           "blowfish-cbc": ((128, 256, 448), 8),
-           "twofish-cbc": ((128, 192, 256), 16)}
+CIPHERS = {
+    "aes-gcm": ((128, 192, 256), 12),
+    "aes-ctr": ((128, 192, 256), 16),
+    "aes-cbc": ((128, 192, 256), 16),
+    "3des-cbc": ((192,), 8),
+    "cast128-cbc": ((128,), 8),
+    "blowfish-cbc": ((128, 256, 448), 8),
+    "twofish-cbc": ((128, 192, 256), 16),
+}
 
 
 def cipher_vectors() -> list[dict[str, Any]]:
@@ -100,14 +103,31 @@ def cipher_vectors() -> list[dict[str, Any]]:
     key, pt = bytes(range(16)), bytes.fromhex("00112233445566778899aabbccddeeff")
     ct = _cipher("aes-cbc", key, bytes(16), pt)
     assert ct[:16].hex() == "69c4e0d86a7b0430d8cdb78070b4c55a", "FIPS-197 C.1"
-    out.append({"id": "aes-cbc-fips197-c1", "alg": "aes-cbc", "key_bits": 128, "key": key.hex(),
-                "iv": bytes(16).hex(), "plaintext": pt.hex(), "ciphertext": ct.hex(),
-                "note": "first block is FIPS-197 C.1"})
+    out.append(
+        {
+            "id": "aes-cbc-fips197-c1",
+            "alg": "aes-cbc",
+            "key_bits": 128,
+            "key": key.hex(),
+            "iv": bytes(16).hex(),
+            "plaintext": pt.hex(),
+            "ciphertext": ct.hex(),
+            "note": "first block is FIPS-197 C.1",
+        }
+    )
     # Twofish paper, zero key and block: first CBC block with a zero IV
-    out.append({"id": "twofish-cbc-paper-zero", "alg": "twofish-cbc", "key_bits": 128, "key": bytes(16).hex(),
-                "iv": bytes(16).hex(), "plaintext": bytes(16).hex(),
-                "ciphertext": "9f589f5cf6122c32b6bfec2f2ae8c35a" + TWOFISH[(128, 16, -1)],
-                "note": "first block is the Twofish paper's 128-bit zero-key answer"})
+    out.append(
+        {
+            "id": "twofish-cbc-paper-zero",
+            "alg": "twofish-cbc",
+            "key_bits": 128,
+            "key": bytes(16).hex(),
+            "iv": bytes(16).hex(),
+            "plaintext": bytes(16).hex(),
+            "ciphertext": "9f589f5cf6122c32b6bfec2f2ae8c35a" + TWOFISH[(128, 16, -1)],
+            "note": "first block is the Twofish paper's 128-bit zero-key answer",
+        }
+    )
     for alg, (sizes, iv_len) in CIPHERS.items():
         for bits in sizes:
             for n in (0, 100):
@@ -115,8 +135,17 @@ def cipher_vectors() -> list[dict[str, Any]]:
                     continue
                 key, iv, pt = det(f"{alg}-{bits}-key", bits // 8), det(f"{alg}-iv", iv_len), det(f"pt-{n}", n)
                 ct = TWOFISH[(bits, n, 0)] if alg == "twofish-cbc" else _cipher(alg, key, iv, pt).hex()
-                out.append({"id": f"{alg}-{bits}-{n}b", "alg": alg, "key_bits": bits, "key": key.hex(),
-                            "iv": iv.hex(), "plaintext": pt.hex(), "ciphertext": ct})
+                out.append(
+                    {
+                        "id": f"{alg}-{bits}-{n}b",
+                        "alg": alg,
+                        "key_bits": bits,
+                        "key": key.hex(),
+                        "iv": iv.hex(),
+                        "plaintext": pt.hex(),
+                        "ciphertext": ct,
+                    }
+                )
         bits = sizes[-1]
         key, iv, pt = det(f"{alg}-{bits}-key", bits // 8), det(f"{alg}-iv", iv_len), det("pt-100", 100)
         if alg == "aes-gcm":
@@ -125,15 +154,27 @@ def cipher_vectors() -> list[dict[str, Any]]:
             ct = TWOFISH[(bits, 100, 0)]  # CBC streaming output equals the one-shot output
         else:
             ct = _cipher(alg, key, iv, pt).hex()
-        out.append({"id": f"{alg}-{bits}-stream32", "alg": alg, "key_bits": bits, "key": key.hex(),
-                    "iv": iv.hex(), "plaintext": pt.hex(), "ciphertext": ct, "chunk_bytes": 32})
+        out.append(
+            {
+                "id": f"{alg}-{bits}-stream32",
+                "alg": alg,
+                "key_bits": bits,
+                "key": key.hex(),
+                "iv": iv.hex(),
+                "plaintext": pt.hex(),
+                "ciphertext": ct,
+                "chunk_bytes": 32,
+            }
+        )
     return out
 
 
 def mac_vectors() -> list[dict[str, Any]]:
-    rfc4231 = {"hmac-sha256": "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843",
-               "hmac-sha384": "af45d2e376484031617f78d2b58a6b1b9c7ef464f5a01b47e42ec3736322445e"
-                              "8e2240ca5e69e2c78b3239ecfab21649"}
+    rfc4231 = {
+        "hmac-sha256": "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843",
+        "hmac-sha384": "af45d2e376484031617f78d2b58a6b1b9c7ef464f5a01b47e42ec3736322445e"
+        "8e2240ca5e69e2c78b3239ecfab21649",
+    }
     out = []
     for alg, digest in (("hmac-sha256", "sha256"), ("hmac-sha384", "sha384")):
         key, msg = b"Jefe", b"what do ya want for nothing?"
@@ -142,49 +183,90 @@ def mac_vectors() -> list[dict[str, Any]]:
         out.append({"id": f"{alg}-rfc4231-2", "alg": alg, "key": key.hex(), "message": msg.hex(), "mac": got})
         bits = int(alg[-3:])
         key, msg = det(f"{alg}-key", bits // 8), det("pt-4096", 4096)
-        out.append({"id": f"{alg}-4096b", "alg": alg, "key_bits": bits, "key": key.hex(),
-                    "message": msg.hex(), "mac": hmac.digest(key, msg, digest).hex()})
+        out.append(
+            {
+                "id": f"{alg}-4096b",
+                "alg": alg,
+                "key_bits": bits,
+                "key": key.hex(),
+                "message": msg.hex(),
+                "mac": hmac.digest(key, msg, digest).hex(),
+            }
+        )
     return out
 
 
 def _der(priv: Any) -> tuple[str, str]:
-    p = priv.private_bytes(serialization.Encoding.DER, serialization.PrivateFormat.PKCS8,
-                           serialization.NoEncryption())
-    q = priv.public_key().public_bytes(serialization.Encoding.DER,
-                                       serialization.PublicFormat.SubjectPublicKeyInfo)
+    p = priv.private_bytes(
+        serialization.Encoding.DER, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    q = priv.public_key().public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
     return p.hex(), q.hex()
 
 
 def asym_vectors(old: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
-    for alg, curve, h in (("ecdsa-p256", ec.SECP256R1(), hashes.SHA256()), ("ecdsa-p384", ec.SECP384R1(),
-                                                                            hashes.SHA384())):
+    for alg, curve, h in (
+        ("ecdsa-p256", ec.SECP256R1(), hashes.SHA256()),
+        ("ecdsa-p384", ec.SECP384R1(), hashes.SHA384()),
+    ):
         vid = f"{alg}-1"
-        priv = (serialization.load_der_private_key(bytes.fromhex(old[vid]["private_key"]), None)
-                if vid in old else ec.generate_private_key(curve))
+        priv = (
+            serialization.load_der_private_key(bytes.fromhex(old[vid]["private_key"]), None)
+            if vid in old
+            else ec.generate_private_key(curve)
+        )
         msg = det("pt-200", 200)
         sig = priv.sign(msg, ec.ECDSA(h))
         p, q = _der(priv)
-        out.append({"id": vid, "alg": alg, "key_bits": int(alg[-3:]), "private_key": p, "public_key": q,
-                    "message": msg.hex(), "signature": sig.hex()})
+        out.append(
+            {
+                "id": vid,
+                "alg": alg,
+                "key_bits": int(alg[-3:]),
+                "private_key": p,
+                "public_key": q,
+                "message": msg.hex(),
+                "signature": sig.hex(),
+            }
+        )
     oaep = apadding.OAEP(mgf=apadding.MGF1(hashes.SHA256()), algorithm=hashes.SHA256(), label=None)
     for bits in (2048, 3072, 4096):
         vid = f"rsa-oaep-{bits}"
-        priv = (serialization.load_der_private_key(bytes.fromhex(old[vid]["private_key"]), None)
-                if vid in old else rsa.generate_private_key(public_exponent=65537, key_size=bits))
+        priv = (
+            serialization.load_der_private_key(bytes.fromhex(old[vid]["private_key"]), None)
+            if vid in old
+            else rsa.generate_private_key(public_exponent=65537, key_size=bits)
+        )
         data_key, iv, pt = det(f"rsa-{bits}-data-key", 32), det("rsa-iv", 12), det("pt-200", 200)
         p, q = _der(priv)
         wrapped = priv.public_key().encrypt(data_key, oaep)
-        out.append({"id": vid, "alg": "rsa-oaep", "key_bits": bits, "private_key": p, "public_key": q,
-                    "data_key": data_key.hex(), "wrapped_key": wrapped.hex(), "iv": iv.hex(),
-                    "plaintext": pt.hex(), "ciphertext": AESGCM(data_key).encrypt(iv, pt, None).hex()})
+        out.append(
+            {
+                "id": vid,
+                "alg": "rsa-oaep",
+                "key_bits": bits,
+                "private_key": p,
+                "public_key": q,
+                "data_key": data_key.hex(),
+                "wrapped_key": wrapped.hex(),
+                "iv": iv.hex(),
+                "plaintext": pt.hex(),
+                "ciphertext": AESGCM(data_key).encrypt(iv, pt, None).hex(),
+            }
+        )
     return out
 
 
 def main() -> None:
     old = {v["id"]: v for v in json.loads(OUT.read_text())["vectors"]} if OUT.exists() else {}
-    doc = {"version": 1, "description": "Known-answer vectors of workloads/crypto (see README.md)",
-           "vectors": cipher_vectors() + mac_vectors() + asym_vectors(old)}
+    doc = {
+        "version": 1,
+        "description": "Known-answer vectors of workloads/crypto (see README.md)",
+        "vectors": cipher_vectors() + mac_vectors() + asym_vectors(old),
+    }
     OUT.write_text(json.dumps(doc, indent=1) + "\n")
     print(f"wrote {len(doc['vectors'])} vectors to {OUT}")
 

@@ -29,11 +29,14 @@ class VectorFailure(Exception):
 
 
 def info() -> dict[str, Any]:
-    return {"language": "python", "runtime": f"CPython {platform.python_version()}",
-            "library": f"cryptography {cryptography.__version__}" + (
-                f" + oxifish {A.oxifish.__version__}" if A.oxifish is not None else ""),
-            "algorithms": [a for a in A.ALGS if a not in A.UNSUPPORTED],
-            "unsupported": A.UNSUPPORTED}
+    return {
+        "language": "python",
+        "runtime": f"CPython {platform.python_version()}",
+        "library": f"cryptography {cryptography.__version__}"
+        + (f" + oxifish {A.oxifish.__version__}" if A.oxifish is not None else ""),
+        "algorithms": [a for a in A.ALGS if a not in A.UNSUPPORTED],
+        "unsupported": A.UNSUPPORTED,
+    }
 
 
 def _rusage_ns() -> tuple[int, int]:
@@ -50,8 +53,15 @@ def _spec_int(spec: dict[str, Any], key: str, default: int | None, minimum: int)
     return value
 
 
-def _make_op(alg: A.Alg, op: str, key_bits: int, payload: bytes | None, stream: str | None,
-             chunk: int, vectors: list[dict[str, Any]]) -> Callable[[int], object]:
+def _make_op(
+    alg: A.Alg,
+    op: str,
+    key_bits: int,
+    payload: bytes | None,
+    stream: str | None,
+    chunk: int,
+    vectors: list[dict[str, Any]],
+) -> Callable[[int], object]:
     """A function of the operation number doing one operation (setup done here, untimed)."""
     name = alg.name
     if alg.kind in ("sign", "hybrid"):
@@ -63,17 +73,21 @@ def _make_op(alg: A.Alg, op: str, key_bits: int, payload: bytes | None, stream: 
     key = os.urandom(key_bits // 8)
     prefix = os.urandom(8)
     if alg.kind == "cipher":
+
         def iv_for(n: int) -> bytes:
             if name == "aes-gcm":
                 return prefix + n.to_bytes(4, "big")
             if name == "aes-ctr":
                 return prefix + n.to_bytes(4, "big") + bytes(4)
             return os.urandom(alg.block)
+
         if stream:
+
             def op_stream(n: int) -> object:
                 with open(stream, "rb", buffering=0) as src:
                     A.stream_encrypt(name, key, os.urandom(alg.block), src, chunk, len)
                 return None
+
             return op_stream
         assert payload is not None
         if op == "encrypt":
@@ -83,9 +97,11 @@ def _make_op(alg: A.Alg, op: str, key_bits: int, payload: bytes | None, stream: 
         return lambda n: A.decrypt(name, key, iv0, ct)
     if alg.kind == "mac":
         if stream:
+
             def mac_stream(n: int) -> object:
                 with open(stream, "rb", buffering=0) as src:
                     return A.stream_mac(name, key, src, chunk)
+
             return mac_stream
         return lambda n: A.mac(name, key, payload or b"")
     if alg.kind == "sign":
@@ -100,15 +116,18 @@ def _make_op(alg: A.Alg, op: str, key_bits: int, payload: bytes | None, stream: 
             if not A.verify(name, pub, data, sig):  # type: ignore[arg-type]
                 raise VectorFailure("own signature failed to verify")
             return None
+
         return op_verify
     # hybrid
     if stream:
+
         def hybrid_stream(n: int) -> object:
             data_key = os.urandom(32)
             A.wrap(pub, data_key)
             with open(stream, "rb", buffering=0) as src:
                 A.stream_encrypt("aes-gcm", data_key, os.urandom(12), src, chunk, len)
             return None
+
         return hybrid_stream
     if op == "encrypt":
         return lambda n: A.hybrid_encrypt(pub, payload or b"")
@@ -173,13 +192,24 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
     u1, s1 = _rusage_ns()
     wall = clock() - w0
     return {
-        "contract": CONTRACT, **{k: v for k, v in info().items() if k in ("language", "runtime", "library")},
-        "alg": name, "key_bits": key_bits, "op": op, "mode": alg.mode, "padding": alg.padding,
-        "payload_bytes": size, "input": "stream" if stream else "memory",
-        "iterations": iterations, "warmup": warmup,
+        "contract": CONTRACT,
+        **{k: v for k, v in info().items() if k in ("language", "runtime", "library")},
+        "alg": name,
+        "key_bits": key_bits,
+        "op": op,
+        "mode": alg.mode,
+        "padding": alg.padding,
+        "payload_bytes": size,
+        "input": "stream" if stream else "memory",
+        "iterations": iterations,
+        "warmup": warmup,
         "vectors": {"checked": len(report["results"]), "passed": report["passed"]},
-        "cold_ns": cold, "times_ns": times, "wall_ns": wall,
-        "cpu_user_ns": u1 - u0, "cpu_sys_ns": s1 - s0, "cpu_ns": (u1 - u0) + (s1 - s0),
+        "cold_ns": cold,
+        "times_ns": times,
+        "wall_ns": wall,
+        "cpu_user_ns": u1 - u0,
+        "cpu_sys_ns": s1 - s0,
+        "cpu_ns": (u1 - u0) + (s1 - s0),
         "process_cpu_ns": time.process_time_ns(),
     }
 

@@ -35,22 +35,37 @@ class Alg:
     block: int = 16
 
 
-ALGS: dict[str, Alg] = {a.name: a for a in (
-    Alg("aes-gcm", "cipher", (128, 192, 256), ("encrypt", "decrypt"),
-        "GCM, 96-bit nonce, 128-bit tag", "none"),
-    Alg("aes-ctr", "cipher", (128, 192, 256), ("encrypt", "decrypt"), "CTR, 128-bit counter", "none"),
-    Alg("aes-cbc", "cipher", (128, 192, 256), ("encrypt", "decrypt"), "CBC", "PKCS#7"),
-    Alg("3des-cbc", "cipher", (192,), ("encrypt", "decrypt"), "3-key EDE, CBC", "PKCS#7", 8),
-    Alg("cast128-cbc", "cipher", (128,), ("encrypt", "decrypt"), "CBC", "PKCS#7", 8),
-    Alg("blowfish-cbc", "cipher", (128, 256, 448), ("encrypt", "decrypt"), "CBC", "PKCS#7", 8),
-    Alg("twofish-cbc", "cipher", (128, 192, 256), ("encrypt", "decrypt"), "CBC", "PKCS#7"),
-    Alg("hmac-sha256", "mac", (256,), ("mac",), "HMAC", "none"),
-    Alg("hmac-sha384", "mac", (384,), ("mac",), "HMAC", "none"),
-    Alg("ecdsa-p256", "sign", (256,), ("sign", "verify"), "ECDSA with SHA-256, DER signature", "none"),
-    Alg("ecdsa-p384", "sign", (384,), ("sign", "verify"), "ECDSA with SHA-384, DER signature", "none"),
-    Alg("rsa-oaep", "hybrid", (2048, 3072, 4096), ("encrypt", "decrypt"),
-        "RSA-OAEP(SHA-256, MGF1-SHA-256) wraps a 256-bit key; AES-256-GCM payload", "OAEP"),
-)}
+ALGS: dict[str, Alg] = {
+    a.name: a
+    for a in (
+        Alg(
+            "aes-gcm",
+            "cipher",
+            (128, 192, 256),
+            ("encrypt", "decrypt"),
+            "GCM, 96-bit nonce, 128-bit tag",
+            "none",
+        ),
+        Alg("aes-ctr", "cipher", (128, 192, 256), ("encrypt", "decrypt"), "CTR, 128-bit counter", "none"),
+        Alg("aes-cbc", "cipher", (128, 192, 256), ("encrypt", "decrypt"), "CBC", "PKCS#7"),
+        Alg("3des-cbc", "cipher", (192,), ("encrypt", "decrypt"), "3-key EDE, CBC", "PKCS#7", 8),
+        Alg("cast128-cbc", "cipher", (128,), ("encrypt", "decrypt"), "CBC", "PKCS#7", 8),
+        Alg("blowfish-cbc", "cipher", (128, 256, 448), ("encrypt", "decrypt"), "CBC", "PKCS#7", 8),
+        Alg("twofish-cbc", "cipher", (128, 192, 256), ("encrypt", "decrypt"), "CBC", "PKCS#7"),
+        Alg("hmac-sha256", "mac", (256,), ("mac",), "HMAC", "none"),
+        Alg("hmac-sha384", "mac", (384,), ("mac",), "HMAC", "none"),
+        Alg("ecdsa-p256", "sign", (256,), ("sign", "verify"), "ECDSA with SHA-256, DER signature", "none"),
+        Alg("ecdsa-p384", "sign", (384,), ("sign", "verify"), "ECDSA with SHA-384, DER signature", "none"),
+        Alg(
+            "rsa-oaep",
+            "hybrid",
+            (2048, 3072, 4096),
+            ("encrypt", "decrypt"),
+            "RSA-OAEP(SHA-256, MGF1-SHA-256) wraps a 256-bit key; AES-256-GCM payload",
+            "OAEP",
+        ),
+    )
+}
 
 #: what this implementation cannot do, with the reason shown in results
 UNSUPPORTED: dict[str, str] = {}
@@ -118,8 +133,9 @@ def decrypt(alg: str, key: bytes, iv: bytes, data: bytes) -> bytes:
     return unpadder.update(out) + unpadder.finalize()
 
 
-def stream_encrypt(alg: str, key: bytes, iv: bytes, src: BinaryIO, chunk: int,
-                   sink: Callable[[bytes], object]) -> None:
+def stream_encrypt(
+    alg: str, key: bytes, iv: bytes, src: BinaryIO, chunk: int, sink: Callable[[bytes], object]
+) -> None:
     """Encrypt a stream chunk by chunk (GCM: one message per chunk, see CONTRACT.md)."""
     if alg == "aes-gcm":
         aead = AESGCM(key)
@@ -196,5 +212,5 @@ def hybrid_encrypt(public_key: object, data: bytes) -> bytes:
 
 def hybrid_decrypt(private_key: object, blob: bytes, modulus_bytes: int) -> bytes:
     k = modulus_bytes
-    wrapped, nonce, body = blob[:k], blob[k:k + 12], blob[k + 12:]
+    wrapped, nonce, body = blob[:k], blob[k : k + 12], blob[k + 12 :]
     return AESGCM(unwrap(private_key, wrapped)).decrypt(nonce, body, None)

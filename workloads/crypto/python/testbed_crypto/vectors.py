@@ -81,8 +81,14 @@ def check(vectors: list[dict[str, Any]], alg: str | None = None) -> dict[str, An
         except A.Unsupported as exc:
             unsupported.append({"id": v["id"], "reason": str(exc)})
         except Exception as exc:  # noqa: BLE001 - any exception is a failed vector
-            results.append({"id": v["id"], "ok": False, "error": f"{type(exc).__name__}: {exc}",
-                            "produced": {}})
+            results.append(
+                {"id": v["id"], "ok": False, "error": f"{type(exc).__name__}: {exc}", "produced": {}}
+            )
     passed = sum(r["ok"] for r in results)
-    return {"language": "python", "results": results, "passed": passed,
-            "failed": len(results) - passed, "unsupported": unsupported}
+    return {
+        "language": "python",
+        "results": results,
+        "passed": passed,
+        "failed": len(results) - passed,
+        "unsupported": unsupported,
+    }
