@@ -246,33 +246,7 @@ def build(
     problems = [p for _, p in flagged]
     factors = label_factors(fp)
     labels = sorted(set(ds.obs["label"].astype(str)) | set(ds.records["label"].astype(str)))
-    desc, draws = (
-        describe(ds.obs)
-        if not ds.obs.empty
-        else (
-            pd.DataFrame(
-                columns=[
-                    "benchmark",
-                    "metric",
-                    "label",
-                    "unit",
-                    "better",
-                    "machines",
-                    "n",
-                    "mean",
-                    "median",
-                    "sd",
-                    "cv_percent",
-                    "cv_ci_low",
-                    "cv_ci_high",
-                    "ci95_low",
-                    "ci95_high",
-                    "ci_method",
-                ]
-            ),
-            {},
-        )
-    )
+    desc, draws = describe(ds.obs)
     pairs = parse_pairs(list(compare_specs), labels) if compare_specs else auto_pairs(factors)
     cmp = compare(ds.obs, desc, draws, pairs)
     suspect = {lab for lab, _ in flagged}

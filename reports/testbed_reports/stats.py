@@ -79,8 +79,30 @@ def cv_delta_ci(values: np.ndarray) -> tuple[float, float]:
     return (100 * max(g - Z975 * se, 0.0), 100 * (g + Z975 * se))
 
 
+DESCRIBE_COLUMNS = [
+    "benchmark",
+    "metric",
+    "label",
+    "unit",
+    "better",
+    "machines",
+    "n",
+    "mean",
+    "median",
+    "sd",
+    "cv_percent",
+    "cv_ci_low",
+    "cv_ci_high",
+    "ci95_low",
+    "ci95_high",
+    "ci_method",
+]
+
+
 def describe(obs: pd.DataFrame) -> tuple[pd.DataFrame, dict[tuple[str, str, str], Draws | None]]:
     """Per (benchmark, metric, label): n, machines, mean, median, sd, CV % and CIs; plus the draws."""
+    if obs.empty:
+        return pd.DataFrame(columns=DESCRIBE_COLUMNS), {}
     g = obs.groupby(KEY, observed=True, sort=True)["value"]
     table = g.agg(n="count", mean="mean", median="median", sd="std").reset_index()
     meta = (
@@ -129,25 +151,7 @@ def describe(obs: pd.DataFrame) -> tuple[pd.DataFrame, dict[tuple[str, str, str]
             cv_lo[i], cv_hi[i] = cv_delta_ci(v)
     table["ci95_low"], table["ci95_high"], table["ci_method"] = lo, hi, method
     table["cv_ci_low"], table["cv_ci_high"] = cv_lo, cv_hi
-    cols = [
-        "benchmark",
-        "metric",
-        "label",
-        "unit",
-        "better",
-        "machines",
-        "n",
-        "mean",
-        "median",
-        "sd",
-        "cv_percent",
-        "cv_ci_low",
-        "cv_ci_high",
-        "ci95_low",
-        "ci95_high",
-        "ci_method",
-    ]
-    return table[cols], all_draws
+    return table[DESCRIBE_COLUMNS], all_draws
 
 
 def group_stats(values: np.ndarray) -> dict[str, float]:
