@@ -1,7 +1,7 @@
 """The KVM lab for real: build the guest image, start a guest under libvirt (software emulation on
 a host without vmx/svm), run a small plan inside it through Ansible with the agent stages, fetch
-the results, check that provisioning and teardown are idempotent (a second run changes nothing), and tear
-everything down."""
+the results and report them, check that provisioning and teardown are idempotent (a second run
+changes nothing), and tear everything down."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 from kvm_helpers import ROOT, ansible_playbook, free_port, require_tools
+
+from testbed_reports.build import build
 
 GUEST = "tb-kvm-itest"
 PLAN = "tests/kvm/guest-plan.yml"
@@ -177,6 +179,12 @@ def test_guest_runs_the_plan_and_returns_results(tmp_path: Path) -> None:
             assert host["virtualization"] == "software emulation (QEMU TCG)"
             assert sysinfo["hypervisor"]["software_emulation"] is True
         assert sysinfo["cc"]["technology"] == "none"
+        # and the report names the hypervisor side in its Machines table
+        report = build([results / run_id], tmp_path / "report")
+        guest_row = report.fingerprints.set_index("host").loc[GUEST]
+        assert host["virtualization"] in guest_row["hypervisor_host"]
+        assert f"libvirt {caps['libvirt_version']}" in guest_row["hypervisor_host"]
+        assert guest_row["hypervisor_host"] in (tmp_path / "report" / "index.html").read_text()
 
         # 3. idempotence: provisioning again changes nothing
         again = ansible_playbook(*common, "playbooks/provision_kvm.yml", log=log)
