@@ -81,25 +81,17 @@ def _records(directory: Path) -> dict[str, dict[str, Any]]:
     return {p.name: json.loads(p.read_text()) for p in sorted(directory.glob("*.json"))}
 
 
-def test_constructed_inventory_puts_the_six_machines_in_their_groups() -> None:
-    graph = subprocess.run(
-        [str(BIN / "ansible-inventory"), *INVENTORY, "--graph"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    ).stdout
-    listing = json.loads(
-        subprocess.run(
-            [str(BIN / "ansible-inventory"), *INVENTORY, "--list"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=True,
-        ).stdout
+def _ansible(tool: str, *args: str) -> str:
+    """Stdout of an Ansible command-line tool from the venv, run in the repository; fails on error."""
+    done = subprocess.run(
+        [str(BIN / tool), *args], cwd=ROOT, capture_output=True, text=True, timeout=120, check=True
     )
+    return done.stdout
+
+
+def test_constructed_inventory_puts_the_six_machines_in_their_groups() -> None:
+    graph = _ansible("ansible-inventory", *INVENTORY, "--graph")
+    listing = json.loads(_ansible("ansible-inventory", *INVENTORY, "--list"))
     for group in ("sev", "tdx", "amd_baseline", "intel_baseline"):
         expected = sorted(h for h, row in MATRIX.items() if row[0] == group)
         assert sorted(listing[group]["hosts"]) == expected, group
@@ -125,14 +117,7 @@ def test_dynamic_inventory_groups_like_the_constructed_file() -> None:
     assert "tags.testbed_security_type" in dynamic["hostvar_expressions"]["azure_vm_security_type"]
     assert "tags.testbed" in dynamic["exclude_host_filters"][0]
     plugin = "azure.azcollection.azure_rm"
-    doc = subprocess.run(
-        [str(BIN / "ansible-doc"), "-t", "inventory", plugin, "--json"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    ).stdout
+    doc = _ansible("ansible-doc", "-t", "inventory", plugin, "--json")
     options = json.loads(doc)[plugin]["doc"]["options"]
     assert [key for key in dynamic if key not in options] == []  # every setting is one the plugin knows
 
@@ -173,21 +158,9 @@ def test_dynamic_inventory_expressions_group_vms_as_azure_reports_them(tmp_path:
         )
     )
     listing = json.loads(
-        subprocess.run(
-            [
-                str(BIN / "ansible-inventory"),
-                "-i",
-                str(tmp_path / "vms.yml"),
-                "-i",
-                str(tmp_path / "groups.yml"),
-                "--list",
-            ],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=True,
-        ).stdout
+        _ansible(
+            "ansible-inventory", "-i", str(tmp_path / "vms.yml"), "-i", str(tmp_path / "groups.yml"), "--list"
+        )
     )
     for group in ("sev", "tdx", "amd_baseline", "intel_baseline"):
         assert sorted(listing[group]["hosts"]) == sorted(h for h, row in MATRIX.items() if row[0] == group)

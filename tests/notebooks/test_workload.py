@@ -24,6 +24,26 @@ def _bench(name: str = "SimplePrime.ipynb", datasets: tuple[str, ...] = (), **pa
     return Benchmark(name=name, type="kaggle_notebook", index=0, line=3, datasets=datasets, params=params)
 
 
+def _agent_run(plan: Path, out: Path, scratch: Path) -> list[str]:
+    """The agent's ``run`` command for one plan, host ``nbtest``, without node_exporter or progress."""
+    return [
+        sys.executable,
+        "-m",
+        "testbed_agent",
+        "run",
+        str(plan),
+        "--out",
+        str(out),
+        "--host",
+        "nbtest",
+        "--node-exporter",
+        "",
+        "--no-progress",
+        "--scratch",
+        str(scratch),
+    ]
+
+
 def _gone(pid: int) -> bool:
     try:
         return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
@@ -180,22 +200,7 @@ def test_plan_goes_on_after_a_failing_notebook(tmp_path: Path) -> None:
     )
     out = tmp_path / "results" / "run1"
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "testbed_agent",
-            "run",
-            str(plan),
-            "--out",
-            str(out),
-            "--host",
-            "nbtest",
-            "--node-exporter",
-            "",
-            "--no-progress",
-            "--scratch",
-            str(tmp_path / "scratch"),
-        ],
+        _agent_run(plan, out, tmp_path / "scratch"),
         capture_output=True,
         text=True,
         timeout=600,
@@ -226,22 +231,7 @@ def test_sigterm_to_the_agent_records_interrupted_and_ends_the_kernel(tmp_path: 
     plan.write_text(f"name: nb-sigterm\nbenchmarks:\n  - {{name: '{nb}', type: kaggle_notebook}}\n")
     out, scratch = tmp_path / "results" / "run1", tmp_path / "scratch"
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "testbed_agent",
-            "run",
-            str(plan),
-            "--out",
-            str(out),
-            "--host",
-            "nbtest",
-            "--node-exporter",
-            "",
-            "--no-progress",
-            "--scratch",
-            str(scratch),
-        ],
+        _agent_run(plan, out, scratch),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
