@@ -13,7 +13,12 @@ def test_dd_primary_is_latency() -> None:
 
 
 def test_crypto_throughput_or_time_per_op_per_cell() -> None:
-    names = ["py.aes.4096.throughput", "py.aes.4096.cpu_percent", "py.ecdsa.time_per_op", "py.aes.4096.time_per_op"]
+    names = [
+        "py.aes.4096.throughput",
+        "py.aes.4096.cpu_percent",
+        "py.ecdsa.time_per_op",
+        "py.aes.4096.time_per_op",
+    ]
     assert primary_metrics("crypto", names) == ["py.aes.4096.throughput", "py.ecdsa.time_per_op"]
 
 
