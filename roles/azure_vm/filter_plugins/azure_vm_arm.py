@@ -58,7 +58,7 @@ def azure_vm_body(p: dict[str, Any]) -> dict[str, Any]:
 
     ``p`` keys: location, size, security_type, encryption_type, secure_boot, vtpm, image (dict of
     publisher/offer/sku/version), admin_username, ssh_public_key, nic_id, os_disk_name,
-    os_disk_type, os_disk_size_gb, encryption_at_host, tags, computer_name.
+    os_disk_type, os_disk_size_gb, encryption_at_host, tags, computer_name, extra_properties (merged into properties as given).
     """
     security_type = p["security_type"]
     if security_type not in SECURITY_TYPES:
@@ -117,7 +117,17 @@ def azure_vm_body(p: dict[str, Any]) -> dict[str, Any]:
         security["encryptionAtHost"] = True
     if security:
         properties["securityProfile"] = security
+    _merge(properties, p.get("extra_properties") or {})
     return {"location": p["location"], "tags": _string_tags(p.get("tags") or {}), "properties": properties}
+
+
+def _merge(into: dict[str, Any], extra: dict[str, Any]) -> None:
+    """Deep-merge ``extra`` into ``into`` (dicts merged key by key, anything else replaced)."""
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = value
 
 
 def _string_tags(tags: dict[str, Any]) -> dict[str, str]:

@@ -1,0 +1,214 @@
+"""The resources of the ARM stand-in: PUT/GET/DELETE with provisioning states that advance with
+time, long-running operations, reference checks, tags, listings and counts for the rehearsal."""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+import uuid
+from typing import Any
+
+import catalog
+from validate import ArmError, check
+
+MACHINE = "microsoft.compute/virtualmachines"
+# Seconds a PUT stays Creating/Updating and a DELETE stays Deleting (the client must poll).
+CREATE_S = {MACHINE: 2.0}
+DEFAULT_CREATE_S = 0.5
+DELETE_S = 1.0
+
+
+def _type_of(rid: str) -> tuple[str, str]:
+    """(resource type in lower case, proper-case type) of a resource id."""
+    parts = rid.strip("/").split("/")
+    if len(parts) == 4:
+        return "resourcegroups", "Microsoft.Resources/resourceGroups"
+    proper = f"{parts[5]}/{parts[6]}"
+    return proper.lower(), proper
+
+
+class Arm:
+    """All resources of one subscription, guarded by one lock."""
+
+    def __init__(self, subscription: str, address_pool: list[str]) -> None:
+        self.subscription = subscription
+        self.items: dict[str, dict[str, Any]] = {}
+        self.ops: dict[str, dict[str, Any]] = {}
+        self.lock = threading.Lock()
+        self.free_addresses = list(address_pool)
+        self.counts = {"requests": 0, "machines_created": 0, "machines_deleted": 0}
+
+    # --- time ------------------------------------------------------------------------------
+    def settle(self) -> None:
+        """Finish the operations whose time has come (deletions remove their resources)."""
+        now = time.monotonic()
+        for op in self.ops.values():
+            if op["status"] == "InProgress" and now >= op["done_at"]:
+                op["status"] = "Succeeded"
+                if op["kind"] == "delete":
+                    self._remove(op["rid"])
+
+    def _remove(self, rid: str) -> None:
+        key = rid.lower()
+        doomed = [k for k in self.items if k == key or k.startswith(key + "/")]
+        for k in doomed:
+            item = self.items.pop(k)
+            if item["rtype"] == MACHINE:
+                self.counts["machines_deleted"] += 1
+            address = (item["properties"] or {}).get("ipAddress")
+            if address:
+                self.free_addresses.append(address)
+
+    # --- operations --------------------------------------------------------------------------
+    def _op(self, kind: str, rid: str, seconds: float) -> str:
+        op_id = str(uuid.uuid4())
+        self.ops[op_id] = {"kind": kind, "rid": rid, "status": "InProgress", "done_at": time.monotonic() + seconds}
+        return op_id
+
+    def operation(self, op_id: str) -> dict[str, Any]:
+        """The Azure-AsyncOperation body of one operation."""
+        op = self.ops.get(op_id)
+        if op is None:
+            raise ArmError(404, "OperationNotFound", f"The operation '{op_id}' was not found.")
+        return {"name": op_id, "status": op["status"]}
+
+    # --- resources ---------------------------------------------------------------------------
+    def get(self, rid: str) -> dict[str, Any]:
+        """GET of one resource as Azure shows it."""
+        item = self.items.get(rid.lower())
+        if item is None:
+            raise self._not_found(rid)
+        return self._view(item)
+
+    def _not_found(self, rid: str) -> ArmError:
+        rtype, proper = _type_of(rid)
+        name = rid.rstrip("/").split("/")[-1]
+        if rtype == "resourcegroups":
+            return ArmError(404, "ResourceGroupNotFound", f"Resource group '{name}' could not be found.")
+        return ArmError(404, "ResourceNotFound", f"The Resource '{proper}/{name}' under resource group was not found.")
+
+    def _view(self, item: dict[str, Any]) -> dict[str, Any]:
+        out = {k: copy.deepcopy(item[k]) for k in ("id", "name", "type", "location", "tags")}
+        props = copy.deepcopy(item["properties"] or {})
+        props["provisioningState"] = self._state(item)
+        out["properties"] = props
+        return out
+
+    def _state(self, item: dict[str, Any]) -> str:
+        op = self.ops.get(item.get("op") or "")
+        if op is None or op["status"] == "Succeeded":
+            return "Succeeded"
+        return {"create": "Creating" if item["rtype"] == MACHINE else "Updating", "delete": "Deleting"}[op["kind"]]
+
+    def put(self, rid: str, body: dict[str, Any], api_version: str) -> tuple[int, dict[str, Any], str | None]:
+        """Create or update; returns (status, body, operation id or None)."""
+        rtype, proper = _type_of(rid)
+        models, model = catalog.model_of(rtype, api_version)
+        check(body, model, models)
+        if not body.get("location"):
+            raise ArmError(400, "LocationRequired", "The location property is required for this definition.")
+        existing = self.items.get(rid.lower())
+        if existing and self._state(existing) == "Deleting":
+            raise ArmError(409, "Conflict", f"The resource '{proper}' is being deleted and cannot be updated.")
+        self._check_parent(rid, rtype)
+        props = copy.deepcopy(body.get("properties") or {})
+        self._check_kind(rid, rtype, body, props, existing)
+        item = existing or {"id": rid, "name": rid.rstrip("/").split("/")[-1], "type": proper, "rtype": rtype}
+        item.update(location=body["location"], tags=body.get("tags") or {}, properties=props)
+        if existing:
+            return 200, self._view(item), None
+        item["op"] = self._op("create", rid, CREATE_S.get(rtype, DEFAULT_CREATE_S))
+        self.items[rid.lower()] = item
+        if rtype == MACHINE:
+            self.counts["machines_created"] += 1
+        return 201, self._view(item), item["op"]
+
+    def _check_parent(self, rid: str, rtype: str) -> None:
+        if rtype == "resourcegroups":
+            return
+        rg = "/".join(rid.strip("/").split("/")[:4])
+        if ("/" + rg).lower() not in self.items:
+            raise ArmError(404, "ResourceGroupNotFound", f"Resource group '{rg.split('/')[-1]}' could not be found.")
+
+    def _check_kind(self, rid: str, rtype: str, body: dict, props: dict, existing: dict | None) -> None:
+        if rtype == "microsoft.network/publicipaddresses" and not existing:
+            if not self.free_addresses:
+                raise ArmError(409, "PublicIPCountLimitReached", "Cannot create more public IP addresses in this region.")
+            props["ipAddress"] = self.free_addresses.pop(0)
+        elif rtype == "microsoft.network/networkinterfaces":
+            for conf in props.get("ipConfigurations") or []:
+                cp = conf.get("properties") or {}
+                self._require(rid, (cp.get("subnet") or {}).get("id"), subnet=True)
+                self._require(rid, (cp.get("publicIPAddress") or {}).get("id"))
+                cp["privateIPAddress"] = "10.77.1.4"
+        elif rtype == MACHINE:
+            self._check_machine(rid, body, props, existing)
+        elif rtype == "microsoft.devtestlab/schedules":
+            self._require(rid, props.get("targetResourceId"))
+
+    def _require(self, rid: str, ref: str | None, subnet: bool = False) -> None:
+        if not ref:
+            return
+        target = ref.rsplit("/subnets/", 1) if subnet else [ref]
+        item = self.items.get(target[0].lower())
+        names = [s.get("name") for s in ((item or {}).get("properties") or {}).get("subnets") or []]
+        if item is None or (subnet and target[-1] not in names):
+            raise ArmError(
+                400, "InvalidResourceReference", f"Resource {ref} referenced by resource {rid} was not found."
+            )
+
+    def _check_machine(self, rid: str, body: dict, props: dict, existing: dict | None) -> None:
+        catalog.check_confidential(body)
+        size = (props.get("hardwareProfile") or {}).get("vmSize", "")
+        used = sum(
+            catalog.vcpus((i["properties"].get("hardwareProfile") or {}).get("vmSize", ""))
+            for k, i in self.items.items()
+            if i["rtype"] == MACHINE and i["location"] == body["location"] and k != rid.lower()
+        )
+        catalog.check_size(size, body["location"], used)
+        for nic in (props.get("networkProfile") or {}).get("networkInterfaces") or []:
+            self._require(rid, nic.get("id"))
+            holder = self._nic_holder(nic.get("id", ""), rid)
+            if holder:
+                raise ArmError(400, "NicInUse", f"Network Interface {nic['id']} is used by existing resource {holder}.")
+        props["vmId"] = (existing or {}).get("properties", {}).get("vmId") or str(uuid.uuid4())
+
+    def _nic_holder(self, nic_id: str, rid: str) -> str | None:
+        for key, item in self.items.items():
+            nics = ((item["properties"] or {}).get("networkProfile") or {}).get("networkInterfaces") or []
+            if item["rtype"] == MACHINE and key != rid.lower() and any(n.get("id", "").lower() == nic_id.lower() for n in nics):
+                return item["id"]
+        return None
+
+    def delete(self, rid: str) -> tuple[int, str | None]:
+        """Start a deletion; (202, operation id), or (204, None) when there is nothing to delete."""
+        item = self.items.get(rid.lower())
+        if item is None:
+            return 204, None
+        rtype, _ = _type_of(rid)
+        if rtype == "microsoft.network/networkinterfaces" and self._nic_holder(rid, ""):
+            raise ArmError(400, "NicInUse", f"Network Interface {rid} is used by existing resource {self._nic_holder(rid, '')}.")
+        item["op"] = self._op("delete", rid, DELETE_S)
+        return 202, item["op"]
+
+    # --- listings ----------------------------------------------------------------------------
+    def listing(self, what: str, tag: tuple[str, str | None] | None) -> list[dict[str, Any]]:
+        """Resource groups or resources of the subscription, optionally filtered by a tag."""
+        want_groups = what == "resourcegroups"
+        out = []
+        for item in self.items.values():
+            if (item["rtype"] == "resourcegroups") != want_groups:
+                continue
+            if tag and (tag[0] not in item["tags"] or (tag[1] is not None and item["tags"][tag[0]] != tag[1])):
+                continue
+            view = self._view(item)
+            if not want_groups:
+                view.pop("properties")
+            out.append(view)
+        return out
+
+    def stats(self) -> dict[str, Any]:
+        """Counts for the rehearsal's closing line, and what is left."""
+        machines = [i["id"] for i in self.items.values() if i["rtype"] == MACHINE]
+        return {**self.counts, "machines_left": machines, "resources_left": [i["id"] for i in self.items.values()]}
