@@ -33,8 +33,12 @@ _REPORT_TYPES = {2: "sev-snp", 4: "tdx"}
 _HASH_TYPES = {1: "sha256", 2: "sha384", 3: "sha512"}
 
 
-def imds(endpoint: str = IMDS_ENDPOINT, timeout: float = 2.0) -> dict[str, Any]:
-    """The machine's Azure identity and security profile from IMDS (raises TestbedError)."""
+def imds(endpoint: str | None = None, timeout: float = 2.0) -> dict[str, Any]:
+    """The machine's Azure identity and security profile from IMDS (raises TestbedError).
+
+    The endpoint is Azure's link-local address unless TESTBED_AZURE_IMDS names another (rehearsals).
+    """
+    endpoint = endpoint or os.environ.get("TESTBED_AZURE_IMDS") or IMDS_ENDPOINT
     if not endpoint.startswith(("http://", "https://")):
         raise TestbedError(f"IMDS endpoint {endpoint!r} is not an http(s) URL")
     url = f"{endpoint.rstrip('/')}/metadata/instance?api-version={IMDS_API_VERSION}"

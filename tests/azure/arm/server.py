@@ -6,7 +6,8 @@ login.microsoftonline.com: clients reach it through HTTPS_PROXY, trust its throw
 REQUESTS_CA_BUNDLE, and keep the real public-cloud endpoints and the real protocols (service
 principal token from Entra ID's v2.0 token endpoint, ARM REST with long-running operations). It
 never forwards anything: any other host gets 403. Plain-HTTP GET /_rehearsal/stats gives the
-counts for the rehearsal's closing line.
+counts for the rehearsal's closing line; GET /imds/<vm name>/metadata/instance is the Instance
+Metadata Service of that machine (same JSON shape as Azure's, built from the VM resource).
 
     python tests/azure/arm/server.py --dir DIR [--port 0]   # writes DIR/endpoint.json when ready
 """
@@ -118,6 +119,12 @@ class Handler(BaseHTTPRequestHandler):
             with self.server.arm.lock:
                 self.server.arm.settle()
                 return 200, self.server.arm.stats(), {}
+        found = re.match(r"^/imds/([^/]+)/metadata/instance$", path)
+        if method == "GET" and found:
+            if self.headers.get("Metadata") != "true":
+                return 400, {"error": "Bad request. Required metadata header not specified"}, {}
+            with self.server.arm.lock:
+                return 200, self.server.arm.imds(found.group(1)), {}
         return 404, {"error": f"not a rehearsal control path: {path}"}, {}
 
     # --- Entra ID (service principal, client credentials) ------------------------------------

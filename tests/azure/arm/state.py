@@ -14,7 +14,7 @@ from validate import ArmError, check
 
 MACHINE = "microsoft.compute/virtualmachines"
 # Seconds a PUT stays Creating/Updating and a DELETE stays Deleting (the client must poll).
-CREATE_S = {MACHINE: 2.0}
+CREATE_S = {MACHINE: 2.0, "resourcegroups": 0.0}
 DEFAULT_CREATE_S = 0.5
 DELETE_S = 1.0
 
@@ -118,7 +118,8 @@ class Arm:
         item.update(location=body["location"], tags=body.get("tags") or {}, properties=props)
         if existing:
             return 200, self._view(item), None
-        item["op"] = self._op("create", rid, CREATE_S.get(rtype, DEFAULT_CREATE_S))
+        seconds = CREATE_S.get(rtype, DEFAULT_CREATE_S)
+        item["op"] = self._op("create", rid, seconds) if seconds > 0 else None
         self.items[rid.lower()] = item
         if rtype == MACHINE:
             self.counts["machines_created"] += 1
@@ -208,7 +209,37 @@ class Arm:
             out.append(view)
         return out
 
+    def imds(self, name: str) -> dict[str, Any]:
+        """The IMDS instance document of the VM called ``name`` (as Azure's IMDS shapes it)."""
+        for item in self.items.values():
+            if item["rtype"] == MACHINE and item["name"].lower() == name.lower():
+                return {"compute": _compute(item)}
+        raise ArmError(404, "NotFound", f"no virtual machine named {name}")
+
     def stats(self) -> dict[str, Any]:
         """Counts for the rehearsal's closing line, and what is left."""
         machines = [i["id"] for i in self.items.values() if i["rtype"] == MACHINE]
         return {**self.counts, "machines_left": machines, "resources_left": [i["id"] for i in self.items.values()]}
+
+
+def _compute(item: dict[str, Any]) -> dict[str, Any]:
+    props = item["properties"]
+    security = props.get("securityProfile") or {}
+    uefi = security.get("uefiSettings") or {}
+    flag = {True: "true", False: "false"}
+    return {
+        "name": item["name"],
+        "location": item["location"],
+        "vmSize": (props.get("hardwareProfile") or {}).get("vmSize"),
+        "vmId": props.get("vmId"),
+        "resourceId": item["id"],
+        "zone": "",
+        "securityProfile": {
+            "securityType": security.get("securityType", ""),
+            "secureBootEnabled": flag[bool(uefi.get("secureBootEnabled"))],
+            "virtualTpmEnabled": flag[bool(uefi.get("vTpmEnabled"))],
+            "encryptionAtHost": flag[bool(security.get("encryptionAtHost"))],
+        },
+        "storageProfile": {"imageReference": (props.get("storageProfile") or {}).get("imageReference") or {}},
+        "tagsList": [{"name": k, "value": v} for k, v in item["tags"].items()],
+    }

@@ -1,0 +1,235 @@
+"""Azure dress rehearsal: `ansible-playbook run.yml` on the Azure matrix against the local ARM.
+
+Starts the ARM stand-in (tests/azure/arm/server.py, with the python of .venv/azure) and an sshd
+on loopback addresses that the stand-in hands out as the machines' public IPs, then runs the
+real playbook with the real azure collection (service principal auth, HTTPS through the
+stand-in's proxy, its throw-away CA trusted through REQUESTS_CA_BUNDLE). Fails if any task of
+the azure collection was skipped or if anything is left in the stand-in after teardown. Ends with
+
+    rehearsal: N requests, M machines created, M deleted, 0 left, report: PATH
+
+    python tests/azure/rehearsal.py [--limit sev,tdx] [--workdir DIR] [-e VAR=VALUE]...
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+AZURE_PY = ROOT / ".venv/azure/bin/python"
+ADDRESSES = [f"127.0.0.{n}" for n in range(11, 23)]
+INVENTORY = ["inventory/azure.yml", "inventory/azure.constructed.yml"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for(path: Path, proc: subprocess.Popen, what: str, timeout: float = 60) -> None:
+    end = time.monotonic() + timeout
+    while not path.exists():
+        if proc.poll() is not None or time.monotonic() > end:
+            raise SystemExit(f"rehearsal: {what} did not start (see {path.parent})")
+        time.sleep(0.1)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@contextmanager
+def arm_server(work: Path) -> Iterator[dict]:
+    """The ARM stand-in; yields its endpoint.json."""
+    (work / "arm").mkdir(parents=True, exist_ok=True)
+    args = [str(AZURE_PY), str(HERE / "arm/server.py"), "--dir", str(work / "arm"), "--addresses", ",".join(ADDRESSES)]
+    with (work / "arm/server.log").open("w") as log:
+        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+    (work / "arm/server.pid").write_text(f"{proc.pid}\n")
+    try:
+        _wait_for(work / "arm/endpoint.json", proc, "the ARM stand-in")
+        yield json.loads((work / "arm/endpoint.json").read_text())
+    finally:
+        _stop(proc)
+
+
+@contextmanager
+def sshd(work: Path) -> Iterator[tuple[int, Path]]:
+    """An sshd on the machines' loopback addresses; yields (port, client private key)."""
+    ssh = work / "ssh"
+    ssh.mkdir(parents=True, exist_ok=True)
+    for name in ("host_ed25519", "id_ed25519"):
+        if not (ssh / name).exists():
+            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(ssh / name)], check=True)
+    shutil.copy(ssh / "id_ed25519.pub", ssh / "authorized_keys")
+    port = _free_port()
+    config = [f"ListenAddress {a}:{port}" for a in ADDRESSES] + [
+        f"HostKey {ssh / 'host_ed25519'}",
+        f"PidFile {ssh / 'sshd.pid'}",
+        f"AuthorizedKeysFile {ssh / 'authorized_keys'}",
+        "StrictModes no",
+        "UsePAM no",
+        "PasswordAuthentication no",
+        "KbdInteractiveAuthentication no",
+        "PermitRootLogin prohibit-password",
+        f"AllowUsers {getpass.getuser()}",
+        "MaxStartups 100",
+        "MaxSessions 100",
+    ]
+    (ssh / "sshd_config").write_text("\n".join(config) + "\n")
+    Path("/run/sshd").mkdir(exist_ok=True)  # privilege separation directory (root sshd only)
+    proc = subprocess.Popen(["/usr/sbin/sshd", "-D", "-e", "-f", str(ssh / "sshd_config")], stderr=(ssh / "sshd.log").open("w"))
+    try:
+        _wait_for(ssh / "sshd.pid", proc, "sshd")
+        yield port, ssh / "id_ed25519"
+    finally:
+        _stop(proc)
+
+
+def overlay(work: Path, endpoint: dict, port: int, key: Path) -> Path:
+    """Inventory overlay: where the machines' SSH and IMDS are, and the agent in place."""
+    imds = endpoint["proxy"] + "/imds/{{ inventory_hostname }}"
+    azure_vars = {
+        "ansible_port": port,
+        "ansible_ssh_private_key_file": str(key),
+        "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null",
+        "ansible_python_interpreter": sys.executable,
+        "azure_vm_subscription_id": "",
+        "azure_vm_ssh_public_key": Path(str(key) + ".pub").read_text().strip(),
+        "azure_vm_state_dir": str(work / "state"),
+        "azure_vm_polling_interval": 1,
+        "azure_vm_wait_for_ssh_timeout": 60,
+        "azure_vm_guest_packages": [],
+        "agent_python": sys.executable,
+        "agent_install_dir": str(work / "machines/{{ inventory_hostname }}"),
+        "agent_scratch_dir": str(work / "machines/{{ inventory_hostname }}/scratch"),
+        "node_exporter_enabled": False,
+        "testbed_agent_extra_env": {"TESTBED_AZURE_IMDS": imds},
+    }
+    path = work / "rehearsal.yml"
+    path.write_text(yaml.safe_dump({"all": {"children": {"azure": {"vars": azure_vars}}}}, sort_keys=True))
+    return path
+
+
+def environment(work: Path, endpoint: dict) -> dict[str, str]:
+    """The process environment: the collection's service principal, the proxy and its CA."""
+    env = dict(os.environ)
+    for name in ("HTTP_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"):
+        env.pop(name, None)
+    env.update(
+        HTTPS_PROXY=endpoint["proxy"],
+        NO_PROXY="127.0.0.1,localhost",
+        no_proxy="127.0.0.1,localhost",
+        REQUESTS_CA_BUNDLE=endpoint["ca"],
+        AZURE_CLIENT_ID=endpoint["client_id"],
+        AZURE_SECRET=endpoint["secret"],
+        AZURE_TENANT=endpoint["tenant"],
+        AZURE_SUBSCRIPTION_ID=endpoint["subscription_id"],
+        TESTBED_AZURE_PYTHON=str(AZURE_PY),
+        TESTBED_REHEARSAL_TASKS=str(work / "tasks.jsonl"),
+        ANSIBLE_CALLBACK_PLUGINS=str(HERE / "callback_plugins"),
+        ANSIBLE_CALLBACKS_ENABLED="rehearsal_tasks",
+        ANSIBLE_FORCE_COLOR="0",
+        ANSIBLE_HOST_KEY_CHECKING="False",
+        XDG_STATE_HOME=str(work / "xdg-state"),
+    )
+    return env
+
+
+def skipped_azure_tasks(work: Path) -> tuple[int, list[str]]:
+    """(number of azure collection task results, the skipped ones)."""
+    path = work / "tasks.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    azure = [r for r in rows if r["action"].startswith("azure.azcollection.")]
+    return len(azure), [f"{r['host']}: {r['task']}" for r in azure if r["status"] == "skipped"]
+
+
+def stats(endpoint: dict) -> dict:
+    """The stand-in's counts (plain HTTP on loopback, never through a proxy)."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(endpoint["proxy"] + "/_rehearsal/stats", timeout=10) as response:
+        return json.loads(response.read())
+
+
+def report_path(log: str) -> str:
+    """The report's index.html named in the playbook output ('-' if none)."""
+    found = [w.strip("\",'") for w in log.split() if w.strip("\",'").endswith("index.html")]
+    return found[-1] if found else "-"
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the rehearsal; return the exit status."""
+    work = args.workdir.resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    with arm_server(work) as endpoint, sshd(work) as (port, key):
+        inv = sum((["-i", i] for i in [*INVENTORY, str(overlay(work, endpoint, port, key))]), [])
+        cmd = ["ansible-playbook", *inv, args.playbook, "-e", f"ansible_user={getpass.getuser()}"]
+        cmd += ["-e", f"plan={args.plan}", "-e", f"run_id={args.run_id}"]
+        cmd += ["-l", args.limit] if args.limit else []
+        for extra in args.extra_vars:
+            cmd += ["-e", extra]
+        started = time.monotonic()
+        done = subprocess.run(cmd, cwd=ROOT, env=environment(work, endpoint), capture_output=True, text=True)
+        (work / "ansible.log").write_text(done.stdout + done.stderr)
+        print(done.stdout[-6000:] if args.quiet else done.stdout, done.stderr[-3000:], sep="\n")
+        return verdict(work, endpoint, done, time.monotonic() - started)
+
+
+def verdict(work: Path, endpoint: dict, done: subprocess.CompletedProcess, seconds: float) -> int:
+    """Check skipped Azure tasks and leftovers; print the closing line."""
+    count, skipped = skipped_azure_tasks(work)
+    s = stats(endpoint)
+    left = len(s["resources_left"])
+    print(f"rehearsal: {count} azure task results, {len(skipped)} skipped, ansible exit {done.returncode}, {seconds:.0f} s")
+    for line in skipped:
+        print(f"rehearsal: skipped Azure task: {line}")
+    for rid in s["resources_left"]:
+        print(f"rehearsal: left in Azure: {rid}")
+    print(
+        f"rehearsal: {s['requests']} requests, {s['machines_created']} machines created, "
+        f"{s['machines_deleted']} deleted, {left} left, report: {report_path(done.stdout)}"
+    )
+    ok = done.returncode == 0 and count > 0 and not skipped and left == 0
+    return 0 if ok and s["machines_deleted"] == s["machines_created"] else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--limit", default="", help="ansible --limit (default: the whole Azure matrix)")
+    ap.add_argument("--workdir", type=Path, default=ROOT / ".cache/azure-rehearsal")
+    ap.add_argument("--plan", default="tests/azure/rehearsal-plan.yml")
+    ap.add_argument("--playbook", default="run.yml")
+    ap.add_argument("--run-id", default=time.strftime("rh%Y%m%dt%H%M%Sz", time.gmtime()))
+    ap.add_argument("-e", "--extra-vars", action="append", default=[])
+    ap.add_argument("--quiet", action="store_true", help="print only the end of the playbook output")
+    args = ap.parse_args(argv)
+    if not AZURE_PY.exists():
+        print(f"rehearsal: {AZURE_PY} is missing; run `make azure-deps`", file=sys.stderr)
+        return 2
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
