@@ -95,6 +95,7 @@ def sshd(work: Path) -> Iterator[tuple[int, Path]]:
         "PermitRootLogin prohibit-password",
         f"AllowUsers {getpass.getuser()}",
         "MaxStartups 100",
+        "Subsystem sftp internal-sftp",
         "MaxSessions 100",
     ]
     (ssh / "sshd_config").write_text("\n".join(config) + "\n")
@@ -149,7 +150,7 @@ def environment(work: Path, endpoint: dict) -> dict[str, str]:
         TESTBED_AZURE_PYTHON=str(AZURE_PY),
         TESTBED_REHEARSAL_TASKS=str(work / "tasks.jsonl"),
         ANSIBLE_CALLBACK_PLUGINS=str(HERE / "callback_plugins"),
-        ANSIBLE_CALLBACKS_ENABLED="rehearsal_tasks",
+        ANSIBLE_CALLBACKS_ENABLED="rehearsal_tasks,ansible.posix.profile_tasks",
         ANSIBLE_FORCE_COLOR="0",
         ANSIBLE_HOST_KEY_CHECKING="False",
         XDG_STATE_HOME=str(work / "xdg-state"),
