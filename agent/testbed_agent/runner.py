@@ -22,9 +22,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from testbed_agent.errors import BenchmarkTimeout, Interrupted, TestbedError, WorkloadError
 from testbed_agent.plan import Benchmark, Plan, load_plan
+from testbed_agent.progress import ProgressFileExporter
 from testbed_agent.results import Identity, ResultWriter, completed_executions, make_record, now_rfc3339
 from testbed_agent.telemetry import (
-    ProgressExporter,
     ResourceMeter,
     Sampler,
     counter_deltas,
@@ -66,7 +66,7 @@ class Runner:
         self.options = options or {}
         self.show_progress = progress
         self.console = console or Console(stderr=True)
-        self.exporter = ProgressExporter(textfile_dir, ident.run_id, ident.host)
+        self.exporter = ProgressFileExporter(textfile_dir, ident.run_id, ident.host, out)
         self.stop = threading.Event()
         self.signum: int | None = None
         self._ctx: RunContext | None = None
@@ -110,7 +110,7 @@ class Runner:
                     label = f"{bench.name} #{rep + 1}/{bench.repetitions}"
                     if progress:
                         progress.update(task, description=label)
-                    self.exporter.update(n - 1, len(todo), bench.name)
+                    self.exporter.update(n - 1, len(todo), bench.name, "running", rep + 1, bench.repetitions)
                     if bench.wait_s and self.stop.wait(bench.wait_s):
                         break  # interrupted while waiting: nothing started, nothing to record
                     record = self.execute(bench, rep)

@@ -1,0 +1,52 @@
+"""The agent's progress as a small JSON file next to its results, for whoever watches the run
+(run_plan.yml reads it on every poll): ``<out>/<host>.progress.json``.
+
+    {"run_id": ..., "host": ..., "state": "running|done|interrupted", "benchmark": "fio_4k_randread",
+     "repetition": 2, "repetitions": 3, "done": 4, "total": 12, "updated_at": "RFC3339"}
+
+Written atomically (temporary file + rename), so a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from testbed_agent.results import now_rfc3339
+from testbed_agent.telemetry import ProgressExporter
+
+
+class ProgressFileExporter(ProgressExporter):
+    """ProgressExporter that also writes ``<out>/<host>.progress.json``."""
+
+    def __init__(self, directory: Path | None, run_id: str, host: str, out: Path) -> None:
+        super().__init__(directory, run_id, host)
+        self.file = out / f"{host}.progress.json"
+
+    def update(
+        self,
+        done: int,
+        total: int,
+        current: str,
+        status: str = "running",
+        repetition: int | None = None,
+        repetitions: int | None = None,
+    ) -> None:
+        """Record the state of the run (and update the textfile metrics)."""
+        super().update(done, total, current, status)
+        state = {
+            "run_id": self.run_id,
+            "host": self.host,
+            "state": status,
+            "benchmark": current or None,
+            "repetition": repetition,
+            "repetitions": repetitions,
+            "done": done,
+            "total": total,
+            "updated_at": now_rfc3339(),
+        }
+        self.file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.file.with_name(self.file.name + ".tmp")
+        tmp.write_text(json.dumps(state) + "\n", encoding="utf-8")
+        os.replace(tmp, self.file)
