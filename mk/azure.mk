@@ -1,13 +1,17 @@
-# Azure confidential-VM matrix (roles/azure_vm, the README, "Running on Azure"). Optional: `make test` needs none
-# of this; real Azure runs need `make azure-deps` once (the azure collection's SDKs, which
-# conflict with requirements.txt, in a venv of their own).
+# Azure confidential-VM matrix (roles/azure_vm, the README, "Running on Azure"). Real Azure runs need
+# `make azure-deps` once (the azure collection's SDKs, which conflict with requirements.txt, in a
+# venv of their own); `make test` installs them too, for the dress rehearsal against the local ARM
+# (tests/azure/arm, docs/azure.md).
 AZURE_VENV  := $(VENV)/azure
 AZURE_STAMP := $(AZURE_VENV)/.installed
 AZURE_INV   := -i inventory/azure.yml -i inventory/azure.constructed.yml
 AZURE_LIMIT ?= sev,tdx
 AZURE_PLAN  ?= workloads/plans/standard.txt
 
-.PHONY: azure-deps azure-run azure-teardown azure-reap azure-check
+AZURE_REHEARSAL_LIMIT ?= sev,tdx
+TEST_PREREQS += $(AZURE_STAMP)
+
+.PHONY: azure-deps azure-run azure-teardown azure-reap azure-check azure-rehearsal
 
 $(AZURE_STAMP): requirements-azure.txt
 	python3 -m venv $(AZURE_VENV)
@@ -34,3 +38,7 @@ azure-teardown: $(STAMP) ## delete every Azure run this controller started (or R
 azure-reap: $(STAMP) ## delete every testbed resource group past its deadline (any controller)
 	@source $(VENV)/bin/activate && ansible-playbook $(AZURE_INV) playbooks/teardown_azure.yml \
 	  -e azure_vm_teardown_expired=true
+
+azure-rehearsal: $(STAMP) $(AZURE_STAMP) ## dress rehearsal: run.yml -l sev,tdx against the local ARM (AZURE_REHEARSAL_LIMIT= for the whole matrix)
+	@source $(VENV)/bin/activate && python tests/azure/rehearsal.py --quiet \
+	  $(if $(AZURE_REHEARSAL_LIMIT),--limit $(AZURE_REHEARSAL_LIMIT))

@@ -152,6 +152,7 @@ def environment(work: Path, endpoint: dict) -> dict[str, str]:
         ANSIBLE_CALLBACK_PLUGINS=str(HERE / "callback_plugins"),
         ANSIBLE_CALLBACKS_ENABLED="rehearsal_tasks,ansible.posix.profile_tasks",
         ANSIBLE_FORCE_COLOR="0",
+        ANSIBLE_FORKS="8",
         ANSIBLE_HOST_KEY_CHECKING="False",
         XDG_STATE_HOME=str(work / "xdg-state"),
     )
@@ -184,7 +185,8 @@ def run(args: argparse.Namespace) -> int:
     work = args.workdir.resolve()
     work.mkdir(parents=True, exist_ok=True)
     with arm_server(work) as endpoint, sshd(work) as (port, key):
-        inv = sum((["-i", i] for i in [*INVENTORY, str(overlay(work, endpoint, port, key))]), [])
+        overlays = [str(overlay(work, endpoint, port, key)), *map(str, args.inventory)]
+        inv = sum((["-i", i] for i in [*INVENTORY, *overlays]), [])
         cmd = ["ansible-playbook", *inv, args.playbook, "-e", f"ansible_user={getpass.getuser()}"]
         cmd += ["-e", f"plan={args.plan}", "-e", f"run_id={args.run_id}"]
         cmd += ["-l", args.limit] if args.limit else []
@@ -218,12 +220,13 @@ def verdict(work: Path, endpoint: dict, done: subprocess.CompletedProcess, secon
 def main(argv: list[str] | None = None) -> int:
     """Command line."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--limit", default="", help="ansible --limit (default: the whole Azure matrix)")
+    ap.add_argument("-l", "--limit", default="", help="ansible --limit (default: the whole Azure matrix)")
     ap.add_argument("--workdir", type=Path, default=ROOT / ".cache/azure-rehearsal")
     ap.add_argument("--plan", default="tests/azure/rehearsal-plan.yml")
     ap.add_argument("--playbook", default="run.yml")
     ap.add_argument("--run-id", default=time.strftime("rh%Y%m%dt%H%M%Sz", time.gmtime()))
     ap.add_argument("-e", "--extra-vars", action="append", default=[])
+    ap.add_argument("-i", "--inventory", type=Path, action="append", default=[], help="further inventory overlay")
     ap.add_argument("--quiet", action="store_true", help="print only the end of the playbook output")
     args = ap.parse_args(argv)
     if not AZURE_PY.exists():
