@@ -18,7 +18,7 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "filter_plugins"))
-from agent_progress import agent_progress_line  # noqa: E402
+from agent_progress import agent_progress_line
 
 display = Display()
 
@@ -34,14 +34,24 @@ class ActionModule(ActionBase):
         interval, timeout = float(args.get("interval", 5)), float(args.get("timeout", 86400))
         host = task_vars.get("inventory_hostname", "") if task_vars else ""
         end, last = time.monotonic() + timeout, ""
-        job = {"jid": args["jid"], "_async_dir": self._remote_expand_user(self.get_shell_option("async_dir", default="~/.ansible_async"))}
+        job = {
+            "jid": args["jid"],
+            "_async_dir": self._remote_expand_user(
+                self.get_shell_option("async_dir", default="~/.ansible_async")
+            ),
+        }
         while True:
             status = self._execute_module("ansible.builtin.async_status", job, task_vars=task_vars)
             if status.get("finished") or status.get("failed"):
-                self._execute_module("ansible.builtin.async_status", {**job, "mode": "cleanup"}, task_vars=task_vars)
+                self._execute_module(
+                    "ansible.builtin.async_status", {**job, "mode": "cleanup"}, task_vars=task_vars
+                )
                 return {k: v for k, v in status.items() if k not in ("started", "finished", "results_file")}
             if time.monotonic() > end:
-                return {"failed": True, "msg": f"the agent did not finish within {timeout:.0f} s (job {args['jid']})"}
+                return {
+                    "failed": True,
+                    "msg": f"the agent did not finish within {timeout:.0f} s (job {args['jid']})",
+                }
             line = agent_progress_line(self._slurp(args["progress_file"], task_vars), host)
             if line != last:
                 display.display(f"  progress {line}")

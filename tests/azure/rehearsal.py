@@ -63,7 +63,14 @@ def _stop(proc: subprocess.Popen) -> None:
 def arm_server(work: Path) -> Iterator[dict]:
     """The ARM stand-in; yields its endpoint.json."""
     (work / "arm").mkdir(parents=True, exist_ok=True)
-    args = [str(AZURE_PY), str(HERE / "arm/server.py"), "--dir", str(work / "arm"), "--addresses", ",".join(ADDRESSES)]
+    args = [
+        str(AZURE_PY),
+        str(HERE / "arm/server.py"),
+        "--dir",
+        str(work / "arm"),
+        "--addresses",
+        ",".join(ADDRESSES),
+    ]
     with (work / "arm/server.log").open("w") as log:
         proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
     (work / "arm/server.pid").write_text(f"{proc.pid}\n")
@@ -100,7 +107,9 @@ def sshd(work: Path) -> Iterator[tuple[int, Path]]:
     ]
     (ssh / "sshd_config").write_text("\n".join(config) + "\n")
     Path("/run/sshd").mkdir(exist_ok=True)  # privilege separation directory (root sshd only)
-    proc = subprocess.Popen(["/usr/sbin/sshd", "-D", "-e", "-f", str(ssh / "sshd_config")], stderr=(ssh / "sshd.log").open("w"))
+    proc = subprocess.Popen(
+        ["/usr/sbin/sshd", "-D", "-e", "-f", str(ssh / "sshd_config")], stderr=(ssh / "sshd.log").open("w")
+    )
     try:
         _wait_for(ssh / "sshd.pid", proc, "sshd")
         yield port, ssh / "id_ed25519"
@@ -152,7 +161,6 @@ def environment(work: Path, endpoint: dict) -> dict[str, str]:
         ANSIBLE_CALLBACK_PLUGINS=str(HERE / "callback_plugins"),
         ANSIBLE_CALLBACKS_ENABLED="rehearsal_tasks,ansible.posix.profile_tasks",
         ANSIBLE_FORCE_COLOR="0",
-        ANSIBLE_FORKS="8",
         ANSIBLE_HOST_KEY_CHECKING="False",
         XDG_STATE_HOME=str(work / "xdg-state"),
     )
@@ -186,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
     work.mkdir(parents=True, exist_ok=True)
     with arm_server(work) as endpoint, sshd(work) as (port, key):
         overlays = [str(overlay(work, endpoint, port, key)), *map(str, args.inventory)]
-        inv = sum((["-i", i] for i in [*INVENTORY, *overlays]), [])
+        inv = [arg for i in [*INVENTORY, *overlays] for arg in ("-i", i)]
         cmd = ["ansible-playbook", *inv, args.playbook, "-e", f"ansible_user={getpass.getuser()}"]
         cmd += ["-e", f"plan={args.plan}", "-e", f"run_id={args.run_id}"]
         cmd += ["-l", args.limit] if args.limit else []
@@ -204,7 +212,10 @@ def verdict(work: Path, endpoint: dict, done: subprocess.CompletedProcess, secon
     count, skipped = skipped_azure_tasks(work)
     s = stats(endpoint)
     left = len(s["resources_left"])
-    print(f"rehearsal: {count} azure task results, {len(skipped)} skipped, ansible exit {done.returncode}, {seconds:.0f} s")
+    print(
+        f"rehearsal: {count} azure task results, {len(skipped)} skipped, "
+        f"ansible exit {done.returncode}, {seconds:.0f} s"
+    )
     for line in skipped:
         print(f"rehearsal: skipped Azure task: {line}")
     for rid in s["resources_left"]:
@@ -226,7 +237,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--playbook", default="run.yml")
     ap.add_argument("--run-id", default=time.strftime("rh%Y%m%dt%H%M%Sz", time.gmtime()))
     ap.add_argument("-e", "--extra-vars", action="append", default=[])
-    ap.add_argument("-i", "--inventory", type=Path, action="append", default=[], help="further inventory overlay")
+    ap.add_argument(
+        "-i", "--inventory", type=Path, action="append", default=[], help="further inventory overlay"
+    )
     ap.add_argument("--quiet", action="store_true", help="print only the end of the playbook output")
     args = ap.parse_args(argv)
     if not AZURE_PY.exists():

@@ -15,7 +15,9 @@ from repotest import ROOT
 
 pytestmark = pytest.mark.slow
 REHEARSAL = ROOT / "tests/azure/rehearsal.py"
-CLOSING = re.compile(r"^rehearsal: (\d+) requests, (\d+) machines created, (\d+) deleted, (\d+) left, report: (\S+)$", re.M)
+CLOSING = re.compile(
+    r"^rehearsal: (\d+) requests, (\d+) machines created, (\d+) deleted, (\d+) left, report: (\S+)$", re.M
+)
 
 
 def _rehearse(work: Path, *args: str) -> subprocess.CompletedProcess:
@@ -42,10 +44,26 @@ def test_the_whole_matrix_runs_end_to_end_and_leaves_nothing(tmp_path: Path) -> 
 
 def test_azure_refusals_stop_the_run_with_azures_code_and_message(tmp_path: Path) -> None:
     faults = ROOT / "tests/azure/rehearsal-faults.yml"
-    done = _rehearse(tmp_path, "--playbook", "playbooks/provision_azure.yml", "-l", "sev-1,tdx-1,amd-base-1", "-i", str(faults))
+    done = _rehearse(
+        tmp_path,
+        "--playbook",
+        "playbooks/provision_azure.yml",
+        "-l",
+        "sev-1,tdx-1,amd-base-1",
+        "-i",
+        str(faults),
+    )
     log = (tmp_path / "ansible.log").read_text()
     assert done.returncode != 0
-    assert "InvalidRequestContent: The request content was invalid and could not be deserialized: 'Could not find member 'vmSzie'" in log
-    assert "InvalidParameter: The value 'DiskOnly' of parameter 'securityEncryptionType' is not allowed." in log
-    assert "OperationNotAllowed: Operation could not be completed as it results in exceeding approved Total Regional Cores quota" in log
+    assert (
+        "InvalidRequestContent: The request content was invalid and could not be deserialized: "
+        "'Could not find member 'vmSzie'" in log
+    )
+    assert (
+        "InvalidParameter: The value 'DiskOnly' of parameter 'securityEncryptionType' is not allowed." in log
+    )
+    assert (
+        "OperationNotAllowed: Operation could not be completed as it results in exceeding approved "
+        "Total Regional Cores quota" in log
+    )
     assert CLOSING.findall(done.stdout)[-1][3] == "0", done.stdout[-3000:]

@@ -16,7 +16,9 @@ from repotest import ROOT
 
 PROBE_MODULES = {"ansible.builtin.command", "ansible.builtin.script", "ansible.builtin.shell"}
 LIBVIRT = {"community.libvirt.virt", "community.libvirt.virt_pool", "community.libvirt.virt_net"}
-FILES = sorted((ROOT / "roles/kvm_host/tasks").glob("*.yml")) + sorted((ROOT / "roles/kvm_guest/tasks").glob("*.yml"))
+FILES = sorted((ROOT / "roles/kvm_host/tasks").glob("*.yml")) + sorted(
+    (ROOT / "roles/kvm_guest/tasks").glob("*.yml")
+)
 
 
 def _tasks(items: list[dict]) -> Iterator[dict]:
@@ -41,5 +43,9 @@ def test_the_probe_rule_finds_probes() -> None:
 
 @pytest.mark.parametrize("path", FILES, ids=[f"{p.parent.parent.name}/{p.name}" for p in FILES])
 def test_read_only_probes_run_in_check_mode(path: Path) -> None:
-    missing = [t["name"] for t in _tasks(yaml.safe_load(path.read_text())) if _is_probe(t) and t.get("check_mode") is not False]
+    missing = [
+        t["name"]
+        for t in _tasks(yaml.safe_load(path.read_text()))
+        if _is_probe(t) and t.get("check_mode") is not False
+    ]
     assert missing == []

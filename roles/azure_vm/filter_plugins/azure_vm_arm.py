@@ -58,7 +58,8 @@ def azure_vm_body(p: dict[str, Any]) -> dict[str, Any]:
 
     ``p`` keys: location, size, security_type, encryption_type, secure_boot, vtpm, image (dict of
     publisher/offer/sku/version), admin_username, ssh_public_key, nic_id, os_disk_name,
-    os_disk_type, os_disk_size_gb, encryption_at_host, tags, computer_name, extra_properties (merged into properties as given).
+    os_disk_type, os_disk_size_gb, encryption_at_host, tags, computer_name, extra_properties
+    (merged into properties as given).
     """
     security_type = p["security_type"]
     if security_type not in SECURITY_TYPES:

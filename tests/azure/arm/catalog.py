@@ -13,12 +13,36 @@ from validate import ArmError
 # type (lower case) -> (models module, model class, API versions Azure accepts for it here).
 # azure-mgmt-network 28 ships one model set (API 2024-03-01); 2024-05-01 has the same shapes.
 TYPES: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    "resourcegroups": ("azure.mgmt.resource.resources.v2022_09_01.models", "ResourceGroup", ("2021-04-01", "2022-09-01")),
-    "microsoft.network/publicipaddresses": ("azure.mgmt.network.models", "PublicIPAddress", ("2024-03-01", "2024-05-01")),
-    "microsoft.network/networkinterfaces": ("azure.mgmt.network.models", "NetworkInterface", ("2024-03-01", "2024-05-01")),
-    "microsoft.network/virtualnetworks": ("azure.mgmt.network.models", "VirtualNetwork", ("2024-03-01", "2024-05-01")),
-    "microsoft.network/networksecuritygroups": ("azure.mgmt.network.models", "NetworkSecurityGroup", ("2024-03-01", "2024-05-01")),
-    "microsoft.compute/virtualmachines": ("azure.mgmt.compute.v2024_07_01.models", "VirtualMachine", ("2024-07-01",)),
+    "resourcegroups": (
+        "azure.mgmt.resource.resources.v2022_09_01.models",
+        "ResourceGroup",
+        ("2021-04-01", "2022-09-01"),
+    ),
+    "microsoft.network/publicipaddresses": (
+        "azure.mgmt.network.models",
+        "PublicIPAddress",
+        ("2024-03-01", "2024-05-01"),
+    ),
+    "microsoft.network/networkinterfaces": (
+        "azure.mgmt.network.models",
+        "NetworkInterface",
+        ("2024-03-01", "2024-05-01"),
+    ),
+    "microsoft.network/virtualnetworks": (
+        "azure.mgmt.network.models",
+        "VirtualNetwork",
+        ("2024-03-01", "2024-05-01"),
+    ),
+    "microsoft.network/networksecuritygroups": (
+        "azure.mgmt.network.models",
+        "NetworkSecurityGroup",
+        ("2024-03-01", "2024-05-01"),
+    ),
+    "microsoft.compute/virtualmachines": (
+        "azure.mgmt.compute.v2024_07_01.models",
+        "VirtualMachine",
+        ("2024-07-01",),
+    ),
     "microsoft.devtestlab/schedules": ("azure.mgmt.devtestlabs.models", "Schedule", ("2018-09-15",)),
 }
 
@@ -35,7 +59,9 @@ LOCATIONS: dict[str, dict[str, Any]] = {
 def model_of(rtype: str, api_version: str) -> tuple[ModuleType, type]:
     """The SDK models module and class that validate a PUT of ``rtype`` at ``api_version``."""
     if rtype not in TYPES:
-        raise ArmError(400, "InvalidResourceType", f"The resource type '{rtype}' could not be found in the namespace.")
+        raise ArmError(
+            400, "InvalidResourceType", f"The resource type '{rtype}' could not be found in the namespace."
+        )
     module, cls, versions = TYPES[rtype]
     if api_version not in versions:
         raise ArmError(
@@ -58,22 +84,29 @@ def check_size(size: str, location: str, used: int) -> None:
     """Azure's SkuNotAvailable and quota errors for one more VM of ``size`` in ``location``."""
     offer = LOCATIONS.get(location)
     if offer is None:
-        raise ArmError(400, "LocationNotAvailableForResourceType", f"The provided location '{location}' is not available for resource type 'Microsoft.Compute/virtualMachines'.")
+        raise ArmError(
+            400,
+            "LocationNotAvailableForResourceType",
+            f"The provided location '{location}' is not available for resource type "
+            "'Microsoft.Compute/virtualMachines'.",
+        )
     if not re.fullmatch(offer["sizes"], size):
         raise ArmError(
             409,
             "SkuNotAvailable",
-            f"The requested VM size for resource 'Following SKUs have failed for Capacity Restrictions: {size}' is currently "
-            f"not available in location '{location}'. Please try another size or deploy to a different location or different zone.",
+            "The requested VM size for resource 'Following SKUs have failed for Capacity Restrictions: "
+            f"{size}' is currently not available in location '{location}'. Please try another size or "
+            "deploy to a different location or different zone.",
         )
     need = vcpus(size)
     if used + need > offer["quota"]:
         raise ArmError(
             409,
             "OperationNotAllowed",
-            "Operation could not be completed as it results in exceeding approved Total Regional Cores quota. "
-            f"Additional details - Deployment Model: Resource Manager, Location: {location}, Current Limit: {offer['quota']}, "
-            f"Current Usage: {used}, Additional Required: {need}, (Minimum) New Limit Required: {used + need}.",
+            "Operation could not be completed as it results in exceeding approved Total Regional Cores "
+            f"quota. Additional details - Deployment Model: Resource Manager, Location: {location}, "
+            f"Current Limit: {offer['quota']}, Current Usage: {used}, Additional Required: {need}, "
+            f"(Minimum) New Limit Required: {used + need}.",
         )
 
 
@@ -85,13 +118,32 @@ def check_confidential(body: dict[str, Any]) -> None:
     encryption = (disk.get("securityProfile") or {}).get("securityEncryptionType")
     if security.get("securityType") != "ConfidentialVM":
         if encryption:
-            raise ArmError(400, "InvalidParameter", "securityEncryptionType can be set only for Confidential VMs.", "securityEncryptionType")
+            raise ArmError(
+                400,
+                "InvalidParameter",
+                "securityEncryptionType can be set only for Confidential VMs.",
+                "securityEncryptionType",
+            )
         return
     uefi = security.get("uefiSettings")
     if not uefi or not uefi.get("vTpmEnabled"):
-        raise ArmError(400, "InvalidParameter", "Use of Confidential VMs requires uefiSettings with vTpmEnabled set to true.", "uefiSettings")
+        raise ArmError(
+            400,
+            "InvalidParameter",
+            "Use of Confidential VMs requires uefiSettings with vTpmEnabled set to true.",
+            "uefiSettings",
+        )
     if not encryption:
-        raise ArmError(400, "InvalidParameter", "Required parameter 'securityEncryptionType' is missing (null).", "securityEncryptionType")
+        raise ArmError(
+            400,
+            "InvalidParameter",
+            "Required parameter 'securityEncryptionType' is missing (null).",
+            "securityEncryptionType",
+        )
     size = (props.get("hardwareProfile") or {}).get("vmSize", "")
     if not re.match(r"Standard_[DE]C[0-9]+", size):
-        raise ArmError(400, "BadRequest", f"The VM size '{size}' is not supported for creation of VMs with Confidential security type.")
+        raise ArmError(
+            400,
+            "BadRequest",
+            f"The VM size '{size}' is not supported for creation of VMs with Confidential security type.",
+        )

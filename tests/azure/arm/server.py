@@ -35,7 +35,9 @@ ARM, LOGIN = "management.azure.com", "login.microsoftonline.com"
 CLIENT = {"id": "00000000-0000-0000-0000-00000000c11e", "secret": "rehearsal-secret"}
 TENANT = "00000000-0000-0000-0000-0000000000aa"
 SUBSCRIPTION = "00000000-0000-0000-0000-0000000000bb"
-OP_PATH = re.compile(r"^/subscriptions/[^/]+/providers/[^/]+/locations/[^/]+/(operations|operationresults)/([^/]+)$", re.I)
+OP_PATH = re.compile(
+    r"^/subscriptions/[^/]+/providers/[^/]+/locations/[^/]+/(operations|operationresults)/([^/]+)$", re.I
+)
 LIST_PATH = re.compile(r"^/subscriptions/[^/]+/(resourcegroups|resources)$", re.I)
 RG_PATH = re.compile(r"^/subscriptions/[^/]+/resourcegroups/[^/]+$", re.I)
 RES_PATH = re.compile(r"^/subscriptions/[^/]+/resourcegroups/[^/]+/providers/[^/]+/[^/]+/[^/]+$", re.I)
@@ -49,10 +51,10 @@ class Handler(BaseHTTPRequestHandler):
     server: Server
     host = ""
 
-    def log_message(self, fmt: str, *args: Any) -> None:  # noqa: D102 - quiet; the log file has it
+    def log_message(self, fmt: str, *args: Any) -> None:
         return
 
-    def do_CONNECT(self) -> None:  # noqa: N802 - http.server naming
+    def do_CONNECT(self) -> None:
         host, _, port = self.path.partition(":")
         if host not in (ARM, LOGIN) or port != "443":
             self._send(403, {"error": f"the rehearsal proxy serves only {ARM} and {LOGIN}, not {self.path}"})
@@ -68,19 +70,19 @@ class Handler(BaseHTTPRequestHandler):
         self.rfile = conn.makefile("rb")
         self.wfile = socketserver._SocketWriter(conn)  # type: ignore[attr-defined]
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         self._dispatch("GET")
 
-    def do_PUT(self) -> None:  # noqa: N802
+    def do_PUT(self) -> None:
         self._dispatch("PUT")
 
-    def do_DELETE(self) -> None:  # noqa: N802
+    def do_DELETE(self) -> None:
         self._dispatch("DELETE")
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         self._dispatch("POST")
 
-    def do_PATCH(self) -> None:  # noqa: N802
+    def do_PATCH(self) -> None:
         self._dispatch("PATCH")
 
     # --- plumbing --------------------------------------------------------------------------
@@ -134,8 +136,21 @@ class Handler(BaseHTTPRequestHandler):
         if method == "GET" and path.endswith("/.well-known/openid-configuration"):
             return 200, self._openid(base, tenant), {}
         if method == "GET" and path.startswith("/common/discovery/instance"):
-            meta = [{"preferred_network": LOGIN, "preferred_cache": "login.windows.net", "aliases": [LOGIN, "login.windows.net"]}]
-            return 200, {"tenant_discovery_endpoint": f"{base}/{TENANT}/v2.0/.well-known/openid-configuration", "metadata": meta}, {}
+            meta = [
+                {
+                    "preferred_network": LOGIN,
+                    "preferred_cache": "login.windows.net",
+                    "aliases": [LOGIN, "login.windows.net"],
+                }
+            ]
+            return (
+                200,
+                {
+                    "tenant_discovery_endpoint": f"{base}/{TENANT}/v2.0/.well-known/openid-configuration",
+                    "metadata": meta,
+                },
+                {},
+            )
         if method == "POST" and path.endswith("/oauth2/v2.0/token"):
             return self._token(tenant, {k: v[0] for k, v in parse_qs(raw.decode()).items()})
         return 404, {"error": "not_found", "error_description": f"no such endpoint: {path}"}, {}
@@ -152,29 +167,52 @@ class Handler(BaseHTTPRequestHandler):
         }
 
     def _token(self, tenant: str, form: dict[str, str]) -> tuple[int, Any, dict]:
-        if tenant != TENANT or form.get("client_id") != CLIENT["id"] or form.get("client_secret") != CLIENT["secret"]:
-            desc = "AADSTS7000215: Invalid client secret provided. Ensure the secret being sent in the request is the client secret value."
+        if (
+            tenant != TENANT
+            or form.get("client_id") != CLIENT["id"]
+            or form.get("client_secret") != CLIENT["secret"]
+        ):
+            desc = (
+                "AADSTS7000215: Invalid client secret provided. Ensure the secret being sent in the request "
+                "is the client secret value."
+            )
             return 401, {"error": "invalid_client", "error_description": desc, "error_codes": [7000215]}, {}
         token = self.server.issue_token()
-        return 200, {"token_type": "Bearer", "expires_in": 3599, "ext_expires_in": 3599, "access_token": token}, {}
+        return (
+            200,
+            {"token_type": "Bearer", "expires_in": 3599, "ext_expires_in": 3599, "access_token": token},
+            {},
+        )
 
     # --- Azure Resource Manager ------------------------------------------------------------
     def _arm(self, method: str, path: str, query: dict[str, list[str]], raw: bytes) -> tuple[int, Any, dict]:
         auth = self.headers.get("Authorization", "")
         if auth.removeprefix("Bearer ") not in self.server.tokens:
-            raise ArmError(401, "AuthenticationFailed", "Authentication failed. The 'Authorization' header is missing or invalid.")
+            raise ArmError(
+                401,
+                "AuthenticationFailed",
+                "Authentication failed. The 'Authorization' header is missing or invalid.",
+            )
         if not path.lower().startswith(f"/subscriptions/{SUBSCRIPTION}"):
-            raise ArmError(404, "SubscriptionNotFound", f"The subscription '{path.split('/')[2]}' could not be found.")
+            raise ArmError(
+                404, "SubscriptionNotFound", f"The subscription '{path.split('/')[2]}' could not be found."
+            )
         api = (query.get("api-version") or [""])[0]
         if not api:
-            raise ArmError(400, "MissingApiVersionParameter", "The api-version query parameter (?api-version=) is required for all requests.")
+            raise ArmError(
+                400,
+                "MissingApiVersionParameter",
+                "The api-version query parameter (?api-version=) is required for all requests.",
+            )
         arm = self.server.arm
         with arm.lock:
             arm.counts["requests"] += 1
             arm.settle()
             return self._route(arm, method, path.rstrip("/"), query, raw, api)
 
-    def _route(self, arm: Arm, method: str, path: str, query: dict, raw: bytes, api: str) -> tuple[int, Any, dict]:
+    def _route(
+        self, arm: Arm, method: str, path: str, query: dict, raw: bytes, api: str
+    ) -> tuple[int, Any, dict]:
         found = OP_PATH.match(path)
         if found and method == "GET":
             return self._operation(arm, found.group(1).lower(), found.group(2))
@@ -186,7 +224,9 @@ class Handler(BaseHTTPRequestHandler):
             tag = TAG_FILTER.search((query.get("$filter") or [""])[0])
             return 200, {"value": arm.listing(found.group(1).lower(), tag.groups() if tag else None)}, {}
         if not (RG_PATH.match(path) or RES_PATH.match(path)):
-            raise ArmError(400, "InvalidResourceType", f"The resource path '{path}' is not served by the rehearsal.")
+            raise ArmError(
+                400, "InvalidResourceType", f"The resource path '{path}' is not served by the rehearsal."
+            )
         if method == "GET":
             return 200, arm.get(path), {}
         if method == "PUT":
@@ -200,7 +240,11 @@ class Handler(BaseHTTPRequestHandler):
         try:
             body = json.loads(raw or b"{}")
         except ValueError as err:
-            raise ArmError(400, "InvalidRequestContent", f"The request content was invalid and could not be deserialized: {err}.") from None
+            raise ArmError(
+                400,
+                "InvalidRequestContent",
+                f"The request content was invalid and could not be deserialized: {err}.",
+            ) from None
         status, out, op = arm.put(path, body, api)
         return status, out, self._lro_headers(path, op, api, location=False) if op else {}
 
@@ -248,7 +292,9 @@ class Server(ThreadingHTTPServer):
 
     def log(self, host: str, method: str, path: str, status: int, error: Any) -> None:
         """One line per request: host, method, path, status, and Azure's error body if any."""
-        line = json.dumps({"host": host or "control", "method": method, "path": path, "status": status, "error": error})
+        line = json.dumps(
+            {"host": host or "control", "method": method, "path": path, "status": status, "error": error}
+        )
         with self._log_lock:
             self._log.write(line + "\n")
 
@@ -258,7 +304,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dir", type=Path, required=True, help="directory for the CA, the log and endpoint.json")
     ap.add_argument("--port", type=int, default=0)
-    ap.add_argument("--addresses", default="127.0.0.1", help="comma-separated public IPs to hand out (loopback)")
+    ap.add_argument(
+        "--addresses", default="127.0.0.1", help="comma-separated public IPs to hand out (loopback)"
+    )
     args = ap.parse_args(argv)
     server = Server(args.port, args.dir, args.addresses.split(",") * 64)
     endpoint = {

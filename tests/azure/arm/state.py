@@ -16,7 +16,11 @@ MACHINE = "microsoft.compute/virtualmachines"
 # Seconds a PUT stays Creating/Updating and a DELETE stays Deleting (the client must poll). Azure
 # answers most network PUTs with 201 "Updating" too; here only the shared ones are slow, so each
 # rehearsal machine costs one poll (its VM) and the run's network another.
-CREATE_S = {MACHINE: 2.0, "microsoft.network/virtualnetworks": 0.5, "microsoft.network/networksecuritygroups": 0.5}
+CREATE_S = {
+    MACHINE: 2.0,
+    "microsoft.network/virtualnetworks": 0.5,
+    "microsoft.network/networksecuritygroups": 0.5,
+}
 DEFAULT_CREATE_S = 0.0
 DELETE_S = 1.0
 
@@ -65,7 +69,12 @@ class Arm:
     # --- operations --------------------------------------------------------------------------
     def _op(self, kind: str, rid: str, seconds: float) -> str:
         op_id = str(uuid.uuid4())
-        self.ops[op_id] = {"kind": kind, "rid": rid, "status": "InProgress", "done_at": time.monotonic() + seconds}
+        self.ops[op_id] = {
+            "kind": kind,
+            "rid": rid,
+            "status": "InProgress",
+            "done_at": time.monotonic() + seconds,
+        }
         return op_id
 
     def operation(self, op_id: str) -> dict[str, Any]:
@@ -88,7 +97,9 @@ class Arm:
         name = rid.rstrip("/").split("/")[-1]
         if rtype == "resourcegroups":
             return ArmError(404, "ResourceGroupNotFound", f"Resource group '{name}' could not be found.")
-        return ArmError(404, "ResourceNotFound", f"The Resource '{proper}/{name}' under resource group was not found.")
+        return ArmError(
+            404, "ResourceNotFound", f"The Resource '{proper}/{name}' under resource group was not found."
+        )
 
     def _view(self, item: dict[str, Any]) -> dict[str, Any]:
         out = {k: copy.deepcopy(item[k]) for k in ("id", "name", "type", "location", "tags")}
@@ -101,7 +112,9 @@ class Arm:
         op = self.ops.get(item.get("op") or "")
         if op is None or op["status"] == "Succeeded":
             return "Succeeded"
-        return {"create": "Creating" if item["rtype"] == MACHINE else "Updating", "delete": "Deleting"}[op["kind"]]
+        return {"create": "Creating" if item["rtype"] == MACHINE else "Updating", "delete": "Deleting"}[
+            op["kind"]
+        ]
 
     def put(self, rid: str, body: dict[str, Any], api_version: str) -> tuple[int, dict[str, Any], str | None]:
         """Create or update; returns (status, body, operation id or None)."""
@@ -112,7 +125,9 @@ class Arm:
             raise ArmError(400, "LocationRequired", "The location property is required for this definition.")
         existing = self.items.get(rid.lower())
         if existing and self._state(existing) == "Deleting":
-            raise ArmError(409, "Conflict", f"The resource '{proper}' is being deleted and cannot be updated.")
+            raise ArmError(
+                409, "Conflict", f"The resource '{proper}' is being deleted and cannot be updated."
+            )
         self._check_parent(rid, rtype)
         props = copy.deepcopy(body.get("properties") or {})
         self._check_kind(rid, rtype, body, props, existing)
@@ -132,12 +147,16 @@ class Arm:
             return
         rg = "/".join(rid.strip("/").split("/")[:4])
         if ("/" + rg).lower() not in self.items:
-            raise ArmError(404, "ResourceGroupNotFound", f"Resource group '{rg.split('/')[-1]}' could not be found.")
+            raise ArmError(
+                404, "ResourceGroupNotFound", f"Resource group '{rg.split('/')[-1]}' could not be found."
+            )
 
     def _check_kind(self, rid: str, rtype: str, body: dict, props: dict, existing: dict | None) -> None:
         if rtype == "microsoft.network/publicipaddresses" and not existing:
             if not self.free_addresses:
-                raise ArmError(409, "PublicIPCountLimitReached", "Cannot create more public IP addresses in this region.")
+                raise ArmError(
+                    409, "PublicIPCountLimitReached", "Cannot create more public IP addresses in this region."
+                )
             props["ipAddress"] = self.free_addresses.pop(0)
         elif rtype == "microsoft.network/networkinterfaces":
             for conf in props.get("ipConfigurations") or []:
@@ -174,13 +193,19 @@ class Arm:
             self._require(rid, nic.get("id"))
             holder = self._nic_holder(nic.get("id", ""), rid)
             if holder:
-                raise ArmError(400, "NicInUse", f"Network Interface {nic['id']} is used by existing resource {holder}.")
+                raise ArmError(
+                    400, "NicInUse", f"Network Interface {nic['id']} is used by existing resource {holder}."
+                )
         props["vmId"] = (existing or {}).get("properties", {}).get("vmId") or str(uuid.uuid4())
 
     def _nic_holder(self, nic_id: str, rid: str) -> str | None:
         for key, item in self.items.items():
             nics = ((item["properties"] or {}).get("networkProfile") or {}).get("networkInterfaces") or []
-            if item["rtype"] == MACHINE and key != rid.lower() and any(n.get("id", "").lower() == nic_id.lower() for n in nics):
+            if (
+                item["rtype"] == MACHINE
+                and key != rid.lower()
+                and any(n.get("id", "").lower() == nic_id.lower() for n in nics)
+            ):
                 return item["id"]
         return None
 
@@ -191,7 +216,11 @@ class Arm:
             return 204, None
         rtype, _ = _type_of(rid)
         if rtype == "microsoft.network/networkinterfaces" and self._nic_holder(rid, ""):
-            raise ArmError(400, "NicInUse", f"Network Interface {rid} is used by existing resource {self._nic_holder(rid, '')}.")
+            raise ArmError(
+                400,
+                "NicInUse",
+                f"Network Interface {rid} is used by existing resource {self._nic_holder(rid, '')}.",
+            )
         item["op"] = self._op("delete", rid, DELETE_S)
         return 202, item["op"]
 
@@ -203,7 +232,9 @@ class Arm:
         for item in self.items.values():
             if (item["rtype"] == "resourcegroups") != want_groups:
                 continue
-            if tag and (tag[0] not in item["tags"] or (tag[1] is not None and item["tags"][tag[0]] != tag[1])):
+            if tag and (
+                tag[0] not in item["tags"] or (tag[1] is not None and item["tags"][tag[0]] != tag[1])
+            ):
                 continue
             view = self._view(item)
             if not want_groups:
@@ -221,7 +252,11 @@ class Arm:
     def stats(self) -> dict[str, Any]:
         """Counts for the rehearsal's closing line, and what is left."""
         machines = [i["id"] for i in self.items.values() if i["rtype"] == MACHINE]
-        return {**self.counts, "machines_left": machines, "resources_left": [i["id"] for i in self.items.values()]}
+        return {
+            **self.counts,
+            "machines_left": machines,
+            "resources_left": [i["id"] for i in self.items.values()],
+        }
 
 
 def _compute(item: dict[str, Any]) -> dict[str, Any]:

@@ -60,7 +60,9 @@ def _enum_of(model: type, attr: str, models: ModuleType) -> type[enum.Enum] | No
 def check(body: Any, model: type, models: ModuleType, path: str = "") -> None:
     """Raise ArmError for the first unknown member or invalid enum value in ``body``."""
     if not isinstance(body, dict):
-        raise ArmError(400, "InvalidRequestContent", f"Error converting value to type '{model.__name__}'. Path '{path}'.")
+        raise ArmError(
+            400, "InvalidRequestContent", f"Error converting value to type '{model.__name__}'. Path '{path}'."
+        )
     _walk(body, _tree(model), model, models, path)
 
 
@@ -77,7 +79,9 @@ def _walk(body: dict, tree: dict, model: type, models: ModuleType, path: str) ->
         node = tree[key]
         if isinstance(node, dict):
             if not isinstance(value, dict):
-                raise ArmError(400, "InvalidRequestContent", f"Unexpected value for '{where}': an object is required.")
+                raise ArmError(
+                    400, "InvalidRequestContent", f"Unexpected value for '{where}': an object is required."
+                )
             _walk(value, node, model, models, where)
         elif value is not None:
             _value(value, node, model, models, where)
@@ -102,8 +106,18 @@ def _value(value: Any, node: tuple[str, str], model: type, models: ModuleType, w
 
 def _scalar(value: Any, kind: str, choices: type[enum.Enum] | None, where: str) -> None:
     expected = {"str": str, "bool": bool, "int": int, "float": (int, float), "iso-8601": str}.get(kind)
-    if expected and not isinstance(value, expected) or (kind == "int" and isinstance(value, bool)):
-        raise ArmError(400, "InvalidRequestContent", f"Error converting value {value!r} to type '{kind}'. Path '{where}'.")
+    if (expected and not isinstance(value, expected)) or (kind == "int" and isinstance(value, bool)):
+        raise ArmError(
+            400,
+            "InvalidRequestContent",
+            f"Error converting value {value!r} to type '{kind}'. Path '{where}'.",
+        )
     if choices is not None and isinstance(value, str) and value not in {c.value for c in choices}:
         name = where.rsplit(".", 1)[-1]
-        raise ArmError(400, "InvalidParameter", f"The value '{value}' of parameter '{name}' is not allowed. Allowed values are: {', '.join(c.value for c in choices)}.", name)
+        raise ArmError(
+            400,
+            "InvalidParameter",
+            f"The value '{value}' of parameter '{name}' is not allowed. "
+            f"Allowed values are: {', '.join(c.value for c in choices)}.",
+            name,
+        )

@@ -1,5 +1,5 @@
-"""Ansible callback of the Azure rehearsal: one JSON line per task result (host, action, status),
-so the rehearsal can prove that no task talking to Azure was skipped."""
+"""Ansible callback of the Azure rehearsal: one JSON line per task result (host, action, status,
+and the message of a failure), so the rehearsal can prove that no task talking to Azure was skipped."""
 
 from __future__ import annotations
 
@@ -33,7 +33,14 @@ class CallbackModule(CallbackBase):
         if not self._path:
             return
         task = result._task
-        line = {"host": result._host.get_name(), "task": task.get_name(), "action": task.action, "status": status}
+        line = {
+            "host": result._host.get_name(),
+            "task": task.get_name(),
+            "action": task.action,
+            "status": status,
+        }
+        if status == "failed":
+            line["msg"] = str(result._result.get("msg", ""))
         with open(self._path, "a", encoding="utf-8") as out:
             out.write(json.dumps(line) + "\n")
 
