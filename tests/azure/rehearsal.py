@@ -18,6 +18,7 @@ import getpass
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -127,7 +128,6 @@ def overlay(work: Path, endpoint: dict, port: int, key: Path) -> Path:
         "ansible_python_interpreter": sys.executable,
         "azure_vm_subscription_id": "",
         "azure_vm_ssh_public_key": Path(str(key) + ".pub").read_text().strip(),
-        "azure_vm_state_dir": str(work / "state"),
         "azure_vm_polling_interval": 1,
         "azure_vm_wait_for_ssh_timeout": 60,
         "azure_vm_guest_packages": [],
@@ -201,10 +201,31 @@ def run(args: argparse.Namespace) -> int:
         for extra in args.extra_vars:
             cmd += ["-e", extra]
         started = time.monotonic()
-        done = subprocess.run(cmd, cwd=ROOT, env=environment(work, endpoint), capture_output=True, text=True)
+        env = environment(work, endpoint)
+        if args.kill_at:
+            done = killed_then_reaped(cmd, env, work, endpoint, args.kill_at)
+        else:
+            done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
         (work / "ansible.log").write_text(done.stdout + done.stderr)
         print(done.stdout[-6000:] if args.quiet else done.stdout, done.stderr[-3000:], sep="\n")
         return verdict(work, endpoint, done, time.monotonic() - started)
+
+
+def killed_then_reaped(
+    cmd: list[str], env: dict, work: Path, endpoint: dict, machines: int
+) -> subprocess.CompletedProcess:
+    """SIGKILL the playbook once ``machines`` VMs exist, then run `make azure-reap`."""
+    with (work / "killed.log").open("w") as log:
+        proc = subprocess.Popen(
+            cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        while proc.poll() is None and stats(endpoint)["machines_created"] < machines:
+            time.sleep(0.5)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            print(f"rehearsal: killed the playbook (SIGKILL) after {machines} machine(s) were created")
+        proc.wait()
+    return subprocess.run(["make", "azure-reap"], cwd=ROOT, env=env, capture_output=True, text=True)
 
 
 def verdict(work: Path, endpoint: dict, done: subprocess.CompletedProcess, seconds: float) -> int:
@@ -239,6 +260,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-e", "--extra-vars", action="append", default=[])
     ap.add_argument(
         "-i", "--inventory", type=Path, action="append", default=[], help="further inventory overlay"
+    )
+    ap.add_argument(
+        "--kill-at", type=int, default=0, help="SIGKILL the playbook once this many VMs exist, then reap"
     )
     ap.add_argument("--quiet", action="store_true", help="print only the end of the playbook output")
     args = ap.parse_args(argv)

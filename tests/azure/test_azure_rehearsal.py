@@ -67,3 +67,11 @@ def test_azure_refusals_stop_the_run_with_azures_code_and_message(tmp_path: Path
         "Total Regional Cores quota" in log
     )
     assert CLOSING.findall(done.stdout)[-1][3] == "0", done.stdout[-3000:]
+
+
+def test_a_rehearsal_killed_while_provisioning_is_reaped(tmp_path: Path) -> None:
+    done = _rehearse(tmp_path, "-l", "sev,tdx", "--kill-at", "1")
+    assert "killed the playbook (SIGKILL)" in done.stdout, done.stdout[-3000:]
+    _, created, deleted, left, _ = CLOSING.findall(done.stdout)[-1]
+    assert done.returncode == 0, done.stdout[-5000:]
+    assert int(created) >= 1 and deleted == created and left == "0"
