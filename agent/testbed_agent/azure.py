@@ -97,11 +97,15 @@ def hardware_report(
     nv_index: int = HCL_REPORT_NV_INDEX,
     timeout: float = 20.0,
 ) -> dict[str, Any] | None:
-    """Digests and fields of the vTPM-held attestation report; None without a TPM or tpm2-tools."""
+    """Digests and fields of the vTPM-held attestation report; None without a TPM or tpm2-tools.
+
+    TESTBED_AZURE_TPM_TCTI names another TPM than ``device`` (e.g. a swtpm in rehearsals).
+    """
     tool = shutil.which(tpm2_nvread)
-    if tool is None or not device.exists():
+    tcti = os.environ.get("TESTBED_AZURE_TPM_TCTI", "")
+    if tool is None or not (tcti or device.exists()):
         return None
-    env = dict(os.environ, TPM2TOOLS_TCTI=f"device:{device}")
+    env = dict(os.environ, TPM2TOOLS_TCTI=tcti or f"device:{device}")
     try:
         done = subprocess.run(
             [tool, "-C", "o", f"0x{nv_index:08x}"], capture_output=True, env=env, timeout=timeout, check=False

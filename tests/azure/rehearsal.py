@@ -43,6 +43,18 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _free_port_pair() -> int:
+    for _ in range(100):
+        port = _free_port()
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port + 1))
+            except OSError:
+                continue
+        return port
+    raise SystemExit("rehearsal: no two free neighbouring ports on 127.0.0.1")
+
+
 def _wait_for(path: Path, proc: subprocess.Popen, what: str, timeout: float = 60) -> None:
     end = time.monotonic() + timeout
     while not path.exists():
@@ -118,7 +130,75 @@ def sshd(work: Path) -> Iterator[tuple[int, Path]]:
         _stop(proc)
 
 
-def overlay(work: Path, endpoint: dict, port: int, key: Path) -> Path:
+HCL_REPORT = Path("/work/shared/attestation-samples/azure-cvm/hcl-report-snp.bin")
+HCL_NV_INDEX = "0x01400001"
+
+
+def _confidential_hosts() -> list[str]:
+    hosts = yaml.safe_load((ROOT / INVENTORY[0]).read_text())["all"]["children"]["azure"]["hosts"]
+    return [name for name, v in hosts.items() if v.get("azure_vm_security_type") == "ConfidentialVM"]
+
+
+@contextmanager
+def vtpms(work: Path, report: Path) -> Iterator[dict[str, str]]:
+    """A swtpm per confidential machine whose NV index 0x01400001 holds ``report`` (an Azure HCL
+    report); yields {host: TCTI}. Empty when swtpm, tpm2-tools or the report are missing."""
+    tools = [shutil.which(t) for t in ("swtpm", "tpm2_nvdefine", "tpm2_nvwrite")]
+    if not all(tools) or not report.is_file():
+        yield {}
+        return
+    procs, tctis = [], {}
+    try:
+        for host in _confidential_hosts():
+            state = work / "vtpm" / host
+            state.mkdir(parents=True, exist_ok=True)
+            port = _free_port_pair()  # the swtpm TCTI expects the control channel at port + 1
+            ctrl = port + 1
+            args = [
+                "swtpm",
+                "socket",
+                "--tpm2",
+                "--tpmstate",
+                f"dir={state}",
+                "--flags",
+                "not-need-init,startup-clear",
+            ]
+            args += ["--server", f"type=tcp,port={port},bindaddr=127.0.0.1"]
+            args += ["--ctrl", f"type=tcp,port={ctrl},bindaddr=127.0.0.1"]
+            procs.append(
+                subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=(state / "swtpm.log").open("w"))
+            )
+            tctis[host] = f"swtpm:host=127.0.0.1,port={port}"
+            _nv_write(tctis[host], report)
+        yield tctis
+    finally:
+        for proc in procs:
+            _stop(proc)
+
+
+def _nv_write(tcti: str, report: Path) -> None:
+    env = dict(os.environ, TPM2TOOLS_TCTI=tcti)
+    size = str(report.stat().st_size)
+    for attempt in range(50):
+        define = [
+            "tpm2_nvdefine",
+            HCL_NV_INDEX,
+            "-C",
+            "o",
+            "-s",
+            size,
+            "-a",
+            "ownerread|ownerwrite|authread|authwrite",
+        ]
+        if subprocess.run(define, env=env, capture_output=True).returncode == 0:
+            break
+        time.sleep(0.1 * (attempt + 1))
+    subprocess.run(
+        ["tpm2_nvwrite", HCL_NV_INDEX, "-C", "o", "-i", str(report)], env=env, capture_output=True, check=True
+    )
+
+
+def overlay(work: Path, endpoint: dict, port: int, key: Path, tctis: dict[str, str]) -> Path:
     """Inventory overlay: where the machines' SSH and IMDS are, and the agent in place."""
     imds = endpoint["proxy"] + "/imds/{{ inventory_hostname }}"
     azure_vars = {
@@ -137,8 +217,14 @@ def overlay(work: Path, endpoint: dict, port: int, key: Path) -> Path:
         "node_exporter_enabled": False,
         "testbed_agent_extra_env": {"TESTBED_AZURE_IMDS": imds},
     }
+    # The machines' vTPMs: a host-level environment for the agent (replaces the group's).
+    hosts = {
+        h: {"testbed_agent_extra_env": {"TESTBED_AZURE_IMDS": imds, "TESTBED_AZURE_TPM_TCTI": t}}
+        for h, t in tctis.items()
+    }
     path = work / "rehearsal.yml"
-    path.write_text(yaml.safe_dump({"all": {"children": {"azure": {"vars": azure_vars}}}}, sort_keys=True))
+    azure = {"vars": azure_vars, "hosts": hosts}
+    path.write_text(yaml.safe_dump({"all": {"children": {"azure": azure}}}, sort_keys=True))
     return path
 
 
@@ -192,8 +278,8 @@ def run(args: argparse.Namespace) -> int:
     """Run the rehearsal; return the exit status."""
     work = args.workdir.resolve()
     work.mkdir(parents=True, exist_ok=True)
-    with arm_server(work) as endpoint, sshd(work) as (port, key):
-        overlays = [str(overlay(work, endpoint, port, key)), *map(str, args.inventory)]
+    with arm_server(work) as endpoint, sshd(work) as (port, key), vtpms(work, args.hcl_report) as tctis:
+        overlays = [str(overlay(work, endpoint, port, key, tctis)), *map(str, args.inventory)]
         inv = [arg for i in [*INVENTORY, *overlays] for arg in ("-i", i)]
         cmd = ["ansible-playbook", *inv, args.playbook, "-e", f"ansible_user={getpass.getuser()}"]
         cmd += ["-e", f"plan={args.plan}", "-e", f"run_id={args.run_id}"]
@@ -225,7 +311,9 @@ def killed_then_reaped(
             os.killpg(proc.pid, signal.SIGKILL)
             print(f"rehearsal: killed the playbook (SIGKILL) after {machines} machine(s) were created")
         proc.wait()
-    return subprocess.run(["make", "azure-reap"], cwd=ROOT, env=env, capture_output=True, text=True)
+    # -o: the venv is there (the rehearsal runs in it); never reinstall it through the rehearsal's proxy.
+    reap = ["make", "-o", ".venv/.installed", "-o", ".venv/azure/.installed", "azure-reap"]
+    return subprocess.run(reap, cwd=ROOT, env=env, capture_output=True, text=True)
 
 
 def verdict(work: Path, endpoint: dict, done: subprocess.CompletedProcess, seconds: float) -> int:
@@ -263,6 +351,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--kill-at", type=int, default=0, help="SIGKILL the playbook once this many VMs exist, then reap"
+    )
+    ap.add_argument(
+        "--hcl-report", type=Path, default=HCL_REPORT, help="report for the vTPMs' NV index 0x01400001"
     )
     ap.add_argument("--quiet", action="store_true", help="print only the end of the playbook output")
     args = ap.parse_args(argv)
