@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from repotest import ROOT
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
 REHEARSAL = ROOT / "tests/azure/rehearsal.py"
 CLOSING = re.compile(
     r"^rehearsal: (\d+) requests, (\d+) machines created, (\d+) deleted, (\d+) left, report: (\S+)$", re.M
