@@ -142,7 +142,7 @@ def parse_params(btype: str, params: dict[str, Any]) -> Any:
     if schema is None:
         return None
     fields = {f.name: f for f in dataclasses.fields(schema)}
-    unknown = sorted(set(params) - set(fields), key=str)
+    unknown = [_key(k) for k in sorted(set(params) - set(fields), key=str)]
     if unknown:
         known = ", ".join(fields) or "none"
         raise ParamError(f"params.{unknown[0]}", f"unknown {btype} parameter (known: {known})")
@@ -180,12 +180,17 @@ def _walk(value: Any, where: str, depth: int, budget: list[int]) -> None:
         for k, v in value.items():
             if not isinstance(k, str):
                 raise ParamError(where, f"keys must be strings, got {k!r:.40}")
-            _walk(v, f"{where}.{k}"[:200], depth + 1, budget)
+            _walk(v, f"{where}.{_key(k)}"[:200], depth + 1, budget)
     elif isinstance(value, (list, tuple)):
         for i, v in enumerate(value):
             _walk(v, f"{where}[{i}]"[:200], depth + 1, budget)
     else:
         _check_scalar(value, where)
+
+
+def _key(key: str) -> str:
+    """A key as an error message shows it: on one line."""
+    return key if key.isprintable() else repr(key)
 
 
 def _check_scalar(value: Any, where: str) -> None:

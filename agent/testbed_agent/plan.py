@@ -354,13 +354,13 @@ def _load_yaml(text: str, path: str) -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark else None
-        problem = getattr(exc, "problem", None) or str(exc)
+        problem = " ".join(str(getattr(exc, "problem", None) or exc).split())[:200]
         raise PlanError(path, line, None, f"invalid YAML: {problem}") from exc
     except _YamlLimit as exc:
         raise PlanError(path, exc.line, None, f"YAML refused: {exc.problem}") from None
     except (ValueError, OverflowError, RecursionError, TypeError) as exc:
         # e.g. an integer of more than 4300 digits, a timestamp out of range, an unhashable key
-        raise PlanError(path, None, None, f"YAML refused: {str(exc)[:120]}") from None
+        raise PlanError(path, None, None, "YAML refused: " + " ".join(str(exc).split())[:120]) from None
 
 
 def _check_keys(mapping: dict, allowed: set[str], path: str, where: str, what: str) -> None:
@@ -371,7 +371,7 @@ def _check_keys(mapping: dict, allowed: set[str], path: str, where: str, what: s
         raise PlanError(
             path,
             lines.get(key, mapping.get("__line__")),
-            f"{where}{key}"[:200],
+            f"{where}{key if key.isprintable() else repr(key)}"[:200],
             f"unknown {what} key",
             hint=f"{what} keys: " + ", ".join(sorted(allowed)),
         )

@@ -40,8 +40,20 @@ CASES = {
         "defaults.timeout_s",
         "number",
     ),
-    "repetitions 1e11": (_yaml("  - {name: systeminfo, repetitions: 1e11}\n"), ".yml", 3, "repetitions", "whole"),
-    "repetitions 1.0e+11": (_yaml("  - {name: systeminfo, repetitions: 1.0e+11}\n"), ".yml", 3, "repetitions", "<="),
+    "repetitions 1e11": (
+        _yaml("  - {name: systeminfo, repetitions: 1e11}\n"),
+        ".yml",
+        3,
+        "repetitions",
+        "whole",
+    ),
+    "repetitions 1.0e+11": (
+        _yaml("  - {name: systeminfo, repetitions: 1.0e+11}\n"),
+        ".yml",
+        3,
+        "repetitions",
+        "<=",
+    ),
     "repetitions 4300 digits": (
         _yaml("  - {name: systeminfo, repetitions: %s}\n" % ("9" * 4400)),
         ".yml",
@@ -67,7 +79,13 @@ CASES = {
         None,
         "aliases are expanded",
     ),
-    "recursive alias": (_yaml("  - &b {name: systeminfo, params: {x: [*b]}}\n"), ".yml", None, None, "recursive"),
+    "recursive alias": (
+        _yaml("  - &b {name: systeminfo, params: {x: [*b]}}\n"),
+        ".yml",
+        None,
+        None,
+        "recursive",
+    ),
     "deep nesting": (
         _yaml(FAAS % ("event: " + "[" * 5000 + "]" * 5000)),
         ".yml",
@@ -112,7 +130,13 @@ CASES = {
     ),
     "bs 1kB ambiguous": (_yaml(DD % "bs: 1kB"), ".yml", 3, "params.bs", "ambiguous size"),
     "fio size 1MB ambiguous": (_yaml(FIO % "size: 64MB"), ".yml", 3, "params.size", "ambiguous size"),
-    "unicode digits text": ("fio_4k_randread,standard,,\u0661\u0660,1\n", ".txt", 1, "waittime_in_seconds", "number"),
+    "unicode digits text": (
+        "fio_4k_randread,standard,,\u0661\u0660,1\n",
+        ".txt",
+        1,
+        "waittime_in_seconds",
+        "number",
+    ),
     "fullwidth digits yaml": (
         _yaml("  - {name: systeminfo, repetitions: '\uff13'}\n"),
         ".yml",
@@ -121,7 +145,13 @@ CASES = {
         "whole number",
     ),
     "unicode digits size": (_yaml(DD % "bs: '\u0661k'"), ".yml", 3, "params.bs", "not a size"),
-    "notebook absolute": (_yaml("  - {name: /etc/x.ipynb, type: kaggle_notebook}\n"), ".yml", 3, "name", "outside"),
+    "notebook absolute": (
+        _yaml("  - {name: /etc/x.ipynb, type: kaggle_notebook}\n"),
+        ".yml",
+        3,
+        "name",
+        "outside",
+    ),
     "notebook dotdot": ("../x.ipynb,kaggle_notebook,,0,1\n", ".txt", 1, "name", "outside"),
     "pyperformance --help": (_yaml(PYPERF % "benchmarks: '--help'"), ".yml", 3, "params.benchmarks", "not a"),
     "pyperformance option in list": (
@@ -171,7 +201,9 @@ def test_good_plans_still_parse(tmp_path: Path) -> None:
     assert (fio.repetitions, fio.wait_s, fio.timeout_s) == (2, 0.5, 600.0)
 
 
-@pytest.mark.parametrize(("text", "expected"), [("1k", 1024), ("1K", 1024), ("1KiB", 1024), ("4m", 4 << 20), (7, 7)])
+@pytest.mark.parametrize(
+    ("text", "expected"), [("1k", 1024), ("1K", 1024), ("1KiB", 1024), ("4m", 4 << 20), (7, 7)]
+)
 def test_sizes_mean_the_same_bytes_for_fio_and_dd(text: str | int, expected: int) -> None:
     assert size_bytes(text) == expected
     assert DdParams(bs=size_bytes(text)).bs == expected
