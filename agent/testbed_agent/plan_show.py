@@ -113,8 +113,9 @@ def expand(plan: Plan) -> list[Execution]:
         workload = REGISTRY.get(b.type)
         timeout = workload.timeout_s(b) if workload else (b.timeout_s or one)
         for rep in range(hi):
+            est = b.wait_s + one
             rows.append(
-                Execution(b.index, b.name, b.type, rep, dict(b.params), b.wait_s, timeout, b.wait_s + one, rep >= lo)
+                Execution(b.index, b.name, b.type, rep, dict(b.params), b.wait_s, timeout, est, rep >= lo)
             )
     return rows
 
@@ -132,7 +133,7 @@ def totals(rows: list[Execution]) -> dict[str, Any]:
 
 def human(seconds: float) -> str:
     """``1h 05m``, ``12m 30s``, ``45s``."""
-    s = int(round(seconds))
+    s = round(seconds)
     if s >= 3600:
         return f"{s // 3600}h {s % 3600 // 60:02d}m"
     if s >= 60:
@@ -215,7 +216,8 @@ def show(args: argparse.Namespace) -> int:
             print(json.dumps(asdict(r), sort_keys=True))
         for m in matrix:
             print(json.dumps({"machine": m}, sort_keys=True))
-        print(json.dumps({"summary": {"plan": plan.name, "sha256": plan.sha256, "machines": len(matrix), **total}}))
+        summary = {"plan": plan.name, "sha256": plan.sha256, "machines": len(matrix), **total}
+        print(json.dumps({"summary": summary}))
         return 0
     _print_table(plan, rows, total)
     if matrix:
@@ -261,13 +263,16 @@ def _print_machines(matrix: list[dict[str, Any]], total: dict[str, Any]) -> None
             f"{m['memory_gib']} GiB" if m["memory_gib"] else "",
             f"{m['azure_vm_os_disk_size_gb'] or ''} GB {m['azure_vm_os_disk_type'] or ''}".strip(),
             str(m["azure_vm_security_type"] or ""),
-            str(m["azure_vm_security_encryption_type"] or "") if m["azure_vm_security_type"] == "ConfidentialVM" else "",
+            str(m["azure_vm_security_encryption_type"] or "")
+            if m["azure_vm_security_type"] == "ConfidentialVM"
+            else "-",
         )
         for m in matrix
     ]
     print()
     _print_columns(head, table)
-    print(f"{len(matrix)} machines, each running the plan (estimated {human(total['estimated_s'])} each, in parallel)")
+    each = human(total["estimated_s"])
+    print(f"{len(matrix)} machines, each running the plan (estimated {each} each, in parallel)")
 
 
 def _print_columns(head: tuple[str, ...], table: list[tuple[str, ...]]) -> None:
