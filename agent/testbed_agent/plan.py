@@ -134,7 +134,10 @@ def _check_params(benches: list[Benchmark], path: str) -> None:
             parse_params(b.type, b.params)
             workload.check(b)
         except ParamError as exc:
-            raise PlanError(path, b.line, exc.field, exc.problem) from exc
+            raise PlanError(path, b.line, exc.field, " ".join(exc.problem.split())) from exc
+        except (ValueError, TypeError, OSError) as exc:  # a workload's check tripped on odd input
+            problem = " ".join(str(exc).split())[:200]
+            raise PlanError(path, b.line, "params", f"cannot be checked: {problem}") from exc
 
 
 def resolve_type(name: str, given: str) -> str:
