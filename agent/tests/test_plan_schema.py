@@ -222,3 +222,14 @@ def test_every_shipped_plan_validates() -> None:
     root = Path(__file__).resolve().parents[2] / "workloads" / "plans"
     for plan in sorted(root.iterdir()):
         assert load_plan(plan).benchmarks, plan
+
+
+def test_run_refuses_a_bad_plan_before_writing_anything(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan = tmp_path / "bad.yml"
+    plan.write_text(_yaml(FIO % "runtime: 5"))
+    out = tmp_path / "results" / "r1"
+    assert main(["run", str(plan), "--out", str(out), "--no-progress", "--node-exporter", ""]) == 2
+    assert "field 'params.runtime' unknown fio parameter" in capsys.readouterr().err
+    assert not out.exists()
