@@ -8,6 +8,7 @@ import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -164,3 +165,20 @@ def test_default_matrix_stays_at_four_vcpus() -> None:
     assert sorted(g for m in machines for g in m["groups"]) == sorted(
         ["sev"] * 2 + ["tdx"] * 2 + ["amd_baseline", "intel_baseline"]
     )
+
+
+@pytest.mark.slow
+def test_run_yml_limited_to_the_study_groups_selects_the_study_machines() -> None:
+    """``ansible-playbook run.yml -l sev,tdx,amd_baseline,intel_baseline`` on the preset."""
+    venv_bin = Path(sys.executable).parent
+    proc = subprocess.run(
+        [str(venv_bin / "ansible-playbook"), "run.yml", "-i", "inventory/azure-study.yml"]
+        + ["-i", "inventory/azure.constructed.yml", "-l", "sev,tdx,amd_baseline,intel_baseline"]
+        + ["-e", f"plan={STUDY_PLAN.relative_to(ROOT)}", "--list-hosts"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
+    listed = {line.strip() for line in proc.stdout.splitlines() if line.strip().startswith("study-")}
+    assert listed == {row["host"] for row in _table(STUDY_MACHINES)}
