@@ -171,10 +171,10 @@ def test_default_matrix_stays_at_four_vcpus() -> None:
 def test_run_yml_limited_to_the_study_groups_selects_the_study_machines() -> None:
     """``ansible-playbook run.yml -l sev,tdx,amd_baseline,intel_baseline`` on the preset."""
     venv_bin = Path(sys.executable).parent
+    inventories = ["-i", "inventory/azure-study.yml", "-i", "inventory/azure.constructed.yml"]
+    limit = ["-l", "sev,tdx,amd_baseline,intel_baseline", "-e", f"plan={STUDY_PLAN.relative_to(ROOT)}"]
     proc = subprocess.run(
-        [str(venv_bin / "ansible-playbook"), "run.yml", "-i", "inventory/azure-study.yml"]
-        + ["-i", "inventory/azure.constructed.yml", "-l", "sev,tdx,amd_baseline,intel_baseline"]
-        + ["-e", f"plan={STUDY_PLAN.relative_to(ROOT)}", "--list-hosts"],
+        [str(venv_bin / "ansible-playbook"), "run.yml", *inventories, *limit, "--list-hosts"],
         capture_output=True,
         text=True,
         check=True,
