@@ -20,6 +20,7 @@ from testbed_reports import __version__, plots, svgplot
 from testbed_reports.anova import ANOVA_NOTE, anova_codes
 from testbed_reports.compare import auto_pairs, compare, parse_pairs
 from testbed_reports.errors import ReportError
+from testbed_reports.audit import attest_column
 from testbed_reports.fingerprint import fingerprints, label_factors, mismatches
 from testbed_reports.load import Dataset, load
 from testbed_reports.stats import BOOT_MAX_N, MIN_N_CV_CI, B, describe
@@ -243,6 +244,8 @@ def build(
         if len(extra):
             fp = pd.concat([fp, fingerprints(extra.astype(str), {})], ignore_index=True)
     flagged = mismatches(fp)
+    fp, unverified = attest_column(paths, fp)  # audited attestation column + banner (issue 14)
+    flagged += unverified
     problems = [p for _, p in flagged]
     factors = label_factors(fp)
     labels = sorted(set(ds.obs["label"].astype(str)) | set(ds.records["label"].astype(str)))

@@ -105,7 +105,8 @@ class Binder:
         tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         os.replace(tmp, target / "manifest.json")
         state = manifest.get("attestation", "collected")
-        self.log(f"attestation ({phase}): {state}" + (f" - {manifest['reason']}" if "reason" in manifest else f" ({manifest.get('technology')})"))
+        why = f" - {manifest['reason']}" if "reason" in manifest and phase == "begin" else ""
+        self.log(f"attestation ({phase}): {state}{why or ' (' + str(manifest.get('technology', '')) + ')'}")
         return manifest
 
     def _gather(self, c: dict[str, Any], target: Path) -> dict[str, Any]:
