@@ -137,9 +137,13 @@ def verify_tdx(
     q = parse_quote(raw, source)
     res = Result("tdx", when, measurement=q.mrtd.hex(), report_data=q.report_data.hex())
     res.info["tdx"] = q.summary()
-    ak = keys.p256_point(q.attestation_key)
-    ok = keys.ecdsa_raw_ok(ak, q.signed, q.signature, hashes.SHA256())
-    res.add("tdx: quote signature (attestation key)", ok, f"ECDSA P-256 over header + TD report ({len(q.signed)} bytes)")
+    try:
+        ak = keys.p256_point(q.attestation_key)
+        ok = keys.ecdsa_raw_ok(ak, q.signed, q.signature, hashes.SHA256())
+        detail = f"ECDSA P-256 over header + TD report ({len(q.signed)} bytes)"
+    except ValueError:
+        ok, detail = False, "the attestation key is not a P-256 point"
+    res.add("tdx: quote signature (attestation key)", ok, detail)
     pck_chain = chain.load_certs(q.pck_pem.rstrip(b"\0"), f"{source}: PCK chain")
     leaf = pck_chain[0]
     ok = keys.ecdsa_raw_ok(leaf.public_key(), q.qe_report, q.qe_signature, hashes.SHA256())
