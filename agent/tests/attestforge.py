@@ -26,7 +26,12 @@ _PSS = padding.PSS(mgf=padding.MGF1(hashes.SHA384()), salt_length=48)
 
 
 def _name(cn: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "Testbed Test CA"), x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+    return x509.Name(
+        [
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, "Testbed Test CA"),
+            x509.NameAttribute(NameOID.COMMON_NAME, cn),
+        ]
+    )
 
 
 def _der_int(v: int) -> bytes:
@@ -61,7 +66,9 @@ class AmdLikeChain:
 
     ark_key: rsa.RSAPrivateKey = field(default_factory=lambda: rsa.generate_private_key(65537, 2048))
     ask_key: rsa.RSAPrivateKey = field(default_factory=lambda: rsa.generate_private_key(65537, 2048))
-    vcek_key: ec.EllipticCurvePrivateKey = field(default_factory=lambda: ec.generate_private_key(ec.SECP384R1()))
+    vcek_key: ec.EllipticCurvePrivateKey = field(
+        default_factory=lambda: ec.generate_private_key(ec.SECP384R1())
+    )
 
     def __post_init__(self) -> None:
         self.ark = make_cert("ARK-Testbed", self.ark_key, "ARK-Testbed", self.ark_key, ca=True)
@@ -69,7 +76,9 @@ class AmdLikeChain:
         ext = [("1.3.6.1.4.1.3704.1.4", CHIP_ID)]
         oids = {"bootloader": 1, "tee": 2, "snp": 3, "microcode": 8}
         ext += [(f"1.3.6.1.4.1.3704.1.3.{oids[k]}", _der_int(v)) for k, v in TCB.items()]
-        self.vcek = make_cert("SEV-VCEK", self.vcek_key, "SEV-Testbed", self.ask_key, ca=False, extensions=ext)
+        self.vcek = make_cert(
+            "SEV-VCEK", self.vcek_key, "SEV-Testbed", self.ask_key, ca=False, extensions=ext
+        )
 
     def write(self, folder: Path) -> tuple[Path, Path]:
         """(chain PEM with VCEK, ASK, ARK; root PEM with the ARK alone)."""
@@ -80,10 +89,18 @@ class AmdLikeChain:
 
 
 def tcb_u64() -> int:
-    return int.from_bytes(bytes([TCB["bootloader"], TCB["tee"], 0, 0, 0, 0, TCB["snp"], TCB["microcode"]]), "little")
+    return int.from_bytes(
+        bytes([TCB["bootloader"], TCB["tee"], 0, 0, 0, 0, TCB["snp"], TCB["microcode"]]), "little"
+    )
 
 
-def snp_report(key: ec.EllipticCurvePrivateKey, report_data: bytes, *, policy: int = 0x30000, measurement: bytes = b"\x11" * 48) -> bytes:
+def snp_report(
+    key: ec.EllipticCurvePrivateKey,
+    report_data: bytes,
+    *,
+    policy: int = 0x30000,
+    measurement: bytes = b"\x11" * 48,
+) -> bytes:
     """A version-2 SEV-SNP report signed like the firmware does (r, s little-endian)."""
     r = bytearray(1184)
     struct.pack_into("<IIQ", r, 0, 2, 0, policy)
@@ -110,7 +127,13 @@ def ak_jwk(ak_pub: rsa.RSAPublicKey) -> dict:
     return {"kid": "HCLAkPub", "key_ops": ["sign"], "kty": "RSA", "e": _b64u(nums.e), "n": _b64u(nums.n)}
 
 
-def hcl_report(vcek_key: ec.EllipticCurvePrivateKey, ak_pub: rsa.RSAPublicKey, *, user_data: bytes | None = None, claims_edit=None) -> bytes:
+def hcl_report(
+    vcek_key: ec.EllipticCurvePrivateKey,
+    ak_pub: rsa.RSAPublicKey,
+    *,
+    user_data: bytes | None = None,
+    claims_edit=None,
+) -> bytes:
     """An Azure HCL report: header, SNP report with REPORT_DATA = SHA-256(claims), runtime claims."""
     claims = {"keys": [ak_jwk(ak_pub)], "vm-configuration": {"secure-boot": True, "tpm-enabled": True}}
     if user_data is not None:
@@ -133,12 +156,16 @@ def tpm_quote(ak: rsa.RSAPrivateKey, nonce: bytes, pcrs: dict[int, bytes]) -> tu
     digest = hashlib.sha256(b"".join(pcrs[i] for i in select)).digest()
     msg = (
         struct.pack(">IH", 0xFF544347, 0x8018)
-        + struct.pack(">H", 2) + b"\x00\x0b"
-        + struct.pack(">H", len(nonce)) + nonce
+        + struct.pack(">H", 2)
+        + b"\x00\x0b"
+        + struct.pack(">H", len(nonce))
+        + nonce
         + struct.pack(">QIIB", 123456, 1, 0, 1)
         + struct.pack(">Q", 0x2020031200120003)
-        + struct.pack(">IHB", 1, 0x000B, 3) + bytes(bitmap)
-        + struct.pack(">H", 32) + digest
+        + struct.pack(">IHB", 1, 0x000B, 3)
+        + bytes(bitmap)
+        + struct.pack(">H", 32)
+        + digest
     )
     sig = ak.sign(msg, padding.PKCS1v15(), hashes.SHA256())
     return msg, struct.pack(">HHH", 0x0014, 0x000B, len(sig)) + sig

@@ -40,9 +40,16 @@ def _port() -> int:
 
 
 def _tpm(tcti: str, *args: str) -> bytes:
-    done = subprocess.run(["tpm2_" + args[0], *args[1:]], env={"TPM2TOOLS_TCTI": tcti, "PATH": "/usr/bin:/bin"}, capture_output=True, check=False)
+    done = subprocess.run(
+        ["tpm2_" + args[0], *args[1:]],
+        env={"TPM2TOOLS_TCTI": tcti, "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        check=False,
+    )
     if done.returncode:
-        raise subprocess.CalledProcessError(done.returncode, args[0], stderr=done.stderr.decode(errors="replace")[-300:])
+        raise subprocess.CalledProcessError(
+            done.returncode, args[0], stderr=done.stderr.decode(errors="replace")[-300:]
+        )
     return done.stdout
 
 
@@ -57,10 +64,12 @@ def chain(tmp_path_factory: pytest.TempPathFactory) -> tuple[AmdLikeChain, Path]
 def thim(chain) -> Iterator[str]:
     """A loopback stand-in for Azure IMDS's THIM endpoint serving the VCEK chain."""
     c, _ = chain
-    body = json.dumps({"vcekCert": pem(c.vcek).decode(), "certificateChain": pem(c.ask, c.ark).decode()}).encode()
+    body = json.dumps(
+        {"vcekCert": pem(c.vcek).decode(), "certificateChain": pem(c.ask, c.ark).decode()}
+    ).encode()
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             ok = self.path == "/metadata/THIM/amd/certification" and self.headers.get("Metadata") == "true"
             self.send_response(200 if ok else 400)
             self.end_headers()
@@ -79,11 +88,25 @@ def thim(chain) -> Iterator[str]:
 def azure_vtpm(tmp_path_factory: pytest.TempPathFactory, chain) -> Iterator[str]:
     """A real swtpm set up like an Azure CVM's vTPM: AK at 0x81000003, HCL report in 0x01400001
     whose claims hold that AK and whose SNP report the test VCEK signed."""
-    assert shutil.which("swtpm") and shutil.which("tpm2_quote"), "swtpm and tpm2-tools come from scripts/apt-packages.txt"
+    assert shutil.which("swtpm") and shutil.which("tpm2_quote"), (
+        "swtpm and tpm2-tools come from scripts/apt-packages.txt"
+    )
     state = tmp_path_factory.mktemp("swtpm")
     port = _port()  # the swtpm TCTI talks to the control channel on port + 1
     proc = subprocess.Popen(
-        ["swtpm", "socket", "--tpm2", "--tpmstate", f"dir={state}", "--server", f"type=tcp,port={port},bindaddr=127.0.0.1", "--ctrl", f"type=tcp,port={port + 1},bindaddr=127.0.0.1", "--flags", "not-need-init,startup-clear"],
+        [
+            "swtpm",
+            "socket",
+            "--tpm2",
+            "--tpmstate",
+            f"dir={state}",
+            "--server",
+            f"type=tcp,port={port},bindaddr=127.0.0.1",
+            "--ctrl",
+            f"type=tcp,port={port + 1},bindaddr=127.0.0.1",
+            "--flags",
+            "not-need-init,startup-clear",
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -98,12 +121,34 @@ def azure_vtpm(tmp_path_factory: pytest.TempPathFactory, chain) -> Iterator[str]
     else:
         raise AssertionError(f"swtpm did not answer: {last}")
     ctx = state / "ak.ctx"
-    _tpm(tcti, "createprimary", "-Q", "-C", "o", "-G", "rsa2048:rsassa-sha256:null", "-a", "fixedtpm|fixedparent|sensitivedataorigin|userwithauth|restricted|sign", "-c", str(ctx))
+    _tpm(
+        tcti,
+        "createprimary",
+        "-Q",
+        "-C",
+        "o",
+        "-G",
+        "rsa2048:rsassa-sha256:null",
+        "-a",
+        "fixedtpm|fixedparent|sensitivedataorigin|userwithauth|restricted|sign",
+        "-c",
+        str(ctx),
+    )
     _tpm(tcti, "evictcontrol", "-Q", "-C", "o", "-c", str(ctx), "0x81000003")
     _tpm(tcti, "readpublic", "-Q", "-c", "0x81000003", "-f", "pem", "-o", str(state / "ak.pem"))
     ak = serialization.load_pem_public_key((state / "ak.pem").read_bytes())
     (state / "hcl.bin").write_bytes(hcl_report(chain[0].vcek_key, ak))
-    _tpm(tcti, "nvdefine", "0x01400001", "-C", "o", "-s", "2048", "-a", "ownerread|ownerwrite|authread|authwrite")
+    _tpm(
+        tcti,
+        "nvdefine",
+        "0x01400001",
+        "-C",
+        "o",
+        "-s",
+        "2048",
+        "-a",
+        "ownerread|ownerwrite|authread|authwrite",
+    )
     _tpm(tcti, "nvwrite", "0x01400001", "-C", "o", "-i", str(state / "hcl.bin"))
     yield tcti
     proc.terminate()
@@ -112,12 +157,20 @@ def azure_vtpm(tmp_path_factory: pytest.TempPathFactory, chain) -> Iterator[str]
 
 def _run_with(binder: Binder, results: Path) -> None:
     binder.begin()
-    results.write_text("".join(json.dumps({"run_id": "run1", "host": "cvm-1", "plan_sha256": "cd" * 32, "benchmark": f"b{i}"}) + "\n" for i in range(2)))
+    results.write_text(
+        "".join(
+            json.dumps({"run_id": "run1", "host": "cvm-1", "plan_sha256": "cd" * 32, "benchmark": f"b{i}"})
+            + "\n"
+            for i in range(2)
+        )
+    )
     binder.end()
 
 
 @pytest.mark.slow
-def test_azure_vtpm_binding_on_swtpm_verifies_and_binds(tmp_path: Path, azure_vtpm: str, thim: str, chain) -> None:
+def test_azure_vtpm_binding_on_swtpm_verifies_and_binds(
+    tmp_path: Path, azure_vtpm: str, thim: str, chain
+) -> None:
     probe = EvidenceProbe(tcti=azure_vtpm, imds=thim, present={"/dev/tpmrm0"})
     results = tmp_path / "cvm-1.jsonl"
     _run_with(Binder(tmp_path, Ident(), results, {"cloud": "azure", "evidence_probe": probe}), results)
@@ -132,7 +185,11 @@ def test_azure_vtpm_binding_on_swtpm_verifies_and_binds(tmp_path: Path, azure_vt
 
 
 #: the GUIDs of the VCEK, ASK and ARK entries in the SNP extended report's certificate table
-GUIDS = ("63da758d-e664-4564-adc5-f4b93be8accd", "4ab7b379-bbac-4fe4-a02f-05aef327c782", "c0b406a4-a803-4952-9743-3fb6014cd0ae")
+GUIDS = (
+    "63da758d-e664-4564-adc5-f4b93be8accd",
+    "4ab7b379-bbac-4fe4-a02f-05aef327c782",
+    "c0b406a4-a803-4952-9743-3fb6014cd0ae",
+)
 
 
 class TsmProbe(EvidenceProbe):
@@ -144,13 +201,20 @@ class TsmProbe(EvidenceProbe):
         self.chain = chain
 
     def tsm_report(self, inblob: bytes) -> dict[str, bytes]:
-        ders = [c.public_bytes(serialization.Encoding.DER) for c in (self.chain.vcek, self.chain.ask, self.chain.ark)]
+        ders = [
+            c.public_bytes(serialization.Encoding.DER)
+            for c in (self.chain.vcek, self.chain.ask, self.chain.ark)
+        ]
         table, off = b"", 24 * 4
         for guid, d in zip(GUIDS, ders, strict=True):
             table += uuid.UUID(guid).bytes_le + off.to_bytes(4, "little") + len(d).to_bytes(4, "little")
             off += len(d)
         aux = table + bytes(24) + b"".join(ders)
-        return {"outblob": snp_report(self.chain.vcek_key, inblob), "auxblob": aux, "provider": b"sev_guest\n"}
+        return {
+            "outblob": snp_report(self.chain.vcek_key, inblob),
+            "auxblob": aux,
+            "provider": b"sev_guest\n",
+        }
 
 
 def test_configfs_tsm_snp_binding_verifies_and_binds(tmp_path: Path, chain) -> None:

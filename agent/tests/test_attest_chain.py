@@ -41,25 +41,55 @@ def write_run(run: Path, keys: Keys, **break_) -> Path:
     """A results file plus begin/end evidence as the agent writes them on an Azure SNP CVM."""
     results = run / "cvm-1.jsonl"
     run.mkdir(parents=True, exist_ok=True)
-    rec = {"schema": 1, "run_id": run.name, "host": "cvm-1", "label": "SEV-Encrypted", "groups": ["sev"], "plan_sha256": "ab" * 32}
+    rec = {
+        "schema": 1,
+        "run_id": run.name,
+        "host": "cvm-1",
+        "label": "SEV-Encrypted",
+        "groups": ["sev"],
+        "plan_sha256": "ab" * 32,
+    }
     for phase in ("begin", "end"):
         if phase == "end":
-            results.write_text("".join(json.dumps({**rec, "benchmark": f"b{i}", "metrics": {"x": {"value": i}}}) + "\n" for i in range(3)))
+            results.write_text(
+                "".join(
+                    json.dumps({**rec, "benchmark": f"b{i}", "metrics": {"x": {"value": i}}}) + "\n"
+                    for i in range(3)
+                )
+            )
         c = binding.claims(run.name, "cvm-1", "ab" * 32, phase, results)
         _evidence(run / "cvm-1.evidence" / f"{0 if phase == 'begin' else 1:02d}-{phase}", keys, c, **break_)
     return results
 
 
-def _evidence(d: Path, k: Keys, c: dict, *, vcek=None, claims_edit=None, ak=None, nonce=None, pcrs=None, chain_pem=None) -> None:
+def _evidence(
+    d: Path, k: Keys, c: dict, *, vcek=None, claims_edit=None, ak=None, nonce=None, pcrs=None, chain_pem=None
+) -> None:
     d.mkdir(parents=True)
-    (d / "hcl-report.bin").write_bytes(hcl_report(vcek or k.chain.vcek_key, k.ak.public_key(), claims_edit=claims_edit))
+    (d / "hcl-report.bin").write_bytes(
+        hcl_report(vcek or k.chain.vcek_key, k.ak.public_key(), claims_edit=claims_edit)
+    )
     msg, sig = tpm_quote(ak or k.ak, nonce or binding.tpm_nonce(c), PCRS)
     (d / "quote.msg").write_bytes(msg)
     (d / "quote.sig").write_bytes(sig)
     (d / "pcrs.json").write_text(json.dumps({"sha256": {str(i): v.hex() for i, v in (pcrs or PCRS).items()}}))
     (d / "certs.pem").write_bytes(chain_pem or k.chain_pem.read_bytes())
-    files = {"hcl": "hcl-report.bin", "quote_msg": "quote.msg", "quote_sig": "quote.sig", "pcrs": "pcrs.json", "certs": "certs.pem"}
-    doc = {"format": "testbed-evidence", "version": 1, "phase": c["phase"], "binding": c, "technology": "azure-hcl", "files": files, "collected_at": "2026-11-24T04:00:00+00:00"}
+    files = {
+        "hcl": "hcl-report.bin",
+        "quote_msg": "quote.msg",
+        "quote_sig": "quote.sig",
+        "pcrs": "pcrs.json",
+        "certs": "certs.pem",
+    }
+    doc = {
+        "format": "testbed-evidence",
+        "version": 1,
+        "phase": c["phase"],
+        "binding": c,
+        "technology": "azure-hcl",
+        "files": files,
+        "collected_at": "2026-11-24T04:00:00+00:00",
+    }
     (d / "manifest.json").write_text(json.dumps(doc))
 
 
@@ -73,7 +103,14 @@ def test_chain_verifies_end_to_end_and_binds_results(tmp_path: Path, keys: Keys)
     res = verify_manifest(results.parent / "cvm-1.evidence" / "01-end" / "manifest.json", opts)
     assert res.verified, failed_names(res)
     names = [c.name for c in res.checks]
-    for link in ("snp: report signature", "snp chain: SEV-VCEK signed by SEV-Testbed", "hcl: REPORT_DATA == hash of runtime claims", "tpm (HCLAkPub): quote signature", "tpm (HCLAkPub): PCR digest", "binding: TPM nonce == digest of claims"):
+    for link in (
+        "snp: report signature",
+        "snp chain: SEV-VCEK signed by SEV-Testbed",
+        "hcl: REPORT_DATA == hash of runtime claims",
+        "tpm (HCLAkPub): quote signature",
+        "tpm (HCLAkPub): PCR digest",
+        "binding: TPM nonce == digest of claims",
+    ):
         assert link in names
     a = audit_host(results, opts)
     assert (a.evidence, a.bound, a.ok, a.technology) == ("verified", "yes", True, "azure-sev-snp")
@@ -93,11 +130,23 @@ def _other_ask_chain(keys: Keys) -> bytes:
 
 BREAKS = {
     "another chip signed the report": ({"vcek": "other-ec"}, ["snp: report signature"]),
-    "ASK not signed by the ARK": ({"chain_pem": "other-ask"}, ["snp chain: SEV-Testbed signed by ARK-Testbed"]),
-    "claims changed after signing": ({"claims_edit": lambda b: b.replace(b'"secure-boot":true', b'"secure-boot":false')}, ["hcl: REPORT_DATA == hash of runtime claims"]),
+    "ASK not signed by the ARK": (
+        {"chain_pem": "other-ask"},
+        ["snp chain: SEV-Testbed signed by ARK-Testbed"],
+    ),
+    "claims changed after signing": (
+        {"claims_edit": lambda b: b.replace(b'"secure-boot":true', b'"secure-boot":false')},
+        ["hcl: REPORT_DATA == hash of runtime claims"],
+    ),
     "quote signed by another AK": ({"ak": "other-ak"}, ["tpm (HCLAkPub): quote signature"]),
-    "quote over another nonce": ({"nonce": b"\x00" * 32}, ["binding: TPM nonce == digest of claims", "tpm (HCLAkPub): qualifying data == expected nonce"]),
-    "PCR values do not match the quote": ({"pcrs": {**PCRS, 7: b"\x01" * 32}}, ["tpm (HCLAkPub): PCR digest"]),
+    "quote over another nonce": (
+        {"nonce": b"\x00" * 32},
+        ["binding: TPM nonce == digest of claims", "tpm (HCLAkPub): qualifying data == expected nonce"],
+    ),
+    "PCR values do not match the quote": (
+        {"pcrs": {**PCRS, 7: b"\x01" * 32}},
+        ["tpm (HCLAkPub): PCR digest"],
+    ),
 }
 
 

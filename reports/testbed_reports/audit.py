@@ -73,7 +73,9 @@ def audit_host(results: Path, options: Any = None) -> HostAudit:
     host = str(rec.get("host") or results.stem)
     groups = [str(g) for g in rec.get("groups") or []]
     label = str(rec.get("label") or host)
-    a = HostAudit(host, str(rec.get("run_id", "")), label, groups, claimed_technology(label, groups) in ("sev", "tdx"))
+    a = HostAudit(
+        host, str(rec.get("run_id", "")), label, groups, claimed_technology(label, groups) in ("sev", "tdx")
+    )
     evdir = results.with_name(f"{results.stem}.evidence")
     manifests = sorted(evdir.glob("[0-9]*-*/manifest.json")) if evdir.is_dir() else []
     if not manifests:
@@ -131,11 +133,16 @@ def _bound(a: HostAudit, results: Path, docs: list[dict[str, Any]], rec: dict[st
                 problems.append(f"evidence {key} {b.get(key)!r} != results {rec.get(key)!r}")
         prefix = data[: b.get("results_bytes", -1)]
         if hashlib.sha256(prefix).hexdigest() != b.get("results_sha256"):
-            problems.append(f"{d.get('phase')} evidence: SHA-256 of the first {b.get('results_bytes')} bytes of {results.name} differs")
+            problems.append(
+                f"{d.get('phase')} evidence: SHA-256 of the first {b.get('results_bytes')} bytes "
+                f"of {results.name} differs"
+            )
     if not ends:
         problems.append("no end-of-run evidence (run interrupted?)")
     elif ends[-1].get("results_bytes") != len(data):
-        problems.append(f"{results.name} has {len(data)} bytes, the end evidence binds {ends[-1].get('results_bytes')}")
+        problems.append(
+            f"{results.name} has {len(data)} bytes, the end evidence binds {ends[-1].get('results_bytes')}"
+        )
     a.bound = "NO" if problems else "yes"
     a.problems += sorted(set(problems))
 
@@ -146,9 +153,22 @@ def audit(paths: Sequence[Path], options: Any = None) -> list[HostAudit]:
 
 def table(rows: Sequence[HostAudit]) -> str:
     head = ["host", "label", "technology", "evidence verified", "results bound", "measurement"]
-    body = [[r.host, r.label, r.technology, r.evidence if r.evidence != "unavailable" else "attestation: unavailable", r.bound, r.measurement[:24]] for r in rows]
+    body = [
+        [
+            r.host,
+            r.label,
+            r.technology,
+            r.evidence if r.evidence != "unavailable" else "attestation: unavailable",
+            r.bound,
+            r.measurement[:24],
+        ]
+        for r in rows
+    ]
     widths = [max(len(str(x)) for x in col) for col in zip(head, *body, strict=False)]
-    lines = [" | ".join(str(x).ljust(w) for x, w in zip(row, widths, strict=True)).rstrip() for row in [head, *body]]
+    lines = [
+        " | ".join(str(x).ljust(w) for x, w in zip(row, widths, strict=True)).rstrip()
+        for row in [head, *body]
+    ]
     lines.insert(1, "-+-".join("-" * w for w in widths))
     for r in rows:
         for p in r.problems:
@@ -170,8 +190,15 @@ def attest_column(paths: Sequence[Path], fp: pd.DataFrame) -> tuple[pd.DataFrame
     if fp.empty:
         return fp, []
     fp = fp.copy()
-    fp["attestation"] = [rows[k].summary() if (k := (str(r), str(h))) in rows else "no results file" for r, h in zip(fp["run_id"], fp["host"], strict=True)]
+    fp["attestation"] = [
+        rows[k].summary() if (k := (str(r), str(h))) in rows else "no results file"
+        for r, h in zip(fp["run_id"], fp["host"], strict=True)
+    ]
     # results without any evidence directory (older agents, synthetic or imported data) show as
     # "missing" in the column; `testbed-report audit` fails them, the banner does not.
-    bad = [(r.label, f"attestation of {r.host} (label {r.label}) not verified: {r.summary()}") for r in rows.values() if r.confidential and not r.ok and r.evidence != "missing"]
+    bad = [
+        (r.label, f"attestation of {r.host} (label {r.label}) not verified: {r.summary()}")
+        for r in rows.values()
+        if r.confidential and not r.ok and r.evidence != "missing"
+    ]
     return fp, bad

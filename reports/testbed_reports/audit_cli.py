@@ -15,9 +15,25 @@ def add_parser(sub: Any) -> None:
         "the binding. Exit 1 if a host labelled confidential fails (or any evidence is forged).",
     )
     au.add_argument("results", nargs="+", type=Path, metavar="RESULTS_DIR")
-    au.add_argument("--chain", action="append", type=Path, default=[], metavar="PEM", help="extra certificates (repeatable)")
-    au.add_argument("--root", action="append", type=Path, default=[], metavar="PEM", help="extra trusted root (repeatable)")
-    au.add_argument("--as-of", metavar="DATE", help="verify at this time (default: when each evidence was collected)")
+    au.add_argument(
+        "--chain",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="PEM",
+        help="extra certificates (repeatable)",
+    )
+    au.add_argument(
+        "--root",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="PEM",
+        help="extra trusted root (repeatable)",
+    )
+    au.add_argument(
+        "--as-of", metavar="DATE", help="verify at this time (default: when each evidence was collected)"
+    )
     au.add_argument("--allow-debug", action="store_true", help="accept guests whose policy allows debugging")
     au.add_argument("--json", action="store_true", help="print JSON instead of the table")
     au.set_defaults(func=_cmd_audit)

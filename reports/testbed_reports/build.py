@@ -18,9 +18,9 @@ from matplotlib.colors import to_hex
 
 from testbed_reports import __version__, plots, svgplot
 from testbed_reports.anova import ANOVA_NOTE, anova_codes
+from testbed_reports.audit import attest_column
 from testbed_reports.compare import auto_pairs, compare, parse_pairs
 from testbed_reports.errors import ReportError
-from testbed_reports.audit import attest_column
 from testbed_reports.fingerprint import fingerprints, label_factors, mismatches
 from testbed_reports.load import Dataset, load
 from testbed_reports.stats import BOOT_MAX_N, MIN_N_CV_CI, B, describe

@@ -22,7 +22,24 @@ def local_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("audit")
     (base / "plan.yml").write_text(PLAN)
     run = base / "results" / "r1"
-    cmd = [sys.executable, "-m", "testbed_agent", "run", str(base / "plan.yml"), "--out", str(run), "--host", "local-1", "--label", "Local", "--node-exporter", "", "--no-progress", "--scratch", str(base / "scratch")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "testbed_agent",
+        "run",
+        str(base / "plan.yml"),
+        "--out",
+        str(run),
+        "--host",
+        "local-1",
+        "--label",
+        "Local",
+        "--node-exporter",
+        "",
+        "--no-progress",
+        "--scratch",
+        str(base / "scratch"),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr
     return run
@@ -39,8 +56,15 @@ def _relabel(src: Path, dst: Path, label: str, groups: list[str]) -> Path:
 def test_localhost_run_audits_as_unavailable_and_passes(local_run: Path) -> None:
     proc = run_cli("audit", str(local_run.parent))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    head, rule, row = proc.stdout.splitlines()[:3]
-    assert [c.strip() for c in head.split(" | ")] == ["host", "label", "technology", "evidence verified", "results bound", "measurement"]
+    head, _rule, row = proc.stdout.splitlines()[:3]
+    assert [c.strip() for c in head.split(" | ")] == [
+        "host",
+        "label",
+        "technology",
+        "evidence verified",
+        "results bound",
+        "measurement",
+    ]
     assert row.replace(" ", "").startswith("local-1|Local|none|attestation:unavailable")
     assert "no /dev/sev-guest" in proc.stdout
     doc = json.loads(run_cli("audit", str(local_run), "--json").stdout)

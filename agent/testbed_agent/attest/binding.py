@@ -73,7 +73,14 @@ def cert_table_pem(table: bytes) -> str:
 class Binder:
     """Collects begin/end evidence for one host's run; never stops the run if evidence fails."""
 
-    def __init__(self, out: Path, ident: Any, results: Path, options: dict[str, Any] | None = None, log: Callable[[str], Any] | None = None) -> None:
+    def __init__(
+        self,
+        out: Path,
+        ident: Any,
+        results: Path,
+        options: dict[str, Any] | None = None,
+        log: Callable[[str], Any] | None = None,
+    ) -> None:
         options = options or {}
         self.dir = Path(out) / f"{ident.host}.evidence"
         self.ident = ident
@@ -126,7 +133,11 @@ class Binder:
         provider = got["provider"].decode().strip()
         if provider.startswith("tdx"):
             (target / "quote.dat").write_bytes(got["outblob"])
-            return {"technology": "tdx", "method": f"configfs-tsm ({provider})", "files": {"quote": "quote.dat"}}
+            return {
+                "technology": "tdx",
+                "method": f"configfs-tsm ({provider})",
+                "files": {"quote": "quote.dat"},
+            }
         (target / "report.bin").write_bytes(got["outblob"])
         files = {"report": "report.bin"}
         if got.get("auxblob"):
@@ -146,11 +157,34 @@ class Binder:
         try:
             p.tpm2("nvreadpublic", USER_DATA_NV)
         except ProbeError:
-            p.tpm2("nvdefine", USER_DATA_NV, "-C", "o", "-s", "64", "-a", "ownerread|ownerwrite|authread|authwrite")
+            p.tpm2(
+                "nvdefine",
+                USER_DATA_NV,
+                "-C",
+                "o",
+                "-s",
+                "64",
+                "-a",
+                "ownerread|ownerwrite|authread|authwrite",
+            )
         p.tpm2("nvwrite", USER_DATA_NV, "-C", "o", "-i", "-", data=report_data(c))
         (target / "hcl-report.bin").write_bytes(p.tpm2("nvread", HCL_NV, "-C", "o"))
         q = ("quote.msg", "quote.sig")
-        p.tpm2("quote", "-c", AZURE_AK, "-l", QUOTE_PCRS, "-q", tpm_nonce(c).hex(), "-m", str(target / q[0]), "-s", str(target / q[1]), "-g", "sha256")
+        p.tpm2(
+            "quote",
+            "-c",
+            AZURE_AK,
+            "-l",
+            QUOTE_PCRS,
+            "-q",
+            tpm_nonce(c).hex(),
+            "-m",
+            str(target / q[0]),
+            "-s",
+            str(target / q[1]),
+            "-g",
+            "sha256",
+        )
         (target / "pcrs.yaml").write_bytes(p.tpm2("pcrread", QUOTE_PCRS))
         files = {"hcl": "hcl-report.bin", "quote_msg": q[0], "quote_sig": q[1], "pcrs": "pcrs.yaml"}
         out: dict[str, Any] = {"technology": "azure-hcl", "method": "azure-vtpm", "files": files}

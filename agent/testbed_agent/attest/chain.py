@@ -3,11 +3,12 @@ ending at a pinned root."""
 
 from __future__ import annotations
 
+import itertools
 import re
 import warnings
 from collections.abc import Callable, Iterable, Sequence
-from functools import cache
 from datetime import datetime
+from functools import cache
 from pathlib import Path
 
 from cryptography import x509
@@ -93,7 +94,7 @@ def check_chain(
     """Leaf first: each certificate signed by the next, all valid at ``when``, the last one
     self-signed and holding the key of one of ``roots``. Adds one check per link."""
     ok = True
-    for child, parent in zip(chain, chain[1:], strict=False):
+    for child, parent in itertools.pairwise(chain):
         good, detail = signed_by(child, parent)
         ok &= res.add(f"{prefix}: {cn(child)} signed by {cn(parent)}", good, detail)
     top = chain[-1]
@@ -134,7 +135,9 @@ def raw_extensions(cert: x509.Certificate) -> dict[str, bytes]:
     return out
 
 
-def ecdsa_le_ok(key: object, data: bytes, rs: tuple[int, int], algo: hashes.HashAlgorithm | None = None) -> bool:
+def ecdsa_le_ok(
+    key: object, data: bytes, rs: tuple[int, int], algo: hashes.HashAlgorithm | None = None
+) -> bool:
     """Whether the ECDSA signature (r, s) over ``data`` verifies with ``key``."""
     if not isinstance(key, ec.EllipticCurvePublicKey):
         return False
@@ -145,9 +148,7 @@ def ecdsa_le_ok(key: object, data: bytes, rs: tuple[int, int], algo: hashes.Hash
     return True
 
 
-def find_signer(
-    pool: Sequence[x509.Certificate], works: Callable[[object], bool]
-) -> x509.Certificate | None:
+def find_signer(pool: Sequence[x509.Certificate], works: Callable[[object], bool]) -> x509.Certificate | None:
     """The first certificate whose public key makes ``works`` true."""
     return next((c for c in pool if works(c.public_key())), None)
 
@@ -160,7 +161,11 @@ def build_path(
     candidates = list(pool) + list(roots)
     while path[-1].issuer != path[-1].subject and len(path) < 8:
         parent = next(
-            (c for c in candidates if c.subject == path[-1].issuer and c not in path and signed_by(path[-1], c)[0]),
+            (
+                c
+                for c in candidates
+                if c.subject == path[-1].issuer and c not in path and signed_by(path[-1], c)[0]
+            ),
             None,
         ) or next((c for c in candidates if c.subject == path[-1].issuer and c not in path), None)
         if parent is None:

@@ -12,7 +12,9 @@ from testbed_agent.errors import TestbedError
 
 def add_parser(subparsers: Any) -> None:
     """Register ``attest`` on the agent's CLI."""
-    attest = subparsers.add_parser("attest", help="verify attestation evidence (SEV-SNP, Azure HCL + TPM, TDX)", description=__doc__)
+    attest = subparsers.add_parser(
+        "attest", help="verify attestation evidence (SEV-SNP, Azure HCL + TPM, TDX)", description=__doc__
+    )
     sub = attest.add_subparsers(dest="attest_command", metavar="SUBCOMMAND", required=True)
     v = sub.add_parser(
         "verify",
@@ -21,17 +23,53 @@ def add_parser(subparsers: Any) -> None:
         "evidence directory the agent wrote (<host>.evidence/NN-phase). Never uses the network.",
     )
     v.add_argument("file", type=Path, metavar="FILE")
-    v.add_argument("--chain", action="append", type=Path, default=[], metavar="PEM", help="certificates (VCEK, ASK, ARK, TCB signing; PEM or DER; repeatable)")
-    v.add_argument("--root", action="append", type=Path, default=[], metavar="PEM", help="extra trusted root besides AMD's ARKs and Intel's root (repeatable)")
-    v.add_argument("--as-of", type=_date, metavar="DATE", help="verify at this time (ISO date/time, UTC) instead of now")
-    v.add_argument("--allow-debug", action="store_true", help="accept a guest policy / TD attributes that allow debugging")
+    v.add_argument(
+        "--chain",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="PEM",
+        help="certificates (VCEK, ASK, ARK, TCB signing; PEM or DER; repeatable)",
+    )
+    v.add_argument(
+        "--root",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="PEM",
+        help="extra trusted root besides AMD's ARKs and Intel's root (repeatable)",
+    )
+    v.add_argument(
+        "--as-of", type=_date, metavar="DATE", help="verify at this time (ISO date/time, UTC) instead of now"
+    )
+    v.add_argument(
+        "--allow-debug",
+        action="store_true",
+        help="accept a guest policy / TD attributes that allow debugging",
+    )
     v.add_argument("--ak", type=Path, metavar="PEM", help="TPM attestation key (for a bare TPM quote)")
-    v.add_argument("--tpm-quote", type=Path, metavar="FILE", help="TPM2 quote (TPMS_ATTEST) to check with the HCL report's AK")
-    v.add_argument("--signature", type=Path, metavar="FILE", help="the TPM quote's signature (plain or TPMT_SIGNATURE)")
+    v.add_argument(
+        "--tpm-quote",
+        type=Path,
+        metavar="FILE",
+        help="TPM2 quote (TPMS_ATTEST) to check with the HCL report's AK",
+    )
+    v.add_argument(
+        "--signature", type=Path, metavar="FILE", help="the TPM quote's signature (plain or TPMT_SIGNATURE)"
+    )
     v.add_argument("--nonce", type=_hex, metavar="HEX", help="expected TPM qualifying data")
-    v.add_argument("--pcrs", type=Path, metavar="FILE", help="PCR values (JSON or tpm2_pcrread YAML) to check the quote's digest")
-    v.add_argument("--tcb-info", type=Path, metavar="FILE", help="Intel PCS TCB info response (TDX TCB status)")
-    v.add_argument("--tdx-quote", type=Path, metavar="FILE", help="TD quote of an Azure TDX HCL report's TDREPORT")
+    v.add_argument(
+        "--pcrs",
+        type=Path,
+        metavar="FILE",
+        help="PCR values (JSON or tpm2_pcrread YAML) to check the quote's digest",
+    )
+    v.add_argument(
+        "--tcb-info", type=Path, metavar="FILE", help="Intel PCS TCB info response (TDX TCB status)"
+    )
+    v.add_argument(
+        "--tdx-quote", type=Path, metavar="FILE", help="TD quote of an Azure TDX HCL report's TDREPORT"
+    )
     v.set_defaults(func=_cmd_verify)
 
 

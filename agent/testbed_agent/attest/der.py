@@ -51,7 +51,7 @@ def oid_map(seq_content: bytes) -> dict[str, Any]:
             continue
         (vtag, value) = parts[1]
         key = oid(parts[0][1])
-        if vtag == 0x02 or vtag == 0x0A:
+        if vtag in {0x02, 0x0A}:
             out[key] = int.from_bytes(value, "big", signed=False)
         elif vtag == 0x30:
             out[key] = oid_map(value)

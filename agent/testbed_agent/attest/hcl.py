@@ -80,9 +80,17 @@ def verify_hcl(
     _hardware(res, rep, pool, when, tdx_quote, allow_debug, extra_roots)
     digest = hashlib.new(rep.hash_type, rep.claims_raw).digest()
     got = rep.report_data[: len(digest)]
-    res.add("hcl: REPORT_DATA == hash of runtime claims", got == digest, f"{rep.hash_type}(claims) {digest.hex()[:16]}... vs REPORT_DATA {got.hex()[:16]}...")
+    res.add(
+        "hcl: REPORT_DATA == hash of runtime claims",
+        got == digest,
+        f"{rep.hash_type}(claims) {digest.hex()[:16]}... vs REPORT_DATA {got.hex()[:16]}...",
+    )
     jwk = rep.ak_jwk()
-    res.add("hcl: HCLAkPub in runtime claims", jwk is not None, "attestation key found" if jwk else "no key with kid HCLAkPub")
+    res.add(
+        "hcl: HCLAkPub in runtime claims",
+        jwk is not None,
+        "attestation key found" if jwk else "no key with kid HCLAkPub",
+    )
     ak = keys.jwk_public_key(jwk) if jwk else None
     res.info["hcl"] = {"claims": rep.claims, "ak_fingerprint": keys.fingerprint(ak) if ak else None}
     if quote is not None and ak is not None:
@@ -108,7 +116,9 @@ def _hardware(
         return
     res.report_data = rep.report_data.hex()
     if tdx_quote is None:
-        res.add("tdx: TDREPORT quoted", False, "the TDREPORT is MAC'd, not signed: give the TD quote made from it")
+        res.add(
+            "tdx: TDREPORT quoted", False, "the TDREPORT is MAC'd, not signed: give the TD quote made from it"
+        )
         return
     from testbed_agent.attest.tdx import verify_tdx
 

@@ -48,7 +48,11 @@ def ecdsa_raw_ok(key: Any, data: bytes, sig: bytes, algo: hashes.HashAlgorithm) 
     """Verify a raw r||s (big-endian halves) ECDSA signature."""
     half = len(sig) // 2
     try:
-        key.verify(encode_dss_signature(int.from_bytes(sig[:half], "big"), int.from_bytes(sig[half:], "big")), data, ec.ECDSA(algo))
+        key.verify(
+            encode_dss_signature(int.from_bytes(sig[:half], "big"), int.from_bytes(sig[half:], "big")),
+            data,
+            ec.ECDSA(algo),
+        )
     except (InvalidSignature, ValueError):
         return False
     return True
@@ -71,7 +75,11 @@ def verify_tpm_signature(key: Any, msg: bytes, raw_sig: bytes) -> tuple[bool, st
     where = f"{scheme}/{halg} with AK {fingerprint(key)}"
     try:
         if isinstance(key, rsa.RSAPublicKey):
-            pad = padding.PSS(padding.MGF1(algo), padding.PSS.AUTO) if scheme == "rsapss" else padding.PKCS1v15()
+            pad = (
+                padding.PSS(padding.MGF1(algo), padding.PSS.AUTO)
+                if scheme == "rsapss"
+                else padding.PKCS1v15()
+            )
             key.verify(sig, msg, pad, algo)
         elif isinstance(key, ec.EllipticCurvePublicKey):
             if not ecdsa_raw_ok(key, msg, sig, algo):

@@ -34,16 +34,35 @@ def verify_manifest(path: Path, opts: Options) -> Result:
     tech = doc.get("technology")
     chain = list(opts.chain) + ([files["certs"]] if "certs" in files else [])
     if tech == "azure-hcl":
-        o = replace(opts, chain=chain, tpm_quote=files.get("quote_msg"), signature=files.get("quote_sig"), pcrs=files.get("pcrs"), nonce=want_nonce)
+        o = replace(
+            opts,
+            chain=chain,
+            tpm_quote=files.get("quote_msg"),
+            signature=files.get("quote_sig"),
+            pcrs=files.get("pcrs"),
+            nonce=want_nonce,
+        )
         res = verify_bytes("azure-hcl", _read(files, "hcl"), o, str(files["hcl"]))
         user = str(res.info.get("hcl", {}).get("claims", {}).get("user-data", ""))
         if user:
-            res.add("binding: HCL user-data == digest of claims", bytes.fromhex(user) == want_rd, f"user-data {user[:16].lower()}...")
-        res.add("binding: TPM nonce == digest of claims", res.info.get("tpm_quote", {}).get("qualifying_data") == want_nonce.hex(), "SHA-256 of the recorded claims")
+            res.add(
+                "binding: HCL user-data == digest of claims",
+                bytes.fromhex(user) == want_rd,
+                f"user-data {user[:16].lower()}...",
+            )
+        res.add(
+            "binding: TPM nonce == digest of claims",
+            res.info.get("tpm_quote", {}).get("qualifying_data") == want_nonce.hex(),
+            "SHA-256 of the recorded claims",
+        )
     elif tech in ("sev-snp", "tdx"):
         key = "report" if tech == "sev-snp" else "quote"
         res = verify_bytes(tech, _read(files, key), replace(opts, chain=chain), str(files[key]))
-        res.add("binding: REPORT_DATA == digest of claims", res.report_data == want_rd.hex(), f"SHA-512 of the recorded claims {want_rd.hex()[:16]}... vs {str(res.report_data)[:16]}...")
+        res.add(
+            "binding: REPORT_DATA == digest of claims",
+            res.report_data == want_rd.hex(),
+            f"SHA-512 of the recorded claims {want_rd.hex()[:16]}... vs {str(res.report_data)[:16]}...",
+        )
     else:
         raise EvidenceError(f"{path}: unknown technology {tech!r}")
     res.info["binding"] = claims

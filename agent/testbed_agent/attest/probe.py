@@ -86,7 +86,9 @@ class EvidenceProbe:
             with open(SEV_GUEST, "rb", buffering=0) as dev:
                 fcntl.ioctl(dev, SNP_GET_REPORT, msg)
         except OSError as exc:
-            raise ProbeError(f"{SEV_GUEST}: SNP_GET_REPORT failed: {exc} (exitinfo2 0x{msg.exitinfo2:x})") from exc
+            raise ProbeError(
+                f"{SEV_GUEST}: SNP_GET_REPORT failed: {exc} (exitinfo2 0x{msg.exitinfo2:x})"
+            ) from exc
         data = bytes(resp.data)
         size = int.from_bytes(data[4:8], "little")
         return data[32 : 32 + size]
@@ -95,7 +97,14 @@ class EvidenceProbe:
         """Run one tpm2-tools command against the vTPM; stdout bytes."""
         env = dict(os.environ, TPM2TOOLS_TCTI=self.tcti)
         try:
-            done = subprocess.run(["tpm2_" + args[0], *args[1:]], input=data, capture_output=True, env=env, timeout=60, check=False)
+            done = subprocess.run(
+                ["tpm2_" + args[0], *args[1:]],
+                input=data,
+                capture_output=True,
+                env=env,
+                timeout=60,
+                check=False,
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise ProbeError(f"tpm2_{args[0]}: {exc}") from exc
         if done.returncode != 0:
@@ -106,7 +115,9 @@ class EvidenceProbe:
     def thim_certs(self) -> str:
         """The VCEK and its chain (PEM) from Azure IMDS's THIM endpoint."""
         url = f"{self.imds.rstrip('/')}/metadata/THIM/amd/certification"
-        req = urllib.request.Request(url, headers={"Metadata": "true"})
+        if not url.startswith(("http://", "https://")):
+            raise ProbeError(f"THIM endpoint {url!r} is not an http(s) URL")
+        req = urllib.request.Request(url, headers={"Metadata": "true"})  # noqa: S310 (scheme checked)
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         try:
             with opener.open(req, timeout=5) as r:

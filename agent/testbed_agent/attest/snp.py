@@ -151,7 +151,11 @@ def vcek_tcb(ext_values: dict[str, bytes]) -> dict[str, int]:
 
 
 def tcb_matches(cert_tcb: dict[str, int], reported: dict[str, int]) -> tuple[bool, list[str]]:
-    diffs = [f"{k} cert {v} != report {reported.get(k)}" for k, v in cert_tcb.items() if k in reported and reported[k] != v]
+    diffs = [
+        f"{k} cert {v} != report {reported.get(k)}"
+        for k, v in cert_tcb.items()
+        if k in reported and reported[k] != v
+    ]
     return not diffs and bool(cert_tcb), diffs
 
 
@@ -179,18 +183,26 @@ def verify_snp(
     rep = parse_report(raw, source)
     res = Result("sev-snp", when, measurement=rep.measurement.hex(), report_data=rep.report_data.hex())
     res.info["snp"] = summary(rep)
-    res.add("snp: signature algorithm", rep.signature_algo == 1, f"{rep.signature_algo} (1 = ECDSA P-384 SHA-384)")
-    vcek = chain.find_signer(
-        pool, lambda key: chain.ecdsa_le_ok(key, rep.signed_part, rep.signature_rs)
+    res.add(
+        "snp: signature algorithm", rep.signature_algo == 1, f"{rep.signature_algo} (1 = ECDSA P-384 SHA-384)"
     )
+    vcek = chain.find_signer(pool, lambda key: chain.ecdsa_le_ok(key, rep.signed_part, rep.signature_rs))
     if vcek is None:
-        res.add("snp: report signature", False, f"no VCEK/VLEK among {len(pool)} certificates verifies the report")
+        res.add(
+            "snp: report signature", False, f"no VCEK/VLEK among {len(pool)} certificates verifies the report"
+        )
         return res
-    res.add("snp: report signature", True, f"ECDSA P-384 over bytes 0x000-0x29F verifies with '{chain.cn(vcek)}'")
+    res.add(
+        "snp: report signature", True, f"ECDSA P-384 over bytes 0x000-0x29F verifies with '{chain.cn(vcek)}'"
+    )
     exts = chain.raw_extensions(vcek)
     hwid = exts.get(VCEK_HWID_OID)
     if hwid is not None:
-        res.add("snp: VCEK belongs to this chip", hwid == rep.chip_id, f"hwID {hwid[:8].hex()}... vs CHIP_ID {rep.chip_id[:8].hex()}...")
+        res.add(
+            "snp: VCEK belongs to this chip",
+            hwid == rep.chip_id,
+            f"hwID {hwid[:8].hex()}... vs CHIP_ID {rep.chip_id[:8].hex()}...",
+        )
     ok, diffs = tcb_matches(vcek_tcb(exts), decode_tcb(rep.reported_tcb, rep.turin_layout))
     res.add("snp: VCEK TCB == REPORTED_TCB", ok, "; ".join(diffs) or f"{vcek_tcb(exts)}")
     path = chain.build_path(vcek, pool, chain.amd_roots() + list(extra_roots))

@@ -150,17 +150,27 @@ def verify_tdx(
     res.add("tdx: QE report signature (PCK leaf)", ok, f"ECDSA P-256 by '{chain.cn(leaf)}'")
     want = hashlib.sha256(q.attestation_key + q.qe_auth).digest()
     got = q.qe_report[320:352]
-    res.add("tdx: QE report binds attestation key", got == want, f"REPORT_DATA[0:32] {got.hex()[:16]}... vs SHA-256(AK || QE auth data) {want.hex()[:16]}...")
+    res.add(
+        "tdx: QE report binds attestation key",
+        got == want,
+        f"REPORT_DATA[0:32] {got.hex()[:16]}... vs SHA-256(AK || QE auth data) {want.hex()[:16]}...",
+    )
     roots = chain.intel_roots() + list(extra_roots)
     path = chain.build_path(leaf, list(pck_chain) + list(pool), roots)
     chain.check_chain(res, "tdx PCK chain", path, roots, when)
-    res.add("tdx: TD attributes debug", allow_debug or not q.body[120] & 1, f"TUD.DEBUG={'1' if q.body[120] & 1 else '0'}")
+    res.add(
+        "tdx: TD attributes debug",
+        allow_debug or not q.body[120] & 1,
+        f"TUD.DEBUG={'1' if q.body[120] & 1 else '0'}",
+    )
     if tcb_info is not None:
         _tcb_status(res, q, pck_info(leaf), tcb_info, pool, when)
     return res
 
 
-def _tcb_status(res: Result, q: TdxQuote, pck: dict[str, Any], blob: bytes, pool: Sequence[Any], when: datetime) -> None:
+def _tcb_status(
+    res: Result, q: TdxQuote, pck: dict[str, Any], blob: bytes, pool: Sequence[Any], when: datetime
+) -> None:
     from testbed_agent.attest import chain
 
     try:
@@ -168,17 +178,28 @@ def _tcb_status(res: Result, q: TdxQuote, pck: dict[str, Any], blob: bytes, pool
         info = doc["tcbInfo"]
     except (ValueError, KeyError) as exc:
         raise EvidenceError(f"TCB info: not a PCS tcbInfo response ({exc})") from exc
-    res.add("tdx tcb: FMSPC matches PCK", info.get("fmspc", "").lower() == pck.get("fmspc"), f"TCB info {info.get('fmspc')} vs PCK {pck.get('fmspc')}")
+    res.add(
+        "tdx tcb: FMSPC matches PCK",
+        info.get("fmspc", "").lower() == pck.get("fmspc"),
+        f"TCB info {info.get('fmspc')} vs PCK {pck.get('fmspc')}",
+    )
     nxt = datetime.fromisoformat(info["nextUpdate"].replace("Z", "+00:00"))
-    res.add("tdx tcb: TCB info current", when <= nxt, f"nextUpdate {info['nextUpdate']} vs as-of {when:%Y-%m-%dT%H:%M:%SZ}")
+    res.add(
+        "tdx tcb: TCB info current",
+        when <= nxt,
+        f"nextUpdate {info['nextUpdate']} vs as-of {when:%Y-%m-%dT%H:%M:%SZ}",
+    )
     signer = next((c for c in pool if "TCB Signing" in chain.cn(c)), None)
     if signer is not None:
-        from testbed_agent.attest import keys
         from cryptography.hazmat.primitives import hashes
+
+        from testbed_agent.attest import keys
 
         text = blob.decode()
         body = text[text.index("{", text.index('"tcbInfo"')) : text.rindex(',"signature"')]
-        ok = keys.ecdsa_raw_ok(signer.public_key(), body.encode(), bytes.fromhex(doc["signature"]), hashes.SHA256())
+        ok = keys.ecdsa_raw_ok(
+            signer.public_key(), body.encode(), bytes.fromhex(doc["signature"]), hashes.SHA256()
+        )
         res.add("tdx tcb: TCB info signature", ok, f"by '{chain.cn(signer)}'")
     status = _match_level(info.get("tcbLevels", []), pck, q.tee_tcb_svn)
     res.info.setdefault("tdx", {})["tcb_status"] = status

@@ -167,6 +167,7 @@ def verify_quote(
         res.add(
             f"{prefix}: PCR digest",
             want == quote.pcr_digest,
-            f"quote {quote.pcr_digest.hex()[:16]}... vs PCR values {want.hex()[:16] + '...' if want else 'incomplete'}",
+            f"quote {quote.pcr_digest.hex()[:16]}... vs PCR values "
+            + (f"{want.hex()[:16]}..." if want else "incomplete"),
         )
     return quote

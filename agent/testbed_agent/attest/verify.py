@@ -48,7 +48,10 @@ def kind_of(data: bytes) -> str:
             return "tdx"
         if len(data) == 1184 and 2 <= struct.unpack_from("<I", data, 0)[0] <= 5:
             return "sev-snp"
-    raise EvidenceError("not a recognised evidence format (SEV-SNP report, Azure HCL report, TDX quote, TPM quote, evidence manifest)")
+    raise EvidenceError(
+        "not a recognised evidence format "
+        "(SEV-SNP report, Azure HCL report, TDX quote, TPM quote, evidence manifest)"
+    )
 
 
 def _read(path: Path | None, what: str) -> bytes | None:
@@ -93,7 +96,9 @@ def verify_bytes(kind: str, data: bytes, opts: Options, source: str, pool: list[
         from testbed_agent.attest.tdx import verify_tdx
 
         tcb = _read(opts.tcb_info, "--tcb-info")
-        res = verify_tdx(data, pool, when, tcb_info=tcb, allow_debug=opts.allow_debug, extra_roots=roots, source=source)
+        res = verify_tdx(
+            data, pool, when, tcb_info=tcb, allow_debug=opts.allow_debug, extra_roots=roots, source=source
+        )
     elif kind == "azure-hcl":
         res = _hcl(data, opts, pool, roots)
     else:
