@@ -106,6 +106,8 @@ class Binder:
             manifest.update(self._gather(c, target))
         except (ProbeError, OSError, ValueError) as exc:
             manifest.update({"attestation": "failed", "reason": str(exc)})
+        except Exception as exc:  # noqa: BLE001 - evidence must never cost the run
+            manifest.update({"attestation": "failed", "reason": f"{type(exc).__name__}: {exc}"})
         manifest["collected_at"] = datetime.now(UTC).isoformat(timespec="seconds")
         manifest["collect_s"] = round(time.perf_counter() - started, 6)
         tmp = target / "manifest.json.tmp"
