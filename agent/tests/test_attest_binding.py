@@ -21,7 +21,7 @@ from attestforge import SAMPLES, AmdLikeChain, hcl_report, pem, snp_report
 from cryptography.hazmat.primitives import serialization
 
 from testbed_agent.attest.binding import Binder
-from testbed_agent.attest.probe import EvidenceProbe
+from testbed_agent.attest.probe import EvidenceProbe, ProbeError
 from testbed_agent.attest.verify import Options
 from testbed_reports.audit import audit_host
 
@@ -248,3 +248,38 @@ def test_sample_report_as_forged_evidence_fails_the_audit(tmp_path: Path) -> Non
     a = audit_host(results, Options(allow_debug=True, chain=[SAMPLES / "sev-snp" / "ask_ark_milan.pem"]))
     assert a.evidence == "FAILED" and not a.ok
     assert any("binding: REPORT_DATA == digest of claims" in p for p in a.problems)
+
+
+class TdxTsmProbe(EvidenceProbe):
+    """configfs-tsm on a TDX guest, answering with a real quote recorded on other hardware."""
+
+    def __init__(self, fail: bool = False) -> None:
+        super().__init__(present={"/sys/kernel/config/tsm/report"})
+        self.fail = fail
+
+    def tsm_report(self, inblob: bytes) -> dict[str, bytes]:
+        if self.fail:
+            raise ProbeError("configfs-tsm: outblob: Input/output error")
+        return {
+            "outblob": (SAMPLES / "tdx" / "quote_v5.dat").read_bytes(),
+            "provider": b"tdx_guest\n",
+            "auxblob": b"",
+        }
+
+
+def test_tdx_quote_recorded_elsewhere_verifies_but_does_not_bind(tmp_path: Path) -> None:
+    results = tmp_path / "cvm-1.jsonl"
+    _run_with(Binder(tmp_path, Ident(), results, {"evidence_probe": TdxTsmProbe()}), results)
+    doc = json.loads((tmp_path / "cvm-1.evidence" / "01-end" / "manifest.json").read_text())
+    assert doc["technology"] == "tdx" and doc["method"] == "configfs-tsm (tdx_guest)"
+    a = audit_host(results)
+    assert (a.technology, a.evidence, a.bound) == ("tdx", "FAILED", "yes")
+    assert [p.split(": ", 1)[1].split(":")[0] for p in a.problems] == ["binding", "binding"]
+
+
+def test_collection_failure_is_recorded_and_the_run_goes_on(tmp_path: Path) -> None:
+    results = tmp_path / "cvm-1.jsonl"
+    _run_with(Binder(tmp_path, Ident(), results, {"evidence_probe": TdxTsmProbe(fail=True)}), results)
+    doc = json.loads((tmp_path / "cvm-1.evidence" / "00-begin" / "manifest.json").read_text())
+    assert doc["attestation"] == "failed" and "Input/output error" in doc["reason"]
+    assert audit_host(results).evidence == "failed" and results.exists()

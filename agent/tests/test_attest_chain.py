@@ -63,11 +63,26 @@ def write_run(run: Path, keys: Keys, **break_) -> Path:
 
 
 def _evidence(
-    d: Path, k: Keys, c: dict, *, vcek=None, claims_edit=None, ak=None, nonce=None, pcrs=None, chain_pem=None
+    d: Path,
+    k: Keys,
+    c: dict,
+    *,
+    vcek=None,
+    claims_edit=None,
+    ak=None,
+    nonce=None,
+    pcrs=None,
+    chain_pem=None,
+    user_data=None,
 ) -> None:
     d.mkdir(parents=True)
     (d / "hcl-report.bin").write_bytes(
-        hcl_report(vcek or k.chain.vcek_key, k.ak.public_key(), claims_edit=claims_edit)
+        hcl_report(
+            vcek or k.chain.vcek_key,
+            k.ak.public_key(),
+            claims_edit=claims_edit,
+            user_data=binding.report_data(c) if user_data == "bound" else user_data,
+        )
     )
     msg, sig = tpm_quote(ak or k.ak, nonce or binding.tpm_nonce(c), PCRS)
     (d / "quote.msg").write_bytes(msg)
@@ -126,6 +141,19 @@ def _other_ask_chain(keys: Keys) -> bytes:
     other_ark = rsa.generate_private_key(65537, 2048)
     ask = make_cert("SEV-Testbed", keys.chain.ask_key, "ARK-Testbed", other_ark, ca=True)
     return pem(keys.chain.vcek, ask, keys.chain.ark)
+
+
+def test_user_data_in_claims_is_checked_when_the_paravisor_includes_it(tmp_path: Path, keys: Keys) -> None:
+    ok = write_run(tmp_path / "ok", keys, user_data="bound")
+    res = verify_manifest(
+        ok.parent / "cvm-1.evidence" / "01-end" / "manifest.json", Options(roots=[keys.root_pem])
+    )
+    assert res.verified and "binding: HCL user-data == digest of claims" in [c.name for c in res.checks]
+    bad = write_run(tmp_path / "bad", keys, user_data=b"\x00" * 64)
+    res = verify_manifest(
+        bad.parent / "cvm-1.evidence" / "01-end" / "manifest.json", Options(roots=[keys.root_pem])
+    )
+    assert failed_names(res) == ["binding: HCL user-data == digest of claims"]
 
 
 BREAKS = {

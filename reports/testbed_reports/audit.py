@@ -17,6 +17,8 @@ import pandas as pd
 from testbed_reports.errors import ReportError
 from testbed_reports.fingerprint import claimed_technology
 
+_NOT_COLLECTED = ("unavailable", "failed", "missing")
+
 
 @dataclass
 class HostAudit:
@@ -26,19 +28,21 @@ class HostAudit:
     groups: list[str]
     confidential: bool
     technology: str = "none"
-    evidence: str = "missing"  # verified | FAILED | unavailable | missing
+    evidence: str = (
+        "missing"  # verified | FAILED (does not verify) | failed (not collected) | unavailable | missing
+    )
     bound: str = "—"  # yes | NO | —
     measurement: str = ""
     problems: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        if self.problems and self.evidence not in ("unavailable", "missing"):
+        if self.problems and self.evidence not in _NOT_COLLECTED:
             return False
         return not self.confidential or (self.evidence == "verified" and self.bound == "yes")
 
     def summary(self) -> str:
-        if self.evidence in ("unavailable", "missing"):
+        if self.evidence in _NOT_COLLECTED:
             return f"attestation: {self.evidence}" + (f" ({self.problems[0]})" if self.problems else "")
         text = f"evidence {self.evidence}, results bound: {self.bound} ({self.technology})"
         return text + (f": {'; '.join(self.problems[:2])}" if self.problems else "")
@@ -89,7 +93,7 @@ def audit_host(results: Path, options: Any = None) -> HostAudit:
         return a
     live = [(m, d) for m, d in docs if d.get("attestation") not in ("unavailable", "failed")]
     if not live:
-        a.evidence = "unavailable"
+        a.evidence = "failed" if any(d.get("attestation") == "failed" for _, d in docs) else "unavailable"
         a.problems.append(str(docs[-1][1].get("reason", "")))
         return a
     _verify(a, live, options)
@@ -158,7 +162,7 @@ def table(rows: Sequence[HostAudit]) -> str:
             r.host,
             r.label,
             r.technology,
-            r.evidence if r.evidence != "unavailable" else "attestation: unavailable",
+            f"attestation: {r.evidence}" if r.evidence in _NOT_COLLECTED else r.evidence,
             r.bound,
             r.measurement[:24],
         ]
