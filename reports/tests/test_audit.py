@@ -77,6 +77,7 @@ def test_confidential_label_without_attestation_fails(local_run: Path, tmp_path:
     assert proc.returncode == 1 and "attestation: unavailable" in proc.stdout
 
 
+@pytest.mark.slow
 def test_forged_evidence_fails_audit_and_reddens_the_report(local_run: Path, tmp_path: Path) -> None:
     """Real AMD-signed evidence from another machine copied into a run relabelled SEV-SNP: the
     evidence binds other data and the relabelled results no longer match their digest."""

@@ -6,9 +6,10 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from testbed_agent.attest.model import EvidenceError
+from testbed_agent.attest.model import EvidenceError, Result
 
 REPORT_SIZE = 0x4A0  # 1184 bytes
 SIGNED_SIZE = 0x2A0
@@ -170,15 +171,14 @@ def product_of(names: Sequence[str]) -> str | None:
 def verify_snp(
     raw: bytes,
     pool: Sequence[Any],
-    when: Any,
+    when: datetime,
     *,
     allow_debug: bool = False,
     extra_roots: Sequence[Any] = (),
     source: str = "report",
-) -> Any:
+) -> Result:
     """Verify an SEV-SNP report: the VCEK signature, the VCEK's chip and TCB, the AMD chain, policy."""
     from testbed_agent.attest import chain
-    from testbed_agent.attest.model import Result
 
     rep = parse_report(raw, source)
     res = Result("sev-snp", when, measurement=rep.measurement.hex(), report_data=rep.report_data.hex())
