@@ -175,3 +175,60 @@ def flip(data: bytes, offset: int) -> bytes:
     b = bytearray(data)
     b[offset] ^= 0x01
     return bytes(b)
+
+
+@dataclass
+class IntelLikeChain:
+    """Root CA -> PCK leaf (P-256), the quoting enclave's attestation key, all the tests' own."""
+
+    root_key: ec.EllipticCurvePrivateKey = field(
+        default_factory=lambda: ec.generate_private_key(ec.SECP256R1())
+    )
+    pck_key: ec.EllipticCurvePrivateKey = field(
+        default_factory=lambda: ec.generate_private_key(ec.SECP256R1())
+    )
+    ak: ec.EllipticCurvePrivateKey = field(default_factory=lambda: ec.generate_private_key(ec.SECP256R1()))
+
+    def __post_init__(self) -> None:
+        self.root = make_cert(
+            "Testbed SGX Root CA", self.root_key, "Testbed SGX Root CA", self.root_key, ca=True
+        )
+        self.pck = make_cert(
+            "Testbed SGX PCK Certificate", self.pck_key, "Testbed SGX Root CA", self.root_key, ca=False
+        )
+
+
+def _raw_sig(key: ec.EllipticCurvePrivateKey, data: bytes) -> bytes:
+    r, s = decode_dss_signature(key.sign(data, ec.ECDSA(hashes.SHA256())))
+    return r.to_bytes(32, "big") + s.to_bytes(32, "big")
+
+
+def tdx_quote_v4(chain: IntelLikeChain, report_data: bytes, mrtd: bytes = b"\x22" * 48) -> bytes:
+    """A version-4 TDX quote: header, 584-byte TD report, AK signature, QE report certified by the
+    PCK leaf whose REPORT_DATA binds the AK, and the PCK chain (certification data 6 / 5)."""
+    header = struct.pack("<HHIHH", 4, 2, 0x81, 0, 0) + b"\x93\x9a\x72\x33" + bytes(12) + bytes(20)
+    body = bytearray(584)
+    body[136:184] = mrtd
+    body[520:584] = report_data.ljust(64, b"\0")
+    signed = header + bytes(body)
+    ak_raw = chain.ak.public_key().public_bytes(
+        serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint
+    )[1:]
+    auth = b"\x00" * 32
+    qe = bytearray(384)
+    qe[320:352] = hashlib.sha256(ak_raw + auth).digest()
+    certs = pem(chain.pck, chain.root)
+    inner = struct.pack("<HI", 5, len(certs)) + certs
+    cert6 = bytes(qe) + _raw_sig(chain.pck_key, bytes(qe)) + struct.pack("<H", len(auth)) + auth + inner
+    sig = _raw_sig(chain.ak, signed) + ak_raw + struct.pack("<HI", 6, len(cert6)) + cert6
+    return signed + struct.pack("<I", len(sig)) + sig
+
+
+def hcl_report_tdx(tdreport_data: bytes, mrtd: bytes, claims: dict) -> bytes:
+    """An Azure HCL report around a TDREPORT (REPORTDATA = SHA-256 of the claims)."""
+    raw_claims = json.dumps(claims, separators=(",", ":")).encode()
+    td = bytearray(1184)
+    td[128:192] = (tdreport_data or hashlib.sha256(raw_claims).digest()).ljust(64, b"\0")
+    td[528:576] = mrtd
+    runtime = struct.pack("<5I", 20 + len(raw_claims), 1, 4, 1, len(raw_claims)) + raw_claims
+    return b"HCLA" + struct.pack("<7I", 1, 32 + 1184 + len(runtime), 4, 0, 0, 0, 0) + bytes(td) + runtime

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -9,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from attestforge import SAMPLES, flip
+from attestforge import SAMPLES, IntelLikeChain, flip, hcl_report_tdx, pem, tdx_quote_v4
 
 from testbed_agent.attest.chain import load_cert_files
 from testbed_agent.attest.model import EvidenceError
@@ -200,3 +201,39 @@ def test_cli_exit_codes_and_json(tmp_path: Path) -> None:
     junk.write_bytes(b"nothing")
     err = subprocess.run([*cmd, str(junk)], capture_output=True, text=True, check=False)
     assert err.returncode == 2 and err.stderr.startswith("error: ") and "Traceback" not in err.stderr
+
+
+@pytest.fixture(scope="module")
+def intel(tmp_path_factory: pytest.TempPathFactory):
+    c = IntelLikeChain()
+    root = tmp_path_factory.mktemp("intel") / "root.pem"
+    root.write_bytes(pem(c.root))
+    return c, root
+
+
+def test_tdx_v4_quote_built_with_test_keys_verifies_and_breaks_per_link(tmp_path: Path, intel) -> None:
+    c, root = intel
+    quote = tmp_path / "q4.dat"
+    quote.write_bytes(tdx_quote_v4(c, b"\x05" * 64))
+    res = verify_file(quote, Options(roots=[root]))
+    assert res.verified and res.info["tdx"]["version"] == 4 and res.report_data == "05" * 64, failed(res)
+    assert failed(verify_file(quote, Options())) == ["tdx PCK chain: Testbed SGX Root CA is a trusted root"]
+    bad = tmp_path / "bad.dat"
+    bad.write_bytes(flip(quote.read_bytes(), 48 + 520))
+    assert failed(verify_file(bad, Options(roots=[root]))) == ["tdx: quote signature (attestation key)"]
+
+
+def test_azure_tdx_hcl_needs_and_checks_the_td_quote(tmp_path: Path, intel) -> None:
+    c, root = intel
+    claims = {"keys": [], "vm-configuration": {"tpm-enabled": True}}
+    digest = hashlib.sha256(json.dumps(claims, separators=(",", ":")).encode()).digest()
+    hcl = tmp_path / "hcl.bin"
+    hcl.write_bytes(hcl_report_tdx(b"", b"\x22" * 48, claims))
+    alone = verify_file(hcl, Options(roots=[root]))
+    assert alone.technology == "azure-tdx" and "tdx: TDREPORT quoted" in failed(alone)
+    (tmp_path / "q.dat").write_bytes(tdx_quote_v4(c, digest))
+    res = verify_file(hcl, Options(roots=[root], tdx_quote=tmp_path / "q.dat"))
+    assert failed(res) == ["hcl: HCLAkPub in runtime claims"]  # these claims carry no AK
+    (tmp_path / "other.dat").write_bytes(tdx_quote_v4(c, b"\x01" * 32))
+    res = verify_file(hcl, Options(roots=[root], tdx_quote=tmp_path / "other.dat"))
+    assert "tdx: quote is of this TDREPORT" in failed(res)
