@@ -14,7 +14,7 @@ import nbformat
 import pytest
 from nbhelpers import NOTEBOOKS, ROOT, STUDY_PLAN, Runner, code_outputs, write_notebook
 
-from testbed_agent.plan import load_plan
+from testbed_agent.plan import ParamError, load_plan
 from testbed_agent.workloads.nbaliases import aliases, dataset_generator, notebook_alias
 from testbed_agent.workloads.notebook import locate
 
@@ -182,3 +182,10 @@ def test_run_yml_limited_to_the_study_groups_selects_the_study_machines() -> Non
     )
     listed = {line.strip() for line in proc.stdout.splitlines() if line.strip().startswith("study-")}
     assert listed == {row["host"] for row in _table(STUDY_MACHINES)}
+
+
+def test_a_broken_alias_table_is_a_param_error(nbdir) -> None:
+    (nbdir / "aliases.yml").write_text("notebooks: [not, a, table]\n")
+    with pytest.raises(ParamError, match=r"aliases\.yml is not a table") as err:
+        locate("SimplePrime.ipynb")
+    assert err.value.field == "name"

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import yaml
 
+from testbed_agent.plan import ParamError
+
 ALIASES_FILE = "aliases.yml"
 
 
@@ -17,8 +19,12 @@ def _load(path: str, mtime: float) -> dict[str, dict[str, str]]:
     p = Path(path)
     if not p.is_file():
         return {"notebooks": {}, "datasets": {}}
-    doc = yaml.safe_load(p.read_text()) or {}
-    return {k: {str(a): str(b) for a, b in (doc.get(k) or {}).items()} for k in ("notebooks", "datasets")}
+    try:
+        doc = yaml.safe_load(p.read_text()) or {}
+        return {k: {str(a): str(b) for a, b in (doc.get(k) or {}).items()} for k in ("notebooks", "datasets")}
+    except (yaml.YAMLError, AttributeError, UnicodeDecodeError) as exc:
+        problem = " ".join(str(exc).split())[:160]
+        raise ParamError("name", f"{p} is not a table of notebooks and datasets: {problem}") from None
 
 
 def aliases() -> dict[str, dict[str, str]]:
