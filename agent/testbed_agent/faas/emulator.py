@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import subprocess
@@ -16,9 +17,10 @@ from typing import Any
 
 from testbed_agent.cost import invocation_cost
 from testbed_agent.errors import TestbedError
-from testbed_agent.faas import cgroups, inspector
-from testbed_agent.faas.functions import FunctionCode, find_function
+from testbed_agent.faas import cgroups, inspector, sandbox
+from testbed_agent.faas.functions import FunctionCode, check_name, find_function
 from testbed_agent.faas.instance import CallTimeout, Host, Instance, InstanceDied
+from testbed_agent.faas.logs import LogCollector
 from testbed_agent.faas.profiles import MIB, Profile
 from testbed_agent.faas.storage import make_tmp
 
@@ -56,7 +58,8 @@ class Deployment:
             "tmp_mb": self.tmp_mb,
             "concurrency": self.concurrency,
             "version": self.version,
-            "env": self.env,
+            # names only: values may be secrets and /info answers any local caller
+            "env": dict.fromkeys(sorted(self.env), "<redacted>"),
         }
 
 
@@ -87,6 +90,8 @@ class Emulator:
         self.reclaimed = self._reclaim_stale(state_dir)
         self.mount_tmp = os.geteuid() == 0 and shutil.which("mount") is not None
         self.limits_enforced = self.backend.enforced and self.mount_tmp
+        self.run_as = sandbox.function_user()
+        self.logs = LogCollector()
         self.ncpu = os.cpu_count() or 1
         self.deployments: dict[str, Deployment] = {}
         self.instances: list[Instance] = []
@@ -126,6 +131,8 @@ class Emulator:
             out.append(
                 "/tmp size NOT enforced (needs root to mount); results are marked limits_enforced=false"
             )
+        if self.run_as is None:
+            out.append("functions NOT confined: they run as the emulator's user, with its view of the files")
         return out
 
     def info(self) -> dict[str, Any]:
@@ -140,6 +147,7 @@ class Emulator:
                 "host_cpus": self.ncpu,
                 "keep_alive_s": self.keep_alive_s,
                 "max_concurrency": self.max_concurrency,
+                "function_user": self.run_as[2] if self.run_as else None,
                 "inflight": self.inflight,
                 "uptime_s": time.monotonic() - self.started,
                 "functions": {n: d.describe() for n, d in self.deployments.items()},
@@ -157,42 +165,29 @@ class Emulator:
             "invocations": inst.invocations,
             "idle_s": time.monotonic() - inst.last_used,
             "uptime_s": time.monotonic() - inst.created,
+            "log_bytes": inst.log.total,
+            "log_truncated_bytes": inst.log.truncated,
         }
+
+    def logs_of(self, name: str) -> dict[str, Any]:
+        """The kept output tail of each live instance of function ``name``."""
+        with self._lock:
+            if name not in self.deployments:
+                raise FaasError(404, f"no function '{name}'")
+            return {i.id: i.log.text() for i in self.instances if i.deployment.name == name}
 
     # -- deployments ---------------------------------------------------------------------
 
     def deploy(self, name: str, spec: dict[str, Any]) -> dict[str, Any]:
         """Create or update a function; an update retires its instances (next call is cold)."""
-        p = self.profile
         if not isinstance(spec, dict):
-            raise FaasError(400, f"deployment of {name} must be a JSON object")
+            raise FaasError(400, f"deployment of {str(name)[:80]!r} must be a JSON object")
         try:
-            keep = spec.get("keep_alive_s")
-            keep_alive = self.keep_alive_s if keep is None else float(keep)
-            concurrency = int(spec.get("concurrency") or p.instance_concurrency)
-            if keep_alive < 0 or concurrency < 1:
-                raise ValueError("keep_alive_s must be >= 0 and concurrency >= 1")
-            memory = int(spec.get("memory_mb") or p.memory_default_mb)
-            p.check_memory(memory)
-            timeout = float(spec.get("timeout_s") or p.timeout_default_s)
-            if not 0 < timeout <= p.timeout_max_s:
-                raise TestbedError(f"{p.name}: timeout {timeout} s outside (0, {p.timeout_max_s}] s")
-            tmp_mb = p.tmp_mb(memory, spec.get("tmp_mb"))
-            code = find_function(str(spec.get("function") or name), self.function_dirs)
-        except (TypeError, ValueError) as exc:
+            dep = self._deployment(check_name(name, "deployment name"), spec)
+        except (TypeError, ValueError, OverflowError) as exc:
             raise FaasError(400, f"bad deployment of {name}: {exc}") from exc
         except TestbedError as exc:
             raise FaasError(400, exc.message, exc.hint) from exc
-        dep = Deployment(
-            name=name,
-            code=code,
-            memory_mb=memory,
-            timeout_s=timeout,
-            keep_alive_s=keep_alive,
-            tmp_mb=tmp_mb,
-            concurrency=concurrency,
-            env={str(k): str(v) for k, v in (spec.get("env") or {}).items()},
-        )
         with self._lock:
             old = self.deployments.get(name)
             if old is not None:
@@ -200,6 +195,38 @@ class Emulator:
             self.deployments[name] = dep
         self.cold(name)
         return dep.describe()
+
+    def _deployment(self, name: str, spec: dict[str, Any]) -> Deployment:
+        p = self.profile
+        keep = spec.get("keep_alive_s")
+        keep_alive = self.keep_alive_s if keep is None else _number(keep, "keep_alive_s")
+        concurrency = int(_number(spec.get("concurrency") or p.instance_concurrency, "concurrency"))
+        if keep_alive < 0 or concurrency < 1:
+            raise ValueError("keep_alive_s must be >= 0 and concurrency >= 1")
+        memory = int(_number(spec.get("memory_mb") or p.memory_default_mb, "memory_mb"))
+        p.check_memory(memory)
+        timeout = _number(spec.get("timeout_s") or p.timeout_default_s, "timeout_s")
+        if not 0 < timeout <= p.timeout_max_s:
+            raise TestbedError(f"{p.name}: timeout {timeout} s outside (0, {p.timeout_max_s}] s")
+        tmp = spec.get("tmp_mb")
+        tmp_mb = p.tmp_mb(memory, None if tmp is None else int(_number(tmp, "tmp_mb")))
+        function = spec.get("function") or name
+        if not isinstance(function, str):
+            raise ValueError("function must be a name")
+        env = spec.get("env") or {}
+        if not isinstance(env, dict) or not all(isinstance(v, (str, int, float, bool)) for v in env.values()):
+            raise ValueError("env must be an object of strings")
+        code = find_function(function, self.function_dirs)
+        return Deployment(
+            name=name,
+            code=code,
+            memory_mb=memory,
+            timeout_s=timeout,
+            keep_alive_s=keep_alive,
+            tmp_mb=tmp_mb,
+            concurrency=concurrency,
+            env={str(k): str(v) for k, v in env.items()},
+        )
 
     def delete(self, name: str) -> None:
         with self._lock:
@@ -366,6 +393,8 @@ class Emulator:
                 directory=directory,
                 env=env,
                 key_service=self.key_service,
+                logs=self.logs,
+                run_as=self.run_as,
             )
         except Exception:
             if tmp is not None:
@@ -472,6 +501,7 @@ class Emulator:
         self._reaper.join(timeout=2)
         self.cold(None, "host")
         self.backend.cleanup()
+        self.logs.close()
         shutil.rmtree(self.state_dir, ignore_errors=True)
 
 
@@ -482,6 +512,15 @@ def _retire_all(instances: list[Instance]) -> None:
     elif instances:
         with ThreadPoolExecutor(max_workers=min(8, len(instances))) as pool:
             list(pool.map(Instance.retire, instances))
+
+
+def _number(value: object, field: str) -> float:
+    """A finite number (bool, NaN, Infinity and strings are refused)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{field} must be a number, not {type(value).__name__}")
+    if not math.isfinite(value):
+        raise ValueError(f"{field} must be finite, not {value}")
+    return float(value)
 
 
 def _alive(pid: int) -> bool:

@@ -7,6 +7,7 @@ import json
 import os
 import queue
 import select
+import shutil
 import subprocess
 import sys
 import threading
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed_agent.faas.cgroups import InstanceCgroup
+from testbed_agent.faas.logs import LogCollector, LogRing
 from testbed_agent.faas.storage import TmpStore
 
 START_TIMEOUT_S = 30.0
@@ -58,6 +60,8 @@ class Instance:
         directory: Path,
         env: dict[str, str],
         key_service: str,
+        logs: LogCollector,
+        run_as: tuple[int, int, str] | None = None,
     ) -> None:
         self.id = iid
         self.deployment = deployment
@@ -89,8 +93,8 @@ class Instance:
             "version": d.version,
             "memory_mb": d.memory_mb,
             "concurrency": d.concurrency,
-            "log": str(directory / "function.log"),
             "key_service": key_service,
+            "run_as": list(run_as[:2]) if run_as else None,
         }
         env = {**env, "TMPDIR": cfg["tmp_dir"]}
         # the shell joins the cgroups before exec, so the interpreter's own memory is charged too
@@ -109,7 +113,7 @@ class Instance:
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
             env=env,
             cwd=str(directory),
             start_new_session=True,
@@ -119,6 +123,9 @@ class Instance:
         self.direct = d.concurrency == 1
         self._buf = b""
         self._ready: queue.Queue = queue.Queue()
+        self.log = LogRing()
+        assert self.proc.stderr is not None
+        logs.add(self.proc.stderr, self.log)
         if not self.direct:
             threading.Thread(target=self._read, name=f"read-{iid}", daemon=True).start()
 
@@ -229,3 +236,5 @@ class Instance:
             self.proc.wait(timeout=5)
         self.tmp.release()
         self.cgroup.remove()
+        self.log.closed.set()
+        shutil.rmtree(self.directory, ignore_errors=True)
