@@ -59,6 +59,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _body(self) -> Any:
         text = self.headers.get("Content-Length") or "0"
         if not text.isascii() or not text.strip().isdigit():
+            self.close_connection = True  # where the body ends is unknown: no further request
             raise FaasError(400, f"bad Content-Length {text[:40]!r}")
         length = int(text)
         if length > MAX_BODY:
@@ -79,9 +80,9 @@ class _Handler(BaseHTTPRequestHandler):
         emu = self.server.emulator
         parts = [unquote(p) for p in self.path.split("?", 1)[0].strip("/").split("/") if p]
         try:
+            body = self._body() if method in ("PUT", "POST") else None
             if len(parts) >= 2 and parts[0] == "functions":
                 _check_name(parts[1])
-            body = self._body() if method in ("PUT", "POST") else None
             if method == "GET" and parts == ["info"]:
                 return self._send(200, emu.info())
             if method == "GET" and parts == ["functions"]:
@@ -97,7 +98,7 @@ class _Handler(BaseHTTPRequestHandler):
             if len(parts) == 3 and parts[0] == "functions" and parts[2] == "logs" and method == "GET":
                 return self._send(200, emu.logs_of(parts[1]))
             if parts == ["cold"] and method == "POST":
-                body = body or {}
+                body = {} if body is None else body
                 if not isinstance(body, dict):
                     raise FaasError(400, "body of /cold must be a JSON object")
                 return self._send(200, emu.cold(body.get("function"), body.get("scope", "function")))
