@@ -152,8 +152,8 @@ def test_bad_deployment_values_rejected(served, spec):
         put("/functions/m", b"[" * 100_000 + b"]" * 100_000),
         put("/functions/m", b"{}", "Content-Length: abc\r\n"),
         put("/functions/m", b"{}", "Content-Length: -5\r\n"),
-        b'POST /cold HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n[]',
-        b"POST /functions/probe/invoke HTTP/1.1\r\nHost: x\r\nContent-Length: 9\r\n\r\n{\"a\": 1e9",
+        b"POST /cold HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n[]",
+        b'POST /functions/probe/invoke HTTP/1.1\r\nHost: x\r\nContent-Length: 9\r\n\r\n{"a": 1e9',
         b"POST /functions/probe/invoke HTTP/1.1\r\nHost: x\r\nContent-Length: 4400\r\n\r\n" + b"9" * 4400,
     ],
 )

@@ -17,6 +17,7 @@ import json
 import secrets
 import socket
 import threading
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote
@@ -55,6 +56,20 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """Errors the HTTP layer finds itself (bad request line, headers): JSON too, then close."""
+        self.close_connection = True
+        text = message or HTTPStatus(code).phrase
+        err = {"type": "ApiError", "message": text, "hint": explain}
+        data = json.dumps({"status": "error", "error": err})
+        self.send_response(code, text)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Connection", "close")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if getattr(self, "command", None) != "HEAD" and code >= 200 and code not in (204, 304):
+            self.wfile.write(data.encode())
 
     def _body(self) -> Any:
         text = self.headers.get("Content-Length") or "0"

@@ -30,9 +30,11 @@ def _fork(event):
             failed += 1
             continue
         if pid == 0:
-            time.sleep(60)
+            time.sleep(float(event.get("hold_s", 0.5)))
             os._exit(0)
         pids.append(pid)
+    for pid in pids:
+        os.waitpid(pid, 0)
     return {"forked": len(pids), "failed": failed}
 
 
