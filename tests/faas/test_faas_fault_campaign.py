@@ -22,7 +22,7 @@ from .conftest import TEST_PROFILE
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-CALLS = 1000
+CALLS = int(os.environ.get("FAAS_CAMPAIGN_CALLS", "1000"))
 SEED = 20261124
 GOOD = {"array_size": 20, "function_calls": 50, "seed": 7}
 TRAVERSALS = ("/etc", "../calcs", "..%2Fcalcs", "..", "/functions/../calcs", "a/b", "", " calcs", "ca\x00lcs")
@@ -74,11 +74,11 @@ class Campaign:
         return status == 200 and result.get("checksum") == self.reference["checksum"]
 
     def crash(self) -> bool:
-        status, body, _ = self.c.invoke("probe", {"op": "crash"})
+        status, body, _ = self.c.invoke("crasher", {"op": "crash"})
         return status == 502 and body["error"]["type"] == "InstanceExited"
 
     def oom(self) -> bool:
-        status, body, _ = self.c.invoke("hog", {"mb": 160})
+        status, body, _ = self.c.invoke("hog", {"mb": 96})
         return status == 502 and body["error"]["type"] in ("MemoryLimitExceeded", "InstanceKilled")
 
     def timeout(self) -> bool:
@@ -86,7 +86,7 @@ class Campaign:
         return status == 504 and body["error"]["type"] == "Timeout"
 
     def tmp_full(self) -> bool:
-        status, body, _ = self.c.invoke("probe", {"op": "fill"})
+        status, body, _ = self.c.invoke("filler", {"op": "fill"})
         return status == 200 and body["result"]["errno"] == 28
 
     def fork_bomb(self) -> bool:
@@ -122,14 +122,14 @@ class Campaign:
         return status == 400
 
     def nan_result(self) -> bool:
-        status, body, _ = self.c.invoke("probe", {"op": "nan"})
+        status, body, _ = self.c.invoke("nan", {"op": "nan"})
         return status == 500 and body["error"]["type"] == "FunctionError"
 
 
 WEIGHTS = {
     "good": 18,
     "crash": 6,
-    "oom": 3,
+    "oom": 2,
     "timeout": 3,
     "tmp_full": 5,
     "fork_bomb": 1,
@@ -197,10 +197,13 @@ def test_fault_campaign(start_emulator):
     served = start_emulator("--profile", str(TEST_PROFILE))
     c = served.client
     c.deploy("good", function="calcs", memory_mb=128)
-    c.deploy("probe", function="probe", memory_mb=128, tmp_mb=8, timeout_s=30)
-    c.deploy("slow", function="probe", memory_mb=128, timeout_s=0.3)
+    # the faults that restart an instance get a larger CPU share: their cold starts dominate the time
+    c.deploy("crasher", function="probe", memory_mb=1024)
+    c.deploy("filler", function="probe", memory_mb=128, tmp_mb=8)
+    c.deploy("nan", function="probe", memory_mb=128)
+    c.deploy("slow", function="probe", memory_mb=1024, timeout_s=0.3)
     c.deploy("hog", function="memhog", memory_mb=64)
-    c.deploy("forker", function="probe", memory_mb=256, timeout_s=60)
+    c.deploy("forker", function="probe", memory_mb=2048, timeout_s=60)
     camp = Campaign(served, random.Random(SEED))
     assert camp.good()
     emu_id = c.info()["emulator_id"]
