@@ -129,10 +129,10 @@ class Campaign:
 WEIGHTS = {
     "good": 18,
     "crash": 6,
-    "oom": 2,
+    "oom": 1.5,
     "timeout": 3,
     "tmp_full": 5,
-    "fork_bomb": 1,
+    "fork_bomb": 0.5,
     "huge": 5,
     "big_ok": 2,
     "malformed": 25,

@@ -101,16 +101,23 @@ def test_function_runs_unprivileged_and_cannot_read_shadow(probe):
 @pytest.mark.parametrize("where", ["/var/tmp", "/tmp", "/dev/shm"])
 def test_writes_to_shared_dirs_do_not_reach_the_host(probe, where):
     target = Path(where) / f"faas-probe-{uuid.uuid4().hex}"
-    status, body = call(probe, {"op": "write", "path": str(target)})
+    try:
+        status, body = call(probe, {"op": "write", "path": str(target)})
+        assert not target.exists(), f"{target} reached the host"
+    finally:
+        target.unlink(missing_ok=True)
     assert status == 200, body  # the function has its own private copy of these directories
-    assert not target.exists(), f"{target} reached the host"
 
 
 @pytest.mark.parametrize("path", ["/etc/faas-probe", "/work/faas-probe", "/root/faas-probe"])
 def test_host_is_read_only_to_functions(probe, path):
-    status, body = call(probe, {"op": "write", "path": path})
+    path = f"{path}-{uuid.uuid4().hex}"
+    try:
+        status, body = call(probe, {"op": "write", "path": path})
+        assert not Path(path).exists()
+    finally:
+        Path(path).unlink(missing_ok=True)  # had the test failed, leave nothing behind
     assert status == 500 and body["error"]["exception"] in ("OSError", "PermissionError", "FileNotFoundError")
-    assert not Path(path).exists()
 
 
 def test_root_home_hidden(probe):

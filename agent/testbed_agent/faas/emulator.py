@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import math
 import os
+import random
 import shutil
 import subprocess
 import sys
+import tarfile
 import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +49,11 @@ class Deployment:
     concurrency: int
     env: dict[str, str]
     version: int = 1
+    #: keep-alive set explicitly (deployment or --keep-alive): every container keeps it; otherwise
+    #: each container's idle lifetime is drawn from the profile's retention model
+    keep_alive_fixed: bool = True
+    package: Path | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -76,8 +83,11 @@ class Emulator:
         max_concurrency: int = 100,
         cgroup: str = "auto",
         key_service: str = "",
+        seed: int | None = None,
     ) -> None:
         self.profile = profile
+        self.rng = random.Random(seed)  # noqa: S311 - emulated lifetimes, not secrets
+        self._keep_fixed = keep_alive_s is not None or profile.container_retention.model == "never"
         self.id = uuid.uuid4().hex[:8]
         self.state_dir = state_dir / f"emu-{self.id}"
         self.state_dir.mkdir(parents=True, exist_ok=True)
@@ -151,9 +161,21 @@ class Emulator:
                 "inflight": self.inflight,
                 "uptime_s": time.monotonic() - self.started,
                 "functions": {n: d.describe() for n, d in self.deployments.items()},
-                "hosts": [{"id": h.id, "uptime_s": h.uptime_s(), "used_mb": h.used_mb} for h in self.hosts],
+                "hosts": [self._describe_host(h) for h in self.hosts],
                 "instances": [self._describe(i) for i in self.instances],
             }
+
+    @staticmethod
+    def _describe_host(h: Host) -> dict[str, Any]:
+        return {
+            "id": h.id,
+            "uptime_s": h.uptime_s(),
+            "lifetime_s": h.lifetime_s if math.isfinite(h.lifetime_s) else None,
+            "used_mb": h.used_mb,
+            "capacity_mb": h.capacity_mb,
+            "containers": h.containers,
+            "requests": h.requests,
+        }
 
     def _describe(self, inst: Instance) -> dict[str, Any]:
         return {
@@ -226,6 +248,7 @@ class Emulator:
             tmp_mb=tmp_mb,
             concurrency=concurrency,
             env={str(k): str(v) for k, v in env.items()},
+            keep_alive_fixed=keep is not None or self._keep_fixed,
         )
 
     def delete(self, name: str) -> None:
@@ -243,10 +266,14 @@ class Emulator:
                 i for i in self.instances if name is None or scope == "host" or i.deployment.name == name
             ]
             if scope == "host":
-                self.hosts = []
+                dropped, self.hosts = self.hosts, []
             for inst in victims:
                 self._detach(inst)
         _retire_all(victims)
+        if scope == "host":
+            for host in dropped:
+                if host.directory is not None:
+                    shutil.rmtree(host.directory, ignore_errors=True)
         return {"retired": len(victims), "scope": scope, "hosts": [h.id for h in self.hosts]}
 
     # -- invocation ----------------------------------------------------------------------
@@ -273,7 +300,8 @@ class Emulator:
                 self.inflight -= 1
 
     def _pick(self, dep: Deployment) -> Instance | Host:
-        """A warm instance with a free slot (most recently used first), else a host for a new one."""
+        """A warm instance with a free slot (most recently used first), else a host with room for a
+        new one (first fit over the live hosts, else a new host with a drawn lifetime)."""
         warm = [
             i
             for i in self.instances
@@ -282,12 +310,20 @@ class Emulator:
         if warm:
             inst = max(warm, key=lambda i: i.last_used)
             inst.inflight += 1
+            inst.host.requests += 1
             return inst
-        host = next((h for h in self.hosts if h.capacity_mb - h.used_mb >= dep.memory_mb), None)
+        host = next(
+            (h for h in self.hosts if h.capacity_mb - h.used_mb >= dep.memory_mb and not h.expired()), None
+        )
         if host is None:
-            host = Host(capacity_mb=max(self.profile.host_memory_mb, dep.memory_mb))
+            host = Host(
+                capacity_mb=max(self.profile.host_memory_mb, dep.memory_mb),
+                lifetime_s=self.profile.host_retention.draw(self.rng),
+            )
             self.hosts.append(host)
         host.used_mb += dep.memory_mb
+        host.containers += 1
+        host.requests += 1
         return host
 
     def _invoke(
@@ -362,8 +398,46 @@ class Emulator:
         body["billing"] = self._bill(dep, inst, new, handler_s, after.memory_peak_bytes)
         return status, body
 
+    def _package(self, dep: Deployment) -> float:
+        """Provider path: build the deployment's code package once (seconds spent, 0 if built)."""
+        with dep.lock:
+            if dep.package is not None:
+                return 0.0
+            t0 = time.perf_counter()
+            path = self.state_dir / "packages" / f"{dep.name}-v{dep.version}.tar.gz"
+            path.parent.mkdir(exist_ok=True)
+            with tarfile.open(path, "w:gz") as tar:
+                tar.add(dep.code.code_dir, arcname=".", filter=_no_cache)
+            dep.package = path
+            return time.perf_counter() - t0
+
+    def _fetch(self, dep: Deployment, host: Host) -> tuple[Path, float, float]:
+        """Host path: boot the host's directory, unpack the package there once per version.
+        Returns (code directory, boot seconds, fetch seconds)."""
+        assert dep.package is not None
+        with host.lock:
+            boot = fetch = 0.0
+            if host.directory is None:
+                t0 = time.perf_counter()
+                host.directory = self.state_dir / "hosts" / host.id
+                host.directory.mkdir(parents=True)
+                boot = time.perf_counter() - t0
+            key = (dep.name, dep.version)
+            if key not in host.code:
+                t0 = time.perf_counter()
+                target = host.directory / f"{dep.name}-v{dep.version}"
+                with tarfile.open(dep.package) as tar:
+                    tar.extractall(target, filter="data")
+                target.chmod(0o755)
+                host.code[key] = target
+                fetch = time.perf_counter() - t0
+            return host.code[key], boot, fetch
+
     def _start(self, dep: Deployment, host: Host) -> Instance:
         t0 = time.perf_counter()
+        provider_s = self._package(dep)
+        code_dir, boot_s, fetch_s = self._fetch(dep, host)
+        t1 = time.perf_counter()
         iid = "i-" + uuid.uuid4().hex[:12]
         directory = self.state_dir / iid
         directory.mkdir(parents=True)
@@ -384,6 +458,9 @@ class Emulator:
                     **dep.env,
                 }
             )
+            if dep.code.python_path:
+                extra = [str(p) for p in dep.code.python_path]
+                env["PYTHONPATH"] = os.pathsep.join([*extra, *filter(None, [env.get("PYTHONPATH")])])
             inst = Instance(
                 iid=iid,
                 deployment=dep,
@@ -395,6 +472,7 @@ class Emulator:
                 key_service=self.key_service,
                 logs=self.logs,
                 run_as=self.run_as,
+                code_dir=code_dir,
             )
         except Exception:
             if tmp is not None:
@@ -407,8 +485,13 @@ class Emulator:
         except Exception:
             inst.retire()
             raise
-        inst.cold_start_s = time.perf_counter() - t0
+        done = time.perf_counter()
+        inst.cold_start_s = done - t0
+        inst.cold_costs = {"provider_s": provider_s, "host_s": boot_s + fetch_s, "container_s": done - t1}
+        inst.cold_kind = "provider" if provider_s else "host" if boot_s or fetch_s else "container"
         with self._lock:
+            if not dep.keep_alive_fixed:
+                inst.keep_alive_s = self.profile.container_retention.draw(self.rng)
             self.instances.append(inst)
         return inst
 
@@ -458,6 +541,12 @@ class Emulator:
             "ended_at": inspector.rfc3339(ended) if ended else None,
             "init_s": inst.init_s if new else 0.0,
             "cold_start_s": inst.cold_start_s if new else 0.0,
+            "cold_start_kind": inst.cold_kind if new else None,
+            **({k: v if new else 0.0 for k, v in inst.cold_costs.items()}),
+            "recycled": not new,
+            "host_containers": inst.host.containers,
+            "host_requests": inst.host.requests,
+            "instance_keep_alive_s": inst.keep_alive_s if math.isfinite(inst.keep_alive_s) else None,
             "handler_s": handler_s,
             "emulator_s": max(0.0, total_s - handler_s),
             "tmp": inst.tmp.info(),
@@ -489,11 +578,18 @@ class Emulator:
                 idle = [
                     i
                     for i in self.instances
-                    if i.inflight == 0 and (now - i.last_used > i.deployment.keep_alive_s or not i.alive())
+                    if i.inflight == 0
+                    and (now - i.last_used > i.keep_alive_s or not i.alive() or i.host.expired())
                 ]
                 for inst in idle:
                     self._detach(inst)
+                busy = {i.host.id for i in self.instances}
+                gone = [h for h in self.hosts if h.expired() and h.id not in busy]
+                self.hosts = [h for h in self.hosts if h not in gone]
             _retire_all(idle)
+            for host in gone:
+                if host.directory is not None:
+                    shutil.rmtree(host.directory, ignore_errors=True)
 
     def shutdown(self) -> None:
         """Retire every instance and remove the emulator's cgroups and state."""
@@ -512,6 +608,10 @@ def _retire_all(instances: list[Instance]) -> None:
     elif instances:
         with ThreadPoolExecutor(max_workers=min(8, len(instances))) as pool:
             list(pool.map(Instance.retire, instances))
+
+
+def _no_cache(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+    return None if "__pycache__" in info.name or info.name.endswith(".pyc") else info
 
 
 def _number(value: object, field: str) -> float:

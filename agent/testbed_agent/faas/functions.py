@@ -14,6 +14,7 @@ import yaml
 
 from testbed_agent.errors import TestbedError
 from testbed_agent.faas import faas_dir
+from testbed_agent.paths import workloads_dir
 
 #: function and deployment names: a letter or digit, then letters, digits, ``_``, ``-``, ``.``
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -30,6 +31,9 @@ class FunctionCode:
     module: str
     handler: str
     description: str = ""
+    #: library directories (inside workloads/) put on the function's PYTHONPATH, as a package
+    #: deployed to a real platform would vendor them
+    python_path: tuple[Path, ...] = ()
 
 
 def default_dirs() -> list[Path]:
@@ -71,4 +75,18 @@ def _load(d: Path) -> FunctionCode:
     path = (d / f"{module}.py").resolve()
     if path.parent != d or not path.is_file():
         raise TestbedError(f"{d}: handler module {module}.py not found")
-    return FunctionCode(d.name, d, module, handler, str(meta.get("description", "")))
+    return FunctionCode(d.name, d, module, handler, str(meta.get("description", "")), _python_path(d, meta))
+
+
+def _python_path(d: Path, meta: dict) -> tuple[Path, ...]:
+    entries = meta.get("python_path") or []
+    if not isinstance(entries, list):
+        raise TestbedError(f"{d}/function.yml: python_path must be a list")
+    root = workloads_dir().resolve()
+    out = []
+    for entry in entries:
+        path = (root / str(entry)).resolve()
+        if not path.is_relative_to(root) or not path.is_dir():
+            raise TestbedError(f"{d}/function.yml: python_path {entry!r} is not a directory under {root}")
+        out.append(path)
+    return tuple(out)

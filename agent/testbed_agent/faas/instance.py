@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import queue
 import select
@@ -35,15 +36,25 @@ class CallTimeout(Exception):
 
 @dataclass
 class Host:
-    """An emulated host: identity, boot time and the memory its instances take."""
+    """An emulated host: identity, boot time, lifetime, the memory its instances take and the
+    function packages fetched to it."""
 
     capacity_mb: int
+    lifetime_s: float = math.inf
     id: str = field(default_factory=lambda: "host-" + uuid.uuid4().hex[:10])
     booted: float = field(default_factory=time.monotonic)
     used_mb: int = 0
+    containers: int = 0
+    requests: int = 0
+    directory: Path | None = None
+    code: dict[tuple[str, int], Path] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     def uptime_s(self) -> float:
         return time.monotonic() - self.booted
+
+    def expired(self) -> bool:
+        return self.uptime_s() >= self.lifetime_s
 
 
 class Instance:
@@ -62,6 +73,7 @@ class Instance:
         key_service: str,
         logs: LogCollector,
         run_as: tuple[int, int, str] | None = None,
+        code_dir: Path | None = None,
     ) -> None:
         self.id = iid
         self.deployment = deployment
@@ -75,6 +87,9 @@ class Instance:
         self.invocations = 0
         self.init_s = 0.0
         self.cold_start_s = 0.0
+        self.cold_kind = "container"
+        self.cold_costs: dict[str, float] = {}
+        self.keep_alive_s = deployment.keep_alive_s
         self.retired = False
         self._pending: dict[int, queue.Queue] = {}
         self._next = 0
@@ -86,7 +101,7 @@ class Instance:
             "private_tmp": private,
             "tmp_src": str(tmp.path),
             "tmp_dir": "/tmp" if private else str(tmp.path),
-            "code_dir": str(d.code.code_dir),
+            "code_dir": str(code_dir or d.code.code_dir),
             "module": d.code.module,
             "handler": d.code.handler,
             "function_name": d.name,

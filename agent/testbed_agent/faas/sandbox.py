@@ -31,6 +31,8 @@ MS_PRIVATE = 0x40000
 MS_RELATIME = 0x200000
 MS_STRICTATIME = 0x1000000
 PR_SET_NO_NEW_PRIVS = 38
+#: where a sandboxed function finds its code (read-only, inside its private /tmp)
+CODE_MOUNT = "/tmp/.task"
 _FLAGS = {
     "nosuid": MS_NOSUID,
     "nodev": MS_NODEV,
@@ -79,22 +81,29 @@ def _check(rc: int, what: str) -> None:
         raise OSError(err, f"{what}: {os.strerror(err)}")
 
 
-def private_tmp(src: str, keep: list[str]) -> None:
+def private_tmp(src: str, keep: list[str], code_dir: str | None = None) -> None:
     """New mount namespace in which ``src`` is bind-mounted over /tmp and /var/tmp, and root's
     home is an empty tmpfs.
 
     Directories in ``keep`` that live under those (the function code, the toolkit, the Python
     installation) are bound back at their own paths (read-only after :func:`read_only_host`);
-    everything else there is hidden.
+    everything else there is hidden. ``code_dir`` (which may sit in a state directory only root
+    can traverse) is bound read-only at :data:`CODE_MOUNT`.
     """
     libc = _libc()
     _check(libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
     _check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
     src_fd = os.open(src, os.O_PATH | os.O_DIRECTORY)  # src itself may live under /tmp
+    code_fd = os.open(code_dir, os.O_PATH | os.O_DIRECTORY) if code_dir else None
     _mask(libc, "/tmp", f"/proc/self/fd/{src_fd}", keep)
     if os.path.isdir("/var/tmp") and not os.path.islink("/var/tmp"):
         _mask(libc, "/var/tmp", f"/proc/self/fd/{src_fd}", keep)
     os.close(src_fd)
+    if code_fd is not None:
+        os.mkdir(CODE_MOUNT, 0o755)
+        rc = libc.mount(f"/proc/self/fd/{code_fd}".encode(), CODE_MOUNT.encode(), None, MS_BIND, None)
+        _check(rc, f"bind the function code on {CODE_MOUNT}")
+        os.close(code_fd)
     home = os.path.realpath(os.path.expanduser("~root"))
     if home not in ("/", "/tmp") and os.path.isdir(home):
         _mask(libc, home, None, keep)
@@ -184,9 +193,11 @@ def drop_privileges(uid: int, gid: int) -> None:
 
 
 def enter(cfg: dict, keep: list[str]) -> None:
-    """The worker's confinement, in order: namespace + private /tmp, read-only host, user."""
+    """The worker's confinement, in order: namespace + private /tmp, the function's code at
+    :data:`CODE_MOUNT`, read-only host, user. Updates ``cfg["code_dir"]``."""
     if cfg.get("private_tmp"):
-        private_tmp(cfg["tmp_src"], keep)
+        private_tmp(cfg["tmp_src"], keep, cfg["code_dir"])
+        cfg["code_dir"] = CODE_MOUNT
         read_only_host()
     user = cfg.get("run_as")
     if user:

@@ -70,7 +70,7 @@ def main(argv: list[str]) -> int:
         from testbed_agent.paths import workloads_dir
 
         python = [sys.prefix, sys.base_prefix, sys.exec_prefix, *(p for p in sys.path if os.path.isdir(p))]
-        keep = [cfg["code_dir"], *python, str(workloads_dir()), *cfg.get("keep_dirs", [])]
+        keep = [*python, str(workloads_dir()), *cfg.get("keep_dirs", [])]
         sandbox.enter(cfg, keep)
         os.chdir(cfg["tmp_dir"])
         handler = _load_handler(cfg)
