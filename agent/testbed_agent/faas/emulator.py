@@ -583,8 +583,8 @@ class Emulator:
                 ]
                 for inst in idle:
                     self._detach(inst)
-                busy = {i.host.id for i in self.instances}
-                gone = [h for h in self.hosts if h.expired() and h.id not in busy]
+                # used_mb counts starting instances too: a host is gone only when nothing is on it
+                gone = [h for h in self.hosts if h.expired() and h.used_mb <= 0]
                 self.hosts = [h for h in self.hosts if h not in gone]
             _retire_all(idle)
             for host in gone:
