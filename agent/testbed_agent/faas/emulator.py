@@ -84,6 +84,7 @@ class Emulator:
         cgroup: str = "auto",
         key_service: str = "",
         seed: int | None = None,
+        cpu_boost: bool = False,
     ) -> None:
         self.profile = profile
         self.rng = random.Random(seed)  # noqa: S311 - emulated lifetimes, not secrets
@@ -101,6 +102,7 @@ class Emulator:
         self.mount_tmp = os.geteuid() == 0 and shutil.which("mount") is not None
         self.limits_enforced = self.backend.enforced and self.mount_tmp
         self.run_as = sandbox.function_user()
+        self.cpu_boost = cpu_boost and cgroups.boost(self.backend)
         self.logs = LogCollector()
         self.ncpu = os.cpu_count() or 1
         self.deployments: dict[str, Deployment] = {}
@@ -158,6 +160,7 @@ class Emulator:
                 "keep_alive_s": self.keep_alive_s,
                 "max_concurrency": self.max_concurrency,
                 "function_user": self.run_as[2] if self.run_as else None,
+                "cpu_boost": self.cpu_boost,
                 "inflight": self.inflight,
                 "uptime_s": time.monotonic() - self.started,
                 "functions": {n: d.describe() for n, d in self.deployments.items()},
