@@ -320,6 +320,7 @@ def _outcome(
     for key, unit, better in [(k, "B/s", "higher") for k in keys] + [
         ("calcs_per_s", "1/s", "higher"),
         ("key_fetch_s", "s", "lower"),
+        ("latency_s", "s", "lower"),
         ("iops", "1/s", "higher"),
         ("bw_bytes", "B/s", "higher"),
     ]:
