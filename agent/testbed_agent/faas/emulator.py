@@ -219,7 +219,18 @@ class Emulator:
                 dep.version = old.version + 1
             self.deployments[name] = dep
         self.cold(name)
+        if old is not None:
+            self._drop_code(old)
         return dep.describe()
+
+    def _drop_code(self, dep: Deployment) -> None:
+        """Remove a retired deployment version's package and its copies on the hosts."""
+        if dep.package is not None:
+            dep.package.unlink(missing_ok=True)
+        with self._lock:
+            copies = [h.code.pop((dep.name, dep.version), None) for h in self.hosts]
+        for path in filter(None, copies):
+            shutil.rmtree(path, ignore_errors=True)
 
     def _deployment(self, name: str, spec: dict[str, Any]) -> Deployment:
         p = self.profile
@@ -256,9 +267,11 @@ class Emulator:
 
     def delete(self, name: str) -> None:
         with self._lock:
-            if self.deployments.pop(name, None) is None:
+            dep = self.deployments.pop(name, None)
+            if dep is None:
                 raise FaasError(404, f"no function '{name}'")
         self.cold(name)
+        self._drop_code(dep)
 
     def cold(self, name: str | None = None, scope: str = "function") -> dict[str, Any]:
         """Retire instances (of one function, or all); ``host`` also starts fresh emulated hosts."""
