@@ -25,6 +25,7 @@ from testbed_agent.faas.instance import CallTimeout, Host, Instance, InstanceDie
 from testbed_agent.faas.logs import LogCollector
 from testbed_agent.faas.profiles import MIB, Profile
 from testbed_agent.faas.storage import make_tmp
+from testbed_agent.paths import workloads_dir
 
 #: environment passed through to instances (nothing else of the emulator's leaks in)
 PASS_ENV = ("PATH", "LANG", "LC_ALL", "PYTHONPATH", "VIRTUAL_ENV")
@@ -471,6 +472,8 @@ class Emulator:
                     "TESTBED_FAAS_PROFILE": self.profile.name,
                     "TESTBED_FAAS_INSTANCE": iid,
                     "TESTBED_FAAS_HOST": host.id,
+                    # functions run from a package copy: toolkit files outside it are found here
+                    "TESTBED_WORKLOADS_DIR": str(workloads_dir()),
                     **dep.env,
                 }
             )
