@@ -32,7 +32,7 @@ def _one_call(rng, size):
     b = array("d", (rng.randint(1, 1000) for _ in range(size)))
     c = array("d", (rng.randint(1, 1000) for _ in range(size)))
     acc = 0.0
-    for x, y, z in zip(a, b, c):
+    for x, y, z in zip(a, b, c, strict=True):
         acc += x * y / z
     return acc
 
