@@ -47,7 +47,7 @@ def parse_duration(text: str) -> float:
     pos, total = 0, 0.0
     while pos < len(spec):
         m = DURATION_RE.match(spec, pos)
-        if not m or (not m.group(2) and m.end() != len(spec)):
+        if not m or (not m.group(2) and (pos or m.end() != len(spec))):
             raise argparse.ArgumentTypeError(f"{text!r} is not a duration (e.g. 30s, 1m, 4d, 1h30m)")
         total += float(m.group(1)) * UNITS[m.group(2) or "s"]
         pos = m.end()
