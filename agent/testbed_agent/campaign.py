@@ -32,7 +32,7 @@ from testbed_agent.errors import TestbedError
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,56}$")
 STATE_FILE = "campaign.json"
-EVENTS_FILE = "campaign.events.jsonl"
+EVENTS_FILE = "campaign.events.ndjson"  # not *.jsonl: result loaders glob that
 LOCK_FILE = "campaign.lock"
 MAX_SLOTS = 999_999  # run ids carry k with six digits
 UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}

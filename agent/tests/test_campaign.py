@@ -27,7 +27,7 @@ benchmarks:
 
 
 def _events(store: Path) -> list[dict]:
-    path = store / "campaign.events.jsonl"
+    path = store / "campaign.events.ndjson"
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
