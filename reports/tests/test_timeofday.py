@@ -4,8 +4,6 @@ nominal rate (seeded simulation), too little data is refused with the reason."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -14,6 +12,7 @@ import pandas as pd
 import pytest
 
 from testbed_agent.results import Identity, ResultWriter, make_record
+from testbed_reports.cli import main
 from testbed_reports.errors import ReportError
 from testbed_reports.timeofday import analyze, analyze_factor, one_way, render, select
 
@@ -64,6 +63,7 @@ def test_known_hour_effect_is_detected() -> None:
     assert "weekday is confounded with the date" in text
 
 
+@pytest.mark.slow
 def test_no_effect_is_flagged_at_the_nominal_rate() -> None:
     rng = np.random.default_rng(2026)
     sims, hits_kw, hits_f = 300, 0, 0
@@ -94,7 +94,7 @@ def test_too_little_data_is_refused_with_the_reason() -> None:
         analyze(table, min_per_group=1)
 
 
-def test_cli_on_a_campaign_store(tmp_path: Path) -> None:
+def test_cli_on_a_campaign_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rng = np.random.default_rng(5)
     store = tmp_path / "tod"
     for k, t in enumerate(_times(days=1, per_hour=2)):
@@ -109,14 +109,14 @@ def test_cli_on_a_campaign_store(tmp_path: Path) -> None:
         with ResultWriter(store / ident.run_id / "h1.jsonl") as w:
             w.append(rec)
     out = tmp_path / "tod.json"
-    cmd = [sys.executable, "-m", "testbed_reports", "timeofday", str(store), "--json", str(out)]
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stderr
-    assert "hour: not tested - 0 hour group(s) with >= 5 runs (of 24 seen, 48 runs)" in res.stdout
-    res = subprocess.run([*cmd, "--min-per-group", "2"], capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0 and "hour: EFFECT" in res.stdout, res.stdout + res.stderr
-    assert "weekday: not tested - 1 weekday group(s)" in res.stdout
+    args = ["timeofday", str(store), "--json", str(out)]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "hour: not tested - 0 hour group(s) with >= 5 runs (of 24 seen, 48 runs)" in text
+    assert main([*args, "--min-per-group", "2"]) == 0
+    text = capsys.readouterr().out
+    assert "hour: EFFECT" in text and "weekday: not tested - 1 weekday group(s)" in text
     data = json.loads(out.read_text())
     assert data["timezone"] == "UTC" and data["factors"]["hour"]["runs"] == 48
-    bad = subprocess.run([*cmd, "--metric", "nope"], capture_output=True, text=True, timeout=120)
-    assert bad.returncode == 2 and bad.stderr.startswith("error: no observations of metric 'nope'")
+    assert main([*args, "--metric", "nope"]) == 2
+    assert capsys.readouterr().err.startswith("error: no observations of metric 'nope'")
