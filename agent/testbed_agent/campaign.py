@@ -285,7 +285,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument(
         "--watchdog",
         action="store_true",
-        help="exit 0 quietly when another process runs this campaign (for cron / timers)",
+        help="exit 0 quietly when another process runs this campaign or it is complete (cron)",
     )
     p.set_defaults(func=_cmd_campaign)
 
@@ -309,6 +309,8 @@ def _cmd_campaign(args: argparse.Namespace) -> int:
     with lock:
         state = _load_or_create(args, plan.sha256, store)
         if state.status == "done":
+            if args.watchdog:
+                return 0  # cron keeps calling after the end: stay quiet
             print(f"campaign {state.campaign}: already complete ({state.runs} runs, {state.skipped} skipped)")
             return 0
         argv = _run_argv(args, state)
