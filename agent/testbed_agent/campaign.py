@@ -164,9 +164,16 @@ class Campaign:
             self.state.incomplete += 1
             self.state.next_k = cur["k"] + 1
             self.state.current = None
-        self.state.status = "running"
+        st = self.state
+        verb = "resuming" if st.next_k or st.status != "running" else "starting"
+        st.status = "running"
         self.save()
         self._next_slot("the campaign was not running")
+        end = _rfc3339(st.slot_at(st.slots))
+        self.say(
+            f"{verb}: {st.slots} slots every {st.every_s:g} s from {st.start} to {end}; "
+            f"next slot {st.next_k} ({st.runs} runs, {st.skipped} skipped so far); store {self.store}"
+        )
 
     def _next_slot(self, reason: str) -> int | None:
         """Skip (and record) slots whose start has passed; None when the campaign is over."""
