@@ -112,6 +112,14 @@ def _check_store(store: Path, first: str, killed: str) -> None:
         assert [(x["run_id"], x["status"]) for x in records] == [(r["run_id"], "ok")]
     dirs = sorted(p.name for p in store.iterdir() if p.is_dir())
     assert dirs == sorted([*(r["run_id"] for r in runs), killed])
+    # the report reads the whole store (the events file is not taken for results)
+    from testbed_reports.load import load
+    from testbed_reports.timeofday import analyze, select
+
+    table = select(load([store]).obs, "write_seconds", "dd_tiny", None)
+    assert len(runs) <= len(table) <= len(runs) + 1  # + the killed run if it recorded a value
+    res = analyze(table, min_per_group=2)
+    assert res["timezone"] == "UTC" and "refused" in res["factors"]["weekday"]
     again = agent("campaign", str(store.parent.parent / "plan.yml"), "--out", str(store), "--every", "2s",
                   "--for", "10s", "--node-exporter", "")  # fmt: skip
     assert again.returncode == 0 and "already complete" in again.stdout
