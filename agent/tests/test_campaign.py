@@ -148,3 +148,11 @@ def test_campaign_refuses_other_options_and_watchdog_exits_quietly(tmp_path: Pat
     assert bad.returncode == 2 and "campaign name 'x y'" in bad.stderr
     short = agent("campaign", str(plan), "--out", str(tmp_path / "s"), "--every", "1h", "--for", "1m")
     assert short.returncode == 2 and "shorter than --every" in short.stderr
+
+
+def test_the_timeofday_plan_is_valid() -> None:
+    from testbed_agent.plan import load_plan
+
+    plan = load_plan(Path(__file__).resolve().parents[2] / "workloads/plans/timeofday-dd.yml")
+    assert [b.name for b in plan.benchmarks] == ["dd_10k_512b", "dd_1m_128k"] and plan.executions == 2
+    assert plan.benchmarks[0].params["bs"] == 512 and plan.benchmarks[0].params["count"] == 20
