@@ -51,6 +51,7 @@ def test_known_hour_effect_is_detected() -> None:
     values = np.exp(rng.normal(np.log(0.02), 0.1, len(times))) * [1.25 if _daytime(t) else 1 for t in times]
     table = select(_obs(times, values, reps=2), None, None, None)
     assert len(table) == len(times)  # one row per run: repetitions summarised
+    assert len(select(_obs(times, values, reps=2), None, None, None, unit="observation")) == 2 * len(times)
     res = analyze(table)
     hour = res["factors"]["hour"]
     assert hour["effect"] and hour["kruskal_p"] < 1e-6 and hour["anova_p"] < 1e-6
