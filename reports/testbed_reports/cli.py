@@ -95,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     from testbed_reports.audit_cli import add_parser as add_audit  # issue 14
 
     add_audit(sub)
+    from testbed_reports.timeofday import add_parser as add_timeofday  # issue 17
+
+    add_timeofday(sub)
     return parser
 
 
