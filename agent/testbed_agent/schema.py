@@ -10,6 +10,34 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from testbed_agent import SCHEMA_VERSION
+
+__all__ = [
+    "BETTER",
+    "EXECUTION_KEY",
+    "FINAL_STATUSES",
+    "MARGIN_FIELD",
+    "PRIMARY_PATTERNS",
+    "SCHEMA_VERSION",
+    "STATUSES",
+    "primary_metrics",
+]
+
+#: record statuses; "interrupted" is superseded by a later final record of the same execution
+STATUSES = ("ok", "failed", "timeout", "skipped", "interrupted")
+FINAL_STATUSES = frozenset({"ok", "failed", "timeout", "skipped"})
+#: direction in which a metric wins
+BETTER = ("higher", "lower")
+#: the fields that identify one execution of one benchmark (a second record with the same key is a
+#: duplicate: counted once when identical, flagged when it conflicts)
+EXECUTION_KEY = ("run_id", "host", "index", "benchmark", "repetition")
+#: optional record field: the equivalence margin in percent of the report's decision (from the plan's
+#: defaults or the benchmark entry)
+MARGIN_FIELD = "margin_percent"
+#: record fields the report reads, with their JSON types (None allowed where listed)
+STRING_FIELDS = ("run_id", "host", "benchmark")
+OPTIONAL_STRING_FIELDS = ("label", "type", "started_at", "ended_at")
+
 #: per workload type: a regular expression over metric names; every match is a primary metric.
 #: fio: bandwidth per direction; dd: dd's own latency (seconds per run); notebook: wall time;
 #: crypto: throughput per cell (time per operation where a cell has no byte size); pyperformance:

@@ -26,6 +26,19 @@ def _pairs(specs: list[str], option: str) -> dict[str, str]:
     return out
 
 
+def _margins(specs: list[str]) -> dict[str, float]:
+    out = {}
+    for bench, val in _pairs(specs, "--margin-for").items():
+        try:
+            pct = float(val)
+        except ValueError:
+            pct = float("nan")
+        if not 0 < pct < 100:
+            raise ReportError(f"--margin-for {bench}={val}: expected a percentage between 0 and 100")
+        out[bench] = pct
+    return out
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="testbed-report", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -70,6 +83,26 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FIELD=VALUE",
         help="CSV inputs: constant value of a field the CSV lacks (e.g. better=lower)",
     )
+    b.add_argument(
+        "--margin",
+        type=float,
+        default=2.0,
+        metavar="PCT",
+        help="equivalence margin in percent: differences within +-PCT are 'equivalent' (default 2)",
+    )
+    b.add_argument(
+        "--margin-for",
+        action="append",
+        default=[],
+        metavar="BENCH=PCT",
+        help="equivalence margin of one benchmark (repeatable; wins over a record's margin_percent)",
+    )
+    b.add_argument(
+        "--anova-scale",
+        choices=("log", "raw"),
+        default="log",
+        help="scale of the two-way ANOVA (default log: multiplicative effects)",
+    )
     b.set_defaults(func=_cmd_build)
 
     a = sub.add_parser(
@@ -105,13 +138,19 @@ def _cmd_build(args: argparse.Namespace) -> int:
         compare_specs=args.compare,
         csv_mapping=_pairs(args.csv_map, "--csv-map"),
         csv_defaults=_pairs(args.csv_default, "--csv-default"),
+        margin=args.margin,
+        margins=_margins(args.margin_for),
+        anova_log=args.anova_scale == "log",
     )
+    for w in rep.warnings:
+        print(f"warning: {w}", file=sys.stderr)
     for p in rep.problems:
         print(f"EVIDENCE MISMATCH: {p}", file=sys.stderr)
-    n_sig = sum(1 for s in rep.comparisons["significant"] if bool(s) and s is not None)
+    counts = rep.comparisons["decision"].value_counts() if len(rep.comparisons) else {}
+    decided = ", ".join(f"{counts.get(d, 0)} {d}" for d in ("slower", "faster", "equivalent", "inconclusive"))
     print(
         f"report: {args.out / 'index.html'} ({len(rep.descriptives)} label metrics, "
-        f"{len(rep.comparisons)} comparisons, {n_sig} significant)"
+        f"{len(rep.comparisons)} comparisons: {decided})"
     )
     return 0
 
