@@ -225,10 +225,10 @@ def needed(est: Estimate, alpha: float, margin: float) -> str:
     n = units_needed(est.spread, alpha, margin)
     spread = f"sd {100 * est.spread:.1f}% per {est.unit}"
     if est.unit == "machine":
-        return f"needs about {n} machines per label to resolve a {margin:g}% difference at this spread ({spread})"
+        return f"needs about {n} machines per label to resolve {margin:g}% at this spread ({spread})"
     return (
-        f"needs about {n} runs per machine (or more machines per label) to resolve a {margin:g}% "
-        f"difference at this spread ({spread})"
+        f"needs about {n} runs per machine (or more machines per label) to resolve {margin:g}% "
+        f"at this spread ({spread})"
     )
 
 

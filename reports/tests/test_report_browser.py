@@ -43,7 +43,7 @@ def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     assert page.title == "Benchmark report: browser <check>"
     assert page.images == expected and page.images_loaded == expected
     assert "EVIDENCE MISMATCH" in page.text
-    assert "significant" in page.text and "fingerprint" in page.text
+    assert "inconclusive" in page.text and "fingerprint" in page.text
 
 
 @pytest.mark.integration
