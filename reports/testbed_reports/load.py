@@ -420,6 +420,24 @@ def _read_sysinfo(path: Path) -> dict[str, Any]:
     return data
 
 
+#: sysinfo sections the report reads; each must be a JSON object
+SYSINFO_OBJECTS = ("cc", "cpu", "kernel", "hypervisor", "host")
+
+
+def _checked_sysinfo(data: dict[str, Any], path: Path, warnings: list[str]) -> dict[str, Any]:
+    """``data`` without the sections that are not objects (each dropped with a warning)."""
+    bad = [k for k in SYSINFO_OBJECTS if k in data and data[k] is not None and not isinstance(data[k], dict)]
+    for k in bad:
+        warnings.append(f"{path}: sysinfo field '{k}' is not an object; ignored")
+    if bad:
+        data = {k: v for k, v in data.items() if k not in bad}
+    cc = data.get("cc")
+    if isinstance(cc, dict) and "technology" in cc and not isinstance(cc["technology"], str):
+        warnings.append(f"{path}: sysinfo field 'cc.technology' is not a string; ignored")
+        data["cc"] = {k: v for k, v in cc.items() if k != "technology"}
+    return data
+
+
 def _finish(
     col: _Collector, sysinfo: dict[tuple[str, str], dict[str, Any]], extra_obs: list[pd.DataFrame]
 ) -> Dataset:
@@ -686,15 +704,17 @@ def load(
             )
         files.extend(found)
     parts = _parse_all(files)
+    warnings: list[str] = []
     for f, part in zip(files, parts, strict=True):
         sources.append(str(f))
         si = f.with_name(f.name[: -len(".jsonl")] + ".sysinfo.json")
         if si.exists():
-            info = _read_sysinfo(si)
+            info = _checked_sysinfo(_read_sysinfo(si), si, warnings)
             for run_id, host in set(zip(part["rec"]["run_id"], part["rec"]["host"], strict=True)):
                 sysinfo[(run_id, host)] = info
     ds = _finish(_merge(parts), sysinfo, extra)
     ds.sources = sources
+    ds.warnings = warnings + ds.warnings
     if ds.records.empty and ds.obs.empty:
         raise ReportError("no result records in the given paths", "did the run write any records?")
     return ds
