@@ -21,8 +21,9 @@ from testbed_reports.anova import ANOVA_NOTE, anova_codes
 from testbed_reports.compare import auto_pairs, compare, parse_pairs
 from testbed_reports.diagnostics import diagnostics, windows
 from testbed_reports.errors import ReportError
+from testbed_reports.export import parameter_anova
 from testbed_reports.fingerprint import fingerprints, label_factors, mismatches
-from testbed_reports.inference import DEFAULT_MARGIN
+from testbed_reports.inference import DEFAULT_MARGIN, primary_set
 from testbed_reports.load import Dataset, load
 from testbed_reports.stats import MIN_N_CV_CI, describe
 
@@ -89,6 +90,7 @@ class Report:
     anova: list[dict[str, Any]]
     status: pd.DataFrame
     warnings: list[str] = field(default_factory=list)
+    param_anova: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _clean(x: Any) -> Any:
@@ -351,7 +353,9 @@ def build(
         cmp["evidence_mismatch"] = pd.Series(dtype=bool)
     anova = factorial(ds, factors, anova_log)
     counts, bad = _status(ds)
-    rep = Report(out, desc, cmp, fp, problems, anova, counts, list(ds.warnings))
+    rep = Report(
+        out, desc, cmp, fp, problems, anova, counts, list(ds.warnings), parameter_anova(ds, anova_log)
+    )
     out.mkdir(parents=True, exist_ok=True)
     _write_tables(out, rep, bad, ds)
     _write_json(out, name, rep, bad, ds, labels, pairs)
@@ -377,6 +381,18 @@ def _write_tables(out: Path, rep: Report, bad: pd.DataFrame, ds: Dataset) -> Non
         columns=["benchmark", "metric", "factors", "source", "df", "ss", "ss_percent", "F", "F_crit", "p"],
     ).to_csv(out / "anova.csv", index=False)
     _pct_table(ds).to_csv(out / "percentiles.csv", index=False)
+    rows = [
+        {
+            "type": a["type"],
+            "metric": a["metric"],
+            "factors": "x".join(a["factors"]),
+            "scale": a["scale"],
+            **r,
+        }
+        for a in rep.param_anova
+        for r in a["table"]
+    ]
+    pd.DataFrame(rows).to_csv(out / "parameter_anova.csv", index=False)
 
 
 def _pct_table(ds: Dataset) -> pd.DataFrame:
@@ -404,6 +420,8 @@ def _write_json(
         "descriptives": _records(rep.descriptives),
         "comparisons": _records(rep.comparisons),
         "anova": _clean(rep.anova),
+        "parameter_anova": _clean(rep.param_anova),
+        "warnings": rep.warnings,
         "fingerprints": _records(rep.fingerprints),
         "status": _records(rep.status),
         "failed_runs": _records(bad),
@@ -464,6 +482,64 @@ def _positions(obs: pd.DataFrame, metrics: list[str]) -> dict[tuple[str, str], n
     return {k: v for k, v in idx.items() if k[0] in metrics}
 
 
+def _telemetry(ds: Dataset) -> dict[str, list[dict[str, Any]]]:
+    """Per benchmark and label: system CPU % and steal % from the ok records' telemetry."""
+    rec = ds.records
+    if rec.empty or "cpu_percent" not in rec:
+        return {}
+    ok = rec[(rec["status"] == "ok") & (rec["cpu_percent"].notna() | rec["steal_percent"].notna())]
+    if ok.empty:
+        return {}
+    agg = (
+        ok.groupby(["benchmark", "label"], sort=True)
+        .agg(
+            records=("status", "size"),
+            cpu_percent=("cpu_percent", "mean"),
+            steal_percent=("steal_percent", "mean"),
+        )
+        .reset_index()
+    )
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in _records(agg):
+        out.setdefault(str(r["benchmark"]), []).append(r)
+    return out
+
+
+#: extra report sections: each builder returns {"id", "title", "note", "tables": [{"caption",
+#: "columns", "rows"}]} or None; the one place where sections beyond the per-benchmark ones join
+SECTION_BUILDERS: list[Any] = []
+
+
+def _extra_sections(rep: Report, ds: Dataset) -> list[dict[str, Any]]:
+    out = []
+    for builder in [_param_section, *SECTION_BUILDERS]:
+        sec = builder(rep, ds)
+        if sec:
+            out.append(sec)
+    return out
+
+
+def _param_section(rep: Report, ds: Dataset) -> dict[str, Any] | None:
+    if not rep.param_anova:
+        return None
+    tables = []
+    for a in rep.param_anova:
+        what = f"{a['type']} {a['metric']} by {' x '.join(a['factors'])} ({a['scale']} scale)"
+        tables.append(
+            {
+                "caption": f"ANOVA: {what}",
+                "columns": ["source", "df", "ss_percent", "F", "F_crit", "p"],
+                "rows": _clean(a["table"]),
+            }
+        )
+        cols = [*a["factors"], "n", "mean", "sd", "cv_percent", "ci95_low", "ci95_high"]
+        tables.append({"caption": f"cells: {what}", "columns": cols, "rows": _clean(a["cells"])})
+    note = (
+        "Plan parameters (and the label) as factors of each primary metric: " + ANOVA_NOTE.split(";")[0] + "."
+    )
+    return {"id": "parameters", "title": "Analysis over plan parameters", "note": note, "tables": tables}
+
+
 def _render(name: str, rep: Report, bad: pd.DataFrame, ds: Dataset, labels: list[str]) -> str:
     palette = plots.colors(labels)
     sections = []
@@ -471,8 +547,12 @@ def _render(name: str, rep: Report, bad: pd.DataFrame, ds: Dataset, labels: list
     pct = _pct_table(ds)
     obs_groups = ds.obs.groupby("benchmark", observed=True, sort=True).indices if not ds.obs.empty else {}
     values = ds.obs["value"].to_numpy()
+    primary = primary_set(ds.obs)
+    telemetry = _telemetry(ds)
     for bench in sorted(set(desc["benchmark"].astype(str))):
         d = desc[desc["benchmark"] == bench]
+        first = d["metric"].map(lambda m, b=bench: (b, m) not in primary).to_numpy()
+        d = d.iloc[np.argsort(first, kind="stable")]  # the primary metric first (table and plots)
         metrics = list(dict.fromkeys(d["metric"]))
         shown = metrics[:MAX_PANELS]
         rows = obs_groups[bench]
@@ -492,6 +572,8 @@ def _render(name: str, rep: Report, bad: pd.DataFrame, ds: Dataset, labels: list
             "cv": svgplot.cv_bars(d, metrics[:MAX_CV_METRICS], palette),
             "comparisons": _records(rep.comparisons[rep.comparisons["benchmark"] == bench]),
             "anova": [a for a in rep.anova if a["benchmark"] == bench],
+            "primary": [m for m in metrics if (bench, m) in primary],
+            "telemetry": telemetry.get(bench, []),
         }
         bp = ds.percentiles[ds.percentiles["benchmark"] == bench]
         if len(bp):
@@ -520,6 +602,8 @@ def _render(name: str, rep: Report, bad: pd.DataFrame, ds: Dataset, labels: list
             failed=_records(failed),
             failed_total=len(bad),
             method=METHOD,
+            extra_sections=_extra_sections(rep, ds),
+            warnings=rep.warnings,
             sources=ds.sources,
             observations=len(ds.obs),
             records=len(ds.records),

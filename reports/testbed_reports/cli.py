@@ -105,6 +105,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     b.set_defaults(func=_cmd_build)
 
+    e = sub.add_parser(
+        "export",
+        help="one CSV row per observation, every plan parameter a column",
+        description="Write FILE: one row per observation (record fields, telemetry CPU %% and steal %%, "
+        "and every plan parameter as a param.<name> column).",
+    )
+    e.add_argument(
+        "results", nargs="+", type=Path, metavar="RESULTS_DIR", help="results directory or .jsonl file"
+    )
+    e.add_argument("--csv", type=Path, required=True, metavar="FILE", help="CSV file to write")
+    e.set_defaults(func=_cmd_export)
+
     a = sub.add_parser(
         "analyze",
         help="statistics and two-way ANOVA of a CSV (one observation a row)",
@@ -152,6 +164,18 @@ def _cmd_build(args: argparse.Namespace) -> int:
         f"report: {args.out / 'index.html'} ({len(rep.descriptives)} label metrics, "
         f"{len(rep.comparisons)} comparisons: {decided})"
     )
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from testbed_reports.export import export_csv
+    from testbed_reports.load import load
+
+    ds = load(args.results)
+    for w in ds.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    rows = export_csv(ds, args.csv)
+    print(f"export: {args.csv} ({rows} observations)")
     return 0
 
 

@@ -46,6 +46,9 @@ RECORD_COLUMNS = (
     "ended_at",
     "margin",
     "digest",
+    "cpu_percent",
+    "steal_percent",
+    "params",
     "source",
     "line",
 )
@@ -64,6 +67,7 @@ OBS_COLUMNS = (
     "index",
     "started_at",
     "cc_technology",
+    "record",
 )
 #: total size of result files above which they are parsed in parallel processes
 PARALLEL_BYTES = 8 * 1024 * 1024
@@ -109,6 +113,8 @@ class Dataset:
     warnings: list[str] = field(default_factory=list)
     #: per benchmark: the equivalence margin (percent) its records declare
     margins: dict[str, float] = field(default_factory=dict)
+    #: each record's plan parameters (aligned with ``records``); obs["record"] indexes it
+    params: list[dict[str, Any] | None] = field(default_factory=list)
 
 
 class _Collector:
@@ -154,6 +160,8 @@ class _Collector:
                 rec.get("ended_at"),
                 rec.get(MARGIN_FIELD),
                 digest,
+                *_telemetry(rec.get("telemetry")),
+                rec.get("params") if rec.get("params").__class__ is dict else None,
                 source,
                 line,
             )
@@ -232,6 +240,17 @@ class _Collector:
                 f"metric '{name}': value must be a finite number, got {raw[bad]!r}",
             )
         return vals
+
+
+def _telemetry(tel: Any) -> tuple[float, float]:
+    """System CPU % and steal % of a record's telemetry (NaN when absent or not a finite number)."""
+    if tel.__class__ is not dict:
+        return math.nan, math.nan
+    out = []
+    for key in ("cpu_percent_mean", "steal_percent"):
+        v = tel.get(key)
+        out.append(float(v) if _is_finite_number(v) else math.nan)
+    return out[0], out[1]
 
 
 def _check_key(key: tuple[Any, Any, Any], source: str, line: int) -> None:
@@ -474,6 +493,9 @@ def _finish(
     data["value"] = values[mask] if len(values) else np.zeros(0)
     for c in ("repetition", "index", "started_at"):
         data[c] = records[c].to_numpy()[pos]
+    new_pos = np.full(len(records), -1, dtype=np.int64)
+    new_pos[kept.index.to_numpy()] = np.arange(len(kept))
+    data["record"] = new_pos[pos]
     obs = pd.DataFrame(data, columns=list(OBS_COLUMNS))
     if extra_obs:
         obs = _categorize(
@@ -482,6 +504,7 @@ def _finish(
     records = kept
     pct = _percentiles(col, records)
     records = records.reset_index(drop=True)
+    params = records.pop("params").tolist()
     for c in cat_cols:
         records[c] = records[c].astype(str)
     return Dataset(
@@ -491,6 +514,7 @@ def _finish(
         percentiles=pct,
         warnings=warnings,
         margins=_margins(records, warnings),
+        params=params,
     )
 
 
@@ -627,6 +651,7 @@ def read_csv_observations(
     out["index"] = -1
     out["started_at"] = None
     out["cc_technology"] = "unknown"
+    out["record"] = -1
     for c in ("label", "benchmark", "metric", "unit", "run_id", "groups"):
         out[c] = out[c].astype(str)
     return out[list(OBS_COLUMNS)].reset_index(drop=True)
