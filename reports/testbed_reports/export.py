@@ -122,18 +122,21 @@ def cells(y: np.ndarray, keys: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
+def primary_mask(obs: pd.DataFrame) -> np.ndarray:
+    """True for the observations of primary metrics (vectorised over (benchmark, metric) groups)."""
+    primary = primary_set(obs)
+    grouped = obs.groupby(["benchmark", "metric"], observed=True, sort=True)
+    keys = [(str(b), str(m)) in primary for b, m in grouped.size().index]
+    return np.asarray(keys, dtype=bool)[grouped.ngroup().to_numpy()]
+
+
 def parameter_anova(ds: Dataset, log: bool = True, max_pairs: int = 6) -> list[dict[str, Any]]:
     """Two-way ANOVA over each fully crossed pair of factors (plan parameters, label) of every
     primary metric of a workload type, with the per-cell table."""
-    if ds.obs.empty or not ds.params:
+    if ds.obs.empty or not any(ds.params):
         return []
     table = observations(ds)
-    primary = primary_set(ds.obs)
-    keep = [
-        (b, m) in primary
-        for b, m in zip(table["benchmark"].astype(str), table["metric"].astype(str), strict=True)
-    ]
-    table = table[np.asarray(keep, dtype=bool)]
+    table = table[primary_mask(ds.obs)]
     out: list[dict[str, Any]] = []
     for (btype, metric), part in table.groupby(["type", "metric"], observed=True, sort=True):
         factors = _factors(part)
