@@ -50,9 +50,9 @@ def _outliers(values: np.ndarray, codes: np.ndarray, g: int) -> np.ndarray:
     """Count per group of runs more than OUTLIER_Z robust z-scores from the group median."""
     s = pd.Series(values).groupby(codes)
     med = s.transform("median").to_numpy()
-    dev = np.abs(values - med)
-    mad = pd.Series(dev).groupby(codes).transform("median").to_numpy() * 1.4826
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(all="ignore"):
+        dev = np.abs(values - med)
+        mad = pd.Series(dev).groupby(codes).transform("median").to_numpy() * 1.4826
         z = np.where(mad > 0, dev / mad, 0.0)
     return np.bincount(codes, weights=(z > OUTLIER_Z).astype(float), minlength=g)
 

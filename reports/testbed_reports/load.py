@@ -29,6 +29,8 @@ from testbed_agent.schema import (
 from testbed_reports.errors import ReportError, SchemaError
 
 __all__ = ["BETTER", "FINAL_STATUSES", "STATUSES", "Dataset", "load", "read_csv_observations"]
+#: bound of the integer fields (repetition, index): they become int64 columns
+MAX_INT = 2**31
 #: pyperformance records carry each benchmark's individual pyperf values in samples[name]["values"]
 SAMPLE_TYPES = frozenset({"pyperformance"})
 RECORD_COLUMNS = (
@@ -340,10 +342,12 @@ def validate_record(rec: Any, path: str, line: int) -> None:
         and bench
         and rec.get("status") in STATUSES
         and rep.__class__ is int
+        and 0 <= rep < MAX_INT
         and groups.__class__ in (list, tuple)
         and rec.get("metrics", {}).__class__ is dict
         and all(g.__class__ is str for g in groups)
         and rec.get("index", 0).__class__ is int
+        and -MAX_INT < rec.get("index", 0) < MAX_INT
         and all(rec.get(k) is None or rec[k].__class__ is str for k in OPTIONAL_STRING_FIELDS)
         and rec.get("samples", {}).__class__ in (dict, type(None))
         and _margin_ok(rec.get(MARGIN_FIELD))
@@ -369,15 +373,15 @@ def _explain(rec: dict[str, Any], path: str, line: int) -> None:
             raise bad(f"field '{key}' must be a non-empty string")
     if rec.get("status") not in STATUSES:
         raise bad(f"field 'status' must be one of {', '.join(STATUSES)}, got {rec.get('status')!r}")
-    if not isinstance(rec.get("repetition"), int) or isinstance(rec.get("repetition"), bool):
-        raise bad("field 'repetition' must be an integer")
+    if rec.get("repetition").__class__ is not int or not 0 <= rec["repetition"] < MAX_INT:
+        raise bad(f"field 'repetition' must be an integer from 0 to {MAX_INT - 1}")
     groups = rec.get("groups", [])
     if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
         raise bad("field 'groups' must be a list of strings")
     if rec.get("metrics", {}).__class__ is not dict:
         raise bad("field 'metrics' must be an object")
-    if rec.get("index", 0).__class__ is not int:
-        raise bad(f"field 'index' must be an integer, got {_short(rec.get('index'))}")
+    if rec.get("index", 0).__class__ is not int or not -MAX_INT < rec.get("index", 0) < MAX_INT:
+        raise bad(f"field 'index' must be an integer (|index| < {MAX_INT}), got {_short(rec.get('index'))}")
     for key in OPTIONAL_STRING_FIELDS:
         if rec.get(key) is not None and rec[key].__class__ is not str:
             raise bad(f"field '{key}' must be a string, got {_short(rec[key])}")

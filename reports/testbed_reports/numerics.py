@@ -48,7 +48,7 @@ def cv_ci(cv_percent: np.ndarray, n: np.ndarray, alpha: float = 0.05) -> tuple[n
     """
     k = np.asarray(cv_percent, dtype=float) / 100.0
     nu = np.asarray(n, dtype=float) - 1
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         u_hi = sps.chi2.ppf(1 - alpha / 2, nu)
         u_lo = sps.chi2.ppf(alpha / 2, nu)
 

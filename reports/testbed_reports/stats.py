@@ -47,9 +47,10 @@ def _machine_ci(obs: pd.DataFrame, codes: np.ndarray, groups: int) -> tuple[np.n
     parent = np.zeros(len(hm.n), dtype=np.int64)
     parent[hcode] = codes
     mm = group_moments(hm.mean, parent, groups)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         half = sps.t.ppf(0.975, mm.n - 1) * mm.sd / np.sqrt(mm.n)
-    return mm.mean - half, mm.mean + half
+    with np.errstate(over="ignore", invalid="ignore"):
+        return mm.mean - half, mm.mean + half
 
 
 def describe(obs: pd.DataFrame) -> pd.DataFrame:
@@ -73,12 +74,13 @@ def describe(obs: pd.DataFrame) -> pd.DataFrame:
     lo, hi = cv_ci(table["cv_percent"].to_numpy(), mom.n)
     few = mom.n < MIN_N_CV_CI
     table["cv_ci_low"], table["cv_ci_high"] = np.where(few, np.nan, lo), np.where(few, np.nan, hi)
-    table["ci95_low"], table["ci95_high"] = mom.mean - half, mom.mean + half
+    with np.errstate(over="ignore", invalid="ignore"):
+        table["ci95_low"], table["ci95_high"] = mom.mean - half, mom.mean + half
     table["ci_method"] = "t over runs"
     several = table["machines"].to_numpy() >= 2
     if several.any():
         mlo, mhi = _machine_ci(obs, codes, len(table))
-        table.loc[several, "ci95_low"] = mlo[several]
+        table.loc[several, "ci95_low"] = mlo[several]  # non-finite ends become NaN below
         table.loc[several, "ci95_high"] = mhi[several]
         table.loc[several, "ci_method"] = "t over machine means"
     for c in ("ci95_low", "ci95_high"):

@@ -52,6 +52,8 @@ def test_a_conflicting_duplicate_is_flagged_and_not_used(tmp_path: Path) -> None
 
 BROKEN = {
     "index null": ({"index": None}, "field 'index' must be an integer"),
+    "index 10^30": ({"index": 10**30}, "field 'index' must be an integer"),
+    "repetition negative": ({"repetition": -1}, "field 'repetition' must be an integer from 0"),
     "label a list": ({"label": ["a", "b"]}, "field 'label' must be a string"),
     "type a number": ({"type": 3}, "field 'type' must be a string"),
     "samples a list": ({"samples": [1]}, "field 'samples' must be an object"),
@@ -185,3 +187,61 @@ def test_odd_field_values_build_or_fail_cleanly_through_the_cli(tmp_path: Path) 
         assert res.returncode in (0, 2) and "Traceback" not in res.stderr, (field, res.stderr)
         outcomes[res.returncode] += 1
     print(f"odd field values: {outcomes[0]} reports, {outcomes[2]} clean errors")
+
+
+@pytest.mark.slow
+def test_random_broken_files_build_a_report_or_fail_cleanly(tmp_path: Path) -> None:
+    """60 seeded files with random fields replaced, through the whole build (plots included)."""
+    import random
+    import warnings
+
+    rnd = random.Random(5)
+    odd = [
+        None,
+        True,
+        -1,
+        0,
+        1e308,
+        10**30,
+        "",
+        "x",
+        "<b>",
+        [],
+        ["a"],
+        {},
+        {"a": 1},
+        1.5,
+        "2026-13-45",
+        "\n#h",
+    ]
+    odd += [{"values": [1, 2]}, {"write_seconds": {"values": [1e308, 1e308]}}]
+    outcomes = {"reports": 0, "clean_errors": 0}
+    for k in range(60):
+        recs = [
+            record(
+                repetition=r,
+                label=rnd.choice(["A", "B"]),
+                host=rnd.choice(["h1", "h2"]),
+                type=rnd.choice(["dd", "pyperformance", "fio"]),
+                metrics={
+                    "write_seconds": {
+                        "value": rnd.choice([1.0, 2.0, 0.0, -1.0, 1e-300, 1.7e308]),
+                        "unit": "s",
+                        "better": "lower",
+                    }
+                },
+            )
+            for r in range(6)
+        ]
+        for _ in range(rnd.randint(0, 3)):
+            recs[rnd.randrange(6)][rnd.choice([*FIELDS, "telemetry", "params", "error"])] = rnd.choice(odd)
+        path = write_jsonl(tmp_path / f"f{k}" / "h.jsonl", recs)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            try:
+                build([path], tmp_path / f"out{k}", compare_specs=["A:B"] if k % 2 else [])
+                outcomes["reports"] += 1
+            except ReportError as exc:
+                assert "h.jsonl" in str(exc) or "label" in str(exc) or "no result records" in str(exc), exc
+                outcomes["clean_errors"] += 1
+    print(f"random broken files through build: {outcomes}")
