@@ -420,7 +420,9 @@ def _write_json(
         "descriptives": _records(rep.descriptives),
         "comparisons": _records(rep.comparisons),
         "anova": _clean(rep.anova),
-        "parameter_anova": _clean(rep.param_anova),
+        "parameter_anova": _clean(
+            [{k: v for k, v in a.items() if k != "histogram"} for a in rep.param_anova]
+        ),
         "warnings": rep.warnings,
         "fingerprints": _records(rep.fingerprints),
         "status": _records(rep.status),
@@ -533,7 +535,14 @@ def _param_section(rep: Report, ds: Dataset) -> dict[str, Any] | None:
             }
         )
         cols = [*a["factors"], "n", "mean", "sd", "cv_percent", "ci95_low", "ci95_high"]
-        tables.append({"caption": f"cells: {what}", "columns": cols, "rows": _clean(a["cells"])})
+        tables.append(
+            {
+                "caption": f"cells: {what}",
+                "columns": cols,
+                "rows": _clean(a["cells"]),
+                "image": a.get("histogram"),
+            }
+        )
     note = (
         "Plan parameters (and the label) as factors of each primary metric: " + ANOVA_NOTE.split(";")[0] + "."
     )

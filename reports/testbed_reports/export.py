@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from testbed_reports import svgplot
 from testbed_reports.anova import anova_codes
 from testbed_reports.errors import ReportError
 from testbed_reports.inference import primary_set
@@ -159,6 +160,8 @@ def _one(part: pd.DataFrame, btype: str, metric: str, fa: str, fb: str, log: boo
         table = anova_codes(y, ca, cb, len(la), len(lb), fa, fb)
     except ReportError:
         return None
+    keys = part[fa].astype(str) + " · " + part[fb].astype(str)
+    per_cell = {str(k): v[idx] for k, idx in sorted(keys.groupby(keys.to_numpy()).indices.items())}
     return {
         "type": btype,
         "metric": metric,
@@ -166,4 +169,5 @@ def _one(part: pd.DataFrame, btype: str, metric: str, fa: str, fb: str, log: boo
         "scale": scale,
         "table": table,
         "cells": cells(v, part[[fa, fb]]),
+        "histogram": svgplot.histograms(per_cell, str(part["unit"].iloc[0])),
     }

@@ -283,3 +283,40 @@ def cv_bars(desc: pd.DataFrame, metrics: list[str], palette: dict[str, str]) -> 
                 )
         svg.text(float(p.x(i + 0.5)), p.py0 + 14, m[:22], size=9)
     return svg.uri()
+
+
+#: histogram panels per figure (cells beyond it are in the tables only) and bins per panel
+MAX_HIST_PANELS = 8
+HIST_BINS = 20
+
+
+def histograms(samples: dict[str, np.ndarray], unit: str) -> str:
+    """A histogram of the values of each cell (same bins for all), one panel per cell."""
+    names = list(samples)[:MAX_HIST_PANELS]
+    vals = [np.asarray(samples[n], dtype=float) for n in names]
+    lo = min((float(v.min()) for v in vals if len(v)), default=0.0)
+    hi = max((float(v.max()) for v in vals if len(v)), default=1.0)
+    lim = _nonzero((lo, hi))
+    scale = max(abs(lim[0]), abs(lim[1])) or 1.0
+    edges = np.linspace(lim[0] / scale, lim[1] / scale, HIST_BINS + 1)
+    counts = [np.histogram(v / scale, bins=edges)[0] for v in vals]
+    top = max((int(c.max()) for c in counts), default=1) or 1
+    cols = min(len(names), 4) or 1
+    rows = (len(names) + cols - 1) // cols or 1
+    svg = _Svg(PANEL_W * cols, PANEL_H * rows)
+    for k, (name, cnt) in enumerate(zip(names, counts, strict=True)):
+        p = _Panel(
+            svg, (k % cols) * PANEL_W, (k // cols) * PANEL_H, lim, (0.0, top * 1.08), name, f"[{unit}]"
+        )
+        p.yticks("runs" if k % cols == 0 else "")
+        p.xticks()
+        for j, c in enumerate(cnt):
+            if not c:
+                continue
+            x0, x1 = float(p.x(edges[j] * scale)), float(p.x(edges[j + 1] * scale))
+            y0, y1 = float(p.y(0.0)), float(p.y(float(c)))
+            svg.add(
+                f'<rect x="{x0:.1f}" y="{y1:.1f}" width="{max(x1 - x0 - 0.5, 0.5):.1f}" '
+                f'height="{y0 - y1:.1f}" fill="#4c72b0"><title>{int(c)} runs</title></rect>'
+            )
+    return svg.uri()

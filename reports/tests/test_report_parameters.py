@@ -88,6 +88,7 @@ def test_report_shows_parameter_anova_primary_first_and_telemetry(tmp_path: Path
     html = (tmp_path / "out" / "index.html").read_text()
     assert "Analysis over plan parameters" in html and "param.bs x param.tier_mb" in html
     assert "system CPU % (mean)" in html
+    assert 'alt="cells: dd write_seconds by param.bs x param.tier_mb (log scale) histograms"' in html
     sec = html.split("<h2>dd_512_128</h2>")[1]
     assert sec.index("write_seconds") < sec.index("aux_count")  # the primary metric first
     assert (tmp_path / "out" / "parameter_anova.csv").exists() and rep.param_anova
