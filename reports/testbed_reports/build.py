@@ -71,7 +71,8 @@ METHOD = [
     ),
     (
         "Diagnostics beside each verdict, per machine: drift with run order (Spearman, p < 0.01, 6+ runs), "
-        "outliers beyond robust z 3.5 (flagged, never removed), bimodality coefficient > 0.555 (10+ runs), "
+        "outliers beyond robust z 5 (8+ runs; flagged, never removed), bimodality coefficient of the log "
+        "values > 0.555 (20+ runs), "
         "fewer than 5 runs, and whether the compared labels' time windows overlap."
     ),
     ANOVA_NOTE[0].upper() + ANOVA_NOTE[1:] + ".",
@@ -214,7 +215,7 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-_MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_{}[]()#|~>"} | {"<": "&lt;", "&": "&amp;"})
+_MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_{}[]#|~>"} | {"<": "&lt;", "&": "&amp;"})
 
 
 def _md(text: Any) -> str:

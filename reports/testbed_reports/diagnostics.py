@@ -10,14 +10,16 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-#: robust z (distance from the median in MADs x 1.4826) beyond which a run is flagged an outlier
-OUTLIER_Z = 3.5
+#: robust z (distance from the median in MADs x 1.4826) beyond which a run is flagged an outlier,
+#: checked from OUTLIER_MIN_N runs (normal data, 10 runs: 3.5 % of machines get a false flag; 3.5 gave 12 %)
+OUTLIER_Z = 5.0
+OUTLIER_MIN_N = 8
 #: drift: Spearman correlation of value with run order, at least this many runs, p below DRIFT_P
 DRIFT_MIN_N = 6
 DRIFT_P = 0.01
 #: bimodality coefficient above which (with at least BIMODAL_MIN_N runs) a sample looks bimodal
 BIMODAL_BC = 0.555
-BIMODAL_MIN_N = 10
+BIMODAL_MIN_N = 20
 MIN_RUNS = 5
 KEYS = ["benchmark", "metric", "label", "host"]
 
@@ -58,15 +60,21 @@ def _outliers(values: np.ndarray, codes: np.ndarray, g: int) -> np.ndarray:
 
 
 def _bimodality(values: np.ndarray, codes: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """Sarle's bimodality coefficient per group (NaN below BIMODAL_MIN_N runs or zero spread)."""
+    """Sarle's bimodality coefficient per group from the bias-corrected skewness and kurtosis of the
+    log values (so a lognormal tail is not mistaken for a second mode); NaN below BIMODAL_MIN_N runs
+    or with zero spread. Normal data, 20 runs: 0.7 % flagged; two modes 5 sd apart: 42 % (70 % at 30)."""
     g = len(n)
+    with np.errstate(all="ignore"):
+        values = np.where(values > 0, np.log(np.where(values > 0, values, 1.0)), values)
     scale = pd.Series(np.abs(values)).groupby(codes).max().reindex(range(g)).to_numpy()
     scale = np.where(scale > 0, scale, 1.0)
     y = values / scale[codes]
     d = y - (_sums(codes, y, g) / n)[codes]
     m2, m3, m4 = (_sums(codes, d**k, g) / n for k in (2, 3, 4))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        skew, kurt = m3 / m2**1.5, m4 / m2**2 - 3
+    with np.errstate(all="ignore"):
+        g1, g2 = m3 / m2**1.5, m4 / m2**2 - 3
+        skew = g1 * np.sqrt(n * (n - 1)) / (n - 2)
+        kurt = ((n + 1) * g2 + 6) * (n - 1) / ((n - 2) * (n - 3))
         bc = (skew**2 + 1) / (kurt + 3 * (n - 1) ** 2 / ((n - 2) * (n - 3)))
     return np.where((n >= BIMODAL_MIN_N) & (m2 > 0), bc, np.nan)
 
@@ -91,7 +99,7 @@ def diagnostics(obs: pd.DataFrame) -> dict[tuple[str, str, str], list[str]]:
             notes.append(
                 f"{host}: values {way} with run order (drift, Spearman rho={rho[i]:+.2f}, p={p[i]:.2g})"
             )
-        if outl[i]:
+        if outl[i] and n[i] >= OUTLIER_MIN_N:
             notes.append(f"{host}: {int(outl[i])} outlier(s) beyond robust z {OUTLIER_Z:g} (flagged, kept)")
         if np.isfinite(bc[i]) and bc[i] > BIMODAL_BC:
             notes.append(f"{host}: looks bimodal (bimodality coefficient {bc[i]:.2f} > {BIMODAL_BC})")

