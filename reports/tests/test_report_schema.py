@@ -1,0 +1,20 @@
+"""One record schema: the report reads the agent's schema module (issue 13 item 9)."""
+
+from __future__ import annotations
+
+from testbed_agent import results, schema
+from testbed_reports import load
+
+
+def test_report_and_agent_share_the_record_schema() -> None:
+    assert load.STATUSES is schema.STATUSES and load.BETTER is schema.BETTER
+    assert load.FINAL_STATUSES is schema.FINAL_STATUSES
+    # the agent's writer uses the same values (it imports them from schema once the runner switches)
+    assert tuple(results.STATUSES) == schema.STATUSES and tuple(results.BETTER) == schema.BETTER
+    assert frozenset(results.FINAL_STATUSES) == schema.FINAL_STATUSES
+
+
+def test_primary_metric_of_each_workload_type() -> None:
+    assert schema.primary_metrics("fio", ["read_bw_bytes", "read_iops", "clat_mean_s"]) == ["read_bw_bytes"]
+    assert schema.primary_metrics("dd", ["write_seconds", "write_bw_bytes"]) == ["write_seconds"]
+    assert schema.primary_metrics("sysinfo", ["x"]) == []
