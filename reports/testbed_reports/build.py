@@ -235,7 +235,10 @@ def _summary_md(name: str, rep: Report, labels: list[str]) -> str:
         parts += ["No comparison pairs (add inventory groups or use --compare A:B).", ""]
     else:
         cmp = rep.comparisons.sort_values("primary", ascending=False, kind="stable")
-        parts += [f"- **{c.decision}**: {_md(c.verdict)}" for c in cmp.itertuples(index=False)] + [""]
+        parts += [
+            f"- **{c.decision}**: {_md(c.verdict)}" + (f" [{_md(c.diagnostics)}]" if c.diagnostics else "")
+            for c in cmp.itertuples(index=False)
+        ] + [""]
         parts += [
             _md_table(
                 cmp,

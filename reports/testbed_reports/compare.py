@@ -22,6 +22,7 @@ from testbed_reports.inference import (
     family_alpha,
     primary_set,
     sides,
+    signed,
 )
 
 CC_PAIRS = (("sev", "amd_baseline"), ("tdx", "intel_baseline"))
@@ -144,13 +145,13 @@ def _scope(est: Estimate, ma: int, mb: int, na: int, nb: int) -> str:
 def verdict(pair: Pair, bench: str, metric: str, dec: Decision, scope: str, margin: float) -> str:
     """One readable line whose words are the decision read from the printed interval."""
     where = f"on {bench} {metric}"
-    ci = f"[{dec.lo:+.1f}, {dec.hi:+.1f}]"
+    ci = f"[{signed(dec.lo)}, {signed(dec.hi)}]"
     if dec.decision in ("slower", "faster"):
         return f"{pair.a} is {abs(dec.overhead):.1f}% {dec.decision} {ci} than {pair.b} {where} ({scope})"
     if dec.decision == "equivalent":
         return (
             f"{pair.a} is equivalent to {pair.b} within +-{margin:g}% {where}: "
-            f"{dec.overhead:+.1f}% {ci} ({scope})"
+            f"{signed(dec.overhead)}% {ci} ({scope})"
         )
     return f"{pair.a} vs {pair.b} {where}: inconclusive, {dec.reason} ({scope})"
 

@@ -128,6 +128,14 @@ def overlap_note(a: str, b: str, win: dict[str, tuple[pd.Timestamp, pd.Timestamp
     first, second = (a, b) if ea < sb else (b, a)
     gap = (max(sa, sb) - min(ea, eb)).total_seconds()
     return (
-        f"not measured at the same time: {first} ran before {second} ({gap / 3600:.1f} h apart); "
+        f"not measured at the same time: {first} ran before {second} ({_duration(gap)} apart); "
         "time effects are confounded with the labels"
     )
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

@@ -177,7 +177,7 @@ def decide(est: Estimate, better: str, alpha: float, margin: float) -> Decision:
     ovh = float(to_overhead(est.diff, better))
     p, tost = _pvalues(est, better, margin)
     lo, hi = ends
-    ci = f"[{lo:+.1f}, {hi:+.1f}]%"
+    ci = f"[{signed(lo)}, {signed(hi)}]%"
     if -margin <= lo and hi <= margin:
         return Decision(ovh, lo, hi, p, tost, "equivalent", f"{ci} lies within +-{margin:g}%")
     if lo > 0:
@@ -187,6 +187,11 @@ def decide(est: Estimate, better: str, alpha: float, margin: float) -> Decision:
     return Decision(
         ovh, lo, hi, p, tost, "inconclusive", f"{ci} spans 0 and +-{margin:g}%; " + needed(est, alpha, margin)
     )
+
+
+def signed(x: float) -> str:
+    """``x`` with its sign and one decimal, never "-0.0"."""
+    return f"{round(x, 1) + 0.0:+.1f}"
 
 
 def _pvalues(est: Estimate, better: str, margin: float) -> tuple[float, float]:
