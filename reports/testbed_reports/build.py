@@ -176,12 +176,11 @@ def _one_anova(
     scale = "log" if log and len(v) and (v > 0).all() else "raw"
     y = np.log(v) if scale == "log" else v
     unit = "run"
-    pairs = pd.DataFrame({"lab": lab, "host": host})
-    if (pairs.drop_duplicates().groupby("lab").size() >= 2).all():
-        g = pairs.groupby(["lab", "host"], sort=True).ngroup().to_numpy()
-        cnt = np.bincount(g)
-        y = np.bincount(g, weights=y) / cnt
-        first = np.unique(g, return_index=True)[1]
+    key = lab.astype(np.int64) * (int(host.max()) + 1 if len(host) else 1) + host
+    uniq, first, g = np.unique(key, return_index=True, return_inverse=True)
+    machines = np.bincount(lab[first])
+    if len(uniq) and (machines[np.unique(lab)] >= 2).all():
+        y = np.bincount(g, weights=y) / np.bincount(g)
         ca, cb, unit = ca[first], cb[first], "machine mean"
     la, lb = int(code_a.max()) + 1, int(code_b.max()) + 1
     try:
@@ -340,7 +339,9 @@ def build(
     flagged = mismatches(fp)
     problems = [p for _, p in flagged]
     factors = label_factors(fp)
-    labels = sorted(set(ds.obs["label"].astype(str)) | set(ds.records["label"].astype(str)))
+    labels = sorted(
+        {str(x) for x in ds.obs["label"].unique()} | {str(x) for x in ds.records["label"].unique()}
+    )
     desc = describe(ds.obs)
     notes = diagnostics(ds.obs)
     keys = zip(desc["benchmark"], desc["metric"], desc["label"], strict=True)

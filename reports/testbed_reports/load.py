@@ -469,9 +469,9 @@ def _finish(
     records["index"] = records["index"].astype("int64")
     records["repetition"] = records["repetition"].astype("int64")
     cc = {k: _cc_technology(v) for k, v in sysinfo.items()}
-    hosts = records[["run_id", "host"]].drop_duplicates()
-    tech = {k: cc.get(k, "unknown") for k in zip(hosts["run_id"], hosts["host"], strict=True)}
-    records["cc_technology"] = [tech[k] for k in zip(records["run_id"], records["host"], strict=True)]
+    pair_codes, pairs = pd.factorize(pd.MultiIndex.from_arrays([records["run_id"], records["host"]]))
+    tech = np.asarray([cc.get(k, "unknown") for k in pairs], dtype=object)
+    records["cc_technology"] = tech[pair_codes] if len(records) else []
     cat_cols = ("run_id", "host", "label", "groups", "benchmark", "type", "cc_technology")
     for c in cat_cols:
         records[c] = records[c].astype("category")

@@ -218,3 +218,28 @@ def test_one_machine_per_label_says_what_the_verdict_speaks_about(tmp_path: Path
     stats = json.loads((tmp_path / "out" / "stats.json").read_text())
     assert stats["comparisons"][0]["decision"] == "slower"
     assert stats["comparisons"][0]["reason"].endswith("lies above 0")
+
+
+def test_label_anova_is_on_log_values_with_machines_nested_in_labels(tmp_path: Path) -> None:
+    """Protection x vendor with 2 machines per label: the machine means are the observations."""
+    labels = [
+        ("SEV", "sev", "sev-snp", "AMD EPYC", 1.10),
+        ("AMD", "amd_baseline", "none", "AMD EPYC", 1.0),
+        ("TDX", "tdx", "tdx", "Intel Xeon", 1.05),
+        ("Intel", "intel_baseline", "none", "Intel Xeon", 1.0),
+    ]
+    machines = [
+        Machine(f"{lab.lower()}-{i}", lab, [grp], factor=f * (1 + 0.01 * i), technology=tech, cpu_model=cpu)
+        for lab, grp, tech, cpu, f in labels
+        for i in range(2)
+    ]
+    results = write_run(tmp_path / "results", "fact", machines, ["b"], reps=5, seed=3)
+    rep = build([results], tmp_path / "out")
+    (entry,) = [
+        a for a in rep.anova if a["factors"] == ["protection", "vendor"] and a["metric"] == "bw_bytes"
+    ]
+    assert entry["scale"] == "log" and entry["unit_of_replication"] == "machine mean"
+    residual = entry["table"][-1]
+    assert residual["source"] == "residual" and residual["df"] == 8 - 4  # 8 machines, 4 cells
+    raw = build([results], tmp_path / "raw", anova_log=False).anova
+    assert {a["scale"] for a in raw} == {"raw"}
