@@ -548,6 +548,11 @@ def _param_section(rep: Report, ds: Dataset) -> dict[str, Any] | None:
                 "image": a.get("histogram"),
             }
         )
+        if a.get("tukey"):
+            tcols = ["group1", "group2", "meandiff", "lower", "upper", "p_adj", "reject"]
+            tables.append(
+                {"caption": f"Tukey HSD between cells: {what}", "columns": tcols, "rows": _clean(a["tukey"])}
+            )
     note = (
         "Plan parameters (and the label) as factors of each primary metric: " + ANOVA_NOTE.split(";")[0] + "."
     )

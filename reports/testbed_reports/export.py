@@ -13,7 +13,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from testbed_reports import svgplot
-from testbed_reports.anova import anova_codes
+from testbed_reports.anova import anova_codes, tukey
 from testbed_reports.errors import ReportError
 from testbed_reports.inference import primary_set
 from testbed_reports.load import Dataset
@@ -170,4 +170,13 @@ def _one(part: pd.DataFrame, btype: str, metric: str, fa: str, fb: str, log: boo
         "table": table,
         "cells": cells(v, part[[fa, fb]]),
         "histogram": svgplot.histograms(per_cell, str(part["unit"].iloc[0])),
+        "tukey": _tukey(y, keys, scale),
     }
+
+
+def _tukey(y: np.ndarray, cell: pd.Series, scale: str) -> list[dict[str, Any]]:
+    """Tukey HSD between all cells (on the ANOVA's scale); [] when a cell has a single value."""
+    if cell.value_counts().min() < 2 or cell.nunique() > MAX_LEVELS * 2:
+        return []
+    rows = tukey(pd.DataFrame({"y": y, "cell": cell.to_numpy()}), "y", "cell")
+    return [{**r, "scale": scale} for r in rows]
