@@ -134,6 +134,9 @@ def overhead(ratio: float | np.ndarray, better: str) -> float | np.ndarray:
     return 100.0 * (cost - 1.0)
 
 
+SECONDARY = "; secondary metric: unadjusted 95% interval, outside the error-controlled family"
+
+
 def _scope(est: Estimate, ma: int, mb: int, na: int, nb: int) -> str:
     if est.unit == "machine":
         return f"{ma} vs {mb} machines, machine is the unit"
@@ -244,5 +247,7 @@ def _row(
         "decision": dec.decision,
         "reason": dec.reason,
         "diagnostics": "; ".join(diag),
-        "verdict": verdict(pair, bench, metric, dec, _scope(est, ma, mb, na, nb), mg),
+        "verdict": verdict(
+            pair, bench, metric, dec, _scope(est, ma, mb, na, nb) + ("" if is_primary else SECONDARY), mg
+        ),
     }

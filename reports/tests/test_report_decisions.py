@@ -86,6 +86,7 @@ def test_family_is_the_primary_metrics_only(tmp_path: Path) -> None:
     assert cmp.loc["write_bw_bytes", "ci_level"] == pytest.approx(95.0)  # a family of one
     assert cmp.loc["write_bw_bytes", "decision"] == "slower"
     assert "secondary" not in cmp.loc["write_bw_bytes", "verdict"]
+    assert "secondary metric: unadjusted 95% interval" in cmp.loc["extra_0", "verdict"]
 
 
 def test_decision_and_sign_come_from_one_interval(tmp_path: Path) -> None:
