@@ -65,7 +65,7 @@ METHOD = [
     ),
     (
         "Error control: the primary metric of each benchmark (fio bandwidth, dd latency, notebook wall time, "
-        "crypto throughput, each pyperformance benchmark's time, FaaS round trip) over all comparisons of "
+        "crypto throughput, each pyperformance benchmark's time, FaaS latency) over all comparisons of "
         "the report forms one family; its intervals are Bonferroni-adjusted (level 1 - 0.05/m, p adjusted "
         "= m p), so the chance of any false slower/faster among them is at most 5%. Other metrics are "
         "secondary: unadjusted 95% intervals, shown for exploration."
