@@ -27,7 +27,7 @@ def quantile(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(q * len(s)))]
 
 
-def start(tmp: Path) -> tuple[subprocess.Popen, str]:
+def start(tmp: Path, *extra: str) -> tuple[subprocess.Popen, str]:
     url_file = tmp / "url"
     cmd = [
         sys.executable,
@@ -43,6 +43,7 @@ def start(tmp: Path) -> tuple[subprocess.Popen, str]:
         str(tmp / "state"),
         "--url-file",
         str(url_file),
+        *extra,
     ]
     with open(tmp / "log", "w") as log:
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)

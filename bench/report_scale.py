@@ -2,7 +2,7 @@
 
 The data: 8 labels (SEV/TDX/baselines, encrypted and plain) x 2 machines each, 10 benchmarks x 8
 metrics, seeded lognormal noise; the number of repetitions sets the size. Each build runs in its own
-process so that its peak RSS is its own. Target (issue 5): 10^6 observations in under 30 s, < 2 GiB.
+process so that its peak RSS is its own. Target (issue 13): 10^6 observations in under 10 s, peak < 1 GiB.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 FAAS_PROFILE ?= aws-lambda
 FAAS_PORT    ?= 8650
 
-BENCH_SCRIPTS += bench/faas_overhead.py
+BENCH_SCRIPTS += bench/faas_overhead.py bench/faas_tier_fidelity.py
 
 .PHONY: faas-serve faas-smoke
 

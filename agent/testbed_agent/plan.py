@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +15,12 @@ from testbed_agent.errors import PlanError
 
 DEFAULT_WAIT_S = 0.0
 DEFAULT_REPETITIONS = 1
+#: bounds that keep a plan runnable: waits and timeouts up to a week, repetitions up to 100000
+MAX_SECONDS = 7 * 86_400.0
+MAX_REPETITIONS = 100_000
+#: a name becomes part of artifact file names (limit 255 bytes with prefix and suffix)
+MAX_NAME_BYTES = 160
+_DATASET_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,127}", re.ASCII)
 
 #: classic ``standard`` names -> workload type, by prefix
 _STANDARD_PREFIXES = (
@@ -116,6 +123,7 @@ def load_plan(path: str | Path, known_types: set[str] | None = None) -> Plan:
 
 
 def _check_params(benches: list[Benchmark], path: str) -> None:
+    from testbed_agent.params import parse_params
     from testbed_agent.workloads import REGISTRY
 
     for b in benches:
@@ -123,9 +131,13 @@ def _check_params(benches: list[Benchmark], path: str) -> None:
         if workload is None:
             continue
         try:
+            parse_params(b.type, b.params)
             workload.check(b)
         except ParamError as exc:
-            raise PlanError(path, b.line, exc.field, exc.problem) from exc
+            raise PlanError(path, b.line, exc.field, " ".join(exc.problem.split())) from exc
+        except (ValueError, TypeError, OSError) as exc:  # a workload's check tripped on odd input
+            problem = " ".join(str(exc).split())[:200]
+            raise PlanError(path, b.line, "params", f"cannot be checked: {problem}") from exc
 
 
 def resolve_type(name: str, given: str) -> str:
@@ -164,17 +176,16 @@ def _parse_text(text: str, path: str) -> list[Benchmark]:
             )
         fields += [""] * (len(_TEXT_FIELDS) - len(fields))
         name, btype, datasets, wait, reps = fields
-        if not name:
-            raise PlanError(path, lineno, "path_to_benchmark", "is empty")
+        name = check_name(name, path, lineno, "path_to_benchmark")
         wait_s = _number(wait, path, lineno, "waittime_in_seconds", DEFAULT_WAIT_S, float)
-        repetitions = _number(reps, path, lineno, "num_executions", DEFAULT_REPETITIONS, int)
+        repetitions = _repetitions(reps, path, lineno, "num_executions", DEFAULT_REPETITIONS)
         benches.append(
             Benchmark(
                 name=name,
                 type=resolve_type(name, btype),
                 index=len(benches),
                 line=lineno,
-                datasets=tuple(d for d in re.split(r"[;|\s]+", datasets) if d),
+                datasets=check_datasets([d for d in re.split(r"[;|\s]+", datasets) if d], path, lineno),
                 wait_s=wait_s,
                 repetitions=repetitions,
             )
@@ -182,36 +193,142 @@ def _parse_text(text: str, path: str) -> list[Benchmark]:
     return benches
 
 
-def _number(raw: Any, path: str, line: int, field_name: str, default: Any, kind: type) -> Any:
+def _number(raw: Any, path: str, line: int | None, field_name: str, default: Any, kind: type) -> Any:
+    """A wait or timeout in seconds (``kind`` float) or a count (int): finite, bounded, ASCII."""
     if raw is None or (isinstance(raw, str) and raw.strip() == ""):
         return default
     if isinstance(raw, bool):
         raise PlanError(path, line, field_name, f"expected a number, got {raw!r}")
     try:
-        value = kind(raw) if kind is float else _strict_int(raw)
+        value = _strict_float(raw) if kind is float else _strict_int(raw)
     except (TypeError, ValueError):
         what = "a whole number" if kind is int else "a number"
-        raise PlanError(path, line, field_name, f"expected {what}, got {raw!r}") from None
-    if value < 0 or (kind is int and value == 0):
-        raise PlanError(path, line, field_name, f"must be {'>= 1' if kind is int else '>= 0'}, got {raw!r}")
+        raise PlanError(path, line, field_name, f"expected {what}, got {_short(raw)}") from None
+    limit = MAX_SECONDS if kind is float else MAX_REPETITIONS
+    if value < 0 or (kind is int and value == 0) or value > limit:
+        low = ">= 1" if kind is int else ">= 0"
+        raise PlanError(path, line, field_name, f"must be {low} and <= {limit}, got {_short(raw)}")
     return value
+
+
+def _repetitions(raw: Any, path: str, line: int | None, field_name: str, default: Any) -> Any:
+    """The ``repetitions`` of a benchmark or of the defaults (a whole number)."""
+    return _number(raw, path, line, field_name, default, int)
+
+
+def _short(raw: Any) -> str:
+    text = repr(raw)
+    return text if len(text) <= 40 else f"{text[:37]}..."
+
+
+_ASCII_INT = re.compile(r"[+-]?[0-9]{1,18}", re.ASCII)
+_ASCII_FLOAT = re.compile(r"[+-]?([0-9]{1,18}(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]{1,3})?", re.ASCII)
 
 
 def _strict_int(raw: Any) -> int:
     if isinstance(raw, int):
         return raw
-    if isinstance(raw, float) and raw.is_integer():
+    if isinstance(raw, float) and math.isfinite(raw) and raw.is_integer():
         return int(raw)
-    if isinstance(raw, str) and re.fullmatch(r"[+]?\d+", raw.strip()):
+    if isinstance(raw, str) and _ASCII_INT.fullmatch(raw.strip()):
         return int(raw)
     raise ValueError(raw)
 
 
+def _strict_float(raw: Any) -> float:
+    if isinstance(raw, int) and abs(raw) <= 2**53:
+        return float(raw)
+    if isinstance(raw, float) and math.isfinite(raw):
+        return raw
+    if isinstance(raw, str) and _ASCII_FLOAT.fullmatch(raw.strip()):
+        value = float(raw)
+        if math.isfinite(value):
+            return value
+    raise ValueError(raw)
+
+
+def check_name(name: str, path: str, line: int | None, field_name: str = "name") -> str:
+    """A benchmark name: printable, no NUL, short enough to be part of a file name."""
+    name = name.strip()
+    if not name:
+        raise PlanError(path, line, field_name, "is empty")
+    if len(name.encode()) > MAX_NAME_BYTES:
+        raise PlanError(path, line, field_name, f"longer than {MAX_NAME_BYTES} bytes ({len(name.encode())})")
+    if not name.isprintable():
+        raise PlanError(path, line, field_name, f"has control characters: {_short(name)}")
+    return name
+
+
+def check_datasets(raw: Any, path: str, line: int | None) -> tuple[str, ...]:
+    """Data set names of the ``datasets`` field: a name or a list of names."""
+    items = [raw] if isinstance(raw, str) else raw
+    if not isinstance(items, (list, tuple)) or not all(isinstance(d, str) for d in items):
+        raise PlanError(path, line, "datasets", f"a name or a list of names, got {_short(raw)}")
+    for d in items:
+        if not _DATASET_RE.fullmatch(d):
+            raise PlanError(path, line, "datasets", f"not a data set name: {_short(d)}")
+    return tuple(items)
+
+
 # -- YAML form -----------------------------------------------------------------------------
+
+#: limits of a YAML plan: bytes, nesting, and nodes after alias expansion (alias bombs)
+MAX_PLAN_BYTES = 1 << 20
+MAX_YAML_DEPTH = 32
+MAX_YAML_NODES = 100_000
+
+
+class _YamlLimit(Exception):
+    """A YAML plan past one of the limits; ``line`` is where it was noticed."""
+
+    def __init__(self, problem: str, line: int | None) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.line = line
 
 
 class _LineLoader(yaml.SafeLoader):
-    """SafeLoader that remembers the line of every mapping under ``__line__``."""
+    """SafeLoader that bounds depth and alias expansion and remembers the line of every mapping
+    under ``__line__`` (and of its keys under ``__keylines__``)."""
+
+    _depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self._depth += 1
+        try:
+            if self._depth > MAX_YAML_DEPTH:
+                raise _YamlLimit(
+                    f"nested deeper than {MAX_YAML_DEPTH} levels", self.peek_event().start_mark.line + 1
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def compose_document(self) -> Any:
+        node = super().compose_document()
+        _expanded_size(node, {}, set())
+        return node
+
+
+def _expanded_size(node: yaml.Node, memo: dict[int, int], active: set[int]) -> int:
+    """Nodes of ``node`` with every alias expanded; raise past MAX_YAML_NODES or on a cycle."""
+    if id(node) in memo:
+        return memo[id(node)]
+    if id(node) in active:
+        raise _YamlLimit("recursive alias", node.start_mark.line + 1)
+    active.add(id(node))
+    total = 1
+    if isinstance(node, yaml.SequenceNode):
+        total += sum(_expanded_size(n, memo, active) for n in node.value)
+    elif isinstance(node, yaml.MappingNode):
+        total += sum(_expanded_size(k, memo, active) + _expanded_size(v, memo, active) for k, v in node.value)
+    active.discard(id(node))
+    if total > MAX_YAML_NODES:
+        raise _YamlLimit(
+            f"more than {MAX_YAML_NODES} values once aliases are expanded", node.start_mark.line + 1
+        )
+    memo[id(node)] = total
+    return total
 
 
 def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
@@ -232,99 +349,150 @@ def _strip(obj: Any) -> Any:
     return obj
 
 
-def _parse_yaml(text: str, path: str) -> tuple[str, list[Benchmark]]:
+def _load_yaml(text: str, path: str) -> Any:
+    if len(text.encode()) > MAX_PLAN_BYTES:
+        raise PlanError(path, None, None, f"plan larger than {MAX_PLAN_BYTES} bytes")
     try:
-        doc = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - SafeLoader subclass
+        return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark else None
-        problem = getattr(exc, "problem", None) or str(exc)
+        problem = " ".join(str(getattr(exc, "problem", None) or exc).split())[:200]
         raise PlanError(path, line, None, f"invalid YAML: {problem}") from exc
+    except _YamlLimit as exc:
+        raise PlanError(path, exc.line, None, f"YAML refused: {exc.problem}") from None
+    except (ValueError, OverflowError, RecursionError, TypeError) as exc:
+        # e.g. an integer of more than 4300 digits, a timestamp out of range, an unhashable key
+        raise PlanError(path, None, None, "YAML refused: " + " ".join(str(exc).split())[:120]) from None
+
+
+def _check_keys(mapping: dict, allowed: set[str], path: str, where: str, what: str) -> None:
+    lines = mapping.get("__keylines__", {})
+    unknown = sorted(str(k) for k in set(mapping) - allowed - {"__line__", "__keylines__"})
+    if unknown:
+        key = unknown[0]
+        raise PlanError(
+            path,
+            lines.get(key, mapping.get("__line__")),
+            f"{where}{key if key.isprintable() else repr(key)}"[:200],
+            f"unknown {what} key",
+            hint=f"{what} keys: " + ", ".join(sorted(allowed)),
+        )
+
+
+def _parse_yaml(text: str, path: str) -> tuple[str, list[Benchmark]]:
+    doc = _load_yaml(text, path)
     if not isinstance(doc, dict):
         raise PlanError(path, 1, None, "a YAML plan is a mapping with 'benchmarks'")
     keylines = doc.get("__keylines__", {})
-    unknown = set(doc) - _PLAN_KEYS - {"__line__", "__keylines__"}
-    if unknown:
-        key = sorted(unknown)[0]
-        raise PlanError(
-            path,
-            keylines.get(key),
-            key,
-            "unknown plan key",
-            hint="plan keys: " + ", ".join(sorted(_PLAN_KEYS)),
-        )
-    defaults = doc.get("defaults") or {}
-    if not isinstance(defaults, dict):
-        raise PlanError(path, keylines.get("defaults"), "defaults", "must be a mapping")
-    dlines = defaults.get("__keylines__", {})
-    for key in set(defaults) - _DEFAULT_KEYS - {"__line__", "__keylines__"}:
-        raise PlanError(
-            path,
-            dlines.get(key),
-            f"defaults.{key}",
-            "unknown key",
-            hint="defaults take: " + ", ".join(sorted(_DEFAULT_KEYS)),
-        )
-    d_wait = _number(
-        defaults.get("wait_s"), path, dlines.get("wait_s"), "defaults.wait_s", DEFAULT_WAIT_S, float
-    )
-    d_reps = _number(
-        defaults.get("repetitions"),
-        path,
-        dlines.get("repetitions"),
-        "defaults.repetitions",
-        DEFAULT_REPETITIONS,
-        int,
-    )
-    d_timeout = _number(
-        defaults.get("timeout_s"), path, dlines.get("timeout_s"), "defaults.timeout_s", None, float
-    )
-    d_params = _strip(defaults.get("params") or {})
+    _check_keys(doc, _PLAN_KEYS, path, "", "plan")
+    defaults = _parse_defaults(doc.get("defaults"), path, keylines.get("defaults"))
     items = doc.get("benchmarks")
     if not isinstance(items, list):
         raise PlanError(path, keylines.get("benchmarks"), "benchmarks", "must be a list of benchmarks")
-    benches: list[Benchmark] = []
-    for i, item in enumerate(items):
-        if not isinstance(item, dict):
-            raise PlanError(path, None, f"benchmarks[{i}]", "each benchmark is a mapping with name and type")
-        line = item["__line__"]
-        klines = item["__keylines__"]
-        for key in set(item) - _BENCH_KEYS - {"__line__", "__keylines__"}:
-            raise PlanError(
-                path,
-                klines.get(key, line),
-                key,
-                "unknown benchmark key",
-                hint="benchmark keys: " + ", ".join(sorted(_BENCH_KEYS)),
-            )
-        name = item.get("name")
-        if not isinstance(name, str) or not name.strip():
-            raise PlanError(path, klines.get("name", line), "name", "is missing or empty")
-        btype = item.get("type", "standard")
-        if not isinstance(btype, str):
-            raise PlanError(path, klines.get("type", line), "type", f"expected a string, got {btype!r}")
-        params = item.get("params") or {}
-        if not isinstance(params, dict):
-            raise PlanError(path, klines.get("params", line), "params", "must be a mapping")
-        datasets = item.get("datasets") or ()
-        if isinstance(datasets, str):
-            datasets = (datasets,)
-        benches.append(
-            Benchmark(
-                name=name.strip(),
-                type=resolve_type(name, btype),
-                index=i,
-                line=line,
-                datasets=tuple(str(d) for d in datasets),
-                wait_s=_number(item.get("wait_s"), path, klines.get("wait_s", line), "wait_s", d_wait, float),
-                repetitions=_number(
-                    item.get("repetitions"), path, klines.get("repetitions", line), "repetitions", d_reps, int
-                ),
-                timeout_s=_number(
-                    item.get("timeout_s"), path, klines.get("timeout_s", line), "timeout_s", d_timeout, float
-                ),
-                params={**d_params, **_strip(params)},
-            )
-        )
-    name = doc.get("name") or Path(path).stem
-    return str(name), benches
+    benches = [_parse_item(item, i, path, defaults) for i, item in enumerate(items)]
+    _check_default_params(defaults, benches, path)
+    name = doc.get("name")
+    if name is None:
+        name = Path(path).stem
+    elif not isinstance(name, str):
+        raise PlanError(path, keylines.get("name"), "name", f"expected a string, got {_short(name)}")
+    return check_name(name, path, keylines.get("name")), benches
+
+
+@dataclass(frozen=True)
+class _Defaults:
+    wait_s: float
+    repetitions: Any
+    timeout_s: float | None
+    params: dict[str, Any]
+    line: int | None
+
+
+def _parse_defaults(raw: Any, path: str, line: int | None) -> _Defaults:
+    defaults = {} if raw is None else raw
+    if not isinstance(defaults, dict):
+        raise PlanError(path, line, "defaults", "must be a mapping")
+    _check_keys(defaults, _DEFAULT_KEYS, path, "defaults.", "defaults")
+    dlines = defaults.get("__keylines__", {})
+    params = defaults.get("params")
+    if params is not None and not isinstance(params, dict):
+        raise PlanError(path, dlines.get("params", line), "defaults.params", "must be a mapping")
+    return _Defaults(
+        wait_s=_number(
+            defaults.get("wait_s"), path, dlines.get("wait_s"), "defaults.wait_s", DEFAULT_WAIT_S, float
+        ),
+        repetitions=_repetitions(
+            defaults.get("repetitions"),
+            path,
+            dlines.get("repetitions"),
+            "defaults.repetitions",
+            DEFAULT_REPETITIONS,
+        ),
+        timeout_s=_timeout(
+            defaults.get("timeout_s"), path, dlines.get("timeout_s"), "defaults.timeout_s", None
+        ),
+        params=_strip(params or {}),
+        line=dlines.get("params", line),
+    )
+
+
+def _timeout(raw: Any, path: str, line: int | None, field_name: str, default: float | None) -> float | None:
+    value = _number(raw, path, line, field_name, default, float)
+    if value is not None and value <= 0:
+        raise PlanError(path, line, field_name, f"must be > 0, got {_short(raw)}")
+    return value
+
+
+def _parse_item(item: Any, i: int, path: str, d: _Defaults) -> Benchmark:
+    if not isinstance(item, dict):
+        raise PlanError(path, None, f"benchmarks[{i}]", "each benchmark is a mapping with name and type")
+    line = item["__line__"]
+    klines = item["__keylines__"]
+    _check_keys(item, _BENCH_KEYS, path, "", "benchmark")
+    name = item.get("name")
+    if not isinstance(name, str):
+        raise PlanError(path, klines.get("name", line), "name", "is missing or not a string")
+    name = check_name(name, path, klines.get("name", line))
+    btype = item.get("type", "standard")
+    if not isinstance(btype, str):
+        raise PlanError(path, klines.get("type", line), "type", f"expected a string, got {_short(btype)}")
+    params = item.get("params")
+    if params is not None and not isinstance(params, dict):
+        raise PlanError(path, klines.get("params", line), "params", "must be a mapping")
+    wtype = resolve_type(name, btype)
+    return Benchmark(
+        name=name,
+        type=wtype,
+        index=i,
+        line=line,
+        datasets=check_datasets(item.get("datasets") or (), path, klines.get("datasets", line)),
+        wait_s=_number(item.get("wait_s"), path, klines.get("wait_s", line), "wait_s", d.wait_s, float),
+        repetitions=_repetitions(
+            item.get("repetitions"), path, klines.get("repetitions", line), "repetitions", d.repetitions
+        ),
+        timeout_s=_timeout(
+            item.get("timeout_s"), path, klines.get("timeout_s", line), "timeout_s", d.timeout_s
+        ),
+        params={**_defaults_for(wtype, d.params), **_strip(params or {})},
+    )
+
+
+def _defaults_for(wtype: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The defaults.params a type takes: all of them for types that check their own keys."""
+    from testbed_agent.params import known_keys
+
+    known = known_keys(wtype)
+    return dict(params) if known is None else {k: v for k, v in params.items() if k in known}
+
+
+def _check_default_params(d: _Defaults, benches: list[Benchmark], path: str) -> None:
+    """A defaults.params key that no benchmark of the plan takes is a typo."""
+    from testbed_agent.params import known_keys
+
+    taken: set[str] = set()
+    for b in benches:
+        known = known_keys(b.type)
+        taken |= set(d.params) if known is None else known
+    for key in sorted(set(d.params) - taken, key=str):
+        raise PlanError(path, d.line, f"defaults.params.{key}"[:200], "no benchmark of this plan takes it")

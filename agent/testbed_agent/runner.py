@@ -94,6 +94,10 @@ class Runner:
             if not self.only or b.name in self.only
             for r in range(b.repetitions)
         ]
+        from testbed_agent.attest.binding import Binder  # evidence bound to the results (issue 14)
+
+        binder = Binder(self.out, self.ident, self.results_path, self.options, self.console.print)
+        binder.begin()
         handlers = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
             with ResultWriter(self.results_path) as writer, ExitStack() as stack:
@@ -124,6 +128,7 @@ class Runner:
         finally:
             for s, h in handlers.items():
                 signal.signal(s, h)
+        binder.end()
         finished = not self.stop.is_set()
         self.exporter.update(sum(self.counts.values()), len(todo), "", "done" if finished else "interrupted")
         if finished and not self.options.get("keep_scratch"):

@@ -14,7 +14,13 @@ ANOVA_TYPE = 2
 ANOVA_NOTE = (
     "two-way ANOVA with interaction, statsmodels anova_lm Type II sums of squares (in a "
     "balanced design identical to the classic Type I/III partition); SS % is the share of the "
-    "total corrected sum of squares; F critical at alpha = 0.05"
+    "total corrected sum of squares; F critical at alpha = 0.05. In unbalanced designs (unequal "
+    "runs or machines per cell) Type II tests each main effect adjusted for the other, assuming no "
+    "interaction; Type I would depend on factor order and Type III on the coding, so read main effects "
+    "with care where the interaction is large. In the build report the ANOVA runs on log values "
+    "(multiplicative effects; raw with --anova-scale raw or when a value is not positive), and with "
+    "several machines per label on machine means, so machines are nested in labels and the residual "
+    "is machine-to-machine variation"
 )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,12 +18,17 @@ from matplotlib.colors import to_hex
 
 from testbed_reports import __version__, plots, svgplot
 from testbed_reports.anova import ANOVA_NOTE, anova_codes
+from testbed_reports.audit import attest_column
 from testbed_reports.compare import auto_pairs, compare, parse_pairs
+from testbed_reports.diagnostics import diagnostics, windows
 from testbed_reports.errors import ReportError
+from testbed_reports.export import parameter_anova
 from testbed_reports.fingerprint import fingerprints, label_factors, mismatches
+from testbed_reports.inference import DEFAULT_MARGIN, primary_set
 from testbed_reports.load import Dataset, load
-from testbed_reports.stats import BOOT_MAX_N, MIN_N_CV_CI, B, describe
+from testbed_reports.stats import MIN_N_CV_CI, describe
 
+DECISIONS = ("slower", "faster", "equivalent", "inconclusive")
 #: label factors crossed in two-way ANOVAs: protection x CPU vendor, protection x disk encryption
 FACTOR_PAIRS = (("protection", "vendor"), ("protection", "disk"))
 MAX_PANELS = 4  # per-metric panels of the bar and ECDF charts (tables hold every metric)
@@ -31,28 +36,45 @@ MAX_CV_METRICS = 16
 METHOD = [
     (
         "n, mean, median, sd and CV are computed over the ok runs of each label; failed, timed-out, skipped "
-        "and interrupted runs are listed, never used as values."
+        "and interrupted runs are listed, never used as values; a duplicated record (same run, host, "
+        "benchmark, index and repetition) counts once. Means and sds are two-pass on values scaled by "
+        "their group's largest magnitude, so they are finite and exact at any scale."
     ),
     (
-        "95% CI of the mean: Student t for a label measured on one machine; with several machines per label "
-        "the repetitions are nested in machines and the label is resampled at the machine level (cluster "
-        "bootstrap)."
+        "95% CI of the mean: Student t over runs for a label measured on one machine; with several machines "
+        "the machine is the unit of replication: t over the machine means. CV CI: Vangel's modified McKay "
+        f"interval (none below {MIN_N_CV_CI} runs)."
     ),
     (
-        f"CV and overhead CIs: percentile bootstrap, {B} seeded resamples (machine level when a label has "
-        f"several machines; with only 2 machines that interval rests on 2 values and is coarse); one "
-        f"machine with more than {BOOT_MAX_N} runs uses the bootstrap's large-sample limit (normal draws "
-        f"of the mean, delta-method CV interval); one machine with fewer than {MIN_N_CV_CI} runs gets no "
-        "CV interval."
+        "Overhead estimand: the ratio of geometric means a/b (log scale), shown as (a/b - 1) x 100 for "
+        "lower-is-better metrics and (b/a - 1) x 100 for higher-is-better ones, so a slowdown of a is "
+        "positive. Ratios are refused, with the reason, when a label has zero or negative values."
     ),
     (
-        "Overhead = (a/b - 1) x 100 for lower-is-better metrics and (b/a - 1) x 100 for higher-is-better "
-        "ones, so a slowdown of a is always positive."
+        "Interval: Welch t on log values: on the machine means when both labels have at least 2 machines "
+        "(the machine is the unit), otherwise on runs (the verdict then speaks about those machines, not "
+        "their VM types). Measured coverage of the 95% interval (tests/test_report_calibration.py, 2000 "
+        "simulated data sets each): see docs/report.md."
     ),
     (
-        "Tests: two-sided Mann-Whitney U (verdict) and Welch t, on runs, or on machine means when both "
-        "labels have at least 3 machines; p-values Holm-corrected across the metrics of each comparison; "
-        "significant when the Holm-corrected Mann-Whitney p < 0.05."
+        "Decision, read from the printed interval: equivalent when it lies within +-margin (default 2%, "
+        "--margin, --margin-for BENCH=PCT, or the record field margin_percent), slower when it lies above 0, "
+        "faster when below 0, inconclusive otherwise, with the runs or machines that would resolve the "
+        "margin at the observed spread. Equivalence this way is two one-sided tests at 2.5% each (TOST p "
+        "shown)."
+    ),
+    (
+        "Error control: the primary metric of each benchmark (fio bandwidth, dd latency, notebook wall time, "
+        "crypto throughput, each pyperformance benchmark's time, FaaS latency) over all comparisons of "
+        "the report forms one family; its intervals are Bonferroni-adjusted (level 1 - 0.05/m, p adjusted "
+        "= m p), so the chance of any false slower/faster among them is at most 5%. Other metrics are "
+        "secondary: unadjusted 95% intervals, shown for exploration."
+    ),
+    (
+        "Diagnostics beside each verdict, per machine: drift with run order (Spearman, p < 0.01, 6+ runs), "
+        "outliers beyond robust z 5 (8+ runs; flagged, never removed), bimodality coefficient of the log "
+        "values > 0.555 (20+ runs), "
+        "fewer than 5 runs, and whether the compared labels' time windows overlap."
     ),
     ANOVA_NOTE[0].upper() + ANOVA_NOTE[1:] + ".",
 ]
@@ -69,6 +91,8 @@ class Report:
     problems: list[str]
     anova: list[dict[str, Any]]
     status: pd.DataFrame
+    warnings: list[str] = field(default_factory=list)
+    param_anova: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _clean(x: Any) -> Any:
@@ -89,13 +113,19 @@ def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
     return [_clean(r) for r in df.astype(object).to_dict(orient="records")]
 
 
-def factorial(ds: Dataset, factors: pd.DataFrame) -> list[dict[str, Any]]:
-    """Two-way ANOVA per benchmark metric for each pair of fully crossed label factors."""
+def factorial(ds: Dataset, factors: pd.DataFrame, log: bool = True) -> list[dict[str, Any]]:
+    """Two-way ANOVA per benchmark metric for each pair of fully crossed label factors.
+
+    On the log scale by default (multiplicative effects; raw when a value is not positive or on
+    request). With several machines per label the machine means are the observations, so the
+    residual is machine-to-machine variation (machines nested in labels).
+    """
     out: list[dict[str, Any]] = []
     if ds.obs.empty:
         return out
     labels = ds.obs["label"].cat.categories
     label_codes = ds.obs["label"].cat.codes.to_numpy()
+    host_codes = ds.obs["host"].cat.codes.to_numpy()
     values = ds.obs["value"].to_numpy()
     groups = ds.obs.groupby(["benchmark", "metric"], observed=True, sort=True).indices
     for fa, fb in FACTOR_PAIRS:
@@ -112,16 +142,52 @@ def factorial(ds: Dataset, factors: pd.DataFrame) -> list[dict[str, Any]]:
                 k = labels.get_loc(lab)
                 code_a[k], code_b[k] = levels_a.index(va), levels_b.index(vb)
         for (bench, metric), rows in groups.items():
-            ca, cb = code_a[label_codes[rows]], code_b[label_codes[rows]]
-            keep = (ca >= 0) & (cb >= 0)
-            try:
-                table = anova_codes(
-                    values[rows][keep], ca[keep], cb[keep], len(levels_a), len(levels_b), fa, fb
-                )
-            except ReportError:
+            entry = _one_anova(
+                values[rows], label_codes[rows], host_codes[rows], code_a, code_b, log, (fa, fb)
+            )
+            if entry is None:
                 continue
-            out.append({"benchmark": bench, "metric": metric, "factors": [fa, fb], "table": table})
+            table, scale, unit = entry
+            out.append(
+                {
+                    "benchmark": bench,
+                    "metric": metric,
+                    "factors": [fa, fb],
+                    "scale": scale,
+                    "unit_of_replication": unit,
+                    "table": table,
+                }
+            )
     return out
+
+
+def _one_anova(
+    v: np.ndarray,
+    lab: np.ndarray,
+    host: np.ndarray,
+    code_a: np.ndarray,
+    code_b: np.ndarray,
+    log: bool,
+    names: tuple[str, str],
+) -> tuple[list[dict], str, str] | None:
+    """One metric's ANOVA table, its scale and its unit of replication (None when not estimable)."""
+    ca, cb = code_a[lab], code_b[lab]
+    keep = (ca >= 0) & (cb >= 0)
+    v, lab, host, ca, cb = v[keep], lab[keep], host[keep], ca[keep], cb[keep]
+    scale = "log" if log and len(v) and (v > 0).all() else "raw"
+    y = np.log(v) if scale == "log" else v
+    unit = "run"
+    key = lab.astype(np.int64) * (int(host.max()) + 1 if len(host) else 1) + host
+    uniq, first, g = np.unique(key, return_index=True, return_inverse=True)
+    machines = np.bincount(lab[first])
+    if len(uniq) and (machines[np.unique(lab)] >= 2).all():
+        y = np.bincount(g, weights=y) / np.bincount(g)
+        ca, cb, unit = ca[first], cb[first], "machine mean"
+    la, lb = int(code_a.max()) + 1, int(code_b.max()) + 1
+    try:
+        return anova_codes(y, ca, cb, la, lb, *names), scale, unit
+    except ReportError:
+        return None
 
 
 def _status(ds: Dataset) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -137,7 +203,7 @@ def _status(ds: Dataset) -> tuple[pd.DataFrame, pd.DataFrame]:
 def _md_table(df: pd.DataFrame, cols: Sequence[str]) -> str:
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in df[list(cols)].itertuples(index=False):
-        lines.append("| " + " | ".join(_fmt(v) for v in r) + " |")
+        lines.append("| " + " | ".join(_md(_fmt(v)) for v in r) + " |")
     return "\n".join(lines)
 
 
@@ -145,32 +211,51 @@ def _fmt(v: Any) -> str:
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return "—"
     if isinstance(v, (float, np.floating)):
-        return f"{v:.4g}"
-    return str(v).replace("|", "/")
+        return f"{v:.4g}" if math.isfinite(v) else "—"
+    return str(v)
+
+
+_MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_{}[]#|~>"} | {"<": "&lt;", "&": "&amp;"})
+
+
+def _md(text: Any) -> str:
+    """Text safe inside a Markdown line or table cell: no markup, no HTML, no line breaks."""
+    flat = " ".join(str(text).split())
+    return flat.translate(_MD_SPECIAL)
 
 
 def _summary_md(name: str, rep: Report, labels: list[str]) -> str:
-    parts = [f"# Benchmark report: {name}", "", f"Labels: {', '.join(labels)}", ""]
+    parts = [f"# Benchmark report: {_md(name)}", "", f"Labels: {', '.join(_md(x) for x in labels)}", ""]
     if rep.problems:
-        parts += ["## EVIDENCE MISMATCH", "", *[f"- **{p}**" for p in rep.problems], ""]
+        parts += ["## EVIDENCE MISMATCH", "", *[f"- **{_md(p)}**" for p in rep.problems], ""]
+    if rep.warnings:
+        parts += ["## Input warnings", "", *[f"- {_md(w)}" for w in rep.warnings], ""]
     parts += ["## Comparisons", ""]
     if rep.comparisons.empty:
         parts += ["No comparison pairs (add inventory groups or use --compare A:B).", ""]
     else:
-        parts += [f"- {v}" for v in rep.comparisons["verdict"]] + [""]
+        cmp = rep.comparisons.sort_values("primary", ascending=False, kind="stable")
+        parts += [
+            f"- **{c.decision}**: {_md(c.verdict)}" + (f" [{_md(c.diagnostics)}]" if c.diagnostics else "")
+            for c in cmp.itertuples(index=False)
+        ] + [""]
         parts += [
             _md_table(
-                rep.comparisons,
+                cmp,
                 [
                     "comparison",
                     "benchmark",
                     "metric",
+                    "primary",
                     "overhead_percent",
                     "overhead_ci_low",
                     "overhead_ci_high",
-                    "mw_p_holm",
-                    "welch_p_holm",
-                    "significant",
+                    "ci_level",
+                    "p",
+                    "p_adjusted",
+                    "tost_p",
+                    "decision",
+                    "diagnostics",
                 ],
             ),
             "",
@@ -192,6 +277,7 @@ def _summary_md(name: str, rep: Report, labels: list[str]) -> str:
                 "cv_percent",
                 "ci95_low",
                 "ci95_high",
+                "diagnostics",
             ],
         ),
         "",
@@ -232,8 +318,17 @@ def build(
     compare_specs: Sequence[str] = (),
     csv_mapping: Mapping[str, str] | None = None,
     csv_defaults: Mapping[str, str] | None = None,
+    margin: float = DEFAULT_MARGIN,
+    margins: Mapping[str, float] | None = None,
+    anova_log: bool = True,
 ) -> Report:
-    """Build the report of DESIGN.md section 6 into ``out``."""
+    """Build the report of DESIGN.md section 6 into ``out``.
+
+    ``margin`` is the equivalence margin in percent; ``margins`` overrides it per benchmark (and
+    wins over a record's own ``margin_percent``).
+    """
+    if not (math.isfinite(margin) and 0 < margin < 100):
+        raise ReportError(f"--margin {margin!r}: expected a percentage between 0 and 100")
     ds = load(paths, csv_mapping, csv_defaults)
     name = name or out.name
     fp = fingerprints(ds.records, ds.sysinfo)
@@ -243,12 +338,20 @@ def build(
         if len(extra):
             fp = pd.concat([fp, fingerprints(extra.astype(str), {})], ignore_index=True)
     flagged = mismatches(fp)
+    fp, unverified = attest_column(paths, fp)  # audited attestation column + banner (issue 14)
+    flagged += unverified
     problems = [p for _, p in flagged]
     factors = label_factors(fp)
-    labels = sorted(set(ds.obs["label"].astype(str)) | set(ds.records["label"].astype(str)))
-    desc, draws = describe(ds.obs)
+    labels = sorted(
+        {str(x) for x in ds.obs["label"].unique()} | {str(x) for x in ds.records["label"].unique()}
+    )
+    desc = describe(ds.obs)
+    notes = diagnostics(ds.obs)
+    keys = zip(desc["benchmark"], desc["metric"], desc["label"], strict=True)
+    desc["diagnostics"] = ["; ".join(notes.get(k, [])) for k in keys]
     pairs = parse_pairs(list(compare_specs), labels) if compare_specs else auto_pairs(factors)
-    cmp = compare(ds.obs, desc, draws, pairs)
+    per_bench = {**ds.margins, **(margins or {})}
+    cmp = compare(ds.obs, desc, pairs, margin, per_bench, notes, windows(ds.records))
     suspect = {lab for lab, _ in flagged}
     if len(cmp):
         bad_rows = cmp["a"].isin(suspect) | cmp["b"].isin(suspect)
@@ -256,9 +359,11 @@ def build(
         cmp.loc[bad_rows, "verdict"] = "EVIDENCE MISMATCH: " + cmp.loc[bad_rows, "verdict"]
     else:
         cmp["evidence_mismatch"] = pd.Series(dtype=bool)
-    anova = factorial(ds, factors)
+    anova = factorial(ds, factors, anova_log)
     counts, bad = _status(ds)
-    rep = Report(out, desc, cmp, fp, problems, anova, counts)
+    rep = Report(
+        out, desc, cmp, fp, problems, anova, counts, list(ds.warnings), parameter_anova(ds, anova_log)
+    )
     out.mkdir(parents=True, exist_ok=True)
     _write_tables(out, rep, bad, ds)
     _write_json(out, name, rep, bad, ds, labels, pairs)
@@ -284,6 +389,18 @@ def _write_tables(out: Path, rep: Report, bad: pd.DataFrame, ds: Dataset) -> Non
         columns=["benchmark", "metric", "factors", "source", "df", "ss", "ss_percent", "F", "F_crit", "p"],
     ).to_csv(out / "anova.csv", index=False)
     _pct_table(ds).to_csv(out / "percentiles.csv", index=False)
+    rows = [
+        {
+            "type": a["type"],
+            "metric": a["metric"],
+            "factors": "x".join(a["factors"]),
+            "scale": a["scale"],
+            **r,
+        }
+        for a in rep.param_anova
+        for r in a["table"]
+    ]
+    pd.DataFrame(rows).to_csv(out / "parameter_anova.csv", index=False)
 
 
 def _pct_table(ds: Dataset) -> pd.DataFrame:
@@ -311,6 +428,10 @@ def _write_json(
         "descriptives": _records(rep.descriptives),
         "comparisons": _records(rep.comparisons),
         "anova": _clean(rep.anova),
+        "parameter_anova": _clean(
+            [{k: v for k, v in a.items() if k != "histogram"} for a in rep.param_anova]
+        ),
+        "warnings": rep.warnings,
         "fingerprints": _records(rep.fingerprints),
         "status": _records(rep.status),
         "failed_runs": _records(bad),
@@ -320,20 +441,18 @@ def _write_json(
 
 
 def _overview(cmp: pd.DataFrame) -> list[dict[str, Any]]:
-    """One line per comparison: how many metrics are significantly slower, faster or not different."""
+    """One line per comparison: how many metrics were decided slower, faster, equivalent, inconclusive."""
     out = []
     for name, part in cmp.groupby("comparison", sort=False):
-        sig = part["significant"].map(lambda s: s is True)
         ovh = part["overhead_percent"].to_numpy(float)
         ovh = ovh[np.isfinite(ovh)]
+        dec = part["decision"].value_counts()
         out.append(
             {
                 "comparison": name,
                 "kind": part["kind"].iloc[0],
                 "metrics": len(part),
-                "slower": int((sig & (part["overhead_percent"] > 0)).sum()),
-                "faster": int((sig & (part["overhead_percent"] < 0)).sum()),
-                "not_significant": int((part["significant"].map(lambda s: s is False)).sum()),
+                **{d: int(dec.get(d, 0)) for d in DECISIONS},
                 "median": float(np.median(ovh)) if len(ovh) else None,
                 "min": float(ovh.min()) if len(ovh) else None,
                 "max": float(ovh.max()) if len(ovh) else None,
@@ -360,7 +479,7 @@ def _heat(cmp: pd.DataFrame) -> dict[str, Any]:
             if not math.isfinite(v):
                 row.append({"text": "", "color": "#fff", "title": ""})
                 continue
-            star = "*" if r.significant is True else ""
+            star = "*" if r.decision in ("slower", "faster") else ""
             shade = to_hex(cmap(0.5 + 0.5 * max(-1.0, min(1.0, v / lim))))
             row.append({"text": f"{v:+.1f}{star}", "color": shade, "title": r.verdict})
         rows.append({"name": f"{bench} · {metric}", "cells": row})
@@ -373,6 +492,76 @@ def _positions(obs: pd.DataFrame, metrics: list[str]) -> dict[tuple[str, str], n
     return {k: v for k, v in idx.items() if k[0] in metrics}
 
 
+def _telemetry(ds: Dataset) -> dict[str, list[dict[str, Any]]]:
+    """Per benchmark and label: system CPU % and steal % from the ok records' telemetry."""
+    rec = ds.records
+    if rec.empty or "cpu_percent" not in rec:
+        return {}
+    ok = rec[(rec["status"] == "ok") & (rec["cpu_percent"].notna() | rec["steal_percent"].notna())]
+    if ok.empty:
+        return {}
+    agg = (
+        ok.groupby(["benchmark", "label"], sort=True)
+        .agg(
+            records=("status", "size"),
+            cpu_percent=("cpu_percent", "mean"),
+            steal_percent=("steal_percent", "mean"),
+        )
+        .reset_index()
+    )
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in _records(agg):
+        out.setdefault(str(r["benchmark"]), []).append(r)
+    return out
+
+
+#: extra report sections: each builder returns {"id", "title", "note", "tables": [{"caption",
+#: "columns", "rows"}]} or None; the one place where sections beyond the per-benchmark ones join
+SECTION_BUILDERS: list[Any] = []
+
+
+def _extra_sections(rep: Report, ds: Dataset) -> list[dict[str, Any]]:
+    out = []
+    for builder in [_param_section, *SECTION_BUILDERS]:
+        sec = builder(rep, ds)
+        if sec:
+            out.append(sec)
+    return out
+
+
+def _param_section(rep: Report, ds: Dataset) -> dict[str, Any] | None:
+    if not rep.param_anova:
+        return None
+    tables = []
+    for a in rep.param_anova:
+        what = f"{a['type']} {a['metric']} by {' x '.join(a['factors'])} ({a['scale']} scale)"
+        tables.append(
+            {
+                "caption": f"ANOVA: {what}",
+                "columns": ["source", "df", "ss_percent", "F", "F_crit", "p"],
+                "rows": _clean(a["table"]),
+            }
+        )
+        cols = [*a["factors"], "n", "mean", "sd", "cv_percent", "ci95_low", "ci95_high"]
+        tables.append(
+            {
+                "caption": f"cells: {what}",
+                "columns": cols,
+                "rows": _clean(a["cells"]),
+                "image": a.get("histogram"),
+            }
+        )
+        if a.get("tukey"):
+            tcols = ["group1", "group2", "meandiff", "lower", "upper", "p_adj", "reject"]
+            tables.append(
+                {"caption": f"Tukey HSD between cells: {what}", "columns": tcols, "rows": _clean(a["tukey"])}
+            )
+    note = (
+        "Plan parameters (and the label) as factors of each primary metric: " + ANOVA_NOTE.split(";")[0] + "."
+    )
+    return {"id": "parameters", "title": "Analysis over plan parameters", "note": note, "tables": tables}
+
+
 def _render(name: str, rep: Report, bad: pd.DataFrame, ds: Dataset, labels: list[str]) -> str:
     palette = plots.colors(labels)
     sections = []
@@ -380,8 +569,12 @@ def _render(name: str, rep: Report, bad: pd.DataFrame, ds: Dataset, labels: list
     pct = _pct_table(ds)
     obs_groups = ds.obs.groupby("benchmark", observed=True, sort=True).indices if not ds.obs.empty else {}
     values = ds.obs["value"].to_numpy()
+    primary = primary_set(ds.obs)
+    telemetry = _telemetry(ds)
     for bench in sorted(set(desc["benchmark"].astype(str))):
         d = desc[desc["benchmark"] == bench]
+        first = d["metric"].map(lambda m, b=bench: (b, m) not in primary).to_numpy()
+        d = d.iloc[np.argsort(first, kind="stable")]  # the primary metric first (table and plots)
         metrics = list(dict.fromkeys(d["metric"]))
         shown = metrics[:MAX_PANELS]
         rows = obs_groups[bench]
@@ -401,6 +594,8 @@ def _render(name: str, rep: Report, bad: pd.DataFrame, ds: Dataset, labels: list
             "cv": svgplot.cv_bars(d, metrics[:MAX_CV_METRICS], palette),
             "comparisons": _records(rep.comparisons[rep.comparisons["benchmark"] == bench]),
             "anova": [a for a in rep.anova if a["benchmark"] == bench],
+            "primary": [m for m in metrics if (bench, m) in primary],
+            "telemetry": telemetry.get(bench, []),
         }
         bp = ds.percentiles[ds.percentiles["benchmark"] == bench]
         if len(bp):
@@ -429,6 +624,8 @@ def _render(name: str, rep: Report, bad: pd.DataFrame, ds: Dataset, labels: list
             failed=_records(failed),
             failed_total=len(bad),
             method=METHOD,
+            extra_sections=_extra_sections(rep, ds),
+            warnings=rep.warnings,
             sources=ds.sources,
             observations=len(ds.obs),
             records=len(ds.records),

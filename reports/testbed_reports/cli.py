@@ -26,6 +26,19 @@ def _pairs(specs: list[str], option: str) -> dict[str, str]:
     return out
 
 
+def _margins(specs: list[str]) -> dict[str, float]:
+    out = {}
+    for bench, val in _pairs(specs, "--margin-for").items():
+        try:
+            pct = float(val)
+        except ValueError:
+            pct = float("nan")
+        if not 0 < pct < 100:
+            raise ReportError(f"--margin-for {bench}={val}: expected a percentage between 0 and 100")
+        out[bench] = pct
+    return out
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="testbed-report", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -70,7 +83,39 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FIELD=VALUE",
         help="CSV inputs: constant value of a field the CSV lacks (e.g. better=lower)",
     )
+    b.add_argument(
+        "--margin",
+        type=float,
+        default=2.0,
+        metavar="PCT",
+        help="equivalence margin in percent: differences within +-PCT are 'equivalent' (default 2)",
+    )
+    b.add_argument(
+        "--margin-for",
+        action="append",
+        default=[],
+        metavar="BENCH=PCT",
+        help="equivalence margin of one benchmark (repeatable; wins over a record's margin_percent)",
+    )
+    b.add_argument(
+        "--anova-scale",
+        choices=("log", "raw"),
+        default="log",
+        help="scale of the two-way ANOVA (default log: multiplicative effects)",
+    )
     b.set_defaults(func=_cmd_build)
+
+    e = sub.add_parser(
+        "export",
+        help="one CSV row per observation, every plan parameter a column",
+        description="Write FILE: one row per observation (record fields, telemetry CPU %% and steal %%, "
+        "and every plan parameter as a param.<name> column).",
+    )
+    e.add_argument(
+        "results", nargs="+", type=Path, metavar="RESULTS_DIR", help="results directory or .jsonl file"
+    )
+    e.add_argument("--csv", type=Path, required=True, metavar="FILE", help="CSV file to write")
+    e.set_defaults(func=_cmd_export)
 
     a = sub.add_parser(
         "analyze",
@@ -92,6 +137,12 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--tukey", action="store_true", help="add Tukey HSD pairwise comparisons per factor")
     a.add_argument("--out", type=Path, required=True, metavar="DIR", help="output directory")
     a.set_defaults(func=_cmd_analyze)
+    from testbed_reports.audit_cli import add_parser as add_audit  # issue 14
+
+    add_audit(sub)
+    from testbed_reports.timeofday import add_parser as add_timeofday  # issue 17
+
+    add_timeofday(sub)
     return parser
 
 
@@ -105,14 +156,32 @@ def _cmd_build(args: argparse.Namespace) -> int:
         compare_specs=args.compare,
         csv_mapping=_pairs(args.csv_map, "--csv-map"),
         csv_defaults=_pairs(args.csv_default, "--csv-default"),
+        margin=args.margin,
+        margins=_margins(args.margin_for),
+        anova_log=args.anova_scale == "log",
     )
+    for w in rep.warnings:
+        print(f"warning: {w}", file=sys.stderr)
     for p in rep.problems:
         print(f"EVIDENCE MISMATCH: {p}", file=sys.stderr)
-    n_sig = sum(1 for s in rep.comparisons["significant"] if bool(s) and s is not None)
+    counts = rep.comparisons["decision"].value_counts() if len(rep.comparisons) else {}
+    decided = ", ".join(f"{counts.get(d, 0)} {d}" for d in ("slower", "faster", "equivalent", "inconclusive"))
     print(
         f"report: {args.out / 'index.html'} ({len(rep.descriptives)} label metrics, "
-        f"{len(rep.comparisons)} comparisons, {n_sig} significant)"
+        f"{len(rep.comparisons)} comparisons: {decided})"
     )
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from testbed_reports.export import export_csv
+    from testbed_reports.load import load
+
+    ds = load(args.results)
+    for w in ds.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    rows = export_csv(ds, args.csv)
+    print(f"export: {args.csv} ({rows} observations)")
     return 0
 
 

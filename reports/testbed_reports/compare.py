@@ -1,20 +1,30 @@
-"""Pairs of labels to compare, and per metric: overhead with bootstrap CI, tests, Holm, verdict."""
+"""Pairs of labels to compare, and per metric: log-scale overhead, interval, decision and verdict."""
 
 from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
-from statsmodels.stats.multitest import multipletests
 
+from testbed_reports.diagnostics import overlap_note
 from testbed_reports.errors import ReportError
-from testbed_reports.stats import KEY, Draws
+from testbed_reports.inference import (
+    ALPHA,
+    DEFAULT_MARGIN,
+    Decision,
+    Estimate,
+    decide,
+    estimate,
+    family_alpha,
+    primary_set,
+    sides,
+    signed,
+)
 
-ALPHA = 0.05
 CC_PAIRS = (("sev", "amd_baseline"), ("tdx", "intel_baseline"))
 COMPARE_COLUMNS = [
     "comparison",
@@ -25,6 +35,7 @@ COMPARE_COLUMNS = [
     "metric",
     "unit",
     "better",
+    "primary",
     "n_a",
     "n_b",
     "machines_a",
@@ -35,12 +46,15 @@ COMPARE_COLUMNS = [
     "overhead_percent",
     "overhead_ci_low",
     "overhead_ci_high",
-    "mw_p",
-    "welch_p",
-    "mw_p_holm",
-    "welch_p_holm",
+    "ci_level",
+    "p",
+    "p_adjusted",
+    "tost_p",
+    "margin_percent",
     "test_unit",
-    "significant",
+    "decision",
+    "reason",
+    "diagnostics",
     "verdict",
 ]
 
@@ -114,151 +128,126 @@ def auto_pairs(factors: pd.DataFrame) -> list[Pair]:
 
 
 def overhead(ratio: float | np.ndarray, better: str) -> float | np.ndarray:
-    """Overhead in percent from the ratio of means a/b: a slowdown of ``a`` is always positive."""
+    """Overhead in percent from a ratio a/b: a slowdown of ``a`` is always positive."""
     with np.errstate(divide="ignore", invalid="ignore"):
         cost = ratio if better == "lower" else 1.0 / ratio
     return 100.0 * (cost - 1.0)
 
 
-def _tests(va: np.ndarray, vb: np.ndarray) -> tuple[float, float]:
-    """Two-sided Mann-Whitney U and Welch t p-values (NaN with fewer than two values a side)."""
-    if len(va) < 2 or len(vb) < 2:
-        return float("nan"), float("nan")
-    if np.ptp(np.concatenate([va, vb])) == 0:
-        return 1.0, 1.0
-    mw = float(sps.mannwhitneyu(va, vb, alternative="two-sided").pvalue)
-    sa, sb = float(va.std(ddof=1)), float(vb.std(ddof=1))
-    if sa == 0 and sb == 0:
-        welch = 0.0 if va.mean() != vb.mean() else 1.0
-    else:
-        welch = float(
-            sps.ttest_ind_from_stats(va.mean(), sa, len(va), vb.mean(), sb, len(vb), equal_var=False).pvalue
+SECONDARY = "; secondary metric: unadjusted 95% interval, outside the error-controlled family"
+
+
+def _scope(est: Estimate, ma: int, mb: int, na: int, nb: int) -> str:
+    if est.unit == "machine":
+        return f"{ma} vs {mb} machines, machine is the unit"
+    if ma == 1 and mb == 1:
+        return f"n={na} vs {nb} runs; speaks about these two machines, not about their VM types"
+    return f"n={na} vs {nb} runs pooled (a label with one machine: machine spread not estimable)"
+
+
+def verdict(pair: Pair, bench: str, metric: str, dec: Decision, scope: str, margin: float) -> str:
+    """One readable line whose words are the decision read from the printed interval."""
+    where = f"on {bench} {metric}"
+    ci = f"[{signed(dec.lo)}, {signed(dec.hi)}]"
+    if dec.decision in ("slower", "faster"):
+        return f"{pair.a} is {abs(dec.overhead):.1f}% {dec.decision} {ci} than {pair.b} {where} ({scope})"
+    if dec.decision == "equivalent":
+        return (
+            f"{pair.a} is equivalent to {pair.b} within +-{margin:g}% {where}: "
+            f"{signed(dec.overhead)}% {ci} ({scope})"
         )
-    return mw, welch
+    return f"{pair.a} vs {pair.b} {where}: inconclusive, {dec.reason} ({scope})"
 
 
-def _host_means(values: np.ndarray, hosts: np.ndarray) -> np.ndarray:
-    _, inv = np.unique(hosts, return_inverse=True)
-    return np.bincount(inv, weights=values) / np.bincount(inv)
-
-
-def _fmt(x: float) -> str:
-    return f"{x:.1f}" if math.isfinite(x) else "n/a"
-
-
-def verdict(
-    pair: Pair,
-    benchmark: str,
-    metric: str,
-    ovh: float,
-    lo: float,
-    hi: float,
-    p_holm: float,
-    n_a: int,
-    n_b: int,
-) -> tuple[bool | None, str]:
-    """(significant, one readable line)."""
-    where = f"on {benchmark} {metric}"
-    if n_a < 2 or n_b < 2 or not math.isfinite(p_holm):
-        return None, f"{pair.a} vs {pair.b} {where}: too few observations to test (n={n_a} vs {n_b})"
-    sig = p_holm < ALPHA
-    if not math.isfinite(ovh):
-        return sig, f"{pair.a} vs {pair.b} {where}: overhead undefined (zero mean), " + (
-            "significant" if sig else "not significant"
-        ) + f" (Holm p={p_holm:.2g})"
-    word = "slower" if ovh > 0 else "faster" if ovh < 0 else "as fast as"
-    size = "" if ovh == 0 else f"{abs(ovh):.1f}% "
-    text = (
-        f"{pair.a} is {size}{word} [{_fmt(lo)}, {_fmt(hi)}] than {pair.b} {where}, "
-        f"{'significant' if sig else 'not significant'} (Holm p={p_holm:.2g})"
-    )
-    return sig, text
+def _margin_for(bench: str, margin: float, margins: Mapping[str, float] | None) -> float:
+    return float((margins or {}).get(bench, margin))
 
 
 def compare(
-    obs: pd.DataFrame, desc: pd.DataFrame, draws: dict[tuple[str, str, str], Draws | None], pairs: list[Pair]
+    obs: pd.DataFrame,
+    desc: pd.DataFrame,
+    pairs: list[Pair],
+    margin: float = DEFAULT_MARGIN,
+    margins: Mapping[str, float] | None = None,
+    notes: Mapping[tuple[str, str, str], list[str]] | None = None,
+    windows: Mapping[str, tuple] | None = None,
 ) -> pd.DataFrame:
-    """One row per pair and (benchmark, metric) measured on both labels."""
-    if not pairs:
+    """One row per pair and (benchmark, metric) measured on both labels, with its decision."""
+    if not pairs or obs.empty:
         return pd.DataFrame(columns=COMPARE_COLUMNS)
-    indices = obs.groupby(KEY, observed=True, sort=True).indices
-    values = obs["value"].to_numpy()
-    hosts = obs["host"].to_numpy()
+    sd = sides(obs)
+    primary = primary_set(obs)
     d = {(r["benchmark"], r["metric"], r["label"]): r for r in desc.to_dict(orient="records")}
     by_label: dict[str, set[tuple[str, str]]] = {}
     for bench, metric, label in d:
         by_label.setdefault(label, set()).add((bench, metric))
     rows = []
     for pair in pairs:
-        part = []
         for bench, metric in sorted(by_label.get(pair.a, set()) & by_label.get(pair.b, set())):
             ra, rb = d[(bench, metric, pair.a)], d[(bench, metric, pair.b)]
-            better = str(ra["better"])
-            ratio = ra["mean"] / rb["mean"] if rb["mean"] != 0 else float("nan")
-            ovh = float(overhead(ratio, better))
-            lo = hi = float("nan")
-            da, db = draws.get((bench, metric, pair.a)), draws.get((bench, metric, pair.b))
-            if da is not None and db is not None:
-                o = overhead(da.means / db.means, better)
-                o = o[np.isfinite(o)]
-                if len(o):
-                    lo, hi = (float(x) for x in np.percentile(o, [2.5, 97.5]))
-            ia, ib = indices[(bench, metric, pair.a)], indices[(bench, metric, pair.b)]
-            va, vb = values[ia], values[ib]
-            unit = "observation"
-            if ra["machines"] >= 3 and rb["machines"] >= 3:
-                va, vb = _host_means(va, hosts[ia]), _host_means(vb, hosts[ib])
-                unit = "machine mean"
-            mw, welch = _tests(va, vb)
-            part.append(
-                {
-                    "comparison": pair.name,
-                    "kind": pair.kind,
-                    "a": pair.a,
-                    "b": pair.b,
-                    "benchmark": bench,
-                    "metric": metric,
-                    "unit": ra["unit"],
-                    "better": better,
-                    "n_a": int(ra["n"]),
-                    "n_b": int(rb["n"]),
-                    "machines_a": int(ra["machines"]),
-                    "machines_b": int(rb["machines"]),
-                    "mean_a": ra["mean"],
-                    "mean_b": rb["mean"],
-                    "ratio": ratio,
-                    "overhead_percent": ovh,
-                    "overhead_ci_low": lo,
-                    "overhead_ci_high": hi,
-                    "mw_p": mw,
-                    "welch_p": welch,
-                    "test_unit": unit,
-                }
-            )
-        _holm(part, "mw_p")
-        _holm(part, "welch_p")
-        for r in part:
-            r["significant"], r["verdict"] = verdict(
-                pair,
-                r["benchmark"],
-                r["metric"],
-                r["overhead_percent"],
-                r["overhead_ci_low"],
-                r["overhead_ci_high"],
-                r["mw_p_holm"],
-                r["n_a"],
-                r["n_b"],
-            )
-        rows.extend(part)
-    return pd.DataFrame(rows, columns=COMPARE_COLUMNS)
+            est = estimate(sd[(bench, metric, pair.a)], sd[(bench, metric, pair.b)])
+            rows.append((pair, bench, metric, ra, rb, est, (bench, metric) in primary))
+    m = sum(1 for r in rows if r[6] and r[5].ok)
+    return pd.DataFrame(
+        [_row(*r, m, margin, margins, notes or {}, windows or {}) for r in rows], columns=COMPARE_COLUMNS
+    )
 
 
-def _holm(rows: list[dict], key: str) -> None:
-    """Holm-adjusted p-values across the metrics of one comparison (NaN stays NaN)."""
-    p = np.array([r[key] for r in rows], dtype=float)
-    adj = np.full(len(p), np.nan)
-    ok = np.isfinite(p)
-    if ok.any():
-        adj[ok] = multipletests(p[ok], alpha=ALPHA, method="holm")[1]
-    for r, a in zip(rows, adj, strict=False):
-        r[f"{key}_holm"] = float(a)
+def _row(
+    pair: Pair,
+    bench: str,
+    metric: str,
+    ra: dict,
+    rb: dict,
+    est: Estimate,
+    is_primary: bool,
+    family: int,
+    margin: float,
+    margins: Mapping[str, float] | None,
+    notes: Mapping[tuple[str, str, str], list[str]],
+    windows: Mapping[str, tuple],
+) -> dict:
+    better = str(ra["better"])
+    alpha = family_alpha(family) if is_primary else ALPHA
+    mg = _margin_for(bench, margin, margins)
+    dec = decide(est, better, alpha, mg)
+    ma, mb, na, nb = int(ra["machines"]), int(rb["machines"]), int(ra["n"]), int(rb["n"])
+    diag = [f"{pair.a} {x}" for x in notes.get((bench, metric, pair.a), [])]
+    diag += [f"{pair.b} {x}" for x in notes.get((bench, metric, pair.b), [])]
+    when = overlap_note(pair.a, pair.b, windows) if windows else ""
+    if when:
+        diag.append(when)
+    p_adj = min(1.0, dec.p * family) if is_primary and math.isfinite(dec.p) else dec.p
+    return {
+        "comparison": pair.name,
+        "kind": pair.kind,
+        "a": pair.a,
+        "b": pair.b,
+        "benchmark": bench,
+        "metric": metric,
+        "unit": ra["unit"],
+        "better": better,
+        "primary": is_primary,
+        "n_a": na,
+        "n_b": nb,
+        "machines_a": ma,
+        "machines_b": mb,
+        "mean_a": ra["mean"],
+        "mean_b": rb["mean"],
+        "ratio": math.exp(est.diff) if est.ok else float("nan"),
+        "overhead_percent": dec.overhead,
+        "overhead_ci_low": dec.lo,
+        "overhead_ci_high": dec.hi,
+        "ci_level": 100 * (1 - alpha),
+        "p": dec.p,
+        "p_adjusted": p_adj,
+        "tost_p": dec.tost_p,
+        "margin_percent": mg,
+        "test_unit": est.unit,
+        "decision": dec.decision,
+        "reason": dec.reason,
+        "diagnostics": "; ".join(diag),
+        "verdict": verdict(
+            pair, bench, metric, dec, _scope(est, ma, mb, na, nb) + ("" if is_primary else SECONDARY), mg
+        ),
+    }

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import math
 import multiprocessing
 import os
 import sys
+import zlib
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -15,11 +17,22 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from testbed_agent.schema import (
+    BETTER,
+    EXECUTION_KEY,
+    FINAL_STATUSES,
+    MARGIN_FIELD,
+    OPTIONAL_STRING_FIELDS,
+    STATUSES,
+    STRING_FIELDS,
+)
 from testbed_reports.errors import ReportError, SchemaError
 
-STATUSES = ("ok", "failed", "timeout", "skipped", "interrupted")
-FINAL_STATUSES = frozenset({"ok", "failed", "timeout", "skipped"})
-BETTER = ("higher", "lower")
+__all__ = ["BETTER", "FINAL_STATUSES", "STATUSES", "Dataset", "load", "read_csv_observations"]
+#: bound of the integer fields (repetition, index): they become int64 columns
+MAX_INT = 2**31
+#: pyperformance records carry each benchmark's individual pyperf values in samples[name]["values"]
+SAMPLE_TYPES = frozenset({"pyperformance"})
 RECORD_COLUMNS = (
     "run_id",
     "host",
@@ -32,6 +45,12 @@ RECORD_COLUMNS = (
     "status",
     "error",
     "started_at",
+    "ended_at",
+    "margin",
+    "digest",
+    "cpu_percent",
+    "steal_percent",
+    "params",
     "source",
     "line",
 )
@@ -50,6 +69,7 @@ OBS_COLUMNS = (
     "index",
     "started_at",
     "cc_technology",
+    "record",
 )
 #: total size of result files above which they are parsed in parallel processes
 PARALLEL_BYTES = 8 * 1024 * 1024
@@ -92,6 +112,11 @@ class Dataset:
         )
     )
     sources: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    #: per benchmark: the equivalence margin (percent) its records declare
+    margins: dict[str, float] = field(default_factory=dict)
+    #: each record's plan parameters (aligned with ``records``); obs["record"] indexes it
+    params: list[dict[str, Any] | None] = field(default_factory=list)
 
 
 class _Collector:
@@ -113,7 +138,7 @@ class _Collector:
         self.groups: dict[tuple[str, ...], str] = {}
         self.pct: dict[str, list[Any]] = {"rec": [], "series": [], "percentile": [], "value": []}
 
-    def add(self, rec: dict[str, Any], source: str, line: int) -> None:
+    def add(self, rec: dict[str, Any], source: str, line: int, digest: int = 0) -> None:
         pos = len(self.rows)
         g = tuple(rec.get("groups") or ())
         groups = self.groups.get(g)
@@ -134,6 +159,11 @@ class _Collector:
                 status,
                 rec.get("error"),
                 rec.get("started_at"),
+                rec.get("ended_at"),
+                rec.get(MARGIN_FIELD),
+                digest,
+                *_telemetry(rec.get("telemetry")),
+                rec.get("params") if rec.get("params").__class__ is dict else None,
                 source,
                 line,
             )
@@ -151,18 +181,28 @@ class _Collector:
             ) from None
         if None in codes:
             codes = [self._code((name, m["unit"], m["better"]), source, line) for name, m in mets.items()]
+        samples = rec.get("samples")
+        if rec.get("type") in SAMPLE_TYPES and samples:
+            codes, values = _expand_samples(list(mets), codes, values, samples, source, line)
         self.obs_key.extend(codes)
         self.obs_value.extend(values)
         self.obs_pos.append(pos)
         self.obs_cnt.append(len(codes))
-        samples = rec.get("samples")
         if samples:
-            for series, vals in _percentile_series(samples):
-                for pct, val in vals.items():
+            self._percentiles(pos, samples)
+
+    def _percentiles(self, pos: int, samples: Mapping[str, Any]) -> None:
+        for series, vals in _percentile_series(samples):
+            try:
+                pairs = [(float(p), float(v)) for p, v in vals.items()]
+            except OverflowError:
+                continue
+            for pct, val in pairs:
+                if math.isfinite(pct) and math.isfinite(val):
                     self.pct["rec"].append(pos)
                     self.pct["series"].append(series)
-                    self.pct["percentile"].append(float(pct))
-                    self.pct["value"].append(float(val))
+                    self.pct["percentile"].append(pct)
+                    self.pct["value"].append(val)
 
     def _code(self, key: tuple[str, str, str], source: str, line: int) -> int:
         code = self.keys.get(key)
@@ -182,17 +222,17 @@ class _Collector:
     def values(self) -> np.ndarray:
         """The observation values as floats; a non-number names its file and line."""
         raw = self.obs_value
-        try:
-            vals = np.asarray(raw, dtype=float)
-        except (TypeError, ValueError):
-            vals = None
+        vals = None
+        if all(v.__class__ is float or v.__class__ is int for v in raw):
+            try:
+                vals = np.asarray(raw, dtype=float)
+            except (TypeError, ValueError, OverflowError):
+                vals = None
         bad = None
         if vals is None:
-            bad = next(i for i, v in enumerate(raw) if not _is_number(v))
+            bad = next(i for i, v in enumerate(raw) if not _is_finite_number(v))
         elif not np.isfinite(vals).all():
             bad = int(np.flatnonzero(~np.isfinite(vals))[0])
-        elif any(v.__class__ is bool for v in raw):
-            bad = next(i for i, v in enumerate(raw) if v.__class__ is bool)
         if bad is not None:
             pos = self.obs_rec[bad]
             name = next(k[0] for k, c in self.keys.items() if c == self.obs_key[bad])
@@ -202,6 +242,17 @@ class _Collector:
                 f"metric '{name}': value must be a finite number, got {raw[bad]!r}",
             )
         return vals
+
+
+def _telemetry(tel: Any) -> tuple[float, float]:
+    """System CPU % and steal % of a record's telemetry (NaN when absent or not a finite number)."""
+    if tel.__class__ is not dict:
+        return math.nan, math.nan
+    out = []
+    for key in ("cpu_percent_mean", "steal_percent"):
+        v = tel.get(key)
+        out.append(float(v) if _is_finite_number(v) else math.nan)
+    return out[0], out[1]
 
 
 def _check_key(key: tuple[Any, Any, Any], source: str, line: int) -> None:
@@ -235,6 +286,35 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+def _is_finite_number(v: Any) -> bool:
+    if v.__class__ is not int and v.__class__ is not float:
+        return False
+    try:
+        return math.isfinite(float(v))
+    except OverflowError:
+        return False
+
+
+def _expand_samples(
+    names: list[str], codes: list[int], values: list[Any], samples: Mapping[str, Any], source: str, line: int
+) -> tuple[list[int], list[Any]]:
+    """Each metric with individual values in ``samples[name]["values"]`` enters as those values."""
+    out_codes: list[int] = []
+    out_values: list[Any] = []
+    for name, code, value in zip(names, codes, values, strict=True):
+        entry = samples.get(name)
+        vals = entry.get("values") if isinstance(entry, dict) else None
+        if isinstance(vals, list) and vals:
+            if not all(_is_finite_number(v) for v in vals):
+                raise SchemaError(source, line, f"samples '{name}': values must be finite numbers")
+            out_codes.extend([code] * len(vals))
+            out_values.extend(vals)
+        else:
+            out_codes.append(code)
+            out_values.append(value)
+    return out_codes, out_values
+
+
 def _is_number_str(k: Any) -> bool:
     try:
         float(k)
@@ -262,12 +342,22 @@ def validate_record(rec: Any, path: str, line: int) -> None:
         and bench
         and rec.get("status") in STATUSES
         and rep.__class__ is int
+        and 0 <= rep < MAX_INT
         and groups.__class__ in (list, tuple)
         and rec.get("metrics", {}).__class__ is dict
         and all(g.__class__ is str for g in groups)
+        and rec.get("index", 0).__class__ is int
+        and -MAX_INT < rec.get("index", 0) < MAX_INT
+        and all(rec.get(k) is None or rec[k].__class__ is str for k in OPTIONAL_STRING_FIELDS)
+        and rec.get("samples", {}).__class__ in (dict, type(None))
+        and _margin_ok(rec.get(MARGIN_FIELD))
     ):
         return
     _explain(rec, path, line)
+
+
+def _margin_ok(v: Any) -> bool:
+    return v is None or (_is_finite_number(v) and 0 < v < 100)
 
 
 def _explain(rec: dict[str, Any], path: str, line: int) -> None:
@@ -278,21 +368,51 @@ def _explain(rec: dict[str, Any], path: str, line: int) -> None:
 
     if rec.get("schema") != 1:
         raise bad(f"unsupported schema {rec.get('schema')!r} (expected 1)")
-    for key in ("run_id", "host", "benchmark"):
+    for key in STRING_FIELDS:
         if not isinstance(rec.get(key), str) or not rec[key]:
             raise bad(f"field '{key}' must be a non-empty string")
     if rec.get("status") not in STATUSES:
         raise bad(f"field 'status' must be one of {', '.join(STATUSES)}, got {rec.get('status')!r}")
-    if not isinstance(rec.get("repetition"), int) or isinstance(rec.get("repetition"), bool):
-        raise bad("field 'repetition' must be an integer")
+    if rec.get("repetition").__class__ is not int or not 0 <= rec["repetition"] < MAX_INT:
+        raise bad(f"field 'repetition' must be an integer from 0 to {MAX_INT - 1}")
     groups = rec.get("groups", [])
     if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
         raise bad("field 'groups' must be a list of strings")
-    raise bad("field 'metrics' must be an object")
+    if rec.get("metrics", {}).__class__ is not dict:
+        raise bad("field 'metrics' must be an object")
+    if rec.get("index", 0).__class__ is not int or not -MAX_INT < rec.get("index", 0) < MAX_INT:
+        raise bad(f"field 'index' must be an integer (|index| < {MAX_INT}), got {_short(rec.get('index'))}")
+    for key in OPTIONAL_STRING_FIELDS:
+        if rec.get(key) is not None and rec[key].__class__ is not str:
+            raise bad(f"field '{key}' must be a string, got {_short(rec[key])}")
+    if rec.get("samples", {}).__class__ not in (dict, type(None)):
+        raise bad("field 'samples' must be an object")
+    raise bad(
+        f"field '{MARGIN_FIELD}' must be a number between 0 and 100, got {_short(rec.get(MARGIN_FIELD))}"
+    )
+
+
+def _short(v: Any) -> str:
+    """A value for an error message, cut to 60 characters."""
+    try:
+        text = json.dumps(v)
+    except (ValueError, TypeError, RecursionError):
+        text = type(v).__name__
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _read_text(path: Path) -> str:
+    """A file's UTF-8 text; bytes that are not UTF-8 are an error naming the line."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise SchemaError(str(path), line, "not UTF-8 text (results are UTF-8 JSON Lines)") from None
 
 
 def _read_jsonl(path: Path, col: _Collector) -> None:
-    text = path.read_text(encoding="utf-8")
+    text = _read_text(path)
     lines = text.split("\n")
     torn_ok = not text.endswith("\n")
     last = len(lines) - 1
@@ -305,17 +425,39 @@ def _read_jsonl(path: Path, col: _Collector) -> None:
             if i == last and torn_ok:  # half-written last line of a crashed run
                 break
             raise SchemaError(str(path), i + 1, f"not valid JSON ({exc.msg})") from None
+        except RecursionError:
+            raise SchemaError(str(path), i + 1, "JSON nested too deeply") from None
         validate_record(rec, str(path), i + 1)
-        col.add(rec, str(path), i + 1)
+        col.add(rec, str(path), i + 1, zlib.crc32(raw.strip().encode()))
 
 
 def _read_sysinfo(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(_read_text(path))
     except json.JSONDecodeError as exc:
         raise SchemaError(str(path), exc.lineno, f"not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise SchemaError(str(path), None, "JSON nested too deeply") from None
     if not isinstance(data, dict):
         raise SchemaError(str(path), None, "sysinfo must be a JSON object")
+    return data
+
+
+#: sysinfo sections the report reads; each must be a JSON object
+SYSINFO_OBJECTS = ("cc", "cpu", "kernel", "hypervisor", "host")
+
+
+def _checked_sysinfo(data: dict[str, Any], path: Path, warnings: list[str]) -> dict[str, Any]:
+    """``data`` without the sections that are not objects (each dropped with a warning)."""
+    bad = [k for k in SYSINFO_OBJECTS if k in data and data[k] is not None and not isinstance(data[k], dict)]
+    for k in bad:
+        warnings.append(f"{path}: sysinfo field '{k}' is not an object; ignored")
+    if bad:
+        data = {k: v for k, v in data.items() if k not in bad}
+    cc = data.get("cc")
+    if isinstance(cc, dict) and "technology" in cc and not isinstance(cc["technology"], str):
+        warnings.append(f"{path}: sysinfo field 'cc.technology' is not a string; ignored")
+        data["cc"] = {k: v for k, v in cc.items() if k != "technology"}
     return data
 
 
@@ -327,13 +469,13 @@ def _finish(
     records["index"] = records["index"].astype("int64")
     records["repetition"] = records["repetition"].astype("int64")
     cc = {k: _cc_technology(v) for k, v in sysinfo.items()}
-    hosts = records[["run_id", "host"]].drop_duplicates()
-    tech = {k: cc.get(k, "unknown") for k in zip(hosts["run_id"], hosts["host"], strict=True)}
-    records["cc_technology"] = [tech[k] for k in zip(records["run_id"], records["host"], strict=True)]
+    pair_codes, pairs = pd.factorize(pd.MultiIndex.from_arrays([records["run_id"], records["host"]]))
+    tech = np.asarray([cc.get(k, "unknown") for k in pairs], dtype=object)
+    records["cc_technology"] = tech[pair_codes] if len(records) else []
     cat_cols = ("run_id", "host", "label", "groups", "benchmark", "type", "cc_technology")
     for c in cat_cols:
         records[c] = records[c].astype("category")
-    kept = _drop_superseded(records)
+    kept, warnings = _drop_duplicates(_drop_superseded(records))
     rec_pos = np.asarray(col.obs_rec, dtype=np.int64)
     alive = np.zeros(len(records), dtype=bool)
     alive[kept.index.to_numpy()] = True
@@ -355,6 +497,9 @@ def _finish(
     data["value"] = values[mask] if len(values) else np.zeros(0)
     for c in ("repetition", "index", "started_at"):
         data[c] = records[c].to_numpy()[pos]
+    new_pos = np.full(len(records), -1, dtype=np.int64)
+    new_pos[kept.index.to_numpy()] = np.arange(len(kept))
+    data["record"] = new_pos[pos]
     obs = pd.DataFrame(data, columns=list(OBS_COLUMNS))
     if extra_obs:
         obs = _categorize(
@@ -363,9 +508,54 @@ def _finish(
     records = kept
     pct = _percentiles(col, records)
     records = records.reset_index(drop=True)
+    params = records.pop("params").tolist()
     for c in cat_cols:
         records[c] = records[c].astype(str)
-    return Dataset(obs=obs, records=records, sysinfo=sysinfo, percentiles=pct)
+    return Dataset(
+        obs=obs,
+        records=records,
+        sysinfo=sysinfo,
+        percentiles=pct,
+        warnings=warnings,
+        margins=_margins(records, warnings),
+        params=params,
+    )
+
+
+def _margins(records: pd.DataFrame, warnings: list[str]) -> dict[str, float]:
+    """Per benchmark: the margin its records declare (the largest, with a warning, when they differ)."""
+    given = records.dropna(subset=["margin"])
+    out: dict[str, float] = {}
+    for bench, part in given.groupby("benchmark", sort=True):
+        vals = sorted(set(part["margin"].astype(float)))
+        if len(vals) > 1:
+            warnings.append(f"{bench}: records declare different margins {vals}; using {vals[-1]:g}%")
+        out[str(bench)] = vals[-1]
+    return out
+
+
+def _drop_duplicates(records: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """Keep one record per execution; identical copies are counted once, conflicting ones flagged."""
+    key = list(EXECUTION_KEY)
+    dup = records.duplicated(subset=key, keep="first").to_numpy()
+    if not dup.any():
+        return records, []
+    same = records.duplicated(subset=[*key, "digest"], keep="first").to_numpy()
+    warnings = []
+    if same.sum():
+        warnings.append(f"{int(same.sum())} duplicated record(s) (identical copies) counted once")
+    conflict = dup & ~same
+    first = records.drop_duplicates(subset=key, keep="first").set_index(key)[["source", "line"]]
+    for r in records[conflict].head(20).itertuples(index=False):
+        k = tuple(getattr(r, c) for c in key)
+        orig = first.loc[k]
+        warnings.append(
+            f"CONFLICTING duplicate of {r.benchmark} repetition {r.repetition} on {r.host} (run {r.run_id}): "
+            f"{r.source}:{r.line} differs from {orig['source']}:{orig['line']}; the first is used"
+        )
+    if conflict.sum() > 20:
+        warnings.append(f"... {int(conflict.sum()) - 20} more conflicting duplicates")
+    return records[~dup], warnings
 
 
 def _percentiles(col: _Collector, records: pd.DataFrame) -> pd.DataFrame:
@@ -465,6 +655,7 @@ def read_csv_observations(
     out["index"] = -1
     out["started_at"] = None
     out["cc_technology"] = "unknown"
+    out["record"] = -1
     for c in ("label", "benchmark", "metric", "unit", "run_id", "groups"):
         out[c] = out[c].astype(str)
     return out[list(OBS_COLUMNS)].reset_index(drop=True)
@@ -542,15 +733,17 @@ def load(
             )
         files.extend(found)
     parts = _parse_all(files)
+    warnings: list[str] = []
     for f, part in zip(files, parts, strict=True):
         sources.append(str(f))
         si = f.with_name(f.name[: -len(".jsonl")] + ".sysinfo.json")
         if si.exists():
-            info = _read_sysinfo(si)
+            info = _checked_sysinfo(_read_sysinfo(si), si, warnings)
             for run_id, host in set(zip(part["rec"]["run_id"], part["rec"]["host"], strict=True)):
                 sysinfo[(run_id, host)] = info
     ds = _finish(_merge(parts), sysinfo, extra)
     ds.sources = sources
+    ds.warnings = warnings + ds.warnings
     if ds.records.empty and ds.obs.empty:
         raise ReportError("no result records in the given paths", "did the run write any records?")
     return ds

@@ -29,11 +29,21 @@ def _num(v: float) -> str:
 def _ticks(lo: float, hi: float) -> list[float]:
     if not np.isfinite(lo) or not np.isfinite(hi):
         return []
+    scale = max(abs(lo), abs(hi)) or 1.0  # ticks of values near the float limit without overflow
+    lo, hi = lo / scale, hi / scale
     if hi <= lo:
         hi = lo + (abs(lo) or 1.0)
     vals = MaxNLocator(4).tick_values(lo, hi)
     eps = (hi - lo) * 1e-9
-    return [float(t) for t in vals if lo - eps <= t <= hi + eps]
+    return [float(t) * scale for t in vals if lo - eps <= t <= hi + eps]
+
+
+def _frac(v: np.ndarray | float, lim: tuple[float, float]) -> np.ndarray:
+    """Position of ``v`` between ``lim`` as a fraction, computed on scaled values (no overflow)."""
+    lo, hi = lim
+    scale = max(abs(lo), abs(hi)) or 1.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (np.asarray(v, dtype=float) / scale - lo / scale) / (hi / scale - lo / scale)
 
 
 class _Svg:
@@ -96,12 +106,10 @@ class _Panel:
         )
 
     def x(self, v: np.ndarray | float) -> np.ndarray | float:
-        lo, hi = self.xlim
-        return self.px0 + (np.asarray(v, dtype=float) - lo) / (hi - lo) * (self.px1 - self.px0)
+        return self.px0 + _frac(v, self.xlim) * (self.px1 - self.px0)
 
     def y(self, v: np.ndarray | float) -> np.ndarray | float:
-        lo, hi = self.ylim
-        return self.py0 - (np.asarray(v, dtype=float) - lo) / (hi - lo) * (self.py0 - self.py1)
+        return self.py0 - _frac(v, self.ylim) * (self.py0 - self.py1)
 
     def yticks(self, label: str = "") -> None:
         for t in _ticks(*self.ylim):
@@ -177,7 +185,7 @@ def bars(desc: pd.DataFrame, metrics: list[str], palette: dict[str, str]) -> str
         lo = np.where(np.isfinite(part["ci95_low"].to_numpy(float)), part["ci95_low"].to_numpy(float), mean)
         hi = np.where(np.isfinite(part["ci95_high"].to_numpy(float)), part["ci95_high"].to_numpy(float), mean)
         ymin = min(0.0, float(np.nanmin(lo)))
-        ymax = max(0.0, float(np.nanmax(hi))) * 1.08 or 1.0
+        ymax = min(max(0.0, float(np.nanmax(hi))) * 1.08, float(np.finfo(float).max)) or 1.0
         unit, better = str(part["unit"].iloc[0]), str(part["better"].iloc[0])
         p = _Panel(svg, i * PANEL_W, top, (0, len(part)), (ymin, ymax), m, f"[{unit}] {better} is better")
         p.yticks()
@@ -232,7 +240,7 @@ def ecdf(
 
 
 def cv_bars(desc: pd.DataFrame, metrics: list[str], palette: dict[str, str]) -> str:
-    """Coefficient of variation (%) with its bootstrap CI, grouped by metric."""
+    """Coefficient of variation (%) with its 95% CI, grouped by metric."""
     labels = list(dict.fromkeys(desc["label"].astype(str)))
     longest = max((min(len(m), 22) for m in metrics), default=4)
     group = max(16 * len(labels) + 12, 6.2 * longest + 8)
@@ -247,7 +255,7 @@ def cv_bars(desc: pd.DataFrame, metrics: list[str], palette: dict[str, str]) -> 
         (0, len(metrics)),
         (0.0, float(hi_all) * 1.08),
         "Coefficient of variation",
-        "CV % with bootstrap 95% CI",
+        "CV % with 95% CI (Vangel)",
     )
     p.px1 = width - RIGHT
     p.yticks("CV (%)")
@@ -274,4 +282,41 @@ def cv_bars(desc: pd.DataFrame, metrics: list[str], palette: dict[str, str]) -> 
                     f'stroke-width="1"/>'
                 )
         svg.text(float(p.x(i + 0.5)), p.py0 + 14, m[:22], size=9)
+    return svg.uri()
+
+
+#: histogram panels per figure (cells beyond it are in the tables only) and bins per panel
+MAX_HIST_PANELS = 8
+HIST_BINS = 20
+
+
+def histograms(samples: dict[str, np.ndarray], unit: str) -> str:
+    """A histogram of the values of each cell (same bins for all), one panel per cell."""
+    names = list(samples)[:MAX_HIST_PANELS]
+    vals = [np.asarray(samples[n], dtype=float) for n in names]
+    lo = min((float(v.min()) for v in vals if len(v)), default=0.0)
+    hi = max((float(v.max()) for v in vals if len(v)), default=1.0)
+    lim = _nonzero((lo, hi))
+    scale = max(abs(lim[0]), abs(lim[1])) or 1.0
+    edges = np.linspace(lim[0] / scale, lim[1] / scale, HIST_BINS + 1)
+    counts = [np.histogram(v / scale, bins=edges)[0] for v in vals]
+    top = max((int(c.max()) for c in counts), default=1) or 1
+    cols = min(len(names), 4) or 1
+    rows = (len(names) + cols - 1) // cols or 1
+    svg = _Svg(PANEL_W * cols, PANEL_H * rows)
+    for k, (name, cnt) in enumerate(zip(names, counts, strict=True)):
+        p = _Panel(
+            svg, (k % cols) * PANEL_W, (k // cols) * PANEL_H, lim, (0.0, top * 1.08), name, f"[{unit}]"
+        )
+        p.yticks("runs" if k % cols == 0 else "")
+        p.xticks()
+        for j, c in enumerate(cnt):
+            if not c:
+                continue
+            x0, x1 = float(p.x(edges[j] * scale)), float(p.x(edges[j + 1] * scale))
+            y0, y1 = float(p.y(0.0)), float(p.y(float(c)))
+            svg.add(
+                f'<rect x="{x0:.1f}" y="{y1:.1f}" width="{max(x1 - x0 - 0.5, 0.5):.1f}" '
+                f'height="{y0 - y1:.1f}" fill="#4c72b0"><title>{int(c)} runs</title></rect>'
+            )
     return svg.uri()

@@ -25,17 +25,22 @@ def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
         tmp_path / "results", "ui", machines, ["fio_4k_randwrite", "dd_write"], reps=6, seed=2
     )
     pct = {"50.000000": 2000, "99.000000": 9000, "99.900000": 20000}
-    host = results / "sev-1.jsonl"
-    lines = [json.loads(x) for x in host.read_text().splitlines()]
-    for rec in lines:
-        rec["samples"] = {"clat_ns_percentiles": {"write": pct}}
-    host.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    for name in ("sev-1", "base-1", "tdx-1"):
+        host = results / f"{name}.jsonl"
+        lines = [json.loads(x) for x in host.read_text().splitlines()]
+        for rec in lines:
+            if name == "sev-1":
+                rec["samples"] = {"clat_ns_percentiles": {"write": pct}}
+            rec["params"] = {"qd": rec["repetition"] % 2, "jobs": rec["repetition"] // 3}  # 2 x 2 crossed
+        host.write_text("".join(json.dumps(r) + "\n" for r in lines))
     out = tmp_path / "out"
     build([results], out, name="browser <check>")
     html = (out / "index.html").read_text()
     assert not re.search(r'(src|href)="(https?:)?//', html), "the report must be self-contained"
     expected = len(re.findall(r'<img class="plot"', html))
-    assert expected == 2 * 4  # per benchmark: bars, ECDF, CV and the latency percentiles
+    # per benchmark: bars, ECDF, CV and the latency percentiles; per metric of the parameter
+    # analysis (label, qd and jobs pairwise on the primary metric): one histogram of its cells
+    assert expected == 2 * 4 + 3 and "Analysis over plan parameters" in html
 
     page = open_page(out / "index.html")
 
@@ -43,7 +48,7 @@ def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     assert page.title == "Benchmark report: browser <check>"
     assert page.images == expected and page.images_loaded == expected
     assert "EVIDENCE MISMATCH" in page.text
-    assert "significant" in page.text and "fingerprint" in page.text
+    assert "inconclusive" in page.text and "fingerprint" in page.text
 
 
 @pytest.mark.integration

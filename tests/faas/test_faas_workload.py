@@ -79,7 +79,8 @@ def test_smoke_plan_runs_through_the_agent(tmp_path):
     used = scale["instances_used"]["value"]
     assert 1 <= used <= 4 and used * scale["requests_per_instance_mean"]["value"] == 8
     ret = by_name["faas_retention_azure"]["metrics"]
-    assert ret["recycled_fraction_gap_0_1s"]["value"] == 0 and ret["recycled_fraction_gap_1_2s"]["value"] == 1
+    # recycled = reused: every instance after a gap within the keep-alive, none after a longer one
+    assert ret["recycled_fraction_gap_0_1s"]["value"] == 1 and ret["recycled_fraction_gap_1_2s"]["value"] == 0
     warm = by_name["faas_calcs_warm_aws_1769"]
     assert warm["metrics"]["cold_fraction"]["value"] == 0 and warm["metrics"]["price_per_call"]["value"] > 0
     assert warm["params"]["resolved_platform"] == "aws-lambda"

@@ -17,6 +17,8 @@ from testbed_agent.workloads.notebook import NotebookWorkload
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "kaggle_notebooks"
+#: the published data-science study's plan, in its classic form with the original names
+STUDY_PLAN = ROOT / "workloads" / "plans" / "cc-datascience-study.txt"
 
 
 class Runner:
@@ -28,9 +30,16 @@ class Runner:
         self.stop = threading.Event()
         self.index = 0
 
-    def bench(self, name: str, **params: Any) -> Benchmark:
+    def bench(self, name: str, datasets: tuple[str, ...] = (), **params: Any) -> Benchmark:
         self.index += 1
-        return Benchmark(name=name, type="kaggle_notebook", index=self.index, line=self.index, params=params)
+        return Benchmark(
+            name=name,
+            type="kaggle_notebook",
+            index=self.index,
+            line=self.index,
+            datasets=datasets,
+            params=params,
+        )
 
     def context(self, bench: Benchmark, timeout_s: float | None = None) -> RunContext:
         deadline = time.monotonic() + (timeout_s or NotebookWorkload.timeout_s(bench))
@@ -43,8 +52,10 @@ class Runner:
             stop=self.stop,
         )
 
-    def run(self, name: str, timeout_s: float | None = None, **params: Any) -> tuple[Outcome, RunContext]:
-        bench = self.bench(name, **params)
+    def run(
+        self, name: str, timeout_s: float | None = None, datasets: tuple[str, ...] = (), **params: Any
+    ) -> tuple[Outcome, RunContext]:
+        bench = self.bench(name, datasets, **params)
         NotebookWorkload.check(bench)
         ctx = self.context(bench, timeout_s)
         return NotebookWorkload().run(ctx), ctx

@@ -73,6 +73,13 @@ def test_check_names_the_bad_field(params: dict, datasets: tuple[str, ...], fiel
     assert err.value.field == field
 
 
+@pytest.mark.parametrize("name", ["/etc/passwd", "../kaggle_notebooks/SimplePrime.ipynb", "~/x.ipynb"])
+def test_notebooks_outside_the_notebooks_dir_are_refused(name: str) -> None:
+    with pytest.raises(ParamError, match="outside") as err:
+        locate(name)
+    assert err.value.field == "name"
+
+
 def test_missing_notebook_is_a_param_error() -> None:
     with pytest.raises(ParamError) as err:
         NotebookWorkload.check(_bench("NoSuchNotebook.ipynb"))
@@ -132,9 +139,9 @@ def test_papermill_parameters_reach_the_notebook(runner: Runner) -> None:
     assert "25 primes, the largest 97" in text
 
 
-def test_failing_cell_gives_a_failed_outcome_naming_it(runner: Runner, tmp_path: Path) -> None:
-    nb = write_notebook(tmp_path / "Broken.ipynb", "x = 1", "y = x / 0", "print('never reached')")
-    out, ctx = runner.run(str(nb))
+def test_failing_cell_gives_a_failed_outcome_naming_it(runner: Runner, tmp_path: Path, nbdir: Path) -> None:
+    nb = write_notebook(nbdir / "Broken.ipynb", "x = 1", "y = x / 0", "print('never reached')")
+    out, ctx = runner.run(nb.name)
     assert out.status == "failed"
     assert "cell 3" in out.error and "ZeroDivisionError" in out.error
     assert out.samples["failed_cell"] == 3 and out.samples["error_name"] == "ZeroDivisionError"
@@ -144,37 +151,33 @@ def test_failing_cell_gives_a_failed_outcome_naming_it(runner: Runner, tmp_path:
     assert "ZeroDivisionError" in text and "never reached" not in text
 
 
-def test_cell_timeout_ends_the_kernel(runner: Runner, tmp_path: Path) -> None:
-    nb = write_notebook(
-        tmp_path / "Slow.ipynb", "import os\nprint(os.getpid())", "import time\ntime.sleep(120)"
-    )
+def test_cell_timeout_ends_the_kernel(runner: Runner, tmp_path: Path, nbdir: Path) -> None:
+    nb = write_notebook(nbdir / "Slow.ipynb", "import os\nprint(os.getpid())", "import time\ntime.sleep(120)")
     t0 = time.monotonic()
     with pytest.raises(BenchmarkTimeout, match="cell 3"):
-        runner.run(str(nb), cell_timeout_s=3)
+        runner.run(nb.name, cell_timeout_s=3)
     assert time.monotonic() - t0 < 60
     artifact = next(runner.artifacts.glob("*Slow.ipynb-r0.ipynb"))
     pid = int(code_outputs(nbformat.read(artifact, as_version=4)).split()[0])
     assert _gone(pid)
 
 
-def test_benchmark_deadline_is_a_timeout(runner: Runner, tmp_path: Path) -> None:
-    nb = write_notebook(tmp_path / "Slower.ipynb", "import time\ntime.sleep(120)")
+def test_benchmark_deadline_is_a_timeout(runner: Runner, tmp_path: Path, nbdir: Path) -> None:
+    nb = write_notebook(nbdir / "Slower.ipynb", "import time\ntime.sleep(120)")
     t0 = time.monotonic()
     with pytest.raises(BenchmarkTimeout):
-        runner.run(str(nb), timeout_s=8)
+        runner.run(nb.name, timeout_s=8)
     assert time.monotonic() - t0 < 60
 
 
-def test_interrupt_kills_the_kernel(runner: Runner, tmp_path: Path) -> None:
-    nb = write_notebook(
-        tmp_path / "Long.ipynb", "import os\nprint(os.getpid())", "import time\ntime.sleep(120)"
-    )
+def test_interrupt_kills_the_kernel(runner: Runner, tmp_path: Path, nbdir: Path) -> None:
+    nb = write_notebook(nbdir / "Long.ipynb", "import os\nprint(os.getpid())", "import time\ntime.sleep(120)")
     timer = threading.Timer(6, runner.stop.set)
     timer.start()
     t0 = time.monotonic()
     try:
         with pytest.raises(Interrupted):
-            runner.run(str(nb))
+            runner.run(nb.name)
     finally:
         timer.cancel()
     assert time.monotonic() - t0 < 60
@@ -183,19 +186,19 @@ def test_interrupt_kills_the_kernel(runner: Runner, tmp_path: Path) -> None:
     assert _gone(pid)
 
 
-def test_unknown_kernel_is_a_failed_outcome(runner: Runner, tmp_path: Path) -> None:
-    nb = write_notebook(tmp_path / "K.ipynb", "x = 1")
-    out, _ = runner.run(str(nb), kernel="no-such-kernel")
+def test_unknown_kernel_is_a_failed_outcome(runner: Runner, tmp_path: Path, nbdir: Path) -> None:
+    nb = write_notebook(nbdir / "K.ipynb", "x = 1")
+    out, _ = runner.run(nb.name, kernel="no-such-kernel")
     assert out.status == "failed" and "no-such-kernel" in out.error
 
 
-def test_plan_goes_on_after_a_failing_notebook(tmp_path: Path) -> None:
-    broken = write_notebook(tmp_path / "Broken.ipynb", "raise KeyError('boom')")
+def test_plan_goes_on_after_a_failing_notebook(tmp_path: Path, nbdir: Path) -> None:
+    broken = write_notebook(nbdir / "Broken.ipynb", "raise KeyError('boom')")
     plan = tmp_path / "plan.yml"
     plan.write_text(
         "name: nb-failure\n"
         "benchmarks:\n"
-        f"  - {{name: '{broken}', type: kaggle_notebook}}\n"
+        f"  - {{name: '{broken.name}', type: kaggle_notebook}}\n"
         "  - {name: SimplePrime.ipynb, type: kaggle_notebook, params: {scale: quick}}\n"
     )
     out = tmp_path / "results" / "run1"
@@ -221,14 +224,14 @@ def test_plan_goes_on_after_a_failing_notebook(tmp_path: Path) -> None:
     assert json.loads(parsed.stdout)["metrics"]["cells_s"]["value"] > 0
 
 
-def test_sigterm_to_the_agent_records_interrupted_and_ends_the_kernel(tmp_path: Path) -> None:
+def test_sigterm_to_the_agent_records_interrupted_and_ends_the_kernel(tmp_path: Path, nbdir: Path) -> None:
     nb = write_notebook(
-        tmp_path / "Sleeper.ipynb",
+        nbdir / "Sleeper.ipynb",
         "import os\nopen('kernel.pid', 'w').write(str(os.getpid()))",
         "import time\ntime.sleep(300)",
     )
     plan = tmp_path / "plan.yml"
-    plan.write_text(f"name: nb-sigterm\nbenchmarks:\n  - {{name: '{nb}', type: kaggle_notebook}}\n")
+    plan.write_text(f"name: nb-sigterm\nbenchmarks:\n  - {{name: '{nb.name}', type: kaggle_notebook}}\n")
     out, scratch = tmp_path / "results" / "run1", tmp_path / "scratch"
     proc = subprocess.Popen(
         _agent_run(plan, out, scratch),

@@ -371,3 +371,24 @@ def detect(emulator_id: str, prefer: str = "auto") -> Backend:
         else:
             errors.append("cgroup v1 lacks " + ", ".join(sorted(missing)))
     return Backend("; ".join(errors) or "no cgroup file system mounted")
+
+
+#: CPU weight of the emulator's instance cgroups with ``--cpu-boost`` (v1 cpu.shares, v2 cpu.weight)
+BOOST_SHARES, BOOST_WEIGHT = 262144, 10000
+
+
+def boost(backend: Backend) -> bool:
+    """Give the emulator's instances the largest CPU weight against the machine's other work, so
+    each tier gets its quota even on a busy machine (for fidelity measurements). True if applied."""
+    targets: list[tuple[Path, str, int]] = []
+    if isinstance(backend, V1Backend) and "cpu" in backend.bases:
+        base = backend.bases["cpu"]
+        targets = [(base.parent, "cpu.shares", BOOST_SHARES), (base, "cpu.shares", BOOST_SHARES)]
+    elif isinstance(backend, V2Backend):
+        targets = [(backend.base, "cpu.weight", BOOST_WEIGHT)]
+    try:
+        for d, name, value in targets:
+            _write(d / name, str(value))
+    except OSError:
+        return False
+    return bool(targets)

@@ -63,6 +63,12 @@ def add_parser(subparsers: Any) -> None:
         default="auto",
         help="cgroup version for instance limits (default auto: v2 where usable, else v1)",
     )
+    serve.add_argument(
+        "--cpu-boost",
+        action="store_true",
+        help="largest CPU weight for instances against other work on the machine (tier fidelity runs)",
+    )
+    serve.add_argument("--seed", type=int, help="seed of the drawn container and host lifetimes")
     serve.add_argument("--url-file", type=Path, help="write the listening URL to this file once ready")
     serve.add_argument("--verbose", action="store_true", help="log every HTTP request")
     serve.set_defaults(func=_serve)
@@ -119,6 +125,8 @@ def _serve(args: argparse.Namespace) -> int:
         keep_alive_s=args.keep_alive,
         max_concurrency=args.max_concurrency,
         cgroup=args.cgroup,
+        seed=args.seed,
+        cpu_boost=args.cpu_boost,
     )
     try:
         server = FaasServer(emu, args.host, args.port, verbose=args.verbose)

@@ -2,25 +2,30 @@
 
 from __future__ import annotations
 
+import math
 import os
+import random
 import shutil
 import subprocess
 import sys
+import tarfile
 import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from testbed_agent.cost import invocation_cost
 from testbed_agent.errors import TestbedError
-from testbed_agent.faas import cgroups, inspector
-from testbed_agent.faas.functions import FunctionCode, find_function
+from testbed_agent.faas import cgroups, inspector, sandbox
+from testbed_agent.faas.functions import FunctionCode, check_name, find_function
 from testbed_agent.faas.instance import CallTimeout, Host, Instance, InstanceDied
+from testbed_agent.faas.logs import LogCollector
 from testbed_agent.faas.profiles import MIB, Profile
 from testbed_agent.faas.storage import make_tmp
+from testbed_agent.paths import workloads_dir
 
 #: environment passed through to instances (nothing else of the emulator's leaks in)
 PASS_ENV = ("PATH", "LANG", "LC_ALL", "PYTHONPATH", "VIRTUAL_ENV")
@@ -45,6 +50,11 @@ class Deployment:
     concurrency: int
     env: dict[str, str]
     version: int = 1
+    #: keep-alive set explicitly (deployment or --keep-alive): every container keeps it; otherwise
+    #: each container's idle lifetime is drawn from the profile's retention model
+    keep_alive_fixed: bool = True
+    package: Path | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -56,7 +66,8 @@ class Deployment:
             "tmp_mb": self.tmp_mb,
             "concurrency": self.concurrency,
             "version": self.version,
-            "env": self.env,
+            # names only: values may be secrets and /info answers any local caller
+            "env": dict.fromkeys(sorted(self.env), "<redacted>"),
         }
 
 
@@ -73,8 +84,12 @@ class Emulator:
         max_concurrency: int = 100,
         cgroup: str = "auto",
         key_service: str = "",
+        seed: int | None = None,
+        cpu_boost: bool = False,
     ) -> None:
         self.profile = profile
+        self.rng = random.Random(seed)  # noqa: S311 - emulated lifetimes, not secrets
+        self._keep_fixed = keep_alive_s is not None or profile.container_retention.model == "never"
         self.id = uuid.uuid4().hex[:8]
         self.state_dir = state_dir / f"emu-{self.id}"
         self.state_dir.mkdir(parents=True, exist_ok=True)
@@ -87,6 +102,9 @@ class Emulator:
         self.reclaimed = self._reclaim_stale(state_dir)
         self.mount_tmp = os.geteuid() == 0 and shutil.which("mount") is not None
         self.limits_enforced = self.backend.enforced and self.mount_tmp
+        self.run_as = sandbox.function_user()
+        self.cpu_boost = cpu_boost and cgroups.boost(self.backend)
+        self.logs = LogCollector()
         self.ncpu = os.cpu_count() or 1
         self.deployments: dict[str, Deployment] = {}
         self.instances: list[Instance] = []
@@ -126,6 +144,8 @@ class Emulator:
             out.append(
                 "/tmp size NOT enforced (needs root to mount); results are marked limits_enforced=false"
             )
+        if self.run_as is None:
+            out.append("functions NOT confined: they run as the emulator's user, with its view of the files")
         return out
 
     def info(self) -> dict[str, Any]:
@@ -140,12 +160,26 @@ class Emulator:
                 "host_cpus": self.ncpu,
                 "keep_alive_s": self.keep_alive_s,
                 "max_concurrency": self.max_concurrency,
+                "function_user": self.run_as[2] if self.run_as else None,
+                "cpu_boost": self.cpu_boost,
                 "inflight": self.inflight,
                 "uptime_s": time.monotonic() - self.started,
                 "functions": {n: d.describe() for n, d in self.deployments.items()},
-                "hosts": [{"id": h.id, "uptime_s": h.uptime_s(), "used_mb": h.used_mb} for h in self.hosts],
+                "hosts": [self._describe_host(h) for h in self.hosts],
                 "instances": [self._describe(i) for i in self.instances],
             }
+
+    @staticmethod
+    def _describe_host(h: Host) -> dict[str, Any]:
+        return {
+            "id": h.id,
+            "uptime_s": h.uptime_s(),
+            "lifetime_s": h.lifetime_s if math.isfinite(h.lifetime_s) else None,
+            "used_mb": h.used_mb,
+            "capacity_mb": h.capacity_mb,
+            "containers": h.containers,
+            "requests": h.requests,
+        }
 
     def _describe(self, inst: Instance) -> dict[str, Any]:
         return {
@@ -157,33 +191,70 @@ class Emulator:
             "invocations": inst.invocations,
             "idle_s": time.monotonic() - inst.last_used,
             "uptime_s": time.monotonic() - inst.created,
+            "log_bytes": inst.log.total,
+            "log_truncated_bytes": inst.log.truncated,
         }
+
+    def logs_of(self, name: str) -> dict[str, Any]:
+        """The kept output tail of each live instance of function ``name``."""
+        with self._lock:
+            if name not in self.deployments:
+                raise FaasError(404, f"no function '{name}'")
+            return {i.id: i.log.text() for i in self.instances if i.deployment.name == name}
 
     # -- deployments ---------------------------------------------------------------------
 
     def deploy(self, name: str, spec: dict[str, Any]) -> dict[str, Any]:
         """Create or update a function; an update retires its instances (next call is cold)."""
-        p = self.profile
         if not isinstance(spec, dict):
-            raise FaasError(400, f"deployment of {name} must be a JSON object")
+            raise FaasError(400, f"deployment of {str(name)[:80]!r} must be a JSON object")
         try:
-            keep = spec.get("keep_alive_s")
-            keep_alive = self.keep_alive_s if keep is None else float(keep)
-            concurrency = int(spec.get("concurrency") or p.instance_concurrency)
-            if keep_alive < 0 or concurrency < 1:
-                raise ValueError("keep_alive_s must be >= 0 and concurrency >= 1")
-            memory = int(spec.get("memory_mb") or p.memory_default_mb)
-            p.check_memory(memory)
-            timeout = float(spec.get("timeout_s") or p.timeout_default_s)
-            if not 0 < timeout <= p.timeout_max_s:
-                raise TestbedError(f"{p.name}: timeout {timeout} s outside (0, {p.timeout_max_s}] s")
-            tmp_mb = p.tmp_mb(memory, spec.get("tmp_mb"))
-            code = find_function(str(spec.get("function") or name), self.function_dirs)
-        except (TypeError, ValueError) as exc:
+            dep = self._deployment(check_name(name, "deployment name"), spec)
+        except (TypeError, ValueError, OverflowError) as exc:
             raise FaasError(400, f"bad deployment of {name}: {exc}") from exc
         except TestbedError as exc:
             raise FaasError(400, exc.message, exc.hint) from exc
-        dep = Deployment(
+        with self._lock:
+            old = self.deployments.get(name)
+            if old is not None:
+                dep.version = old.version + 1
+            self.deployments[name] = dep
+        self.cold(name)
+        if old is not None:
+            self._drop_code(old)
+        return dep.describe()
+
+    def _drop_code(self, dep: Deployment) -> None:
+        """Remove a retired deployment version's package and its copies on the hosts."""
+        if dep.package is not None:
+            dep.package.unlink(missing_ok=True)
+        with self._lock:
+            copies = [h.code.pop((dep.name, dep.version), None) for h in self.hosts]
+        for path in filter(None, copies):
+            shutil.rmtree(path, ignore_errors=True)
+
+    def _deployment(self, name: str, spec: dict[str, Any]) -> Deployment:
+        p = self.profile
+        keep = spec.get("keep_alive_s")
+        keep_alive = self.keep_alive_s if keep is None else _number(keep, "keep_alive_s")
+        concurrency = int(_number(spec.get("concurrency") or p.instance_concurrency, "concurrency"))
+        if keep_alive < 0 or concurrency < 1:
+            raise ValueError("keep_alive_s must be >= 0 and concurrency >= 1")
+        memory = int(_number(spec.get("memory_mb") or p.memory_default_mb, "memory_mb"))
+        p.check_memory(memory)
+        timeout = _number(spec.get("timeout_s") or p.timeout_default_s, "timeout_s")
+        if not 0 < timeout <= p.timeout_max_s:
+            raise TestbedError(f"{p.name}: timeout {timeout} s outside (0, {p.timeout_max_s}] s")
+        tmp = spec.get("tmp_mb")
+        tmp_mb = p.tmp_mb(memory, None if tmp is None else int(_number(tmp, "tmp_mb")))
+        function = spec.get("function") or name
+        if not isinstance(function, str):
+            raise ValueError("function must be a name")
+        env = spec.get("env") or {}
+        if not isinstance(env, dict) or not all(isinstance(v, (str, int, float, bool)) for v in env.values()):
+            raise ValueError("env must be an object of strings")
+        code = find_function(function, self.function_dirs)
+        return Deployment(
             name=name,
             code=code,
             memory_mb=memory,
@@ -191,21 +262,17 @@ class Emulator:
             keep_alive_s=keep_alive,
             tmp_mb=tmp_mb,
             concurrency=concurrency,
-            env={str(k): str(v) for k, v in (spec.get("env") or {}).items()},
+            env={str(k): str(v) for k, v in env.items()},
+            keep_alive_fixed=keep is not None or self._keep_fixed,
         )
-        with self._lock:
-            old = self.deployments.get(name)
-            if old is not None:
-                dep.version = old.version + 1
-            self.deployments[name] = dep
-        self.cold(name)
-        return dep.describe()
 
     def delete(self, name: str) -> None:
         with self._lock:
-            if self.deployments.pop(name, None) is None:
+            dep = self.deployments.pop(name, None)
+            if dep is None:
                 raise FaasError(404, f"no function '{name}'")
         self.cold(name)
+        self._drop_code(dep)
 
     def cold(self, name: str | None = None, scope: str = "function") -> dict[str, Any]:
         """Retire instances (of one function, or all); ``host`` also starts fresh emulated hosts."""
@@ -216,10 +283,14 @@ class Emulator:
                 i for i in self.instances if name is None or scope == "host" or i.deployment.name == name
             ]
             if scope == "host":
-                self.hosts = []
+                dropped, self.hosts = self.hosts, []
             for inst in victims:
                 self._detach(inst)
         _retire_all(victims)
+        if scope == "host":
+            for host in dropped:
+                if host.directory is not None:
+                    shutil.rmtree(host.directory, ignore_errors=True)
         return {"retired": len(victims), "scope": scope, "hosts": [h.id for h in self.hosts]}
 
     # -- invocation ----------------------------------------------------------------------
@@ -246,7 +317,8 @@ class Emulator:
                 self.inflight -= 1
 
     def _pick(self, dep: Deployment) -> Instance | Host:
-        """A warm instance with a free slot (most recently used first), else a host for a new one."""
+        """A warm instance with a free slot (most recently used first), else a host with room for a
+        new one (first fit over the live hosts, else a new host with a drawn lifetime)."""
         warm = [
             i
             for i in self.instances
@@ -255,12 +327,20 @@ class Emulator:
         if warm:
             inst = max(warm, key=lambda i: i.last_used)
             inst.inflight += 1
+            inst.host.requests += 1
             return inst
-        host = next((h for h in self.hosts if h.capacity_mb - h.used_mb >= dep.memory_mb), None)
+        host = next(
+            (h for h in self.hosts if h.capacity_mb - h.used_mb >= dep.memory_mb and not h.expired()), None
+        )
         if host is None:
-            host = Host(capacity_mb=max(self.profile.host_memory_mb, dep.memory_mb))
+            host = Host(
+                capacity_mb=max(self.profile.host_memory_mb, dep.memory_mb),
+                lifetime_s=self.profile.host_retention.draw(self.rng),
+            )
             self.hosts.append(host)
         host.used_mb += dep.memory_mb
+        host.containers += 1
+        host.requests += 1
         return host
 
     def _invoke(
@@ -335,8 +415,46 @@ class Emulator:
         body["billing"] = self._bill(dep, inst, new, handler_s, after.memory_peak_bytes)
         return status, body
 
+    def _package(self, dep: Deployment) -> float:
+        """Provider path: build the deployment's code package once (seconds spent, 0 if built)."""
+        with dep.lock:
+            if dep.package is not None:
+                return 0.0
+            t0 = time.perf_counter()
+            path = self.state_dir / "packages" / f"{dep.name}-v{dep.version}.tar.gz"
+            path.parent.mkdir(exist_ok=True)
+            with tarfile.open(path, "w:gz") as tar:
+                tar.add(dep.code.code_dir, arcname=".", filter=_no_cache)
+            dep.package = path
+            return time.perf_counter() - t0
+
+    def _fetch(self, dep: Deployment, host: Host) -> tuple[Path, float, float]:
+        """Host path: boot the host's directory, unpack the package there once per version.
+        Returns (code directory, boot seconds, fetch seconds)."""
+        assert dep.package is not None
+        with host.lock:
+            boot = fetch = 0.0
+            if host.directory is None:
+                t0 = time.perf_counter()
+                host.directory = self.state_dir / "hosts" / host.id
+                host.directory.mkdir(parents=True)
+                boot = time.perf_counter() - t0
+            key = (dep.name, dep.version)
+            if key not in host.code:
+                t0 = time.perf_counter()
+                target = host.directory / f"{dep.name}-v{dep.version}"
+                with tarfile.open(dep.package) as tar:
+                    tar.extractall(target, filter="data")
+                target.chmod(0o755)
+                host.code[key] = target
+                fetch = time.perf_counter() - t0
+            return host.code[key], boot, fetch
+
     def _start(self, dep: Deployment, host: Host) -> Instance:
         t0 = time.perf_counter()
+        provider_s = self._package(dep)
+        code_dir, boot_s, fetch_s = self._fetch(dep, host)
+        t1 = time.perf_counter()
         iid = "i-" + uuid.uuid4().hex[:12]
         directory = self.state_dir / iid
         directory.mkdir(parents=True)
@@ -354,9 +472,14 @@ class Emulator:
                     "TESTBED_FAAS_PROFILE": self.profile.name,
                     "TESTBED_FAAS_INSTANCE": iid,
                     "TESTBED_FAAS_HOST": host.id,
+                    # functions run from a package copy: toolkit files outside it are found here
+                    "TESTBED_WORKLOADS_DIR": str(workloads_dir()),
                     **dep.env,
                 }
             )
+            if dep.code.python_path:
+                extra = [str(p) for p in dep.code.python_path]
+                env["PYTHONPATH"] = os.pathsep.join([*extra, *filter(None, [env.get("PYTHONPATH")])])
             inst = Instance(
                 iid=iid,
                 deployment=dep,
@@ -366,6 +489,9 @@ class Emulator:
                 directory=directory,
                 env=env,
                 key_service=self.key_service,
+                logs=self.logs,
+                run_as=self.run_as,
+                code_dir=code_dir,
             )
         except Exception:
             if tmp is not None:
@@ -378,8 +504,13 @@ class Emulator:
         except Exception:
             inst.retire()
             raise
-        inst.cold_start_s = time.perf_counter() - t0
+        done = time.perf_counter()
+        inst.cold_start_s = done - t0
+        inst.cold_costs = {"provider_s": provider_s, "host_s": boot_s + fetch_s, "container_s": done - t1}
+        inst.cold_kind = "provider" if provider_s else "host" if boot_s or fetch_s else "container"
         with self._lock:
+            if not dep.keep_alive_fixed:
+                inst.keep_alive_s = self.profile.container_retention.draw(self.rng)
             self.instances.append(inst)
         return inst
 
@@ -429,6 +560,12 @@ class Emulator:
             "ended_at": inspector.rfc3339(ended) if ended else None,
             "init_s": inst.init_s if new else 0.0,
             "cold_start_s": inst.cold_start_s if new else 0.0,
+            "cold_start_kind": inst.cold_kind if new else None,
+            **({k: v if new else 0.0 for k, v in inst.cold_costs.items()}),
+            "recycled": not new,
+            "host_containers": inst.host.containers,
+            "host_requests": inst.host.requests,
+            "instance_keep_alive_s": inst.keep_alive_s if math.isfinite(inst.keep_alive_s) else None,
             "handler_s": handler_s,
             "emulator_s": max(0.0, total_s - handler_s),
             "tmp": inst.tmp.info(),
@@ -460,11 +597,18 @@ class Emulator:
                 idle = [
                     i
                     for i in self.instances
-                    if i.inflight == 0 and (now - i.last_used > i.deployment.keep_alive_s or not i.alive())
+                    if i.inflight == 0
+                    and (now - i.last_used > i.keep_alive_s or not i.alive() or i.host.expired())
                 ]
                 for inst in idle:
                     self._detach(inst)
+                # used_mb counts starting instances too: a host is gone only when nothing is on it
+                gone = [h for h in self.hosts if h.expired() and h.used_mb <= 0]
+                self.hosts = [h for h in self.hosts if h not in gone]
             _retire_all(idle)
+            for host in gone:
+                if host.directory is not None:
+                    shutil.rmtree(host.directory, ignore_errors=True)
 
     def shutdown(self) -> None:
         """Retire every instance and remove the emulator's cgroups and state."""
@@ -472,6 +616,7 @@ class Emulator:
         self._reaper.join(timeout=2)
         self.cold(None, "host")
         self.backend.cleanup()
+        self.logs.close()
         shutil.rmtree(self.state_dir, ignore_errors=True)
 
 
@@ -482,6 +627,19 @@ def _retire_all(instances: list[Instance]) -> None:
     elif instances:
         with ThreadPoolExecutor(max_workers=min(8, len(instances))) as pool:
             list(pool.map(Instance.retire, instances))
+
+
+def _no_cache(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+    return None if "__pycache__" in info.name or info.name.endswith(".pyc") else info
+
+
+def _number(value: object, field: str) -> float:
+    """A finite number (bool, NaN, Infinity and strings are refused)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{field} must be a number, not {type(value).__name__}")
+    if not math.isfinite(value):
+        raise ValueError(f"{field} must be finite, not {value}")
+    return float(value)
 
 
 def _alive(pid: int) -> bool:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import queue
 import select
+import shutil
 import subprocess
 import sys
 import threading
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed_agent.faas.cgroups import InstanceCgroup
+from testbed_agent.faas.logs import LogCollector, LogRing
 from testbed_agent.faas.storage import TmpStore
 
 START_TIMEOUT_S = 30.0
@@ -33,15 +36,25 @@ class CallTimeout(Exception):
 
 @dataclass
 class Host:
-    """An emulated host: identity, boot time and the memory its instances take."""
+    """An emulated host: identity, boot time, lifetime, the memory its instances take and the
+    function packages fetched to it."""
 
     capacity_mb: int
+    lifetime_s: float = math.inf
     id: str = field(default_factory=lambda: "host-" + uuid.uuid4().hex[:10])
     booted: float = field(default_factory=time.monotonic)
     used_mb: int = 0
+    containers: int = 0
+    requests: int = 0
+    directory: Path | None = None
+    code: dict[tuple[str, int], Path] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     def uptime_s(self) -> float:
         return time.monotonic() - self.booted
+
+    def expired(self) -> bool:
+        return self.uptime_s() >= self.lifetime_s
 
 
 class Instance:
@@ -58,6 +71,9 @@ class Instance:
         directory: Path,
         env: dict[str, str],
         key_service: str,
+        logs: LogCollector,
+        run_as: tuple[int, int, str] | None = None,
+        code_dir: Path | None = None,
     ) -> None:
         self.id = iid
         self.deployment = deployment
@@ -71,6 +87,9 @@ class Instance:
         self.invocations = 0
         self.init_s = 0.0
         self.cold_start_s = 0.0
+        self.cold_kind = "container"
+        self.cold_costs: dict[str, float] = {}
+        self.keep_alive_s = deployment.keep_alive_s
         self.retired = False
         self._pending: dict[int, queue.Queue] = {}
         self._next = 0
@@ -82,15 +101,15 @@ class Instance:
             "private_tmp": private,
             "tmp_src": str(tmp.path),
             "tmp_dir": "/tmp" if private else str(tmp.path),
-            "code_dir": str(d.code.code_dir),
+            "code_dir": str(code_dir or d.code.code_dir),
             "module": d.code.module,
             "handler": d.code.handler,
             "function_name": d.name,
             "version": d.version,
             "memory_mb": d.memory_mb,
             "concurrency": d.concurrency,
-            "log": str(directory / "function.log"),
             "key_service": key_service,
+            "run_as": list(run_as[:2]) if run_as else None,
         }
         env = {**env, "TMPDIR": cfg["tmp_dir"]}
         # the shell joins the cgroups before exec, so the interpreter's own memory is charged too
@@ -109,7 +128,7 @@ class Instance:
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
             env=env,
             cwd=str(directory),
             start_new_session=True,
@@ -119,6 +138,9 @@ class Instance:
         self.direct = d.concurrency == 1
         self._buf = b""
         self._ready: queue.Queue = queue.Queue()
+        self.log = LogRing()
+        assert self.proc.stderr is not None
+        logs.add(self.proc.stderr, self.log)
         if not self.direct:
             threading.Thread(target=self._read, name=f"read-{iid}", daemon=True).start()
 
@@ -229,3 +251,5 @@ class Instance:
             self.proc.wait(timeout=5)
         self.tmp.release()
         self.cgroup.remove()
+        self.log.closed.set()
+        shutil.rmtree(self.directory, ignore_errors=True)

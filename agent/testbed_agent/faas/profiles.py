@@ -11,7 +11,8 @@ import yaml
 
 from testbed_agent.cost import PriceTable
 from testbed_agent.errors import TestbedError
-from testbed_agent.faas import faas_dir
+from testbed_agent.faas import faas_dir, retention
+from testbed_agent.faas.retention import Retention
 
 MIB = 1 << 20
 
@@ -45,6 +46,9 @@ class Profile:
     host_memory_mb: int
     price: dict[str, Any] = field(default_factory=dict)
     path: str = ""
+    #: idle lifetime of a container and total lifetime of a host (``retention:`` in the profile)
+    container_retention: Retention = field(default_factory=Retention)
+    host_retention: Retention = field(default_factory=Retention)
 
     def check_memory(self, memory_mb: int) -> None:
         """Raise unless the platform accepts this memory size."""
@@ -113,6 +117,11 @@ class Profile:
             "tmp_kind": self.tmp_kind,
             "instance_concurrency": self.instance_concurrency,
             "keep_alive_s": self.keep_alive_s,
+            "host_memory_mb": self.host_memory_mb,
+            "retention": {
+                "container": self.container_retention.describe(),
+                "host": self.host_retention.describe(),
+            },
         }
 
 
@@ -153,6 +162,9 @@ def _from_doc(doc: dict[str, Any], path: str) -> Profile:
     if tmp["kind"] not in ("disk", "memory"):
         raise ValueError(f"tmp.kind must be disk or memory, not {tmp['kind']!r}")
     price = dict(doc.get("price") or {})
+    keep = doc.get("retention") or {}
+    if not isinstance(keep, dict):
+        raise ValueError("retention must be a mapping with container and host")
     if "per_gb_second" not in price and "per_vcpu_second" not in price:
         raise ValueError("price needs per_gb_second or per_vcpu_second + per_gib_second")
     return Profile(
@@ -181,4 +193,8 @@ def _from_doc(doc: dict[str, Any], path: str) -> Profile:
         host_memory_mb=int((doc.get("host") or {}).get("memory_mb", 8192)),
         price=price,
         path=path,
+        container_retention=retention.parse(
+            (doc.get("retention") or {}).get("container"), "retention.container"
+        ),
+        host_retention=retention.parse((doc.get("retention") or {}).get("host"), "retention.host"),
     )

@@ -4,6 +4,7 @@ GET    /info                       profile, limits, hosts, instances, functions
 GET    /functions                  deployed functions
 PUT    /functions/NAME             deploy or update (body: function, memory_mb, timeout_s, ...)
 DELETE /functions/NAME             remove
+GET    /functions/NAME/logs        the kept output tail of each live instance (bounded per instance)
 POST   /functions/NAME/invoke      call (body: the event); response: result, error, inspector, billing
 POST   /cold                       retire instances
                                    (body: {"function": NAME|null, "scope": "function"|"host"})
@@ -16,11 +17,14 @@ import json
 import secrets
 import socket
 import threading
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote
 
+from testbed_agent.errors import TestbedError
 from testbed_agent.faas.emulator import Emulator, FaasError
+from testbed_agent.faas.functions import check_name
 
 MAX_BODY = 64 << 20
 
@@ -41,30 +45,59 @@ class _Handler(BaseHTTPRequestHandler):
             super().log_message(format, *args)
 
     def _send(self, status: int, body: dict[str, Any]) -> None:
-        data = json.dumps(body, default=str).encode()
+        try:  # JSON has no NaN/Infinity: a response that would carry one is an error instead
+            data = json.dumps(body, default=str, allow_nan=False).encode()
+        except ValueError as exc:
+            status = 500
+            err = {"type": "ApiError", "message": f"response not representable as JSON: {exc}", "hint": None}
+            data = json.dumps({"status": "error", "error": err}).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
 
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """Errors the HTTP layer finds itself (bad request line, headers): JSON too, then close."""
+        self.close_connection = True
+        text = message or HTTPStatus(code).phrase
+        err = {"type": "ApiError", "message": text, "hint": explain}
+        data = json.dumps({"status": "error", "error": err})
+        self.send_response(code, text)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Connection", "close")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if getattr(self, "command", None) != "HEAD" and code >= 200 and code not in (204, 304):
+            self.wfile.write(data.encode())
+
     def _body(self) -> Any:
-        length = int(self.headers.get("Content-Length") or 0)
+        text = self.headers.get("Content-Length") or "0"
+        if not text.isascii() or not text.strip().isdigit():
+            self.close_connection = True  # where the body ends is unknown: no further request
+            raise FaasError(400, f"bad Content-Length {text[:40]!r}")
+        length = int(text)
         if length > MAX_BODY:
+            self.close_connection = True  # the unread body must not be parsed as the next request
             raise FaasError(413, f"request body over {MAX_BODY} bytes")
         raw = self.rfile.read(length) if length else b""
+        if len(raw) < length:
+            self.close_connection = True
+            raise FaasError(400, f"request body shorter than Content-Length ({len(raw)} < {length})")
         if not raw.strip():
             return None
         try:
-            return json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise FaasError(400, f"request body is not JSON: {exc}") from exc
+            return json.loads(raw, parse_constant=_no_constant)
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError, bad UTF-8, NaN, huge ints
+            raise FaasError(400, f"request body is not JSON: {str(exc)[:200]}") from exc
 
     def _dispatch(self, method: str) -> None:
         emu = self.server.emulator
         parts = [unquote(p) for p in self.path.split("?", 1)[0].strip("/").split("/") if p]
         try:
             body = self._body() if method in ("PUT", "POST") else None
+            if len(parts) >= 2 and parts[0] == "functions":
+                _check_name(parts[1])
             if method == "GET" and parts == ["info"]:
                 return self._send(200, emu.info())
             if method == "GET" and parts == ["functions"]:
@@ -77,8 +110,12 @@ class _Handler(BaseHTTPRequestHandler):
             if len(parts) == 3 and parts[0] == "functions" and parts[2] == "invoke" and method == "POST":
                 status, resp = emu.invoke(parts[1], body)
                 return self._send(status, resp)
+            if len(parts) == 3 and parts[0] == "functions" and parts[2] == "logs" and method == "GET":
+                return self._send(200, emu.logs_of(parts[1]))
             if parts == ["cold"] and method == "POST":
-                body = body or {}
+                body = {} if body is None else body
+                if not isinstance(body, dict):
+                    raise FaasError(400, "body of /cold must be a JSON object")
                 return self._send(200, emu.cold(body.get("function"), body.get("scope", "function")))
             if len(parts) == 2 and parts[0] == "keys" and method == "GET":
                 return self._send(200, {"key_id": parts[1], "key_hex": self.server.key(parts[1])})
@@ -102,6 +139,17 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_DELETE(self) -> None:
         self._dispatch("DELETE")
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _check_name(name: str) -> None:
+    try:
+        check_name(name)
+    except TestbedError as exc:
+        raise FaasError(400, exc.message, exc.hint) from exc
 
 
 class FaasServer(ThreadingHTTPServer):

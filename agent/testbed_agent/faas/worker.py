@@ -1,13 +1,14 @@
-"""One instance's runtime process (started inside its cgroups): mounts its /tmp, loads the function once
-(init), then runs ``handler(event, context)`` for each request read from stdin (JSON lines).
+"""One instance's runtime process (started inside its cgroups): enters its sandbox (own mount
+namespace, private /tmp, read-only host, unprivileged user), loads the function once (init), then
+runs ``handler(event, context)`` for each request read from stdin (JSON lines).
 
 Started by the instance manager as ``python -m testbed_agent.faas.worker CONFIG_JSON``; the
-function's own stdout/stderr go to the instance log, the protocol uses the original fds.
+function's own stdout/stderr go to fd 2 (a pipe whose tail the emulator keeps), the protocol uses
+the original stdin/stdout.
 """
 
 from __future__ import annotations
 
-import ctypes
 import importlib.util
 import json
 import os
@@ -17,11 +18,6 @@ import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
-
-CLONE_NEWNS = 0x00020000
-MS_BIND = 0x1000
-MS_REC = 0x4000
-MS_PRIVATE = 0x40000
 
 
 class Context:
@@ -41,35 +37,6 @@ class Context:
         return max(0, int((self._deadline - time.monotonic()) * 1000))
 
 
-def _private_tmp(src: str, keep: list[str]) -> None:
-    """New mount namespace in which ``src`` is bind-mounted over /tmp.
-
-    Directories in ``keep`` that live under /tmp (the function code, the toolkit, the venv when
-    the checkout itself is under /tmp) are bound back at their own paths, so the function still
-    finds them; everything else of the host's /tmp is hidden.
-    """
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p]
-    _check(libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
-    _check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
-    under_tmp = sorted({os.path.realpath(k) for k in keep if os.path.realpath(k).startswith("/tmp/")})
-    held = [(k, os.open(k, os.O_PATH | os.O_DIRECTORY)) for k in under_tmp if os.path.isdir(k)]
-    _check(libc.mount(src.encode(), b"/tmp", None, MS_BIND, None), f"bind {src} on /tmp")
-    for path, fd in held:
-        os.makedirs(path, exist_ok=True)
-        _check(
-            libc.mount(f"/proc/self/fd/{fd}".encode(), path.encode(), None, MS_BIND | MS_REC, None),
-            f"bind {path} back",
-        )
-        os.close(fd)
-
-
-def _check(rc: int, what: str) -> None:
-    if rc != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"{what}: {os.strerror(err)}")
-
-
 def _load_handler(cfg: dict[str, Any]) -> Any:
     path = os.path.join(cfg["code_dir"], cfg["module"] + ".py")
     sys.path.insert(0, cfg["code_dir"])
@@ -86,25 +53,25 @@ def main(argv: list[str]) -> int:
     cfg = json.loads(argv[0])
     proto_in = os.fdopen(os.dup(0), "r", buffering=1)
     proto_out = os.fdopen(os.dup(1), "w", buffering=1)
-    log = os.open(cfg["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    # the function's stdout and stderr both go to fd 2: a pipe the emulator keeps a bounded tail of
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
-    os.dup2(log, 1)
-    os.dup2(log, 2)
+    os.dup2(2, 1)
     lock = threading.Lock()
 
     def send(msg: dict[str, Any]) -> None:
-        line = json.dumps(msg, default=str)
+        line = json.dumps(msg, default=str, allow_nan=False)
         with lock:
             proto_out.write(line + "\n")
 
     t0 = time.perf_counter()
     try:
-        if cfg.get("private_tmp"):
-            from testbed_agent.paths import workloads_dir
+        from testbed_agent.faas import sandbox
+        from testbed_agent.paths import workloads_dir
 
-            keep = [cfg["code_dir"], sys.prefix, str(workloads_dir()), *cfg.get("keep_dirs", [])]
-            _private_tmp(cfg["tmp_src"], keep)
+        python = [sys.prefix, sys.base_prefix, sys.exec_prefix, *(p for p in sys.path if os.path.isdir(p))]
+        keep = [*python, str(workloads_dir()), *cfg.get("keep_dirs", [])]
+        sandbox.enter(cfg, keep)
         os.chdir(cfg["tmp_dir"])
         handler = _load_handler(cfg)
     except BaseException as exc:  # noqa: BLE001 - init errors go back to the emulator
@@ -133,7 +100,7 @@ def _call(handler: Any, cfg: dict[str, Any], req: dict[str, Any], send: Any) -> 
     t0 = time.perf_counter()
     try:
         result = handler(req.get("event"), ctx)
-        json.dumps(result)
+        json.dumps(result, allow_nan=False)  # JSON has no NaN/Infinity: such a result is an error
         msg: dict[str, Any] = {"ok": True, "result": result}
     except BaseException as exc:  # noqa: BLE001 - a function error is a response, not a crash
         msg = {"ok": False, "error": _error(exc)}

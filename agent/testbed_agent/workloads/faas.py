@@ -320,6 +320,7 @@ def _outcome(
     for key, unit, better in [(k, "B/s", "higher") for k in keys] + [
         ("calcs_per_s", "1/s", "higher"),
         ("key_fetch_s", "s", "lower"),
+        ("latency_s", "s", "lower"),
         ("iops", "1/s", "higher"),
         ("bw_bytes", "B/s", "higher"),
     ]:
@@ -336,11 +337,13 @@ def _outcome(
     if mode in ("scaling", "retention"):
         _pool_metrics(m, ok)
     if mode == "retention":
+        # recycled = the call was served by an instance that already existed (reused), as in the
+        # study; one point of the retention curve per idle gap
         for phase in dict.fromkeys(c["phase"] for c in measured):
             batch = [c for c in measured if c["phase"] == phase and c["ok"]]
             if batch:
                 m[f"recycled_fraction_{phase}"] = metric(
-                    sum(c["inspector"]["new_instance"] for c in batch) / len(batch), "1", "lower"
+                    sum(not c["inspector"]["new_instance"] for c in batch) / len(batch), "1", "higher"
                 )
     samples = {
         "calls": [_sample(c) for c in calls],
@@ -371,6 +374,17 @@ def _pool_metrics(m: dict[str, dict[str, Any]], ok: list[dict[str, Any]]) -> Non
     m["hosts_used"] = metric(len({c["inspector"]["host_id"] for c in ok}), "1", "lower")
     m["requests_per_instance_mean"] = metric(_mean(counts), "1", "higher")
     m["requests_per_instance_sd"] = metric(statistics.stdev(counts) if len(counts) > 1 else 0.0, "1", "lower")
+    per_host: dict[str, set[str]] = {}
+    requests: dict[str, int] = {}
+    for c in ok:
+        host = c["inspector"]["host_id"]
+        per_host.setdefault(host, set()).add(c["inspector"]["instance_id"])
+        requests[host] = requests.get(host, 0) + 1
+    containers = [len(v) for v in per_host.values()]
+    m["containers_per_host_mean"] = metric(_mean(containers), "1", "higher")
+    m["requests_per_host_mean"] = metric(_mean(list(requests.values())), "1", "higher")
+    sd = statistics.stdev(requests.values()) if len(requests) > 1 else 0.0
+    m["requests_per_host_sd"] = metric(sd, "1", "lower")
 
 
 def _sample(c: dict[str, Any]) -> dict[str, Any]:
@@ -378,7 +392,14 @@ def _sample(c: dict[str, Any]) -> dict[str, Any]:
     keep = (
         "instance_id",
         "new_instance",
+        "recycled",
         "host_id",
+        "host_uptime_s",
+        "instance_uptime_s",
+        "cold_start_kind",
+        "provider_s",
+        "host_s",
+        "container_s",
         "handler_s",
         "init_s",
         "cold_start_s",

@@ -19,7 +19,7 @@ from testbed_agent.errors import BenchmarkTimeout, Interrupted, WorkloadError
 from testbed_agent.plan import Benchmark, ParamError
 from testbed_agent.results import Outcome, metric
 from testbed_agent.workloads import register
-from testbed_agent.workloads.base import RunContext, Workload, require
+from testbed_agent.workloads.base import RunContext, Workload
 
 SCALES = ("quick", "standard", "large")
 #: default timeout of one execution, by scale
@@ -36,14 +36,22 @@ def notebooks_dir() -> Path:
 
 
 def locate(name: str) -> Path:
-    """Resolve a plan name (``SimplePrime.ipynb``, ``airline-delay``) to a notebook file."""
+    """Resolve a plan name (``SimplePrime.ipynb``, ``airline-delay``, an original study name
+    listed in ``aliases.yml``) to a notebook file inside the notebooks directory."""
+    from testbed_agent.workloads.nbaliases import notebook_alias
+
     base = notebooks_dir()
-    raw = Path(name).expanduser()
-    candidates = [raw] if raw.is_absolute() else [base / raw]
+    raw = Path(notebook_alias(name) or name)
+    if raw.is_absolute() or ".." in raw.parts or str(raw).startswith("~"):
+        raise ParamError("name", f"notebook '{name}' is outside {base}: name it relative to that directory")
+    candidates = [base / raw]
     if raw.suffix != ".ipynb":
         candidates.append(candidates[0].with_name(candidates[0].name + ".ipynb"))
+    root = base.resolve()
     for path in candidates:
         if path.is_file():
+            if root not in path.resolve().parents:
+                raise ParamError("name", f"notebook '{name}' resolves outside {base}")
             return path
     raise ParamError("name", f"no notebook '{name}' in {base} (set TESTBED_NOTEBOOKS_DIR to change)")
 
@@ -68,25 +76,18 @@ class NotebookWorkload(Workload):
 
     @classmethod
     def check(cls, bench: Benchmark) -> None:
-        p = bench.params
-        known = {"scale", "seed", "kernel", "cell_timeout_s", "parameters"}
-        unknown = sorted(set(p) - known)
-        if unknown:
-            raise ParamError(f"params.{unknown[0]}", f"unknown parameter (known: {', '.join(sorted(known))})")
-        require(p, "scale", str, default="standard", choices=SCALES)
-        require(p, "seed", int, default=42)
-        require(p, "kernel", str, default="python3")
-        timeout = require(p, "cell_timeout_s", (int, float), default=0)
-        if timeout < 0:
-            raise ParamError("params.cell_timeout_s", "must be positive")
-        extra = require(p, "parameters", dict, default={})
-        if any(not isinstance(k, str) or not k.isidentifier() for k in extra):
-            raise ParamError("params.parameters", "keys must be Python identifiers")
+        from testbed_agent.params import parse_params
+        from testbed_agent.workloads.nbaliases import dataset_generator
+
+        parse_params(cls.type, bench.params)
         path = locate(bench.name)
         gens = generators_dir()
         for name in notebook_datasets(bench, path):
-            if not (gens / f"{name}.py").is_file():
-                raise ParamError("datasets", f"no generator '{name}' in {gens}")
+            gen = dataset_generator(name)
+            if not (gens / f"{gen}.py").is_file():
+                raise ParamError(
+                    "datasets", f"no generator '{gen}' in {gens} and no alias '{name}' in aliases.yml"
+                )
 
     @classmethod
     def timeout_s(cls, bench: Benchmark) -> float:
@@ -97,13 +98,17 @@ class NotebookWorkload(Workload):
         from papermill.iorw import load_notebook_node
         from papermill.parameterize import parameterize_notebook
 
+        from testbed_agent.workloads.nbaliases import dataset_generator
         from testbed_agent.workloads.nbexec import execute
 
         bench, p = ctx.bench, ctx.params
         path = locate(bench.name)
         scale, seed = p.get("scale") or "standard", int(p.get("seed", 42))
         kernel = p.get("kernel") or "python3"
-        data = {name: prepare_dataset(ctx, name, seed, scale) for name in notebook_datasets(bench, path)}
+        data = {
+            name: prepare_dataset(ctx, dataset_generator(name), seed, scale)
+            for name in notebook_datasets(bench, path)
+        }
         workdir = ctx.scratch / "notebooks" / f"{bench.index:03d}-{path.stem}-r{ctx.repetition}"
         shutil.rmtree(workdir, ignore_errors=True)
         workdir.mkdir(parents=True)
@@ -134,6 +139,8 @@ class NotebookWorkload(Workload):
             "notebook": path.name,
             "notebook_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
             "datasets": {n: src for n, (_, src) in data.items()},
+            "dataset_source": dataset_source(data),
+            "dataset_generators": {n: dataset_generator(n) for n in data},
             **({"parameters": p["parameters"]} if p.get("parameters") else {}),
         }
         if run.status == "timeout":
@@ -180,6 +187,14 @@ class NotebookWorkload(Workload):
             else timing_metrics(meta["wall_s"], meta.get("kernel_startup_s", 0.0), cells_s)
         )
         return {"metrics": metrics, "samples": {"cells": cells}, "tool": {"name": "nbclient"}}
+
+
+def dataset_source(data: dict[str, tuple[Path, str]]) -> str | None:
+    """``real``, ``generated`` or ``mixed`` for the data sets of one execution; None without any."""
+    sources = {src for _, src in data.values()}
+    if not sources:
+        return None
+    return sources.pop() if len(sources) == 1 else "mixed"
 
 
 def timing_metrics(wall_s: float, startup_s: float, cells_s: float) -> dict[str, dict[str, Any]]:

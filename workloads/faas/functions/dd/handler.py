@@ -3,7 +3,8 @@
 Event: ``{"args": ["if=/dev/urandom", "of=f", "bs=1M", "count=64", "conv=fsync"], "cleanup": false}``,
 or several runs in order (e.g. write, then read back with O_DIRECT) in one call:
 ``{"steps": [{"name": "write", "args": [...]}, {"name": "read", "args": [...]}], "cleanup": true}``;
-each step's throughput is returned as ``<name>_bytes_per_s``.
+each step's throughput is returned as ``<name>_bytes_per_s``, and dd's elapsed seconds of the
+measured step (``"measure": true``, else the last) as ``latency_s``.
 Relative ``if=``/``of=`` paths are inside the temp directory; absolute ones must be inside it too,
 or /dev/zero, /dev/urandom, /dev/null. A failing dd (e.g. /tmp full) raises with dd's message.
 Deployable unchanged: ``handler(event, context)``, standard library + coreutils dd.
@@ -68,4 +69,7 @@ def handler(event, context):
                         os.unlink(a[3:])
     if len(runs) == 1:
         out.update(out["steps"][runs[0][0]])
+    # the measured step (``measure: true``, else the last): dd's own elapsed seconds = the latency
+    measured = next((i for i, s in enumerate(steps) if s.get("measure")), len(runs) - 1)
+    out["latency_s"] = out["steps"][runs[measured][0]]["seconds"]
     return out

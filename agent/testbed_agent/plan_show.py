@@ -1,0 +1,299 @@
+"""``testbed-agent plan show PLAN [--json] [--inventory INV]...``: what a plan will run, and for
+how long, before machines are paid for (issue 16 item 3).
+
+Every execution (benchmark, type, params, repetition) is listed with an estimated duration: the
+wait before it plus a typical duration of its type from its parameters (fio runtime and ramp, dd
+bytes, notebook scale, pyperformance selection, FaaS calls and gaps), never more than its
+timeout. A benchmark with adaptive repetitions (``min``/``max``) lists its runs up to ``max``; the
+runs past ``min`` are marked adaptive and the total is shown as a range. With ``--inventory``,
+the machine matrix of that inventory (size, vCPUs, memory, OS disk, security type) is printed
+too, through ``ansible-inventory`` so that group_vars and constructed groups apply as in a run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from testbed_agent.errors import TestbedError
+from testbed_agent.plan import Benchmark, Plan, load_plan
+
+#: typical seconds of one execution by type when its parameters say nothing more precise
+TYPICAL_S = {"sysinfo": 5.0, "crypto": 60.0, "faas": 60.0, "pyperformance": 3600.0}
+NOTEBOOK_S = {"quick": 30.0, "standard": 300.0, "large": 1800.0}
+#: pyperformance seconds per benchmark by mode, and the size of its named groups
+PYPERF_PER_BENCH_S = {"fast": 20.0, "debug-single-value": 5.0, "normal": 60.0, "rigorous": 180.0}
+PYPERF_GROUPS = {"default": 60, "all": 90}
+#: sequential write + read-back throughput assumed for dd and for fio's layout, B/s
+DISK_BPS = 200e6
+#: GiB of memory per vCPU of an Azure size family (D: general purpose, E: memory, F: compute)
+MEMORY_PER_VCPU_GIB = {"D": 4, "E": 8, "F": 2}
+#: the host variables the machine matrix shows, in order
+MACHINE_VARS = (
+    "testbed_label",
+    "azure_vm_size",
+    "azure_vm_os_disk_type",
+    "azure_vm_os_disk_size_gb",
+    "azure_vm_security_type",
+    "azure_vm_security_encryption_type",
+    "testbed_disk_encryption",
+)
+GROUPS = ("sev", "tdx", "amd_baseline", "intel_baseline", "kvm", "hyperv", "faas", "local")
+
+
+@dataclass(frozen=True)
+class Execution:
+    """One run of one benchmark, as the runner will do it."""
+
+    index: int
+    benchmark: str
+    type: str
+    repetition: int
+    params: dict[str, Any]
+    wait_s: float
+    timeout_s: float
+    estimated_s: float
+    adaptive: bool
+
+
+def repetition_range(bench: Benchmark) -> tuple[int, int]:
+    """(min, max) runs of a benchmark: equal for a fixed count, a range when adaptive."""
+    reps: Any = bench.repetitions
+    if isinstance(reps, int):
+        return reps, reps
+    lo = reps.get("min") if isinstance(reps, dict) else getattr(reps, "min", None)
+    hi = reps.get("max") if isinstance(reps, dict) else getattr(reps, "max", None)
+    return int(lo or 1), int(hi or lo or 1)
+
+
+def estimate_s(bench: Benchmark) -> float:
+    """Typical seconds of one execution (without the wait), capped by its timeout."""
+    from testbed_agent.workloads import REGISTRY
+
+    typical = _typical_s(bench)
+    workload = REGISTRY.get(bench.type)
+    timeout = workload.timeout_s(bench) if workload else (bench.timeout_s or typical)
+    return min(typical, timeout)
+
+
+def _typical_s(bench: Benchmark) -> float:
+    from testbed_agent.params import parse_params
+
+    p = parse_params(bench.type, bench.params)
+    if bench.type == "fio":
+        return p.runtime_s + p.ramp_s + 2 * p.size / DISK_BPS / 10 + 2
+    if bench.type == "dd":
+        return p.bs * p.count * (2 if p.read else 1) / DISK_BPS + p.pause_s + 1
+    if bench.type == "kaggle_notebook":
+        return NOTEBOOK_S[p.scale]
+    if bench.type == "pyperformance":
+        mode = "fast" if p.fast and p.mode == "normal" else p.mode
+        count = sum(PYPERF_GROUPS.get(b, 1) for b in p.benchmarks)
+        return count * PYPERF_PER_BENCH_S[mode]
+    if bench.type == "faas":
+        calls = p.calls * (2 if p.mode == "cold_warm" else 1) * (1 if p.mode != "cold" else 3)
+        return 10.0 + calls * 0.5 + sum(p.gaps_s)
+    return TYPICAL_S.get(bench.type, 60.0)
+
+
+def expand(plan: Plan) -> list[Execution]:
+    """The executions of a plan in run order (adaptive benchmarks up to their maximum)."""
+    from testbed_agent.workloads import REGISTRY
+
+    rows = []
+    for b in plan.benchmarks:
+        lo, hi = repetition_range(b)
+        one = estimate_s(b)
+        workload = REGISTRY.get(b.type)
+        timeout = workload.timeout_s(b) if workload else (b.timeout_s or one)
+        for rep in range(hi):
+            est = b.wait_s + one
+            rows.append(
+                Execution(b.index, b.name, b.type, rep, dict(b.params), b.wait_s, timeout, est, rep >= lo)
+            )
+    return rows
+
+
+def totals(rows: list[Execution]) -> dict[str, Any]:
+    """Executions and estimated seconds: fixed, and up to the adaptive maximum."""
+    fixed = [r for r in rows if not r.adaptive]
+    return {
+        "executions": len(fixed),
+        "executions_max": len(rows),
+        "estimated_s": round(sum(r.estimated_s for r in fixed), 1),
+        "estimated_max_s": round(sum(r.estimated_s for r in rows), 1),
+    }
+
+
+def human(seconds: float) -> str:
+    """``1h 05m``, ``12m 30s``, ``45s``."""
+    s = round(seconds)
+    if s >= 3600:
+        return f"{s // 3600}h {s % 3600 // 60:02d}m"
+    if s >= 60:
+        return f"{s // 60}m {s % 60:02d}s"
+    return f"{s}s"
+
+
+# -- machines --------------------------------------------------------------------------------
+
+
+def azure_memory_gib(size: str, vcpus: int) -> int | None:
+    """Memory of an Azure size from its family letter (Standard_DC2as_v5 -> D -> 4 GiB/vCPU)."""
+    m = re.match(r"(?:Standard|Basic)_([A-Z])", size)
+    per = MEMORY_PER_VCPU_GIB.get(m.group(1)) if m else None
+    return per * vcpus if per else None
+
+
+def azure_vcpus(size: str) -> int | None:
+    """vCPUs from an Azure size name (Standard_DC4as_v5 -> 4; constrained E8-2as_v5 -> 2)."""
+    m = re.match(r"^(?:Standard|Basic)_[A-Za-z]+?(\d+)(?:-(\d+))?[a-z]*(?:_v\d+)?$", size)
+    return int(m.group(2) or m.group(1)) if m else None
+
+
+def machines(inventories: list[Path]) -> list[dict[str, Any]]:
+    """The machine matrix of the inventories, resolved by ``ansible-inventory``."""
+    tool = shutil.which("ansible-inventory")
+    if tool is None:
+        raise TestbedError("ansible-inventory not found", hint="activate the project venv (make install)")
+    cmd = [tool, "--list"]
+    for inv in inventories:
+        cmd += ["-i", str(inv)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    if proc.returncode != 0:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise TestbedError(f"ansible-inventory failed on {', '.join(map(str, inventories))}: {tail[:300]}")
+    return _matrix(json.loads(proc.stdout))
+
+
+def role_defaults() -> dict[str, Any]:
+    """Literal values of roles/azure_vm/defaults (what a host gets when its inventory is silent)."""
+    import yaml
+
+    path = Path(__file__).resolve().parents[2] / "roles" / "azure_vm" / "defaults" / "main.yml"
+    if not path.is_file():
+        return {}
+    values = yaml.safe_load(path.read_text()) or {}
+    return {k: v for k, v in values.items() if k in MACHINE_VARS and not (isinstance(v, str) and "{{" in v)}
+
+
+def _matrix(inv: dict[str, Any]) -> list[dict[str, Any]]:
+    hostvars = inv.get("_meta", {}).get("hostvars", {})
+    defaults = role_defaults()
+    groups: dict[str, list[str]] = {}
+    for group in GROUPS:
+        for host in inv.get(group, {}).get("hosts", []):
+            groups.setdefault(host, []).append(group)
+    rows = []
+    for host in sorted(hostvars):
+        hv = {**defaults, **hostvars[host]} if hostvars[host].get("azure_vm_size") else hostvars[host]
+        row = {"host": host, "groups": groups.get(host, [])}
+        row.update({k: hv.get(k) for k in MACHINE_VARS})
+        size = str(hv.get("azure_vm_size") or "")
+        row["vcpus"] = azure_vcpus(size)
+        row["memory_gib"] = azure_memory_gib(size, row["vcpus"]) if row["vcpus"] else None
+        rows.append(row)
+    return rows
+
+
+# -- output ----------------------------------------------------------------------------------
+
+
+def show(args: argparse.Namespace) -> int:
+    """The ``plan show`` command."""
+    plan = load_plan(args.plan)
+    rows = expand(plan)
+    total = totals(rows)
+    matrix = machines(args.inventory) if args.inventory else []
+    if args.json:
+        for r in rows:
+            print(json.dumps(asdict(r), sort_keys=True))
+        for m in matrix:
+            print(json.dumps({"machine": m}, sort_keys=True))
+        summary = {"plan": plan.name, "sha256": plan.sha256, "machines": len(matrix), **total}
+        print(json.dumps({"summary": summary}))
+        return 0
+    _print_table(plan, rows, total)
+    if matrix:
+        _print_machines(matrix, total)
+    return 0
+
+
+def _print_table(plan: Plan, rows: list[Execution], total: dict[str, Any]) -> None:
+    head = ("#", "benchmark", "type", "rep", "wait_s", "est", "params")
+    table = [
+        (
+            str(r.index),
+            r.benchmark,
+            r.type,
+            f"{r.repetition + 1}{'*' if r.adaptive else ''}",
+            f"{r.wait_s:g}",
+            human(r.estimated_s),
+            json.dumps(r.params, sort_keys=True, separators=(",", ":")) if r.params else "",
+        )
+        for r in rows
+    ]
+    _print_columns(head, table)
+    span = human(total["estimated_s"])
+    if total["executions_max"] != total["executions"]:
+        span += f" .. {human(total['estimated_max_s'])}"
+        print("(* adaptive: runs only while the confidence interval is wider than its target)")
+    print(
+        f"plan {plan.name}: {len(plan.benchmarks)} benchmarks, {total['executions']} executions"
+        + (f" (up to {total['executions_max']})" if total["executions_max"] != total["executions"] else "")
+        + f", estimated {span} per machine"
+    )
+
+
+def _print_machines(matrix: list[dict[str, Any]], total: dict[str, Any]) -> None:
+    head = ("host", "label", "groups", "size", "vCPUs", "memory", "os disk", "security", "encryption")
+    table = [
+        (
+            m["host"],
+            str(m["testbed_label"] or ""),
+            ",".join(m["groups"]),
+            str(m["azure_vm_size"] or ""),
+            str(m["vcpus"] or ""),
+            f"{m['memory_gib']} GiB" if m["memory_gib"] else "",
+            f"{m['azure_vm_os_disk_size_gb'] or ''} GB {m['azure_vm_os_disk_type'] or ''}".strip(),
+            str(m["azure_vm_security_type"] or ""),
+            str(m["azure_vm_security_encryption_type"] or "")
+            if m["azure_vm_security_type"] == "ConfidentialVM"
+            else "-",
+        )
+        for m in matrix
+    ]
+    print()
+    _print_columns(head, table)
+    each = human(total["estimated_s"])
+    print(f"{len(matrix)} machines, each running the plan (estimated {each} each, in parallel)")
+
+
+def _print_columns(head: tuple[str, ...], table: list[tuple[str, ...]]) -> None:
+    widths = [max(len(h), *(len(r[i]) for r in table)) if table else len(h) for i, h in enumerate(head)]
+    for line in (head, *table):
+        print("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip())
+
+
+def add_parser(sub: Any) -> None:
+    """``plan show`` under the ``plan`` command (registered through cli.PLUGIN_COMMANDS)."""
+    plan = sub.add_parser("plan", help="inspect a plan")
+    plan_sub = plan.add_subparsers(dest="plan_command", metavar="SUBCOMMAND", required=True)
+    p = plan_sub.add_parser("show", help="the expanded executions and an estimated duration")
+    p.add_argument("plan", type=Path, help="plan file (.yml/.yaml or the classic text form)")
+    p.add_argument("--json", action="store_true", help="JSON lines: one per execution, then a summary")
+    p.add_argument(
+        "--inventory",
+        "-i",
+        type=Path,
+        action="append",
+        default=[],
+        help="also print this inventory's machine matrix (repeatable, as ansible -i)",
+    )
+    p.set_defaults(func=show)

@@ -1,0 +1,82 @@
+"""CPU-tier fidelity of the FaaS emulator, each tier measured alone (uncontended: nothing else
+deployed, and the emulator started with ``--cpu-boost`` so the machine's other work does not take
+the tier's CPU) and from the instance cgroup's CPU throttling statistics.
+
+For each AWS-Lambda-like tier (128, 512, 1024, 1769 MB: 0.072-1.0 vCPU) the calcs function runs
+``--runs`` times, one call at a time, nothing else deployed. Two measures of the CPU share the
+tier got, each compared with the profile's vCPU figure:
+  - wall share = CPU time / handler wall time (what the function experiences; other work on the
+    machine lowers it);
+  - quota share = CPU time / (CPU time + throttled time) from the cgroup's cpu.stat (what the
+    CFS quota enforced; independent of other work competing for the core).
+Target: each within +-10 %. Run: .venv/bin/python bench/faas_tier_fidelity.py [--runs N] [--work N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import statistics
+import tempfile
+from pathlib import Path
+
+from faas_overhead import start
+
+from testbed_agent.faas.client import FaasClient
+
+TIERS = (1769, 1024, 512, 128)
+
+
+def measure(c: FaasClient, mb: int, work: int, runs: int) -> dict[str, float]:
+    name = f"tier{mb}"
+    c.deploy(name, function="calcs", memory_mb=mb, timeout_s=900, keep_alive_s=600)
+    c.invoke(name, {"function_calls": 0})  # cold start outside the measurement
+    wall, quota, vcpus = [], [], 0.0
+    for _ in range(runs):
+        status, body, _ = c.invoke(name, {"array_size": 20, "function_calls": work})
+        assert status == 200, body
+        i = body["inspector"]
+        cpu = i["cpu_user_s"] + i["cpu_system_s"]
+        wall.append(cpu / i["handler_s"])
+        quota.append(cpu / (cpu + i["cpu_throttled_s"]))
+        vcpus = i["vcpus_enforced"] or i["vcpus"]
+    c.request("DELETE", f"/functions/{name}")
+    return {"vcpus": vcpus, "wall": statistics.median(wall), "quota": statistics.median(quota)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=3, help="calls per tier (default 3)")
+    ap.add_argument(
+        "--work", type=int, default=6000, help="calcs function_calls x 20 calculations (default 6000)"
+    )
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="faas-tiers-") as d:
+        proc, url = start(Path(d), "--cpu-boost")
+        try:
+            c = FaasClient(url, timeout_s=900)
+            results = {mb: measure(c, mb, args.work, args.runs) for mb in TIERS}
+        finally:
+            os.kill(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=30)
+    worst = 0.0
+    for mb, r in results.items():
+        ew, eq = (r["wall"] / r["vcpus"] - 1) * 100, (r["quota"] / r["vcpus"] - 1) * 100
+        worst = max(worst, abs(eq))
+        print(
+            f"{mb:>5} MB: {r['vcpus']:.3f} vCPU expected; quota share {r['quota']:.3f} ({eq:+.1f}%), "
+            f"wall share {r['wall']:.3f} ({ew:+.1f}%)  n={args.runs}"
+        )
+    ratio = results[1769]["quota"] / results[128]["quota"]
+    expected = results[1769]["vcpus"] / results[128]["vcpus"]
+    print(
+        f"speed ratio 1769/128 MB from the quota shares: {ratio:.2f}, expected {expected:.2f} "
+        f"({(ratio / expected - 1) * 100:+.1f}%); worst tier {worst:.1f}% "
+        f"(target +-10%: {'met' if worst <= 10 else 'NOT met'})"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

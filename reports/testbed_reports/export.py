@@ -1,0 +1,182 @@
+"""Plan parameters as factors: one row per observation with every parameter a column, and the
+two-way ANOVA / per-cell tables over them (issue 17 item 5)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from testbed_reports import svgplot
+from testbed_reports.anova import anova_codes, tukey
+from testbed_reports.errors import ReportError
+from testbed_reports.inference import primary_set
+from testbed_reports.load import Dataset
+from testbed_reports.numerics import group_moments
+
+PARAM_PREFIX = "param."
+#: a parameter (or the label) is a factor of a metric when it takes 2..MAX_LEVELS values there
+MAX_LEVELS = 12
+EXPORT_COLUMNS = [
+    "run_id",
+    "host",
+    "label",
+    "groups",
+    "benchmark",
+    "type",
+    "metric",
+    "unit",
+    "better",
+    "value",
+    "repetition",
+    "index",
+    "started_at",
+    "cc_technology",
+]
+
+
+def _flatten(params: Any, prefix: str = PARAM_PREFIX) -> dict[str, Any]:
+    """Nested parameters as ``param.a.b`` columns; lists as JSON text."""
+    out: dict[str, Any] = {}
+    if not isinstance(params, dict):
+        return out
+    for k, v in params.items():
+        if isinstance(v, dict):
+            out.update(_flatten(v, f"{prefix}{k}."))
+        elif isinstance(v, (list, tuple)):
+            out[f"{prefix}{k}"] = json.dumps(v, sort_keys=True)
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def observations(ds: Dataset) -> pd.DataFrame:
+    """One row per observation: the record fields, telemetry and every plan parameter as a column."""
+    obs = ds.obs
+    table = obs[[c for c in EXPORT_COLUMNS if c in obs]].copy()
+    rec = obs["record"].to_numpy() if "record" in obs else np.full(len(obs), -1)
+    valid = rec >= 0
+    if len(ds.records):
+        for col in ("cpu_percent", "steal_percent"):
+            vals = (
+                ds.records[col].to_numpy(dtype=float)
+                if col in ds.records
+                else np.full(len(ds.records), np.nan)
+            )
+            table[col] = np.where(valid, vals[np.where(valid, rec, 0)], np.nan)
+    flat = pd.DataFrame([_flatten(p) for p in ds.params]) if ds.params else pd.DataFrame()
+    for col in sorted(flat.columns):
+        vals = flat[col].to_numpy(dtype=object)
+        table[col] = np.where(valid, vals[np.where(valid, rec, 0)], None)
+    return table
+
+
+def export_csv(ds: Dataset, path: Path) -> int:
+    """Write the observation table as CSV; returns the number of rows."""
+    table = observations(ds)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        table.to_csv(path, index=False)
+    except OSError as exc:
+        raise ReportError(f"{path}: cannot write CSV ({exc.strerror})") from None
+    return len(table)
+
+
+def _factors(part: pd.DataFrame) -> list[str]:
+    """Columns of one metric's rows that vary over 2..MAX_LEVELS scalar values (label included)."""
+    out = []
+    for col in ["label", *sorted(c for c in part.columns if c.startswith(PARAM_PREFIX))]:
+        vals = part[col]
+        if vals.isna().any():
+            continue
+        levels = vals.astype(str).nunique()
+        if 2 <= levels <= MAX_LEVELS:
+            out.append(col)
+    return out
+
+
+def cells(y: np.ndarray, keys: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per cell: n, mean, sd, CV % and the t 95% CI of the mean (raw values)."""
+    codes, uniq = pd.factorize(pd.MultiIndex.from_frame(keys.astype(str)), sort=True)
+    m = group_moments(y, codes, len(uniq))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        half = sps.t.ppf(0.975, m.n - 1) * m.sd / np.sqrt(m.n)
+        cv = 100 * m.sd / np.abs(m.mean)
+    out = []
+    for i, key in enumerate(uniq):
+        out.append(
+            {
+                **dict(zip(keys.columns, key, strict=True)),
+                "n": int(m.n[i]),
+                "mean": float(m.mean[i]),
+                "sd": float(m.sd[i]),
+                "cv_percent": float(cv[i]),
+                "ci95_low": float(m.mean[i] - half[i]),
+                "ci95_high": float(m.mean[i] + half[i]),
+            }
+        )
+    return out
+
+
+def primary_mask(obs: pd.DataFrame) -> np.ndarray:
+    """True for the observations of primary metrics (vectorised over (benchmark, metric) groups)."""
+    primary = primary_set(obs)
+    grouped = obs.groupby(["benchmark", "metric"], observed=True, sort=True)
+    keys = [(str(b), str(m)) in primary for b, m in grouped.size().index]
+    return np.asarray(keys, dtype=bool)[grouped.ngroup().to_numpy()]
+
+
+def parameter_anova(ds: Dataset, log: bool = True, max_pairs: int = 6) -> list[dict[str, Any]]:
+    """Two-way ANOVA over each fully crossed pair of factors (plan parameters, label) of every
+    primary metric of a workload type, with the per-cell table."""
+    if ds.obs.empty or not any(ds.params):
+        return []
+    table = observations(ds)
+    table = table[primary_mask(ds.obs)]
+    out: list[dict[str, Any]] = []
+    for (btype, metric), part in table.groupby(["type", "metric"], observed=True, sort=True):
+        factors = _factors(part)
+        for fa, fb in itertools.islice(itertools.combinations(factors, 2), max_pairs):
+            entry = _one(part, str(btype), str(metric), fa, fb, log)
+            if entry:
+                out.append(entry)
+    return out
+
+
+def _one(part: pd.DataFrame, btype: str, metric: str, fa: str, fb: str, log: bool) -> dict[str, Any] | None:
+    v = part["value"].to_numpy(dtype=float)
+    scale = "log" if log and (v > 0).all() else "raw"
+    y = np.log(v) if scale == "log" else v
+    a, b = part[fa].astype(str), part[fb].astype(str)
+    la, lb = sorted(a.unique()), sorted(b.unique())
+    ca = pd.Categorical(a, categories=la).codes.astype(np.int64)
+    cb = pd.Categorical(b, categories=lb).codes.astype(np.int64)
+    try:
+        table = anova_codes(y, ca, cb, len(la), len(lb), fa, fb)
+    except ReportError:
+        return None
+    keys = part[fa].astype(str) + " · " + part[fb].astype(str)
+    per_cell = {str(k): v[idx] for k, idx in sorted(keys.groupby(keys.to_numpy()).indices.items())}
+    return {
+        "type": btype,
+        "metric": metric,
+        "factors": [fa, fb],
+        "scale": scale,
+        "table": table,
+        "cells": cells(v, part[[fa, fb]]),
+        "histogram": svgplot.histograms(per_cell, str(part["unit"].iloc[0])),
+        "tukey": _tukey(y, keys, scale),
+    }
+
+
+def _tukey(y: np.ndarray, cell: pd.Series, scale: str) -> list[dict[str, Any]]:
+    """Tukey HSD between all cells (on the ANOVA's scale); [] when a cell has a single value."""
+    if cell.value_counts().min() < 2 or cell.nunique() > MAX_LEVELS * 2:
+        return []
+    rows = tukey(pd.DataFrame({"y": y, "cell": cell.to_numpy()}), "y", "cell")
+    return [{**r, "scale": scale} for r in rows]

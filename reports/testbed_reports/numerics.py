@@ -1,0 +1,69 @@
+"""Grouped moments that stay finite and exact at any scale, and the CV interval.
+
+Values are divided by their group's largest magnitude before the two-pass mean and variance, so
+1e155 (whose squares overflow) and 1e-300 (whose squares underflow to 0) give the same relative
+answer as values near 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+
+@dataclass
+class Moments:
+    """Per group: count, mean and sample sd (NaN for one value), arrays indexed by group code."""
+
+    n: np.ndarray
+    mean: np.ndarray
+    sd: np.ndarray
+
+
+def group_moments(values: np.ndarray, codes: np.ndarray, groups: int) -> Moments:
+    """Count, mean and sd of ``values`` per group code (0..groups-1), two-pass on scaled values."""
+    n = np.bincount(codes, minlength=groups).astype(float)
+    if len(values) == 0:
+        nan = np.full(groups, np.nan)
+        return Moments(n, nan, nan.copy())
+    scale = pd.Series(np.abs(values)).groupby(codes).max().reindex(range(groups)).to_numpy()
+    scale = np.where((scale > 0) & np.isfinite(scale), scale, 1.0)
+    y = values / scale[codes]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean_y = np.bincount(codes, weights=y, minlength=groups) / n
+        d = y - mean_y[codes]
+        var_y = np.bincount(codes, weights=d * d, minlength=groups) / (n - 1)
+    var_y = np.where(n > 1, np.maximum(var_y, 0.0), np.nan)
+    return Moments(n, mean_y * scale, np.sqrt(var_y) * scale)
+
+
+def cv_ci(cv_percent: np.ndarray, n: np.ndarray, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+    """Vangel's modified McKay interval of the CV (percent), vectorised; NaN where undefined.
+
+    It assumes roughly normal values; its coverage is close to nominal from n = 5 on (the
+    percentile bootstrap it replaces covered 68 % at n = 5).
+    """
+    k = np.asarray(cv_percent, dtype=float) / 100.0
+    nu = np.asarray(n, dtype=float) - 1
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        u_hi = sps.chi2.ppf(1 - alpha / 2, nu)
+        u_lo = sps.chi2.ppf(alpha / 2, nu)
+
+        def bound(u: np.ndarray) -> np.ndarray:
+            den = ((u + 2) / (nu + 1) - 1) * k * k + u / nu
+            return np.where(den > 0, k / np.sqrt(den), np.inf)
+
+        lo, hi = bound(u_hi), bound(u_lo)
+    bad = ~np.isfinite(k) | (nu < 1)
+    lo = np.where(bad, np.nan, lo)
+    hi = np.where(bad | ~np.isfinite(hi), np.nan, hi)
+    return 100 * lo, 100 * hi
+
+
+def finite_or_nan(x: float) -> float:
+    """``x`` as a float, NaN when it is not finite (never printed as a figure)."""
+    x = float(x)
+    return x if np.isfinite(x) else float("nan")
