@@ -36,15 +36,8 @@ def _json_safe(x: Any) -> Any:
     return x
 
 
-def analyze(
-    csv: Path,
-    metric: str,
-    by: list[str],
-    where: dict[str, str],
-    out: Path,
-    tukey_factors: list[str] | None = None,
-) -> dict[str, Any]:
-    """Compute and write ``out/stats.json`` (+ groups.csv, anova.csv); returns the stats."""
+def _load(csv: Path, metric: str, by: list[str], where: dict[str, str], extra: list[str]) -> pd.DataFrame:
+    """The CSV's rows after ``where``, with ``metric`` numeric; errors name the file and line."""
     try:
         df = pd.read_csv(csv)
     except FileNotFoundError:
@@ -52,7 +45,7 @@ def analyze(
     except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise ReportError(f"{csv}: cannot read CSV ({exc})") from None
     cols = list(map(str, df.columns))
-    for c in [metric, *by, *where, *(tukey_factors or [])]:
+    for c in [metric, *by, *where, *extra]:
         if c not in df.columns:
             raise ReportError(f"{csv}: no column {c!r}", f"columns: {', '.join(cols)}")
     if not 1 <= len(by) <= 2:
@@ -66,7 +59,19 @@ def analyze(
     if bad.any():
         line = int(df.index[np.flatnonzero(bad.to_numpy())[0]]) + 2
         raise ReportError(f"{csv}:{line}: {metric} value {df.loc[bad].iloc[0][metric]!r} is not a number")
-    df = df.assign(**{metric: values}).dropna(subset=[metric, *by])
+    return df.assign(**{metric: values}).dropna(subset=[metric, *by])
+
+
+def analyze(
+    csv: Path,
+    metric: str,
+    by: list[str],
+    where: dict[str, str],
+    out: Path,
+    tukey_factors: list[str] | None = None,
+) -> dict[str, Any]:
+    """Compute and write ``out/stats.json`` (+ groups.csv, anova.csv); returns the stats."""
+    df = _load(csv, metric, by, where, tukey_factors or [])
     groups = []
     for raw_key, part in df.groupby(by, sort=True):
         key = raw_key if isinstance(raw_key, tuple) else (raw_key,)

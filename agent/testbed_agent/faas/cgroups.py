@@ -332,44 +332,57 @@ def _join(mount: str, root: str, path: str) -> Path:
     return Path(mount) / rel.lstrip("/")
 
 
+def _try_v2(mounts: list, own: dict[str, str], emulator_id: str, errors: list[str]) -> Backend | None:
+    """A v2 backend on the first cgroup2 mount with cpu and memory controllers, else None."""
+    for root, point, fstype, _ in mounts:
+        if fstype != "cgroup2":
+            continue
+        here = _join(point, root, own.get("", "/"))
+        if not {"cpu", "memory"} <= set(_read(here / "cgroup.controllers").split()):
+            errors.append(f"cgroup v2 at {here} lacks cpu/memory controllers")
+            continue
+        try:
+            return setup_v2(here, emulator_id)
+        except OSError as exc:
+            errors.append(
+                f"cgroup v2 at {here}: cannot delegate controllers ({exc.strerror}; "
+                "run as a service with Delegate=yes)"
+            )
+    return None
+
+
+def _try_v1(mounts: list, own: dict[str, str], emulator_id: str, errors: list[str]) -> Backend | None:
+    """A v1 backend when cpu, cpuacct and memory hierarchies are mounted and writable, else None."""
+    bases = {}
+    for ctrl in V1_CONTROLLERS:
+        for root, point, fstype, opts in mounts:
+            if fstype == "cgroup" and ctrl in opts:
+                bases[ctrl] = _join(point, root, own.get(ctrl, "/")) / BASE / emulator_id
+                break
+    missing = {"cpu", "cpuacct", "memory"} - set(bases)
+    if missing:
+        errors.append("cgroup v1 lacks " + ", ".join(sorted(missing)))
+        return None
+    try:
+        for b in bases.values():
+            b.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        errors.append(f"cgroup v1: {exc.strerror}")
+        return None
+    return V1Backend(bases)
+
+
 def detect(emulator_id: str, prefer: str = "auto") -> Backend:
     """Pick cgroup v2 where its controllers are usable, else v1, else none (with the reason)."""
     if os.geteuid() != 0:
         return Backend("not running as root: no cgroup limits")
     mounts, own = _mounts(), _own_paths()
-    errors = []
-    if prefer in ("auto", "v2"):
-        for root, point, fstype, _ in mounts:
-            if fstype != "cgroup2":
-                continue
-            here = _join(point, root, own.get("", "/"))
-            if {"cpu", "memory"} <= set(_read(here / "cgroup.controllers").split()):
-                try:
-                    return setup_v2(here, emulator_id)
-                except OSError as exc:
-                    errors.append(
-                        f"cgroup v2 at {here}: cannot delegate controllers ({exc.strerror}; "
-                        "run as a service with Delegate=yes)"
-                    )
-            else:
-                errors.append(f"cgroup v2 at {here} lacks cpu/memory controllers")
-    if prefer in ("auto", "v1"):
-        bases = {}
-        for ctrl in V1_CONTROLLERS:
-            for root, point, fstype, opts in mounts:
-                if fstype == "cgroup" and ctrl in opts:
-                    bases[ctrl] = _join(point, root, own.get(ctrl, "/")) / BASE / emulator_id
-                    break
-        missing = {"cpu", "cpuacct", "memory"} - set(bases)
-        if not missing:
-            try:
-                for b in bases.values():
-                    b.mkdir(parents=True, exist_ok=True)
-                return V1Backend(bases)
-            except OSError as exc:
-                errors.append(f"cgroup v1: {exc.strerror}")
-        else:
-            errors.append("cgroup v1 lacks " + ", ".join(sorted(missing)))
+    errors: list[str] = []
+    found = _try_v2(mounts, own, emulator_id, errors) if prefer in ("auto", "v2") else None
+    if found is None and prefer in ("auto", "v1"):
+        found = _try_v1(mounts, own, emulator_id, errors)
+    if found is not None:
+        return found
     return Backend("; ".join(errors) or "no cgroup file system mounted")
 
 

@@ -117,6 +117,55 @@ def _first_line(cell: nbformat.NotebookNode) -> str:
     return lines[0][:80] if lines else ""
 
 
+class _Stopped(Exception):
+    """Raised between cells when the run is interrupted or out of time."""
+
+
+def _run_cells(
+    client: NotebookClient,
+    nb: nbformat.NotebookNode,
+    result: Execution,
+    at: list[int],
+    stop: threading.Event,
+    remaining: Callable[[], float],
+    cell_timeout_s: float | None,
+) -> None:
+    """Execute the code cells in order, each within what is left of the deadline."""
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        at[0] = index
+        if stop.is_set():
+            raise _Stopped("interrupted")
+        left = remaining()
+        if left <= 0:
+            raise _Stopped("timeout")
+        limit = left if cell_timeout_s is None else min(left, cell_timeout_s)
+        client.timeout = max(1, int(limit + 0.999))
+        client.execute_cell(cell, index)
+        secs = cell_seconds(cell) or 0.0
+        result.cells.append(CellTime(index, source_index(nb, index), secs, _first_line(cell)))
+
+
+#: exceptions that end a notebook execution with a record rather than a crash
+_ENDINGS = (CellExecutionError, CellTimeoutError, NoSuchKernel, DeadKernelError, _Stopped, RuntimeError)
+
+
+def _outcome(exc: BaseException, why: str | None, timeout: int, kernel: str) -> tuple[str, str, str]:
+    """(status, error name, message) for how a notebook execution ended."""
+    if isinstance(exc, CellExecutionError):
+        evalue = " ".join(str(exc.evalue).split())[:300]
+        return "failed", exc.ename, f"{exc.ename}: {evalue}"
+    if isinstance(exc, CellTimeoutError):
+        return why or "timeout", "CellTimeoutError", f"did not finish within {timeout} s"
+    if isinstance(exc, NoSuchKernel):
+        return "failed", "NoSuchKernel", f"no Jupyter kernel named {kernel!r}"
+    why = why or (str(exc) if isinstance(exc, _Stopped) else "")
+    if why in ("interrupted", "timeout"):
+        return why, why, "interrupted by signal" if why == "interrupted" else "benchmark timeout reached"
+    return "failed", type(exc).__name__, str(exc).strip().splitlines()[0][:300]
+
+
 def execute(
     nb: nbformat.NotebookNode,
     *,
@@ -156,52 +205,22 @@ def execute(
     watcher = threading.Thread(target=watch, name="nb-watch", daemon=True)
     log = None
     t0 = time.perf_counter()
-    index = -1
+    at = [-1]  # index of the cell running when execution stopped
     try:
         watcher.start()
         log = open(kernel_log or os.devnull, "wb")  # noqa: SIM115 - closed in finally
         with client.setup_kernel(cwd=str(workdir), env=env or dict(os.environ), stdout=log, stderr=log):
             result.kernel_startup_s = time.perf_counter() - t0
             try:
-                for index, cell in enumerate(nb.cells):
-                    if cell.cell_type != "code":
-                        continue
-                    if stop.is_set():
-                        raise _Stopped("interrupted")
-                    left = remaining()
-                    if left <= 0:
-                        raise _Stopped("timeout")
-                    limit = left if cell_timeout_s is None else min(left, cell_timeout_s)
-                    client.timeout = max(1, int(limit + 0.999))
-                    client.execute_cell(cell, index)
-                    secs = cell_seconds(cell) or 0.0
-                    result.cells.append(CellTime(index, source_index(nb, index), secs, _first_line(cell)))
+                _run_cells(client, nb, result, at, stop, remaining, cell_timeout_s)
             finally:
                 result.wall_s = time.perf_counter() - t0
                 t_shut = time.perf_counter()
             # leaving the block shuts the kernel down
         result.kernel_shutdown_s = time.perf_counter() - t_shut
-    except CellExecutionError as exc:
-        evalue = " ".join(str(exc.evalue).split())[:300]
-        _fail(result, nb, index, "failed", exc.ename, f"{exc.ename}: {evalue}")
-    except CellTimeoutError:
-        why = reason.get("why", "timeout")
-        _fail(result, nb, index, why, "CellTimeoutError", f"did not finish within {client.timeout} s")
-    except NoSuchKernel:
-        _fail(result, nb, -1, "failed", "NoSuchKernel", f"no Jupyter kernel named {kernel!r}")
-    except (DeadKernelError, _Stopped, RuntimeError) as exc:
-        why = reason.get("why") or (str(exc) if isinstance(exc, _Stopped) else "")
-        if why in ("interrupted", "timeout"):
-            _fail(
-                result,
-                nb,
-                index,
-                why,
-                why,
-                "interrupted by signal" if why == "interrupted" else "benchmark timeout reached",
-            )
-        else:
-            _fail(result, nb, index, "failed", type(exc).__name__, str(exc).strip().splitlines()[0][:300])
+    except _ENDINGS as exc:
+        status, ename, message = _outcome(exc, reason.get("why"), client.timeout, kernel)
+        _fail(result, nb, -1 if isinstance(exc, NoSuchKernel) else at[0], status, ename, message)
     finally:
         done.set()
         watcher.join(timeout=5)
@@ -212,10 +231,6 @@ def execute(
             log.close()
     nb.metadata["testbed"] = result.summary()
     return result
-
-
-class _Stopped(Exception):
-    """Raised between cells when the run is interrupted or out of time."""
 
 
 def _fail(result: Execution, nb: nbformat.NotebookNode, index: int, status: str, name: str, msg: str) -> None:
