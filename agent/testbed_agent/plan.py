@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from testbed_agent.adaptive import Adaptive, RepetitionsError, parse_repetitions
 from testbed_agent.errors import PlanError
 
 DEFAULT_WAIT_S = 0.0
@@ -56,6 +57,8 @@ class Benchmark:
     repetitions: int = DEFAULT_REPETITIONS
     timeout_s: float | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    #: adaptive repetitions (``repetitions`` is then their max); None: a fixed count
+    adaptive: Adaptive | None = None
 
     @property
     def key(self) -> str:
@@ -197,6 +200,20 @@ def _number(raw: Any, path: str, line: int, field_name: str, default: Any, kind:
     return value
 
 
+def _repetitions(
+    raw: Any, path: str, line: int | None, where: str, default: tuple[int, Adaptive | None]
+) -> tuple[int, Adaptive | None]:
+    """A count (``_number``) or adaptive repetitions (adaptive.parse_repetitions)."""
+    if not isinstance(raw, dict):
+        count = _number(raw, path, line, where, default[0], int)
+        return (count, default[1]) if raw is None else (count, None)
+    try:
+        return parse_repetitions({k: v for k, v in raw.items() if not str(k).startswith("__")}, where)
+    except RepetitionsError as exc:
+        at = raw.get("__keylines__", {}).get(exc.field.rsplit(".", 1)[-1], line)
+        raise PlanError(path, at, exc.field, exc.problem) from None
+
+
 def _strict_int(raw: Any) -> int:
     if isinstance(raw, int):
         return raw
@@ -268,13 +285,12 @@ def _parse_yaml(text: str, path: str) -> tuple[str, list[Benchmark]]:
     d_wait = _number(
         defaults.get("wait_s"), path, dlines.get("wait_s"), "defaults.wait_s", DEFAULT_WAIT_S, float
     )
-    d_reps = _number(
+    d_reps = _repetitions(
         defaults.get("repetitions"),
         path,
         dlines.get("repetitions"),
         "defaults.repetitions",
-        DEFAULT_REPETITIONS,
-        int,
+        (DEFAULT_REPETITIONS, None),
     )
     d_timeout = _number(
         defaults.get("timeout_s"), path, dlines.get("timeout_s"), "defaults.timeout_s", None, float
@@ -309,6 +325,9 @@ def _parse_yaml(text: str, path: str) -> tuple[str, list[Benchmark]]:
         datasets = item.get("datasets") or ()
         if isinstance(datasets, str):
             datasets = (datasets,)
+        reps = _repetitions(
+            item.get("repetitions"), path, klines.get("repetitions", line), "repetitions", d_reps
+        )
         benches.append(
             Benchmark(
                 name=name.strip(),
@@ -317,9 +336,8 @@ def _parse_yaml(text: str, path: str) -> tuple[str, list[Benchmark]]:
                 line=line,
                 datasets=tuple(str(d) for d in datasets),
                 wait_s=_number(item.get("wait_s"), path, klines.get("wait_s", line), "wait_s", d_wait, float),
-                repetitions=_number(
-                    item.get("repetitions"), path, klines.get("repetitions", line), "repetitions", d_reps, int
-                ),
+                repetitions=reps[0],
+                adaptive=reps[1],
                 timeout_s=_number(
                     item.get("timeout_s"), path, klines.get("timeout_s", line), "timeout_s", d_timeout, float
                 ),
