@@ -10,6 +10,7 @@ import os
 import signal
 import socket
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -281,8 +282,9 @@ class Runner:
         info["cc"]["label_mismatch"] = label_mismatch(self.ident.groups, info["cc"]["technology"])
         if info["cc"]["label_mismatch"]:
             self.console.print(f"[bold red]WARNING: {info['cc']['label_mismatch']}[/]")
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(info, indent=2, sort_keys=True, default=str) + "\n")
+        fd, tmp = tempfile.mkstemp(dir=self.out, prefix=f".{self.ident.host}.sysinfo.", suffix=".tmp")
+        with os.fdopen(fd, "w") as fh:
+            fh.write(json.dumps(info, indent=2, sort_keys=True, default=str) + "\n")
         os.replace(tmp, path)
 
     def _progress(self, stack: ExitStack, total: int) -> Progress | None:
