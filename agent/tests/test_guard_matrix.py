@@ -86,7 +86,9 @@ def test_custom_fio_job_without_filename_refused(tmp_path: Path) -> None:
 
 def test_custom_fio_job_with_the_agents_file_runs(tmp_path: Path) -> None:
     job = tmp_path / "good.fio"
-    job.write_text("[global]\nfilename=${FIO_FILENAME}\nsize=${FIO_SIZE}\n[good]\nrw=write\nbs=4k\nruntime=1\n")
+    job.write_text(
+        "[global]\nfilename=${FIO_FILENAME}\nsize=${FIO_SIZE}\n[good]\nrw=write\nbs=4k\nruntime=1\n"
+    )
     bench = Benchmark("good", "fio", 0, 1, params={**FIO, "job": str(job)})
     Fio.check(bench)
     assert Fio().run(ctx_for(bench, tmp_path)).metrics["write_bw_bytes"]["value"] > 0
@@ -95,7 +97,8 @@ def test_custom_fio_job_with_the_agents_file_runs(tmp_path: Path) -> None:
 @pytest.mark.parametrize("cls", [Fio, Dd])
 def test_stray_sidecar_does_not_mark_a_file(tmp_path: Path, victim: Path, cls: type) -> None:
     Path(f"{victim}.testbed-agent").write_text("created by testbed-agent\n")
-    refused(cls, {**(FIO if cls is Fio else DD), "filename": str(victim)}, tmp_path, "not created by the agent")
+    params = {**(FIO if cls is Fio else DD), "filename": str(victim)}
+    refused(cls, params, tmp_path, "not created by the agent")
     assert victim.read_bytes() == b"precious" * 512
 
 
