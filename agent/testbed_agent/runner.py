@@ -5,6 +5,7 @@ record it as interrupted and exit cleanly; re-running the same run id resumes.""
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import signal
@@ -68,9 +69,9 @@ class Runner:
         console: Console | None = None,
     ) -> None:
         self.plan = plan
-        self.out = out
+        self.out = Path(os.path.abspath(out))  # workloads run tools in other directories
         self.ident = ident
-        self.scratch = scratch or default_scratch(ident.run_id)
+        self.scratch = Path(os.path.abspath(scratch or default_scratch(ident.run_id)))
         self.only = set(only or [])
         self.node_exporter = node_exporter
         self.sample_interval = sample_interval
@@ -81,10 +82,11 @@ class Runner:
         self.stop = threading.Event()
         self.signum: int | None = None
         self._ctx: RunContext | None = None
-        self.results_path = out / f"{ident.host}.jsonl"
-        self.artifacts = out / f"{ident.host}.artifacts"
-        self.state_dir = out / f"{ident.host}.state"
-        self.tracker = ProcessTracker(self.state_dir, f"{ident.run_id}.{ident.host}")
+        self.results_path = self.out / f"{ident.host}.jsonl"
+        self.artifacts = self.out / f"{ident.host}.artifacts"
+        self.state_dir = self.out / f"{ident.host}.state"
+        where = hashlib.sha256(str(self.state_dir).encode()).hexdigest()[:12]  # unique per results dir
+        self.tracker = ProcessTracker(self.state_dir, f"{ident.run_id}.{ident.host}.{where}")
         self.session = uuid.uuid4().hex[:12]
         self.attempts: dict[tuple[int, str, int], int] = {}
         self.history: dict[int, list[dict[str, Any]]] = {}
