@@ -25,7 +25,7 @@ name: reliability
 defaults: {wait_s: 0, repetitions: 2}
 benchmarks:
   - {name: systeminfo, type: sysinfo, repetitions: 1}
-  - {name: fio_4k_randwrite, type: fio, params: {size: 48M, runtime_s: 1, ramp_s: 0}}
+  - {name: fio_4k_randwrite, type: fio, params: {size: 128M, runtime_s: 3, ramp_s: 0}}
   - {name: fio_1m_read, type: fio, params: {size: 48M, runtime_s: 1, ramp_s: 0}}
   - {name: dd_write_read, type: dd, params: {bs: 128k, count: 256, source: urandom, pause_s: 0.2}}
   - name: aes-256-gcm
@@ -36,27 +36,48 @@ benchmarks:
 EXECUTIONS = 10
 
 
-def tagged(tag: str) -> list[int]:
-    """Live (non-zombie) processes carrying the test's tag in their environment."""
-    found = []
+def tagged(tag: str) -> dict[int, str]:
+    """Live (non-zombie) processes carrying the test's tag in their environment: pid -> name."""
+    found = {}
     needle = f"TESTBED_RELIABILITY_TAG={tag}".encode()
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             if needle not in Path(f"/proc/{pid}/environ").read_bytes():
                 continue
-            state = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+            stat = Path(f"/proc/{pid}/stat").read_bytes()
         except OSError:
             continue
-        if state not in (b"Z", b"X"):
-            found.append(int(pid))
+        if stat.rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X"):
+            found[int(pid)] = stat[stat.find(b"(") + 1 : stat.rfind(b")")].decode(errors="replace")
     return found
 
 
-def _comm(pid: int) -> str:
+def sessions_started(out: Path) -> int:
     try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
+        return (out / "h1.state" / "sessions").read_text().count("start ")
     except OSError:
-        return "?"
+        return 0
+
+
+def survivors(left: dict[int, str], out: Path, before: int) -> dict[int, str]:
+    """Which of a killed attempt's processes are still alive once the resumed agent has begun
+    (its session is recorded, or 3 s have passed)."""
+    deadline = time.monotonic() + 3
+    while sessions_started(out) <= before and time.monotonic() < deadline:
+        time.sleep(0.02)
+    alive = set(left) & set(tagged_cached(left))
+    return {p: left[p] for p in alive}
+
+
+def tagged_cached(left: dict[int, str]) -> list[int]:
+    return [p for p in left if Path(f"/proc/{p}").exists() and _live(p)]
+
+
+def _live(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+    except OSError:
+        return False
 
 
 @pytest.mark.slow
@@ -71,13 +92,19 @@ def test_random_sigkills_then_resume(tmp_path: Path) -> None:
            "--scratch", str(scratch), "--node-exporter", ""]  # fmt: skip
     kills = resumes = left_after_kill = 0
     names: dict[str, int] = {}
+    survived: dict[str, int] = {}
+    left: dict[int, str] = {}
     rc = None
     started = time.monotonic()
     while rc != 0:
         assert time.monotonic() - started < 240, "bounded: the suite must finish"
+        before = sessions_started(out)
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 text=True, start_new_session=True)  # fmt: skip
         resumes += kills > 0
+        for name in survivors(left, out, before).values():
+            survived[name] = survived.get(name, 0) + 1
+        left = {}
         if kills < KILLS:
             try:
                 rc = proc.wait(rng.uniform(0.4, 3.0))
@@ -88,8 +115,8 @@ def test_random_sigkills_then_resume(tmp_path: Path) -> None:
                 time.sleep(0.1)
                 left = tagged(tag)
                 left_after_kill += bool(left)
-                for pid in left:
-                    names[_comm(pid)] = names.get(_comm(pid), 0) + 1
+                for name in left.values():
+                    names[name] = names.get(name, 0) + 1
                 continue
         _, err = proc.communicate(timeout=300)
         rc = proc.returncode
@@ -101,7 +128,8 @@ def test_random_sigkills_then_resume(tmp_path: Path) -> None:
     print(
         f"\nreliability: seed {SEED}, {kills} SIGKILLs, {resumes} resumes, {len(recs)} records, "
         f"{len(ok)}/{EXECUTIONS} executions ok, {left_after_kill} kills left processes "
-        f"(reaped on resume: {names}), {len(orphans)} alive at end"
+        f"({names}), {sum(survived.values())} alive once the resume began ({survived}), "
+        f"{len(orphans)} alive at end"
     )
     assert kills == KILLS
     assert result.duplicates == 0 and result.conflicts == []
@@ -111,6 +139,6 @@ def test_random_sigkills_then_resume(tmp_path: Path) -> None:
     assert sorted((r["index"], r["repetition"]) for r in ok) == sorted(
         {(i, rep) for i, reps in enumerate((1, 2, 2, 2, 2, 1)) for rep in range(reps)}
     )
-    assert orphans == []
+    assert survived == {} and orphans == {}
     assert not scratch.exists()
     assert not any(p.name.endswith(".staging") for p in out.rglob("*"))
