@@ -106,30 +106,35 @@ class Runner:
         self.out.mkdir(parents=True, exist_ok=True, mode=0o700)
         with ResultWriter(self.results_path) as writer:  # the lock first: one agent per file
             killed = self._begin_session()
-            self.scratch = scratch.prepare(self.scratch, self.out)
-            self._write_sysinfo()
-            done, self.attempts = resume_state(self.results_path, self.plan.sha256, killed)
-            self.history = _history(self.results_path, self.plan.sha256)
-            benches = [b for b in self.plan.benchmarks if not self.only or b.name in self.only]
-            total = sum(b.repetitions for b in benches)
-            handlers = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
             try:
-                with ExitStack() as stack:
-                    progress = self._progress(stack, total)
-                    task = progress.add_task("starting", total=total) if progress else None
-                    self._loop(writer, benches, done, total, (progress, task))
+                self._run_locked(writer, killed)
             finally:
-                for s, h in handlers.items():
-                    signal.signal(s, h)
-            finished = not self.stop.is_set()
-            self.exporter.update(sum(self.counts.values()), total, "", "done" if finished else "interrupted")
-            if finished and not self.options.get("keep_scratch"):
-                scratch.remove(self.scratch)
-            self._end_session()
+                self._end_session()
         self._summary()
         if self.signum is not None:
             return 128 + self.signum
         return EXIT_FAILURES if self.counts["failed"] or self.counts["timeout"] else 0
+
+    def _run_locked(self, writer: ResultWriter, killed: set[str]) -> None:
+        self.scratch = scratch.prepare(self.scratch, self.out)
+        self._write_sysinfo()
+        done, self.attempts = resume_state(self.results_path, self.plan.sha256, killed)
+        self.history = _history(self.results_path, self.plan.sha256)
+        benches = [b for b in self.plan.benchmarks if not self.only or b.name in self.only]
+        total = sum(b.repetitions for b in benches)
+        handlers = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            with ExitStack() as stack:
+                progress = self._progress(stack, total)
+                task = progress.add_task("starting", total=total) if progress else None
+                self._loop(writer, benches, done, total, (progress, task))
+        finally:
+            for s, h in handlers.items():
+                signal.signal(s, h)
+        finished = not self.stop.is_set()
+        self.exporter.update(sum(self.counts.values()), total, "", "done" if finished else "interrupted")
+        if finished and not self.options.get("keep_scratch"):
+            scratch.remove(self.scratch)
 
     def _loop(
         self, writer: ResultWriter, benches: list[Benchmark], done: dict, total: int, bar: tuple

@@ -119,6 +119,7 @@ benchmarks:
 """
 
 
+@pytest.mark.slow
 def test_runner_stops_adaptive_benchmarks_and_records_why(tmp_path: Path) -> None:
     plan = tmp_path / "plan.yml"
     plan.write_text(PLAN)

@@ -117,6 +117,7 @@ def test_second_agent_exits_2_and_leaves_the_winners_line(tmp_path: Path, plan: 
         assert path.read_text() == '{"half": "written'
 
 
+@pytest.mark.slow
 def test_concurrent_agents_one_wins(tmp_path: Path, plan: Path) -> None:
     import subprocess
     import sys
