@@ -61,8 +61,8 @@ def sessions_started(out: Path) -> int:
 
 def survivors(left: dict[int, str], out: Path, before: int) -> dict[int, str]:
     """Which of a killed attempt's processes are still alive once the resumed agent has begun
-    (its session is recorded, or 3 s have passed)."""
-    deadline = time.monotonic() + 3
+    (its session is recorded, or 30 s have passed)."""
+    deadline = time.monotonic() + 30
     while sessions_started(out) <= before and time.monotonic() < deadline:
         time.sleep(0.02)
     alive = set(left) & set(tagged_cached(left))
