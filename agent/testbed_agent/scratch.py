@@ -1,7 +1,8 @@
 """Scratch directories and names that become paths: the agent removes only what it created.
 
 A scratch directory is made by the agent and marked with a file ``.testbed-agent-dir`` written at
-creation (holding the owner uid and whether the agent created the directory itself). At the end of
+creation (holding the owner uid, the directory's device and inode, so a mark copied elsewhere is
+no mark, and whether the agent created the directory itself). At the end of
 a run only a directory carrying that mark is cleaned; a directory the agent adopted (it existed and
 was empty) is emptied, never removed. Run ids and host names, which become path components, are
 validated names.
@@ -72,7 +73,9 @@ def prepare(path: Path, out: Path) -> Path:
 
 
 def _write_marker(path: Path, *, created: bool) -> None:
-    body = json.dumps({"testbed_agent": True, "uid": os.getuid(), "created": created}) + "\n"
+    st = os.lstat(path)
+    doc = {"testbed_agent": True, "uid": os.getuid(), "dir": f"{st.st_dev}:{st.st_ino}", "created": created}
+    body = json.dumps(doc) + "\n"
     fd = os.open(path / MARKER, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w") as fh:
         fh.write(body)
@@ -86,7 +89,10 @@ def _marker(path: Path) -> dict | None:
         doc = json.loads((path / MARKER).read_text())
     except (OSError, ValueError):
         return None
-    return doc if isinstance(doc, dict) and doc.get("testbed_agent") is True else None
+    if not isinstance(doc, dict) or doc.get("testbed_agent") is not True:
+        return None
+    dst = os.lstat(path)
+    return doc if doc.get("dir") == f"{dst.st_dev}:{dst.st_ino}" else None  # a copied mark is no mark
 
 
 def is_marked(path: Path) -> bool:

@@ -133,3 +133,15 @@ def test_concurrent_agents_one_wins(tmp_path: Path, plan: Path) -> None:
     assert all(rc in (0, 2) for rc, _ in results), results
     assert not any("Traceback" in err for _, err in results), results
     assert [r["status"] for r in read_records(out / "h1.jsonl")] == ["ok"]
+
+
+def test_copied_scratch_mark_does_not_make_a_directory_removable(tmp_path: Path, plan: Path) -> None:
+    from testbed_agent import scratch
+
+    ours = scratch.prepare(tmp_path / "ours", tmp_path / "out")
+    data = precious(tmp_path / "mydata")
+    (data.parent / scratch.MARKER).write_bytes((ours / scratch.MARKER).read_bytes())
+    assert not scratch.is_marked(data.parent) and scratch.remove(data.parent) is False
+    res = run(plan, tmp_path / "results" / "r1", "--scratch", str(data.parent))
+    assert res.returncode == 2 and data.read_text() == "keep me"
+    assert scratch.remove(ours) is True and not ours.exists()
