@@ -38,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--scratch",
         type=Path,
         help="new or empty directory for test files, removed after the run; outside --out "
-        "(default: $TESTBED_SCRATCH/RUN_ID, root /var/tmp/testbed-agent)",
+        "(default: $TESTBED_SCRATCH/RUN_ID-HASH, root /var/tmp/testbed-agent)",
     )
     run.add_argument("--only", action="append", default=[], help="run only benchmarks with this name")
     run.add_argument(

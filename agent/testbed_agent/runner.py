@@ -71,7 +71,7 @@ class Runner:
         self.plan = plan
         self.out = Path(os.path.abspath(out))  # workloads run tools in other directories
         self.ident = ident
-        self.scratch = Path(os.path.abspath(scratch or default_scratch(ident.run_id)))
+        self.scratch = Path(os.path.abspath(scratch or default_scratch(ident.run_id, out, ident.host)))
         self.only = set(only or [])
         self.node_exporter = node_exporter
         self.sample_interval = sample_interval
@@ -117,6 +117,10 @@ class Runner:
 
     def _run_locked(self, writer: ResultWriter, killed: set[str]) -> None:
         self.scratch = scratch.prepare(self.scratch, self.out)
+        with scratch.lock(self.scratch):
+            self._run_in_scratch(writer, killed)
+
+    def _run_in_scratch(self, writer: ResultWriter, killed: set[str]) -> None:
         self._write_sysinfo()
         done, self.attempts = resume_state(self.results_path, self.plan.sha256, killed)
         self.history = _history(self.results_path, self.plan.sha256)

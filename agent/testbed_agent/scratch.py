@@ -10,12 +10,15 @@ validated names.
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
 import os
 import re
 import shutil
 import stat
 from pathlib import Path
+from typing import IO
 
 from testbed_agent.errors import TestbedError
 
@@ -34,9 +37,24 @@ def check_name(value: str, what: str) -> str:
     return value
 
 
-def default_scratch(run_id: str) -> Path:
-    """``$TESTBED_SCRATCH/<run_id>`` (default root /var/tmp/testbed-agent)."""
-    return Path(os.environ.get("TESTBED_SCRATCH", DEFAULT_ROOT)) / check_name(run_id, "run id")
+def default_scratch(run_id: str, out: Path, host: str) -> Path:
+    """``$TESTBED_SCRATCH/<run_id>-<hash of results dir and host>`` (root /var/tmp/testbed-agent):
+    two runs with the same id into different results directories never share a scratch."""
+    where = hashlib.sha256(f"{os.path.realpath(out)}\0{host}".encode()).hexdigest()[:10]
+    return Path(os.environ.get("TESTBED_SCRATCH", DEFAULT_ROOT)) / f"{check_name(run_id, 'run id')}-{where}"
+
+
+def lock(path: Path) -> IO[str]:
+    """Hold an exclusive lock on a marked scratch directory for the run; refuse one in use."""
+    fh = open(path / MARKER, encoding="utf-8")  # noqa: SIM115 - held for the run
+    try:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fh.close()
+        raise TestbedError(
+            f"--scratch {path} is in use by another agent", hint="give each run its own scratch"
+        ) from None
+    return fh
 
 
 def _related(a: Path, b: Path) -> bool:

@@ -145,3 +145,22 @@ def test_copied_scratch_mark_does_not_make_a_directory_removable(tmp_path: Path,
     res = run(plan, tmp_path / "results" / "r1", "--scratch", str(data.parent))
     assert res.returncode == 2 and data.read_text() == "keep me"
     assert scratch.remove(ours) is True and not ours.exists()
+
+
+def test_scratch_in_use_by_another_agent_is_refused(tmp_path: Path, plan: Path) -> None:
+    from testbed_agent import scratch
+
+    busy = scratch.prepare(tmp_path / "busy", tmp_path / "other-out")
+    (busy / "their-test-file").write_text("in use")
+    with scratch.lock(busy):
+        res = run(plan, tmp_path / "results" / "r1", "--scratch", str(busy))
+    assert res.returncode == 2 and "in use by another agent" in res.stderr
+    assert (busy / "their-test-file").read_text() == "in use"
+
+
+def test_default_scratch_differs_per_results_dir(tmp_path: Path) -> None:
+    from testbed_agent.scratch import default_scratch
+
+    a = default_scratch("run", tmp_path / "a" / "run", "h1")
+    assert a != default_scratch("run", tmp_path / "b" / "run", "h1")
+    assert a != default_scratch("run", tmp_path / "a" / "run", "h2") and a.name.startswith("run-")
