@@ -12,7 +12,7 @@ from testbed_agent import __version__
 from testbed_agent.errors import TestbedError, cli_main
 
 #: modules that add a subcommand through ``add_parser(subparsers)``
-PLUGIN_COMMANDS = ("testbed_agent.faas.cli",)
+PLUGIN_COMMANDS = ("testbed_agent.faas.cli", "testbed_agent.attest.cli")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -124,6 +124,10 @@ class Runner:
         self._write_sysinfo()
         done, self.attempts = resume_state(self.results_path, self.plan.sha256, killed)
         self.history = _history(self.results_path, self.plan.sha256)
+        from testbed_agent.attest.binding import Binder  # evidence bound to the results (issue 14)
+
+        binder = Binder(self.out, self.ident, self.results_path, self.options, self.console.print)
+        binder.begin()
         benches = [b for b in self.plan.benchmarks if not self.only or b.name in self.only]
         total = sum(b.repetitions for b in benches)
         handlers = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
@@ -135,6 +139,7 @@ class Runner:
         finally:
             for s, h in handlers.items():
                 signal.signal(s, h)
+        binder.end()
         finished = not self.stop.is_set()
         self.exporter.update(sum(self.counts.values()), total, "", "done" if finished else "interrupted")
         if finished and not self.options.get("keep_scratch"):

@@ -18,6 +18,7 @@ from matplotlib.colors import to_hex
 
 from testbed_reports import __version__, plots, svgplot
 from testbed_reports.anova import ANOVA_NOTE, anova_codes
+from testbed_reports.audit import attest_column
 from testbed_reports.compare import auto_pairs, compare, parse_pairs
 from testbed_reports.errors import ReportError
 from testbed_reports.fingerprint import fingerprints, label_factors, mismatches
@@ -243,6 +244,8 @@ def build(
         if len(extra):
             fp = pd.concat([fp, fingerprints(extra.astype(str), {})], ignore_index=True)
     flagged = mismatches(fp)
+    fp, unverified = attest_column(paths, fp)  # audited attestation column + banner (issue 14)
+    flagged += unverified
     problems = [p for _, p in flagged]
     factors = label_factors(fp)
     labels = sorted(set(ds.obs["label"].astype(str)) | set(ds.records["label"].astype(str)))

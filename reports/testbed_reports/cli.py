@@ -92,6 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--tukey", action="store_true", help="add Tukey HSD pairwise comparisons per factor")
     a.add_argument("--out", type=Path, required=True, metavar="DIR", help="output directory")
     a.set_defaults(func=_cmd_analyze)
+    from testbed_reports.audit_cli import add_parser as add_audit  # issue 14
+
+    add_audit(sub)
     return parser
 
 

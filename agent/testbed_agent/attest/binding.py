@@ -1,0 +1,199 @@
+"""Binding results to hardware: before the plan starts and after it ends the agent asks the
+hardware for fresh evidence whose REPORT_DATA / TPM nonce is a digest of (run id, host, plan
+sha256, phase, SHA-256 of the results file so far), and keeps it in ``<host>.evidence/``."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from testbed_agent.attest.probe import SEV_GUEST, TPM_DEVICE, TSM_REPORT, EvidenceProbe, ProbeError
+
+HCL_NV = "0x01400001"
+USER_DATA_NV = "0x01400002"
+AZURE_AK = "0x81000003"
+QUOTE_PCRS = "sha256:0,1,2,3,4,5,6,7"
+FORMAT = "testbed-evidence"
+
+
+def claims(run_id: str, host: str, plan_sha256: str, phase: str, results: Path) -> dict[str, Any]:
+    """What the evidence binds: identity of the run and the digest of the results so far."""
+    data = results.read_bytes() if results.exists() else b""
+    return {
+        "run_id": run_id,
+        "host": host,
+        "plan_sha256": plan_sha256,
+        "phase": phase,
+        "results_file": results.name,
+        "results_bytes": len(data),
+        "results_sha256": hashlib.sha256(data).hexdigest(),
+    }
+
+
+def canonical(c: dict[str, Any]) -> bytes:
+    return json.dumps(c, sort_keys=True, separators=(",", ":")).encode()
+
+
+def report_data(c: dict[str, Any]) -> bytes:
+    """The 64 bytes of SNP/TDX REPORT_DATA (and Azure's user data): SHA-512 of the claims."""
+    return hashlib.sha512(canonical(c)).digest()
+
+
+def tpm_nonce(c: dict[str, Any]) -> bytes:
+    """The TPM quote's qualifying data: SHA-256 of the claims."""
+    return hashlib.sha256(canonical(c)).digest()
+
+
+def _pem(der: bytes) -> str:
+    import base64
+    import textwrap
+
+    body = "\n".join(textwrap.wrap(base64.b64encode(der).decode(), 64))
+    return f"-----BEGIN CERTIFICATE-----\n{body}\n-----END CERTIFICATE-----\n"
+
+
+def cert_table_pem(table: bytes) -> str:
+    """The SNP extended report's certificate table (GUID, offset, length entries) as PEM."""
+    out, pos = [], 0
+    while pos + 24 <= len(table) and table[pos : pos + 16] != bytes(16):
+        off = int.from_bytes(table[pos + 16 : pos + 20], "little")
+        size = int.from_bytes(table[pos + 20 : pos + 24], "little")
+        if size and off + size <= len(table):
+            out.append(_pem(table[off : off + size]))
+        pos += 24
+    return "".join(out)
+
+
+class Binder:
+    """Collects begin/end evidence for one host's run; never stops the run if evidence fails."""
+
+    def __init__(
+        self,
+        out: Path,
+        ident: Any,
+        results: Path,
+        options: dict[str, Any] | None = None,
+        log: Callable[[str], Any] | None = None,
+    ) -> None:
+        options = options or {}
+        self.dir = Path(out) / f"{ident.host}.evidence"
+        self.ident = ident
+        self.results = Path(results)
+        self.cloud = options.get("cloud") or "none"
+        self.probe: EvidenceProbe = options.get("evidence_probe") or EvidenceProbe()
+        self.log = log or (lambda _msg: None)
+
+    def begin(self) -> dict[str, Any]:
+        return self.collect("begin")
+
+    def end(self) -> dict[str, Any]:
+        return self.collect("end")
+
+    def collect(self, phase: str) -> dict[str, Any]:
+        c = claims(self.ident.run_id, self.ident.host, self.ident.plan_sha256, phase, self.results)
+        existing = sorted(self.dir.glob("[0-9]*-*")) if self.dir.exists() else []
+        target = self.dir / f"{len(existing):02d}-{phase}"
+        target.mkdir(parents=True, exist_ok=True)
+        started = time.perf_counter()
+        manifest: dict[str, Any] = {"format": FORMAT, "version": 1, "phase": phase, "binding": c}
+        try:
+            manifest.update(self._gather(c, target))
+        except (ProbeError, OSError, ValueError) as exc:
+            manifest.update({"attestation": "failed", "reason": str(exc)})
+        except Exception as exc:  # noqa: BLE001 - evidence must never cost the run
+            manifest.update({"attestation": "failed", "reason": f"{type(exc).__name__}: {exc}"})
+        manifest["collected_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+        manifest["collect_s"] = round(time.perf_counter() - started, 6)
+        tmp = target / "manifest.json.tmp"
+        tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        os.replace(tmp, target / "manifest.json")
+        state = manifest.get("attestation", "collected")
+        why = f" - {manifest['reason']}" if "reason" in manifest and phase == "begin" else ""
+        self.log(f"attestation ({phase}): {state}{why or ' (' + str(manifest.get('technology', '')) + ')'}")
+        return manifest
+
+    def _gather(self, c: dict[str, Any], target: Path) -> dict[str, Any]:
+        p = self.probe
+        if p.exists(TSM_REPORT):
+            return self._tsm(c, target)
+        if p.exists(SEV_GUEST):
+            (target / "report.bin").write_bytes(p.sev_guest_report(report_data(c)))
+            return {"technology": "sev-snp", "method": "sev-guest", "files": {"report": "report.bin"}}
+        if p.exists(TPM_DEVICE) and p.has_tool("tpm2_nvread") and self._azure_hcl_present():
+            return self._azure(c, target)
+        looked = f"no {TSM_REPORT}, no {SEV_GUEST}, no Azure vTPM HCL report (NV {HCL_NV} at {TPM_DEVICE})"
+        return {"attestation": "unavailable", "reason": f"no confidential-computing hardware: {looked}"}
+
+    def _tsm(self, c: dict[str, Any], target: Path) -> dict[str, Any]:
+        got = self.probe.tsm_report(report_data(c))
+        provider = got["provider"].decode().strip()
+        if provider.startswith("tdx"):
+            (target / "quote.dat").write_bytes(got["outblob"])
+            return {
+                "technology": "tdx",
+                "method": f"configfs-tsm ({provider})",
+                "files": {"quote": "quote.dat"},
+            }
+        (target / "report.bin").write_bytes(got["outblob"])
+        files = {"report": "report.bin"}
+        if got.get("auxblob"):
+            (target / "certs.pem").write_text(cert_table_pem(got["auxblob"]))
+            files["certs"] = "certs.pem"
+        return {"technology": "sev-snp", "method": f"configfs-tsm ({provider})", "files": files}
+
+    def _azure_hcl_present(self) -> bool:
+        try:
+            self.probe.tpm2("nvreadpublic", HCL_NV)
+        except ProbeError:
+            return False
+        return True
+
+    def _azure(self, c: dict[str, Any], target: Path) -> dict[str, Any]:
+        p = self.probe
+        try:
+            p.tpm2("nvreadpublic", USER_DATA_NV)
+        except ProbeError:
+            p.tpm2(
+                "nvdefine",
+                USER_DATA_NV,
+                "-C",
+                "o",
+                "-s",
+                "64",
+                "-a",
+                "ownerread|ownerwrite|authread|authwrite",
+            )
+        p.tpm2("nvwrite", USER_DATA_NV, "-C", "o", "-i", "-", data=report_data(c))
+        (target / "hcl-report.bin").write_bytes(p.tpm2("nvread", HCL_NV, "-C", "o"))
+        q = ("quote.msg", "quote.sig")
+        p.tpm2(
+            "quote",
+            "-c",
+            AZURE_AK,
+            "-l",
+            QUOTE_PCRS,
+            "-q",
+            tpm_nonce(c).hex(),
+            "-m",
+            str(target / q[0]),
+            "-s",
+            str(target / q[1]),
+            "-g",
+            "sha256",
+        )
+        (target / "pcrs.yaml").write_bytes(p.tpm2("pcrread", QUOTE_PCRS))
+        files = {"hcl": "hcl-report.bin", "quote_msg": q[0], "quote_sig": q[1], "pcrs": "pcrs.yaml"}
+        out: dict[str, Any] = {"technology": "azure-hcl", "method": "azure-vtpm", "files": files}
+        if self.cloud == "azure":
+            try:
+                (target / "certs.pem").write_text(p.thim_certs())
+                files["certs"] = "certs.pem"
+            except ProbeError as exc:
+                out["certs_error"] = str(exc)
+        return out

@@ -1,0 +1,78 @@
+"""Verifying an evidence directory the agent wrote (``<host>.evidence/NN-phase/manifest.json``):
+the evidence itself, and that its REPORT_DATA / nonce is the digest of the claims it records."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from testbed_agent.attest import binding
+from testbed_agent.attest.model import EvidenceError, Result
+from testbed_agent.attest.verify import Options, verify_bytes
+
+
+def load_manifest(path: Path) -> dict[str, Any]:
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise EvidenceError(f"{path}: unreadable evidence manifest ({exc})") from exc
+    if not isinstance(doc, dict) or doc.get("format") != binding.FORMAT:
+        raise EvidenceError(f"{path}: not a {binding.FORMAT} manifest")
+    return doc
+
+
+def verify_manifest(path: Path, opts: Options) -> Result:
+    doc = load_manifest(path)
+    if doc.get("attestation") in ("unavailable", "failed"):
+        raise EvidenceError(f"{path}: attestation {doc['attestation']}: {doc.get('reason')}")
+    base = Path(path).parent
+    files = {k: base / v for k, v in doc.get("files", {}).items()}
+    claims = doc.get("binding") or {}
+    want_rd, want_nonce = binding.report_data(claims), binding.tpm_nonce(claims)
+    tech = doc.get("technology")
+    chain = list(opts.chain) + ([files["certs"]] if "certs" in files else [])
+    if tech == "azure-hcl":
+        o = replace(
+            opts,
+            chain=chain,
+            tpm_quote=files.get("quote_msg"),
+            signature=files.get("quote_sig"),
+            pcrs=files.get("pcrs"),
+            nonce=want_nonce,
+        )
+        res = verify_bytes("azure-hcl", _read(files, "hcl"), o, str(files["hcl"]))
+        user = str(res.info.get("hcl", {}).get("claims", {}).get("user-data", ""))
+        if user:
+            res.add(
+                "binding: HCL user-data == digest of claims",
+                bytes.fromhex(user) == want_rd,
+                f"user-data {user[:16].lower()}...",
+            )
+        res.add(
+            "binding: TPM nonce == digest of claims",
+            res.info.get("tpm_quote", {}).get("qualifying_data") == want_nonce.hex(),
+            "SHA-256 of the recorded claims",
+        )
+    elif tech in ("sev-snp", "tdx"):
+        key = "report" if tech == "sev-snp" else "quote"
+        res = verify_bytes(tech, _read(files, key), replace(opts, chain=chain), str(files[key]))
+        res.add(
+            "binding: REPORT_DATA == digest of claims",
+            res.report_data == want_rd.hex(),
+            f"SHA-512 of the recorded claims {want_rd.hex()[:16]}... vs {str(res.report_data)[:16]}...",
+        )
+    else:
+        raise EvidenceError(f"{path}: unknown technology {tech!r}")
+    res.info["binding"] = claims
+    return res
+
+
+def _read(files: dict[str, Path], key: str) -> bytes:
+    if key not in files:
+        raise EvidenceError(f"evidence manifest names no '{key}' file")
+    try:
+        return files[key].read_bytes()
+    except OSError as exc:
+        raise EvidenceError(f"{files[key]}: {exc.strerror}") from exc

@@ -1,0 +1,173 @@
+"""TPM 2.0 quotes: TPMS_ATTEST parsing, the attestation key's signature, qualifying data (nonce)
+and the PCR digest."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from testbed_agent.attest.model import EvidenceError, Result
+
+TPM_GENERATED = 0xFF544347
+ST_ATTEST_QUOTE = 0x8018
+_HASHES = {0x0004: "sha1", 0x000B: "sha256", 0x000C: "sha384", 0x000D: "sha512"}
+_SIG_SCHEMES = {0x0014: "rsassa", 0x0016: "rsapss", 0x0018: "ecdsa"}
+
+
+@dataclass(frozen=True)
+class Quote:
+    raw: bytes
+    signer_name: bytes
+    extra_data: bytes
+    clock: int
+    reset_count: int
+    restart_count: int
+    firmware: int
+    pcr_select: dict[str, list[int]]
+    pcr_digest: bytes
+
+
+class _Reader:
+    def __init__(self, data: bytes, source: str) -> None:
+        self.data, self.pos, self.source = data, 0, source
+
+    def take(self, fmt: str) -> Any:
+        size = struct.calcsize(fmt)
+        if self.pos + size > len(self.data):
+            raise EvidenceError(f"{self.source}: truncated at byte {self.pos}")
+        vals = struct.unpack_from(fmt, self.data, self.pos)
+        self.pos += size
+        return vals if len(vals) > 1 else vals[0]
+
+    def tpm2b(self) -> bytes:
+        n = self.take(">H")
+        out = self.data[self.pos : self.pos + n]
+        if len(out) != n:
+            raise EvidenceError(f"{self.source}: truncated TPM2B at byte {self.pos}")
+        self.pos += n
+        return out
+
+
+def parse_quote(raw: bytes, source: str = "quote") -> Quote:
+    """Parse a TPMS_ATTEST of type quote (what ``tpm2_quote -m`` writes)."""
+    r = _Reader(raw, source)
+    magic, kind = r.take(">IH")
+    if magic != TPM_GENERATED or kind != ST_ATTEST_QUOTE:
+        raise EvidenceError(f"{source}: not a TPM2 quote (magic 0x{magic:08x}, type 0x{kind:04x})")
+    name, extra = r.tpm2b(), r.tpm2b()
+    clock, resets, restarts, _safe = r.take(">QIIB")
+    firmware = r.take(">Q")
+    select: dict[str, list[int]] = {}
+    for _ in range(r.take(">I")):
+        alg, size = r.take(">HB")
+        bitmap = r.data[r.pos : r.pos + size]
+        r.pos += size
+        pcrs = [8 * i + b for i, byte in enumerate(bitmap) for b in range(8) if byte >> b & 1]
+        select[_HASHES.get(alg, f"0x{alg:04x}")] = pcrs
+    digest = r.tpm2b()
+    return Quote(raw, name, extra, clock, resets, restarts, firmware, select, digest)
+
+
+def parse_signature(raw: bytes, key_bytes: int) -> tuple[str, str, bytes]:
+    """(scheme, hash, signature bytes) from a plain signature or a TPMT_SIGNATURE."""
+    if len(raw) == key_bytes:
+        return "rsassa", "sha256", raw
+    if len(raw) >= 6:
+        alg, halg = struct.unpack_from(">HH", raw, 0)
+        scheme = _SIG_SCHEMES.get(alg)
+        if scheme in ("rsassa", "rsapss"):
+            (size,) = struct.unpack_from(">H", raw, 4)
+            return scheme, _HASHES.get(halg, "?"), raw[6 : 6 + size]
+        if scheme == "ecdsa":
+            r_len = struct.unpack_from(">H", raw, 4)[0]
+            r = raw[6 : 6 + r_len]
+            s_len = struct.unpack_from(">H", raw, 6 + r_len)[0]
+            s = raw[8 + r_len : 8 + r_len + s_len]
+            return "ecdsa", _HASHES.get(halg, "?"), r + s
+    raise EvidenceError(f"TPM signature of {len(raw)} bytes: neither plain nor TPMT_SIGNATURE")
+
+
+def load_pcrs(text: str, source: str = "pcrs") -> dict[str, dict[int, bytes]]:
+    """PCR values as ``{"sha256": {"0": "hex", ...}}`` (JSON) or ``tpm2_pcrread`` YAML output."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        import yaml
+
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise EvidenceError(f"{source}: neither JSON nor YAML ({exc})") from exc
+    if not isinstance(data, Mapping):
+        raise EvidenceError(f"{source}: expected a mapping of hash algorithm -> PCR index -> value")
+    out: dict[str, dict[int, bytes]] = {}
+    for alg, bank in data.items():
+        if not isinstance(bank, Mapping):
+            continue
+        out[str(alg)] = {int(k): _pcr_bytes(v) for k, v in bank.items()}
+    return out
+
+
+def _pcr_bytes(v: Any) -> bytes:
+    if isinstance(v, int):  # tpm2_pcrread's YAML prints values as 0x... integers
+        return v.to_bytes((v.bit_length() + 7) // 8 or 1, "big")
+    return bytes.fromhex(str(v).removeprefix("0x"))
+
+
+def pcr_digest(quote: Quote, pcrs: Mapping[str, Mapping[int, bytes]]) -> tuple[bytes | None, str]:
+    """The digest the TPM computes: H(concatenation of the selected PCRs in selection order)."""
+    buf = b""
+    for alg, indices in quote.pcr_select.items():
+        bank = pcrs.get(alg, {})
+        missing = [i for i in indices if i not in bank]
+        if missing:
+            return None, f"PCR values missing for {alg} {missing}"
+        size = hashlib.new(alg).digest_size
+        buf += b"".join(bank[i].rjust(size, b"\0") for i in indices)
+    return hashlib.sha256(buf).digest(), "sha256"
+
+
+def verify_quote(
+    res: Result,
+    msg: bytes,
+    sig: bytes,
+    ak: Any,
+    *,
+    nonce: bytes | None,
+    pcrs: Mapping[str, Mapping[int, bytes]] | None = None,
+    prefix: str = "tpm",
+) -> Quote:
+    """Add the quote checks (signature, nonce, PCR digest) to ``res``."""
+    from testbed_agent.attest import keys
+
+    quote = parse_quote(msg)
+    ok, detail = keys.verify_tpm_signature(ak, msg, sig)
+    res.add(f"{prefix}: quote signature", ok, detail)
+    res.info["tpm_quote"] = {
+        "qualifying_data": quote.extra_data.hex(),
+        "pcr_select": quote.pcr_select,
+        "pcr_digest": quote.pcr_digest.hex(),
+        "clock": quote.clock,
+        "reset_count": quote.reset_count,
+    }
+    if nonce is None:
+        res.add(f"{prefix}: qualifying data", False, "no expected nonce given (--nonce)")
+    else:
+        res.add(
+            f"{prefix}: qualifying data == expected nonce",
+            quote.extra_data == nonce,
+            f"quote {quote.extra_data.hex() or '(empty)'} vs expected {nonce.hex()}",
+        )
+    if pcrs is not None:
+        want, _ = pcr_digest(quote, pcrs)
+        res.add(
+            f"{prefix}: PCR digest",
+            want == quote.pcr_digest,
+            f"quote {quote.pcr_digest.hex()[:16]}... vs PCR values "
+            + (f"{want.hex()[:16]}..." if want else "incomplete"),
+        )
+    return quote

@@ -1,0 +1,154 @@
+"""``verify_file``: recognise a piece of evidence and run its verifier; the library entry point the
+CLI and ``testbed-report audit`` share."""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from testbed_agent.attest.model import EvidenceError, Result
+
+
+@dataclass
+class Options:
+    """What the verifier may use besides the evidence itself (all local files, no network)."""
+
+    chain: list[Path] = field(default_factory=list)
+    roots: list[Path] = field(default_factory=list)
+    as_of: datetime | None = None
+    allow_debug: bool = False
+    ak: Path | None = None
+    signature: Path | None = None
+    tpm_quote: Path | None = None
+    nonce: bytes | None = None
+    pcrs: Path | None = None
+    tcb_info: Path | None = None
+    tdx_quote: Path | None = None
+
+    @property
+    def when(self) -> datetime:
+        return self.as_of or datetime.now(UTC)
+
+
+def kind_of(data: bytes) -> str:
+    """'manifest', 'azure-hcl', 'tpm-quote', 'sev-snp' or 'tdx' from the first bytes."""
+    if data[:1] == b"{":
+        return "manifest"
+    if data[:4] == b"HCLA":
+        return "azure-hcl"
+    if data[:4] == b"\xffTCG":
+        return "tpm-quote"
+    if len(data) >= 8:
+        version, _k, tee = struct.unpack_from("<HHI", data, 0)
+        if version in (4, 5) and tee == 0x81:
+            return "tdx"
+        if len(data) == 1184 and 2 <= struct.unpack_from("<I", data, 0)[0] <= 5:
+            return "sev-snp"
+    raise EvidenceError(
+        "not a recognised evidence format "
+        "(SEV-SNP report, Azure HCL report, TDX quote, TPM quote, evidence manifest)"
+    )
+
+
+def _read(path: Path | None, what: str) -> bytes | None:
+    if path is None:
+        return None
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise EvidenceError(f"{path}: {exc.strerror} ({what})") from exc
+
+
+def verify_file(path: Path, opts: Options | None = None) -> Result:
+    """Verify the evidence in ``path`` (a file, or an evidence directory with manifest.json)."""
+    opts = opts or Options()
+    path = Path(path)
+    if path.is_dir():
+        path = path / "manifest.json"
+    data = _read(path, "evidence")
+    assert data is not None
+    try:
+        kind = kind_of(data)
+    except EvidenceError as exc:
+        raise EvidenceError(f"{path}: {exc}") from exc
+    if kind == "manifest":
+        from testbed_agent.attest.manifest import verify_manifest
+
+        return verify_manifest(path, opts)
+    return verify_bytes(kind, data, opts, str(path))
+
+
+def verify_bytes(kind: str, data: bytes, opts: Options, source: str, pool: list[Any] | None = None) -> Result:
+    from testbed_agent.attest import chain
+
+    pool = (pool or []) + chain.load_cert_files(opts.chain)
+    roots = chain.load_cert_files(opts.roots)
+    when = opts.when
+    if kind == "sev-snp":
+        from testbed_agent.attest.snp import verify_snp
+
+        res = verify_snp(data, pool, when, allow_debug=opts.allow_debug, extra_roots=roots, source=source)
+    elif kind == "tdx":
+        from testbed_agent.attest.tdx import verify_tdx
+
+        tcb = _read(opts.tcb_info, "--tcb-info")
+        res = verify_tdx(
+            data, pool, when, tcb_info=tcb, allow_debug=opts.allow_debug, extra_roots=roots, source=source
+        )
+    elif kind == "azure-hcl":
+        res = _hcl(data, opts, pool, roots)
+    else:
+        res = _tpm(data, opts, when)
+    res.info.setdefault("as_of_source", "--as-of" if opts.as_of else "now")
+    return res
+
+
+def _quote_pair(opts: Options) -> tuple[bytes, bytes] | None:
+    msg, sig = _read(opts.tpm_quote, "--tpm-quote"), _read(opts.signature, "--signature")
+    if (msg is None) != (sig is None):
+        raise EvidenceError("--tpm-quote and --signature go together")
+    return (msg, sig) if msg is not None and sig is not None else None
+
+
+def _pcrs(opts: Options) -> Any:
+    from testbed_agent.attest.tpm import load_pcrs
+
+    raw = _read(opts.pcrs, "--pcrs")
+    return load_pcrs(raw.decode(), str(opts.pcrs)) if raw is not None else None
+
+
+def _hcl(data: bytes, opts: Options, pool: list[Any], roots: list[Any]) -> Result:
+    from testbed_agent.attest.hcl import verify_hcl
+
+    res, _ak = verify_hcl(
+        data,
+        pool,
+        opts.when,
+        quote=_quote_pair(opts),
+        nonce=opts.nonce,
+        pcrs=_pcrs(opts),
+        tdx_quote=_read(opts.tdx_quote, "--tdx-quote"),
+        allow_debug=opts.allow_debug,
+        extra_roots=roots,
+    )
+    return res
+
+
+def _tpm(data: bytes, opts: Options, when: datetime) -> Result:
+    from testbed_agent.attest.keys import load_public_key
+    from testbed_agent.attest.tpm import verify_quote
+
+    ak_raw, sig = _read(opts.ak, "--ak"), _read(opts.signature, "--signature")
+    if ak_raw is None or sig is None:
+        raise EvidenceError("a TPM quote needs --ak PEM and --signature FILE")
+    res = Result("tpm", when)
+    verify_quote(res, data, sig, load_public_key(ak_raw, str(opts.ak)), nonce=opts.nonce, pcrs=_pcrs(opts))
+    return res
+
+
+def dumps(res: Result) -> str:
+    return json.dumps(res.as_dict(), indent=2, default=str)

@@ -1,0 +1,285 @@
+"""Binding evidence to results: the agent's collector on a software TPM standing in for an Azure
+vTPM (real tpm2-tools, real swtpm), on recorded configfs-tsm answers, and on a machine without
+confidential hardware; then ``testbed-report audit`` over what it wrote."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+
+import pytest
+from attestforge import SAMPLES, AmdLikeChain, hcl_report, pem, snp_report
+from cryptography.hazmat.primitives import serialization
+
+from testbed_agent.attest.binding import Binder
+from testbed_agent.attest.probe import EvidenceProbe, ProbeError
+from testbed_agent.attest.verify import Options
+from testbed_reports.audit import audit_host
+
+
+@dataclass(frozen=True)
+class Ident:
+    run_id: str = "run1"
+    host: str = "cvm-1"
+    plan_sha256: str = "cd" * 32
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _tpm(tcti: str, *args: str) -> bytes:
+    done = subprocess.run(
+        ["tpm2_" + args[0], *args[1:]],
+        env={"TPM2TOOLS_TCTI": tcti, "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        check=False,
+    )
+    if done.returncode:
+        raise subprocess.CalledProcessError(
+            done.returncode, args[0], stderr=done.stderr.decode(errors="replace")[-300:]
+        )
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def chain(tmp_path_factory: pytest.TempPathFactory) -> tuple[AmdLikeChain, Path]:
+    c = AmdLikeChain()
+    _, root = c.write(tmp_path_factory.mktemp("pki"))
+    return c, root
+
+
+@pytest.fixture(scope="module")
+def thim(chain) -> Iterator[str]:
+    """A loopback stand-in for Azure IMDS's THIM endpoint serving the VCEK chain."""
+    c, _ = chain
+    body = json.dumps(
+        {"vcekCert": pem(c.vcek).decode(), "certificateChain": pem(c.ask, c.ark).decode()}
+    ).encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            ok = self.path == "/metadata/THIM/amd/certification" and self.headers.get("Metadata") == "true"
+            self.send_response(200 if ok else 400)
+            self.end_headers()
+            self.wfile.write(body if ok else b"{}")
+
+        def log_message(self, *_a: object) -> None:
+            pass
+
+    srv = HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{srv.server_port}"
+    srv.shutdown()
+
+
+@pytest.fixture(scope="module")
+def azure_vtpm(tmp_path_factory: pytest.TempPathFactory, chain) -> Iterator[str]:
+    """A real swtpm set up like an Azure CVM's vTPM: AK at 0x81000003, HCL report in 0x01400001
+    whose claims hold that AK and whose SNP report the test VCEK signed."""
+    assert shutil.which("swtpm") and shutil.which("tpm2_quote"), (
+        "swtpm and tpm2-tools come from scripts/apt-packages.txt"
+    )
+    state = tmp_path_factory.mktemp("swtpm")
+    port = _port()  # the swtpm TCTI talks to the control channel on port + 1
+    proc = subprocess.Popen(
+        [
+            "swtpm",
+            "socket",
+            "--tpm2",
+            "--tpmstate",
+            f"dir={state}",
+            "--server",
+            f"type=tcp,port={port},bindaddr=127.0.0.1",
+            "--ctrl",
+            f"type=tcp,port={port + 1},bindaddr=127.0.0.1",
+            "--flags",
+            "not-need-init,startup-clear",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    tcti = f"swtpm:host=127.0.0.1,port={port}"
+    for _ in range(50):
+        try:
+            _tpm(tcti, "getrandom", "4")
+            break
+        except subprocess.CalledProcessError as exc:
+            last = exc.stderr
+            time.sleep(0.1)
+    else:
+        raise AssertionError(f"swtpm did not answer: {last}")
+    ctx = state / "ak.ctx"
+    _tpm(
+        tcti,
+        "createprimary",
+        "-Q",
+        "-C",
+        "o",
+        "-G",
+        "rsa2048:rsassa-sha256:null",
+        "-a",
+        "fixedtpm|fixedparent|sensitivedataorigin|userwithauth|restricted|sign",
+        "-c",
+        str(ctx),
+    )
+    _tpm(tcti, "evictcontrol", "-Q", "-C", "o", "-c", str(ctx), "0x81000003")
+    _tpm(tcti, "readpublic", "-Q", "-c", "0x81000003", "-f", "pem", "-o", str(state / "ak.pem"))
+    ak = serialization.load_pem_public_key((state / "ak.pem").read_bytes())
+    (state / "hcl.bin").write_bytes(hcl_report(chain[0].vcek_key, ak))
+    _tpm(
+        tcti,
+        "nvdefine",
+        "0x01400001",
+        "-C",
+        "o",
+        "-s",
+        "2048",
+        "-a",
+        "ownerread|ownerwrite|authread|authwrite",
+    )
+    _tpm(tcti, "nvwrite", "0x01400001", "-C", "o", "-i", str(state / "hcl.bin"))
+    yield tcti
+    proc.terminate()
+    proc.wait(10)
+
+
+def _run_with(binder: Binder, results: Path) -> None:
+    binder.begin()
+    results.write_text(
+        "".join(
+            json.dumps({"run_id": "run1", "host": "cvm-1", "plan_sha256": "cd" * 32, "benchmark": f"b{i}"})
+            + "\n"
+            for i in range(2)
+        )
+    )
+    binder.end()
+
+
+@pytest.mark.slow
+def test_azure_vtpm_binding_on_swtpm_verifies_and_binds(
+    tmp_path: Path, azure_vtpm: str, thim: str, chain
+) -> None:
+    probe = EvidenceProbe(tcti=azure_vtpm, imds=thim, present={"/dev/tpmrm0"})
+    results = tmp_path / "cvm-1.jsonl"
+    _run_with(Binder(tmp_path, Ident(), results, {"cloud": "azure", "evidence_probe": probe}), results)
+    end = json.loads((tmp_path / "cvm-1.evidence" / "01-end" / "manifest.json").read_text())
+    assert end["technology"] == "azure-hcl" and "certs" in end["files"], end
+    assert len(_tpm(azure_vtpm, "nvread", "0x01400002", "-C", "o")) == 64  # user data written
+    a = audit_host(results, Options(roots=[chain[1]]))
+    assert (a.evidence, a.bound, a.technology) == ("verified", "yes", "azure-sev-snp"), a.problems
+    lines = results.read_text().splitlines()
+    results.write_text("\n".join([lines[0]]) + "\n")  # a results line removed after the run
+    assert audit_host(results, Options(roots=[chain[1]])).bound == "NO"
+
+
+#: the GUIDs of the VCEK, ASK and ARK entries in the SNP extended report's certificate table
+GUIDS = (
+    "63da758d-e664-4564-adc5-f4b93be8accd",
+    "4ab7b379-bbac-4fe4-a02f-05aef327c782",
+    "c0b406a4-a803-4952-9743-3fb6014cd0ae",
+)
+
+
+class TsmProbe(EvidenceProbe):
+    """configfs-tsm answers recorded from an SEV-SNP guest: the report over the given inblob and
+    the certificate table (the test chain stands in for the chip's VCEK, ASK, ARK)."""
+
+    def __init__(self, chain: AmdLikeChain) -> None:
+        super().__init__(present={"/sys/kernel/config/tsm/report"})
+        self.chain = chain
+
+    def tsm_report(self, inblob: bytes) -> dict[str, bytes]:
+        ders = [
+            c.public_bytes(serialization.Encoding.DER)
+            for c in (self.chain.vcek, self.chain.ask, self.chain.ark)
+        ]
+        table, off = b"", 24 * 4
+        for guid, d in zip(GUIDS, ders, strict=True):
+            table += uuid.UUID(guid).bytes_le + off.to_bytes(4, "little") + len(d).to_bytes(4, "little")
+            off += len(d)
+        aux = table + bytes(24) + b"".join(ders)
+        return {
+            "outblob": snp_report(self.chain.vcek_key, inblob),
+            "auxblob": aux,
+            "provider": b"sev_guest\n",
+        }
+
+
+def test_configfs_tsm_snp_binding_verifies_and_binds(tmp_path: Path, chain) -> None:
+    results = tmp_path / "cvm-1.jsonl"
+    _run_with(Binder(tmp_path, Ident(), results, {"evidence_probe": TsmProbe(chain[0])}), results)
+    a = audit_host(results, Options(roots=[chain[1]]))
+    assert (a.evidence, a.bound, a.technology) == ("verified", "yes", "sev-snp"), a.problems
+    assert a.measurement == "11" * 48
+
+
+def test_no_cc_hardware_records_unavailable_with_reason(tmp_path: Path) -> None:
+    results = tmp_path / "cvm-1.jsonl"
+    _run_with(Binder(tmp_path, Ident(), results, {"evidence_probe": EvidenceProbe(present=set())}), results)
+    doc = json.loads((tmp_path / "cvm-1.evidence" / "00-begin" / "manifest.json").read_text())
+    assert doc["attestation"] == "unavailable" and "no /dev/sev-guest" in doc["reason"]
+    a = audit_host(results)
+    assert a.evidence == "unavailable" and a.ok
+
+
+def test_sample_report_as_forged_evidence_fails_the_audit(tmp_path: Path) -> None:
+    """A real, valid SNP report copied in as evidence of this run: verified, but not bound."""
+    results = tmp_path / "cvm-1.jsonl"
+    _run_with(Binder(tmp_path, Ident(), results, {"evidence_probe": EvidenceProbe(present=set())}), results)
+    for d in sorted((tmp_path / "cvm-1.evidence").iterdir()):
+        doc = json.loads((d / "manifest.json").read_text())
+        del doc["attestation"], doc["reason"]
+        doc.update(technology="sev-snp", files={"report": "report.bin", "certs": "certs.pem"})
+        (d / "manifest.json").write_text(json.dumps(doc))
+        shutil.copy(SAMPLES / "sev-snp" / "report.bin", d / "report.bin")
+        (d / "certs.pem").write_bytes((SAMPLES / "sev-snp" / "vcek.der").read_bytes())
+    a = audit_host(results, Options(allow_debug=True, chain=[SAMPLES / "sev-snp" / "ask_ark_milan.pem"]))
+    assert a.evidence == "FAILED" and not a.ok
+    assert any("binding: REPORT_DATA == digest of claims" in p for p in a.problems)
+
+
+class TdxTsmProbe(EvidenceProbe):
+    """configfs-tsm on a TDX guest, answering with a real quote recorded on other hardware."""
+
+    def __init__(self, fail: bool = False) -> None:
+        super().__init__(present={"/sys/kernel/config/tsm/report"})
+        self.fail = fail
+
+    def tsm_report(self, inblob: bytes) -> dict[str, bytes]:
+        if self.fail:
+            raise ProbeError("configfs-tsm: outblob: Input/output error")
+        return {
+            "outblob": (SAMPLES / "tdx" / "quote_v5.dat").read_bytes(),
+            "provider": b"tdx_guest\n",
+            "auxblob": b"",
+        }
+
+
+def test_tdx_quote_recorded_elsewhere_verifies_but_does_not_bind(tmp_path: Path) -> None:
+    results = tmp_path / "cvm-1.jsonl"
+    _run_with(Binder(tmp_path, Ident(), results, {"evidence_probe": TdxTsmProbe()}), results)
+    doc = json.loads((tmp_path / "cvm-1.evidence" / "01-end" / "manifest.json").read_text())
+    assert doc["technology"] == "tdx" and doc["method"] == "configfs-tsm (tdx_guest)"
+    a = audit_host(results)
+    assert (a.technology, a.evidence, a.bound) == ("tdx", "FAILED", "yes")
+    assert [p.split(": ", 1)[1].split(":")[0] for p in a.problems] == ["binding", "binding"]
+
+
+def test_collection_failure_is_recorded_and_the_run_goes_on(tmp_path: Path) -> None:
+    results = tmp_path / "cvm-1.jsonl"
+    _run_with(Binder(tmp_path, Ident(), results, {"evidence_probe": TdxTsmProbe(fail=True)}), results)
+    doc = json.loads((tmp_path / "cvm-1.evidence" / "00-begin" / "manifest.json").read_text())
+    assert doc["attestation"] == "failed" and "Input/output error" in doc["reason"]
+    assert audit_host(results).evidence == "failed" and results.exists()
