@@ -6,14 +6,23 @@ the host's state directory, and as root it joins a pids cgroup (v1) of the run, 
 its descendants (fio workers, notebook kernels). On start, :meth:`ProcessTracker.reap` kills
 whatever an earlier, killed attempt left: every process of a recorded session started no earlier
 than its leader, and every process left in the run's cgroup.
+
+Descendants do not inherit PR_SET_PDEATHSIG (fio's job processes, a notebook's kernel), so the
+agent also starts a watchdog in its own session (``python -m testbed_agent.procs``): it blocks on a
+pipe from the agent and, if the pipe closes without "done" (the agent died, even by SIGKILL of its
+whole process group), reaps at once. It holds ``<state>/watchdog.lock`` while alive; a resumed
+agent waits for that lock before reaping, so an old watchdog never races a new run.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -148,8 +157,68 @@ class ProcessTracker:
             self.pidfile.unlink()
         return len(killed)
 
+    def wait_for_watchdog(self, timeout: float = 30.0) -> None:
+        """Wait until the watchdog of an earlier attempt has finished (it holds the lock)."""
+        fd = os.open(self.state_dir / "watchdog.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    return
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        return
+                    time.sleep(0.02)
+        finally:
+            os.close(fd)  # releases the lock
+
+    def start_watchdog(self) -> None:
+        """Start the watchdog that reaps the run's processes if this agent dies."""
+        cmd = [sys.executable, "-m", "testbed_agent.procs", str(self.state_dir), str(self.cgroup or "")]
+        self._watchdog = subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # survives a kill of the agent's process group
+        )
+        assert self._watchdog.stdout is not None
+        self._watchdog.stdout.readline()  # "ready": it holds the lock
+
+    def stop_watchdog(self) -> None:
+        """Tell the watchdog the run ended cleanly."""
+        dog = getattr(self, "_watchdog", None)
+        if dog is not None and dog.stdin is not None:
+            with contextlib.suppress(OSError):
+                dog.stdin.write(b"done\n")
+                dog.stdin.close()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                dog.wait(10)
+
     def close(self) -> None:
         """Remove the run's cgroup if it is empty."""
         if self.cgroup is not None:
             with contextlib.suppress(OSError):
                 self.cgroup.rmdir()
+
+
+def _watchdog(state_dir: Path, cgroup: str) -> int:
+    """Block on stdin; reap the run's processes unless the agent says ``done`` first."""
+    fd = os.open(state_dir / "watchdog.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    if sys.stdin.readline().strip() != "done":
+        tracker = ProcessTracker(state_dir, "")
+        tracker.cgroup = Path(cgroup) if cgroup else None
+        tracker.reap()
+        tracker.close()
+    os.close(fd)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_watchdog(Path(sys.argv[1]), sys.argv[2]))

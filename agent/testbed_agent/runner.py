@@ -200,7 +200,9 @@ class Runner:
                 word, _, sid = line.partition(" ")
                 (started.append(sid) if word == "start" else ended.add(sid))
         killed = {s for s in started if s not in ended}
+        self.tracker.wait_for_watchdog()  # an earlier attempt's watchdog finishes its reaping first
         self.reaped = self.tracker.reap()
+        self.tracker.start_watchdog()
         if self.reaped:
             self.console.print(f"reaped {self.reaped} processes a killed attempt left", highlight=False)
         _append_line(log, f"start {self.session}")
@@ -208,6 +210,7 @@ class Runner:
 
     def _end_session(self) -> None:
         _append_line(self.state_dir / "sessions", f"end {self.session}")
+        self.tracker.stop_watchdog()
         self.tracker.close()
 
     def execute(self, bench: Benchmark, rep: int) -> dict[str, Any]:

@@ -21,6 +21,8 @@ AGENT = textwrap.dedent("""\
     from testbed_agent.workloads.base import RunContext
     tracker = ProcessTracker(Path(sys.argv[1]), sys.argv[2])
     tracker.open()
+    if sys.argv[3] == "watchdog":
+        tracker.start_watchdog()
     ctx = RunContext(Benchmark("x", "dd", 0, 1), 0, Path(sys.argv[1]), Path(sys.argv[1]),
                      time.monotonic() + 60, threading.Event(), tracker=tracker)
     # a benchmark whose child forks a grandchild, both sleeping
@@ -40,7 +42,7 @@ def wait_for(cond, timeout: float = 10.0) -> bool:
 def test_children_die_with_a_killed_agent_and_resume_reaps_the_rest(tmp_path: Path) -> None:
     state = tmp_path / "state"
     name = f"test-{os.getpid()}-{time.monotonic_ns()}"
-    agent = subprocess.Popen([sys.executable, "-c", AGENT, str(state), name], start_new_session=True)
+    agent = subprocess.Popen([sys.executable, "-c", AGENT, str(state), name, "-"], start_new_session=True)
     assert wait_for(lambda: (state / "grandchild").exists() and (state / "pids").exists())
     child = int((state / "pids").read_text().split()[0])
     grandchild = int((state / "grandchild").read_text())
@@ -71,3 +73,21 @@ def test_reap_leaves_unrelated_processes_alone(tmp_path: Path) -> None:
     finally:
         other.kill()
         other.wait()
+
+
+def test_watchdog_reaps_descendants_without_a_resume(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    name = f"test-{os.getpid()}-{time.monotonic_ns()}"
+    agent = subprocess.Popen(
+        [sys.executable, "-c", AGENT, str(state), name, "watchdog"], start_new_session=True
+    )
+    assert wait_for(lambda: (state / "grandchild").exists() and (state / "pids").exists())
+    child = int((state / "pids").read_text().split()[0])
+    grandchild = int((state / "grandchild").read_text())
+    os.killpg(agent.pid, signal.SIGKILL)
+    agent.wait()
+    assert wait_for(lambda: proc_stat(child) is None and proc_stat(grandchild) is None, timeout=5)
+    tracker = ProcessTracker(state, name)
+    tracker.wait_for_watchdog(timeout=10)  # the watchdog finished and released its lock
+    assert tracker.leftovers() == set()
+    tracker.close()
