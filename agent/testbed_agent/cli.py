@@ -33,11 +33,18 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a benchmark plan and write result records")
     run.add_argument("plan", type=Path, help="plan file (.yml/.yaml or the classic text form)")
     run.add_argument("--out", type=Path, required=True, help="results directory (results/<run_id>)")
-    run.add_argument("--run-id", help="run id (default: the name of --out); same id resumes")
+    run.add_argument(
+        "--run-id", help="run id, a plain name [A-Za-z0-9._-] (default: the name of --out); same id resumes"
+    )
     run.add_argument("--host", help="host name in records (default: this machine's name)")
     run.add_argument("--label", help="label shown in reports (default: host)")
     run.add_argument("--group", action="append", default=[], help="inventory group (repeatable)")
-    run.add_argument("--scratch", type=Path, help="scratch directory for test files (default: OUT/.scratch)")
+    run.add_argument(
+        "--scratch",
+        type=Path,
+        help="new or empty directory for test files, removed after the run; outside --out "
+        "(default: $TESTBED_SCRATCH/RUN_ID-HASH, root /var/tmp/testbed-agent)",
+    )
     run.add_argument("--only", action="append", default=[], help="run only benchmarks with this name")
     run.add_argument(
         "--node-exporter",

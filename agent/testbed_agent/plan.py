@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from testbed_agent.adaptive import Adaptive, RepetitionsError, parse_repetitions
 from testbed_agent.errors import PlanError
 
 DEFAULT_WAIT_S = 0.0
@@ -63,6 +64,8 @@ class Benchmark:
     repetitions: int = DEFAULT_REPETITIONS
     timeout_s: float | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    #: adaptive repetitions (``repetitions`` is then their max); None: a fixed count
+    adaptive: Adaptive | None = None
 
     @property
     def key(self) -> str:
@@ -178,7 +181,7 @@ def _parse_text(text: str, path: str) -> list[Benchmark]:
         name, btype, datasets, wait, reps = fields
         name = check_name(name, path, lineno, "path_to_benchmark")
         wait_s = _number(wait, path, lineno, "waittime_in_seconds", DEFAULT_WAIT_S, float)
-        repetitions = _repetitions(reps, path, lineno, "num_executions", DEFAULT_REPETITIONS)
+        repetitions = _repetitions(reps, path, lineno, "num_executions", (DEFAULT_REPETITIONS, None))[0]
         benches.append(
             Benchmark(
                 name=name,
@@ -211,9 +214,18 @@ def _number(raw: Any, path: str, line: int | None, field_name: str, default: Any
     return value
 
 
-def _repetitions(raw: Any, path: str, line: int | None, field_name: str, default: Any) -> Any:
-    """The ``repetitions`` of a benchmark or of the defaults (a whole number)."""
-    return _number(raw, path, line, field_name, default, int)
+def _repetitions(
+    raw: Any, path: str, line: int | None, where: str, default: tuple[int, Adaptive | None]
+) -> tuple[int, Adaptive | None]:
+    """A count (``_number``) or adaptive repetitions (adaptive.parse_repetitions)."""
+    if not isinstance(raw, dict):
+        count = _number(raw, path, line, where, default[0], int)
+        return (count, default[1]) if raw is None else (count, None)
+    try:
+        return parse_repetitions({k: v for k, v in raw.items() if not str(k).startswith("__")}, where)
+    except RepetitionsError as exc:
+        at = raw.get("__keylines__", {}).get(exc.field.rsplit(".", 1)[-1], line)
+        raise PlanError(path, at, exc.field, exc.problem) from None
 
 
 def _short(raw: Any) -> str:
@@ -403,7 +415,7 @@ def _parse_yaml(text: str, path: str) -> tuple[str, list[Benchmark]]:
 @dataclass(frozen=True)
 class _Defaults:
     wait_s: float
-    repetitions: Any
+    repetitions: tuple[int, Adaptive | None]
     timeout_s: float | None
     params: dict[str, Any]
     line: int | None
@@ -427,7 +439,7 @@ def _parse_defaults(raw: Any, path: str, line: int | None) -> _Defaults:
             path,
             dlines.get("repetitions"),
             "defaults.repetitions",
-            DEFAULT_REPETITIONS,
+            (DEFAULT_REPETITIONS, None),
         ),
         timeout_s=_timeout(
             defaults.get("timeout_s"), path, dlines.get("timeout_s"), "defaults.timeout_s", None
@@ -461,6 +473,9 @@ def _parse_item(item: Any, i: int, path: str, d: _Defaults) -> Benchmark:
     if params is not None and not isinstance(params, dict):
         raise PlanError(path, klines.get("params", line), "params", "must be a mapping")
     wtype = resolve_type(name, btype)
+    reps = _repetitions(
+        item.get("repetitions"), path, klines.get("repetitions", line), "repetitions", d.repetitions
+    )
     return Benchmark(
         name=name,
         type=wtype,
@@ -468,9 +483,8 @@ def _parse_item(item: Any, i: int, path: str, d: _Defaults) -> Benchmark:
         line=line,
         datasets=check_datasets(item.get("datasets") or (), path, klines.get("datasets", line)),
         wait_s=_number(item.get("wait_s"), path, klines.get("wait_s", line), "wait_s", d.wait_s, float),
-        repetitions=_repetitions(
-            item.get("repetitions"), path, klines.get("repetitions", line), "repetitions", d.repetitions
-        ),
+        repetitions=reps[0],
+        adaptive=reps[1],
         timeout_s=_timeout(
             item.get("timeout_s"), path, klines.get("timeout_s", line), "timeout_s", d.timeout_s
         ),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -72,8 +73,11 @@ def make_record(
     telemetry: dict[str, Any] | None = None,
     tool: dict[str, Any] | None = None,
     artifacts: list[str] | None = None,
+    attempt: int = 1,
+    session: str | None = None,
+    adaptive: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Build a schema-1 record."""
+    """Build a schema-1 record (``attempt``: 1 for the first execution, +1 per retry)."""
     if status not in STATUSES:
         raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
     return {
@@ -98,26 +102,31 @@ def make_record(
         "telemetry": telemetry or {},
         "tool": tool or {},
         "artifacts": artifacts or [],
+        "attempt": attempt,
+        "session": session,
+        **({"adaptive": adaptive} if adaptive is not None else {}),
     }
 
 
 class ResultWriter:
-    """Appends records to ``<dir>/<host>.jsonl``; each record is flushed and fsynced."""
+    """Appends records to ``<dir>/<host>.jsonl``; each record is flushed and fsynced.
+
+    One agent per results file: an exclusive lock on ``<dir>/<host>.lock`` is taken before
+    anything else, so only the holder repairs a torn tail and appends. The loser raises
+    :class:`~testbed_agent.errors.TestbedError` (exit 2) naming the holder's pid.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._repair_tail()
-        self._fh = open(path, "a", encoding="utf-8")  # noqa: SIM115 - kept open for the run
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._lock = _take_lock(path.with_suffix(".lock"))
         try:
-            fcntl.flock(self._fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self._fh.close()
-            from testbed_agent.errors import TestbedError
-
-            raise TestbedError(
-                f"{path}: another agent is writing this run", hint="wait for it, or use another --run-id"
-            ) from None
+            self._repair_tail()
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            self._fh = os.fdopen(fd, "a", encoding="utf-8")
+        except BaseException:
+            self._lock.close()
+            raise
 
     def _repair_tail(self) -> None:
         """Cut a half-written last line left by a crash, so appends stay valid JSON Lines."""
@@ -138,12 +147,35 @@ class ResultWriter:
 
     def close(self) -> None:
         self._fh.close()
+        self._lock.close()
 
     def __enter__(self) -> ResultWriter:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _take_lock(path: Path) -> Any:
+    """Open and exclusively lock ``path`` (holding our pid); raise TestbedError if another holds it."""
+    from testbed_agent.errors import TestbedError
+
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fh = os.fdopen(fd, "r+", encoding="ascii")
+    try:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = fh.read().strip() or "unknown"
+        fh.close()
+        raise TestbedError(
+            f"{path}: another agent (pid {holder}) is writing this run",
+            hint="wait for it, or use another --run-id",
+        ) from None
+    fh.seek(0)
+    fh.truncate()
+    fh.write(f"{os.getpid()}\n")
+    fh.flush()
+    return fh
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
@@ -164,10 +196,89 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     return records
 
 
+#: executions are retried at most this many times in all when an interrupted attempt failed them
+MAX_ATTEMPTS = 3
+_KILLED_CHILD = re.compile(r"exited with -\d+")
+
+
+def execution_key(rec: dict[str, Any]) -> tuple[Any, ...]:
+    """Identity of one execution: (run_id, host, plan index, benchmark, repetition)."""
+    return (
+        rec.get("run_id"),
+        rec.get("host"),
+        rec.get("index", -1),
+        rec.get("benchmark"),
+        rec.get("repetition"),
+    )
+
+
+@dataclass
+class Dedupe:
+    """What :func:`dedupe` kept and what it dropped."""
+
+    kept: list[dict[str, Any]]
+    duplicates: int = 0  # byte-for-byte repeats of a record
+    superseded: int = 0  # interrupted records and earlier attempts of a retried execution
+    conflicts: list[str] = field(default_factory=list)  # one line per conflicting execution
+
+
+def dedupe(records: list[dict[str, Any]]) -> Dedupe:
+    """One record per execution: drop exact repeats, keep the latest attempt, report conflicts.
+
+    Records of one execution with the same ``attempt`` but different content conflict: the first
+    is kept and the conflict is reported (never silently counted twice).
+    """
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for rec in records:
+        groups.setdefault(execution_key(rec), []).append(rec)
+    out = Dedupe(kept=[])
+    for key, recs in groups.items():
+        unique: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        for rec in recs:
+            text = json.dumps(rec, sort_keys=True, default=str)
+            if text in seen:
+                out.duplicates += 1
+                continue
+            seen.add(text)
+            unique.append(rec)
+        final = [r for r in unique if r.get("status") != "interrupted"] or unique[-1:]
+        out.superseded += len(unique) - len(final)
+        top = max(int(r.get("attempt") or 1) for r in final)
+        best = [r for r in final if int(r.get("attempt") or 1) == top]
+        out.superseded += len(final) - len(best)
+        if len(best) > 1:
+            out.conflicts.append(
+                f"run {key[0]} host {key[1]} {key[3]} repetition {key[4]}: {len(best)} different records"
+            )
+        out.kept.append(best[0])
+    return out
+
+
+def retryable(rec: dict[str, Any], killed_sessions: set[str]) -> bool:
+    """A failed record an interrupted attempt caused: its child was killed by a signal, or its
+    agent session was killed itself."""
+    if rec.get("status") != "failed" or int(rec.get("attempt") or 1) >= MAX_ATTEMPTS:
+        return False
+    return rec.get("session") in killed_sessions or bool(_KILLED_CHILD.search(str(rec.get("error") or "")))
+
+
+def resume_state(
+    path: Path, plan_sha256: str, killed_sessions: set[str] = frozenset()
+) -> tuple[dict[tuple[int, str, int], dict[str, Any]], dict[tuple[int, str, int], int]]:
+    """For resuming: the final record per (index, benchmark, repetition), and the attempt number
+    the next execution of each recorded execution gets."""
+    done: dict[tuple[int, str, int], dict[str, Any]] = {}
+    attempts: dict[tuple[int, str, int], int] = {}
+    recs = [r for r in read_records(path) if r.get("plan_sha256") == plan_sha256]
+    for rec in dedupe(recs).kept:
+        key = (rec.get("index", -1), rec["benchmark"], rec["repetition"])
+        attempts[key] = int(rec.get("attempt") or 1) + 1
+        if rec.get("status") in FINAL_STATUSES and not retryable(rec, killed_sessions):
+            done[key] = rec
+    return done, attempts
+
+
 def completed_executions(path: Path, plan_sha256: str) -> set[tuple[int, str, int]]:
     """(index, benchmark, repetition) of executions already recorded with a final status."""
-    done = set()
-    for rec in read_records(path):
-        if rec.get("plan_sha256") == plan_sha256 and rec.get("status") in FINAL_STATUSES:
-            done.add((rec.get("index", -1), rec["benchmark"], rec["repetition"]))
-    return done
+    return set(resume_state(path, plan_sha256)[0])

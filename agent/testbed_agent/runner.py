@@ -5,14 +5,16 @@ record it as interrupted and exit cleanly; re-running the same run id resumes.""
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
-import shutil
 import signal
 import socket
 import sys
+import tempfile
 import threading
 import time
+import uuid
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -20,10 +22,22 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from testbed_agent import scratch
+from testbed_agent.adaptive import decide
 from testbed_agent.errors import BenchmarkTimeout, Interrupted, TestbedError, WorkloadError
 from testbed_agent.plan import Benchmark, Plan, load_plan
+from testbed_agent.procs import ProcessTracker
 from testbed_agent.progress import ProgressFileExporter
-from testbed_agent.results import Identity, ResultWriter, completed_executions, make_record, now_rfc3339
+from testbed_agent.results import (
+    Identity,
+    ResultWriter,
+    dedupe,
+    make_record,
+    now_rfc3339,
+    read_records,
+    resume_state,
+)
+from testbed_agent.scratch import check_name, default_scratch
 from testbed_agent.telemetry import (
     ResourceMeter,
     Sampler,
@@ -55,11 +69,9 @@ class Runner:
         console: Console | None = None,
     ) -> None:
         self.plan = plan
-        self.out = out
+        self.out = Path(os.path.abspath(out))  # workloads run tools in other directories
         self.ident = ident
-        self.scratch = (
-            scratch or Path(os.environ.get("TESTBED_SCRATCH", "/var/tmp/testbed-agent")) / ident.run_id
-        )
+        self.scratch = Path(os.path.abspath(scratch or default_scratch(ident.run_id, out, ident.host)))
         self.only = set(only or [])
         self.node_exporter = node_exporter
         self.sample_interval = sample_interval
@@ -70,8 +82,15 @@ class Runner:
         self.stop = threading.Event()
         self.signum: int | None = None
         self._ctx: RunContext | None = None
-        self.results_path = out / f"{ident.host}.jsonl"
-        self.artifacts = out / f"{ident.host}.artifacts"
+        self.results_path = self.out / f"{ident.host}.jsonl"
+        self.artifacts = self.out / f"{ident.host}.artifacts"
+        self.state_dir = self.out / f"{ident.host}.state"
+        where = hashlib.sha256(str(self.state_dir).encode()).hexdigest()[:12]  # unique per results dir
+        self.tracker = ProcessTracker(self.state_dir, f"{ident.run_id}.{ident.host}.{where}")
+        self.session = uuid.uuid4().hex[:12]
+        self.attempts: dict[tuple[int, str, int], int] = {}
+        self.history: dict[int, list[dict[str, Any]]] = {}
+        self.reaped = 0
         self.counts = {"ok": 0, "failed": 0, "timeout": 0, "skipped": 0, "interrupted": 0, "resumed": 0}
 
     # -- signals --------------------------------------------------------------------------
@@ -84,59 +103,115 @@ class Runner:
 
     # -- the run --------------------------------------------------------------------------
     def run(self) -> int:
-        self.out.mkdir(parents=True, exist_ok=True)
-        self.scratch.mkdir(parents=True, exist_ok=True)
+        self.out.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with ResultWriter(self.results_path) as writer:  # the lock first: one agent per file
+            killed = self._begin_session()
+            try:
+                self._run_locked(writer, killed)
+            finally:
+                self._end_session()
+        self._summary()
+        if self.signum is not None:
+            return 128 + self.signum
+        return EXIT_FAILURES if self.counts["failed"] or self.counts["timeout"] else 0
+
+    def _run_locked(self, writer: ResultWriter, killed: set[str]) -> None:
+        self.scratch = scratch.prepare(self.scratch, self.out)
+        with scratch.lock(self.scratch):
+            self._run_in_scratch(writer, killed)
+
+    def _run_in_scratch(self, writer: ResultWriter, killed: set[str]) -> None:
         self._write_sysinfo()
-        done = completed_executions(self.results_path, self.plan.sha256)
-        todo = [
-            (b, r)
-            for b in self.plan.benchmarks
-            if not self.only or b.name in self.only
-            for r in range(b.repetitions)
-        ]
+        done, self.attempts = resume_state(self.results_path, self.plan.sha256, killed)
+        self.history = _history(self.results_path, self.plan.sha256)
         from testbed_agent.attest.binding import Binder  # evidence bound to the results (issue 14)
 
         binder = Binder(self.out, self.ident, self.results_path, self.options, self.console.print)
         binder.begin()
+        benches = [b for b in self.plan.benchmarks if not self.only or b.name in self.only]
+        total = sum(b.repetitions for b in benches)
         handlers = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
-            with ResultWriter(self.results_path) as writer, ExitStack() as stack:
-                progress = self._progress(stack, len(todo))
-                task = progress.add_task("starting", total=len(todo)) if progress else None
-                for n, (bench, rep) in enumerate(todo, start=1):
-                    if self.stop.is_set():
-                        break
-                    if (bench.index, bench.name, rep) in done:
-                        self.counts["resumed"] += 1
-                        if progress:
-                            progress.advance(task)
-                        continue
-                    label = f"{bench.name} #{rep + 1}/{bench.repetitions}"
-                    if progress:
-                        progress.update(task, description=label)
-                    self.exporter.update(n - 1, len(todo), bench.name, "running", rep + 1, bench.repetitions)
-                    if bench.wait_s and self.stop.wait(bench.wait_s):
-                        break  # interrupted while waiting: nothing started, nothing to record
-                    record = self.execute(bench, rep)
-                    writer.append(record)
-                    self.counts[record["status"]] += 1
-                    self._log(n, len(todo), label, record)
-                    if progress:
-                        progress.advance(task)
-                    if record["status"] == "interrupted":
-                        break
+            with ExitStack() as stack:
+                progress = self._progress(stack, total)
+                task = progress.add_task("starting", total=total) if progress else None
+                self._loop(writer, benches, done, total, (progress, task))
         finally:
             for s, h in handlers.items():
                 signal.signal(s, h)
         binder.end()
         finished = not self.stop.is_set()
-        self.exporter.update(sum(self.counts.values()), len(todo), "", "done" if finished else "interrupted")
+        self.exporter.update(sum(self.counts.values()), total, "", "done" if finished else "interrupted")
         if finished and not self.options.get("keep_scratch"):
-            shutil.rmtree(self.scratch, ignore_errors=True)
-        self._summary()
-        if self.signum is not None:
-            return 128 + self.signum
-        return EXIT_FAILURES if self.counts["failed"] or self.counts["timeout"] else 0
+            scratch.remove(self.scratch)
+
+    def _loop(
+        self, writer: ResultWriter, benches: list[Benchmark], done: dict, total: int, bar: tuple
+    ) -> None:
+        n = 0
+        for bench in benches:
+            for rep in range(bench.repetitions):
+                if self.stop.is_set():
+                    return
+                n += 1
+                key = (bench.index, bench.name, rep)
+                if key in done:
+                    self.counts["resumed"] += 1
+                    _advance(bar)
+                    if _stopped(done[key]):
+                        _advance(bar, bench.repetitions - rep - 1)
+                        n += bench.repetitions - rep - 1
+                        break
+                    continue
+                label = f"{bench.name} #{rep + 1}/{bench.repetitions}"
+                if bar[0]:
+                    bar[0].update(bar[1], description=label)
+                self.exporter.update(n - 1, total, bench.name, "running", rep + 1, bench.repetitions)
+                if bench.wait_s and self.stop.wait(bench.wait_s):
+                    return  # interrupted while waiting: nothing started, nothing to record
+                record = self.execute(bench, rep)
+                self._adapt(bench, rep, record)
+                writer.append(record)
+                self.history.setdefault(bench.index, []).append(record)
+                self.counts[record["status"]] += 1
+                self._log(n, total, label, record)
+                _advance(bar)
+                if record["status"] == "interrupted":
+                    return
+                if _stopped(record):
+                    _advance(bar, bench.repetitions - rep - 1)
+                    n += bench.repetitions - rep - 1
+                    break
+
+    def _adapt(self, bench: Benchmark, rep: int, record: dict[str, Any]) -> None:
+        """Add the adaptive rule's state (and stop reason) to the record of an adaptive benchmark."""
+        if bench.adaptive is None or record["status"] == "interrupted":
+            return
+        recs = [*self.history.get(bench.index, []), record]
+        record["adaptive"] = decide(bench.adaptive, bench.type, recs, rep + 1)
+
+    def _begin_session(self) -> set[str]:
+        """Reap what a killed attempt left; return the ids of agent sessions that were killed."""
+        self.tracker.open()
+        log = self.state_dir / "sessions"
+        started, ended = [], set()
+        if log.exists():
+            for line in log.read_text().splitlines():
+                word, _, sid = line.partition(" ")
+                (started.append(sid) if word == "start" else ended.add(sid))
+        killed = {s for s in started if s not in ended}
+        self.tracker.wait_for_watchdog()  # an earlier attempt's watchdog finishes its reaping first
+        self.reaped = self.tracker.reap()
+        self.tracker.start_watchdog()
+        if self.reaped:
+            self.console.print(f"reaped {self.reaped} processes a killed attempt left", highlight=False)
+        _append_line(log, f"start {self.session}")
+        return killed
+
+    def _end_session(self) -> None:
+        _append_line(self.state_dir / "sessions", f"end {self.session}")
+        self.tracker.stop_watchdog()
+        self.tracker.close()
 
     def execute(self, bench: Benchmark, rep: int) -> dict[str, Any]:
         """Run one execution with telemetry; always return a record, whatever happened."""
@@ -150,6 +225,7 @@ class Runner:
             stop=self.stop,
             allow_device=bool(bench.params.get("allow_device", False)),
             options=self.options,
+            tracker=self.tracker,
         )
         self._ctx = ctx
         sampler = Sampler(self.sample_interval)
@@ -197,6 +273,8 @@ class Runner:
             telemetry=telemetry,
             tool=(outcome.tool if outcome else None) or {"name": workload.tool},
             artifacts=[f"{self.artifacts.name}/{a}" for a in ctx.artifact_files()],
+            attempt=self.attempts.get((bench.index, bench.name, rep), 1),
+            session=self.session,
         )
 
     # -- helpers --------------------------------------------------------------------------
@@ -223,8 +301,9 @@ class Runner:
         info["cc"]["label_mismatch"] = label_mismatch(self.ident.groups, info["cc"]["technology"])
         if info["cc"]["label_mismatch"]:
             self.console.print(f"[bold red]WARNING: {info['cc']['label_mismatch']}[/]")
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(info, indent=2, sort_keys=True, default=str) + "\n")
+        fd, tmp = tempfile.mkstemp(dir=self.out, prefix=f".{self.ident.host}.sysinfo.", suffix=".tmp")
+        with os.fdopen(fd, "w") as fh:
+            fh.write(json.dumps(info, indent=2, sort_keys=True, default=str) + "\n")
         os.replace(tmp, path)
 
     def _progress(self, stack: ExitStack, total: int) -> Progress | None:
@@ -256,15 +335,43 @@ class Runner:
         self.console.print(f"results: {self.results_path} ({parts or 'nothing to do'})", highlight=False)
 
 
+def _advance(bar: tuple, steps: int = 1) -> None:
+    if bar[0] and steps > 0:
+        bar[0].advance(bar[1], steps)
+
+
+def _stopped(record: dict[str, Any]) -> bool:
+    return bool((record.get("adaptive") or {}).get("stop"))
+
+
+def _history(path: Path, plan_sha256: str) -> dict[int, list[dict[str, Any]]]:
+    """Final records per plan index, for the adaptive rule of a resumed run."""
+    out: dict[int, list[dict[str, Any]]] = {}
+    recs = [r for r in read_records(path) if r.get("plan_sha256") == plan_sha256]
+    for rec in dedupe(recs).kept:
+        out.setdefault(rec.get("index", -1), []).append(rec)
+    return out
+
+
+def _append_line(path: Path, line: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, (line + "\n").encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def run_plan_cli(args: argparse.Namespace) -> int:
     """``testbed-agent run``."""
     plan = load_plan(args.plan)
     unknown = set(args.only) - {b.name for b in plan.benchmarks}
     if unknown:
         raise TestbedError(f"--only: no benchmark named {', '.join(sorted(unknown))} in {plan.path}")
-    host = args.host or socket.gethostname()
+    os.umask(0o077)  # results, state and scratch readable by the agent's user only
+    host = check_name(args.host or socket.gethostname(), "--host")
     ident = Identity(
-        run_id=args.run_id or args.out.resolve().name,
+        run_id=check_name(args.run_id or args.out.resolve().name, "run id"),
         host=host,
         label=args.label or host,
         groups=tuple(args.group),

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 from testbed_agent.errors import BenchmarkTimeout, Interrupted, WorkloadError
 from testbed_agent.plan import Benchmark, ParamError
+from testbed_agent.procs import ProcessTracker
 from testbed_agent.results import Outcome
 
 DEFAULT_TIMEOUT_S = 3600.0
@@ -37,6 +38,8 @@ class RunContext:
     allow_device: bool = False
     #: run-wide options from the command line (cloud, host_facts, ...)
     options: dict[str, Any] = field(default_factory=dict)
+    #: pid file and cgroup of the run (benchmarks die with the agent); None outside the runner
+    tracker: ProcessTracker | None = None
     _proc: subprocess.Popen | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -88,9 +91,12 @@ class RunContext:
                 stderr=subprocess.PIPE,
                 text=True,
                 start_new_session=True,
+                preexec_fn=self.tracker.preexec() if self.tracker else None,  # noqa: PLW1509
             )
         except FileNotFoundError as exc:
             raise WorkloadError(f"{cmd[0]} not found", hint="install it or fix PATH") from exc
+        if self.tracker:
+            self.tracker.started(proc.pid)
         with self._lock:
             self._proc = proc
         try:
@@ -102,6 +108,9 @@ class RunContext:
         finally:
             with self._lock:
                 self._proc = None
+            _kill_group(proc)  # nothing of a benchmark outlives it
+            if self.tracker:
+                self.tracker.finished(proc.pid)
         if self.stop.is_set():
             raise Interrupted(f"{Path(cmd[0]).name} interrupted by signal")
         if check and proc.returncode != 0:

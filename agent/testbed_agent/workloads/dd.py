@@ -105,9 +105,9 @@ class Dd(Workload):
         p = {**DEFAULTS, **ctx.params}
         allow = bool(p.get("allow_device", False))
         target = Path(p["filename"]) if p.get("filename") else ctx.scratch / "dd" / "testfile.dat"
-        check_target(target, allow)
+        target = check_target(target, allow)
         if not target.exists() or target.is_file():
-            create_test_file(target, allow)
+            target = create_test_file(target, allow)
         env = {**os.environ, "LC_ALL": "C"}
         bs = str(p["bs"])
         write = ["dd", f"if=/dev/{p['source']}", f"of={target}", f"bs={bs}", f"count={p['count']}"]

@@ -8,8 +8,18 @@ import re
 from pathlib import Path
 from typing import Any
 
-from testbed_agent.errors import WorkloadError
-from testbed_agent.guard import check_target, create_test_file, is_marked, mark
+from testbed_agent.errors import TargetRefused, WorkloadError
+from testbed_agent.guard import (
+    check_fio_filename,
+    check_fio_job,
+    check_target,
+    create_test_file,
+    install_staged,
+    is_marked,
+    remove_stale_staging,
+    staging_file,
+    unmark,
+)
 from testbed_agent.paths import workloads_dir
 from testbed_agent.plan import Benchmark, ParamError
 from testbed_agent.results import Outcome, metric
@@ -61,6 +71,13 @@ class Fio(Workload):
         require(p, "allow_device", bool, default=False)
         if "filename" in p:
             require(p, "filename", str)
+            if ":" in p["filename"]:
+                raise ParamError("params.filename", "fio reads ':' as a separator between files")
+        if "job" in p:
+            try:
+                check_fio_job(job_file(bench).read_text(), str(job_file(bench)))
+            except TargetRefused as exc:
+                raise ParamError("params.job", exc.message) from None
 
     @classmethod
     def timeout_s(cls, bench: Benchmark) -> float:
@@ -72,7 +89,9 @@ class Fio(Workload):
         allow = bool(p.get("allow_device", False))
         size = parse_size(p["size"])
         target = Path(p["filename"]) if p.get("filename") else ctx.scratch / "fio" / "testfile.dat"
-        target = self._prepare_target(ctx, target, size, allow)
+        job = job_file(ctx.bench)
+        check_fio_job(job.read_text(), str(job))
+        target = self._prepare_target(ctx, check_fio_filename(target), size, allow)
         env = {
             **os.environ,
             "FIO_FILENAME": str(target),
@@ -83,7 +102,7 @@ class Fio(Workload):
             "FIO_RAMP": str(p["ramp_s"]),
         }
         out = ctx.artifact("fio.json")
-        ctx.exec(["fio", "--output-format=json", f"--output={out}", str(job_file(ctx.bench))], env=env)
+        ctx.exec(["fio", "--output-format=json", f"--output={out}", str(job)], env=env, cwd=target.parent)
         parsed = self.parse_file(out)
         return Outcome(
             metrics=parsed["metrics"],
@@ -95,18 +114,25 @@ class Fio(Workload):
 
     @staticmethod
     def _prepare_target(ctx: RunContext, target: Path, size: int, allow: bool) -> Path:
-        """Guard the target and lay it out fully once, so writes do not measure allocation."""
-        check_target(target, allow)
+        """Guard the target and lay it out fully once, so writes do not measure allocation.
+
+        The layout is written to a marked staging file beside the target and moved over it
+        atomically, so a kill during the layout never leaves an unmarked file behind.
+        """
+        target = check_fio_filename(check_target(target, allow))
         if target.exists() and not target.is_file():
             return target  # an explicitly allowed device: nothing to lay out
-        created = not target.exists()
-        create_test_file(target, allow)
-        if created or (is_marked(target) and target.stat().st_size < size):
+        if target.exists() and (not is_marked(target) or target.stat().st_size >= size):
+            return target  # an allowed foreign file, or ours and laid out already
+        target.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_staging(target)
+        staged = staging_file(target)
+        try:
             ctx.exec(
                 [
                     "fio",
                     "--name=layout",
-                    f"--filename={target}",
+                    f"--filename={check_fio_filename(staged)}",
                     f"--size={size}",
                     "--rw=write",
                     "--bs=1M",
@@ -114,11 +140,16 @@ class Fio(Workload):
                     "--ioengine=psync",
                     "--end_fsync=1",
                     "--output-format=json",
-                    f"--output={ctx.scratch / 'fio' / 'layout.json'}",
-                ]
+                    f"--output={staged}.json",
+                ],
+                cwd=target.parent,
             )
-            mark(target)  # fio may recreate the file while laying it out
-        return target
+            install_staged(staged, target)
+        finally:
+            for leftover in (staged, Path(f"{staged}.json")):
+                leftover.unlink(missing_ok=True)
+            unmark(staged)
+        return create_test_file(target, allow)
 
     @staticmethod
     def parse_file(path: Path) -> dict[str, Any]:
