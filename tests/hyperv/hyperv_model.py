@@ -106,11 +106,15 @@ class HyperVHost:
                 "numa_spanning": vmhost["NumaSpanningEnabled"],
                 "numa_nodes": len(fx["Get-VMHostNumaNode"]),
                 "default_vhd_path": vmhost["VirtualHardDiskPath"],
-                "switches": [{"name": n, "type": s["type"].capitalize(), "notes": s["notes"]}
-                             for n, s in self.switches.items()],
+                "switches": [
+                    {"name": n, "type": s["type"].capitalize(), "notes": s["notes"]}
+                    for n, s in self.switches.items()
+                ],
             }
         dg = fx["Win32_DeviceGuard"]
-        facts["vbs"] = {0: "off", 1: "enabled, not running", 2: "running"}[dg["VirtualizationBasedSecurityStatus"]]
+        facts["vbs"] = {0: "off", 1: "enabled, not running", 2: "running"}[
+            dg["VirtualizationBasedSecurityStatus"]
+        ]
         facts["hvci"] = 2 in dg["SecurityServicesRunning"]
         event = fx.get("Get-WinEvent")
         kinds = {1: "classic (SMT off)", 2: "classic", 3: "core", 4: "root"}
@@ -142,7 +146,9 @@ class HyperVHost:
         if kind == "internal":
             alias = f"vEthernet ({name})"
             if self.addresses.get(alias) != p["GatewayAddress"]:
-                actions.append(f"New-NetIPAddress {p['GatewayAddress']}/{p['NatPrefix'].split('/')[1]} on {alias}")
+                actions.append(
+                    f"New-NetIPAddress {p['GatewayAddress']}/{p['NatPrefix'].split('/')[1]} on {alias}"
+                )
                 if not check:
                     self.addresses[alias] = p["GatewayAddress"]
             nat = self.nats.get(p["NatName"])
@@ -172,11 +178,14 @@ class HyperVHost:
         name = p["Name"]
         vhdx = str(PureWindowsPath(p["StoragePath"], name, f"{name}.vhdx"))
         want = {
-            "ProcessorCount": int(p["ProcessorCount"]), "MemoryMiB": int(p["MemoryMiB"]),
-            "Reserve": int(p["Reserve"]), "Maximum": int(p["Maximum"]),
+            "ProcessorCount": int(p["ProcessorCount"]),
+            "MemoryMiB": int(p["MemoryMiB"]),
+            "Reserve": int(p["Reserve"]),
+            "Maximum": int(p["Maximum"]),
             "RelativeWeight": int(p["RelativeWeight"]),
             "ExposeVirtualizationExtensions": bool(p["ExposeVirtualizationExtensions"]),
-            "SecureBootTemplate": p["SecureBootTemplate"], "Tpm": bool(p["Tpm"]),
+            "SecureBootTemplate": p["SecureBootTemplate"],
+            "Tpm": bool(p["Tpm"]),
         }
         actions: list[str] = []
         vm = self.vms.get(name)
@@ -185,7 +194,10 @@ class HyperVHost:
                 raise ScriptError(f"New-VHD: the parent virtual hard disk {p['BaseVhdx']} does not exist")
             if p["SwitchName"] not in self.switches and not check:
                 raise ScriptError(f"New-VM: no virtual switch named {p['SwitchName']}")
-            actions += [f"New-VHD {vhdx} (differencing, parent {p['BaseVhdx']})", f"New-VM {name} (generation 2)"]
+            actions += [
+                f"New-VHD {vhdx} (differencing, parent {p['BaseVhdx']})",
+                f"New-VM {name} (generation 2)",
+            ]
             if check:
                 return True, {"exists": False, "actions": actions, "vm": None}
             self.dirs.add(winkey(str(PureWindowsPath(vhdx).parent)))
@@ -193,13 +205,27 @@ class HyperVHost:
             # New-VM's defaults: dynamic memory off for -MemoryStartupBytes, 1 vCPU, Secure Boot on with
             # the MicrosoftWindows template, production checkpoints
             vm = self.vms[name] = {
-                "State": "Off", "Generation": 2, "Version": "10.0", "Id": f"5c4b{len(self.vms):04d}-testbed",
-                "ProcessorCount": 1, "MemoryMiB": want["MemoryMiB"], "Reserve": 0, "Maximum": 100,
-                "RelativeWeight": 100, "ExposeVirtualizationExtensions": False,
-                "SecureBoot": "On", "SecureBootTemplate": "MicrosoftWindows", "CheckpointType": "Production",
-                "Tpm": False, "Switch": p["SwitchName"], "Disks": [vhdx], "Kvp": {},
+                "State": "Off",
+                "Generation": 2,
+                "Version": "10.0",
+                "Id": f"5c4b{len(self.vms):04d}-testbed",
+                "ProcessorCount": 1,
+                "MemoryMiB": want["MemoryMiB"],
+                "Reserve": 0,
+                "Maximum": 100,
+                "RelativeWeight": 100,
+                "ExposeVirtualizationExtensions": False,
+                "SecureBoot": "On",
+                "SecureBootTemplate": "MicrosoftWindows",
+                "CheckpointType": "Production",
+                "Tpm": False,
+                "Switch": p["SwitchName"],
+                "Disks": [vhdx],
+                "Kvp": {},
             }
-        differs = [k for k, v in want.items() if vm[k] != v] + ([] if vm["CheckpointType"] == "Disabled" else ["cp"])
+        differs = [k for k, v in want.items() if vm[k] != v] + (
+            [] if vm["CheckpointType"] == "Disabled" else ["cp"]
+        )
         if differs and vm["State"] != "Off":
             raise ScriptError(f"VM {name} runs with other settings ({', '.join(differs)}) than asked")
         for key in differs:
@@ -211,10 +237,17 @@ class HyperVHost:
             if not check:
                 vm["State"] = "Running"
         summary = {
-            "name": name, "id": vm["Id"], "state": vm["State"], "generation": 2, "version": vm["Version"],
-            "processor_count": vm["ProcessorCount"], "memory_startup_bytes": vm["MemoryMiB"] << 20,
-            "dynamic_memory": False, "secure_boot": vm["SecureBoot"],
-            "secure_boot_template": vm["SecureBootTemplate"], "checkpoint_type": vm["CheckpointType"],
+            "name": name,
+            "id": vm["Id"],
+            "state": vm["State"],
+            "generation": 2,
+            "version": vm["Version"],
+            "processor_count": vm["ProcessorCount"],
+            "memory_startup_bytes": vm["MemoryMiB"] << 20,
+            "dynamic_memory": False,
+            "secure_boot": vm["SecureBoot"],
+            "secure_boot_template": vm["SecureBootTemplate"],
+            "checkpoint_type": vm["CheckpointType"],
             "vhdx": vhdx,
         }
         return bool(actions), {"exists": True, "actions": actions, "vm": summary}
@@ -241,8 +274,14 @@ class HyperVHost:
         if not mapping:
             actions.append(f"Add-NetNatStaticMapping TCP {port} -> {addr}:22")
             if not check:
-                self.mappings.append({"NatName": p["NatName"], "ExternalPort": port,
-                                      "InternalIPAddress": addr, "InternalPort": 22})
+                self.mappings.append(
+                    {
+                        "NatName": p["NatName"],
+                        "ExternalPort": port,
+                        "InternalIPAddress": addr,
+                        "InternalPort": 22,
+                    }
+                )
         rule = f"testbed-ssh-{p['Name']}"
         if rule not in self.firewall:
             actions.append(f"New-NetFirewallRule {rule} TCP {port}")
@@ -294,7 +333,11 @@ class HyperVHost:
     def snapshot(self) -> dict[str, Any]:
         """What the host holds now (for the tests' assertions)."""
         return {
-            "switches": self.switches, "nats": self.nats, "vms": self.vms, "mappings": self.mappings,
-            "firewall": self.firewall, "dirs": sorted(self.dirs),
+            "switches": self.switches,
+            "nats": self.nats,
+            "vms": self.vms,
+            "mappings": self.mappings,
+            "firewall": self.firewall,
+            "dirs": sorted(self.dirs),
             "files": {k: {x: y for x, y in v.items() if x != "local"} for k, v in self.files.items()},
         }

@@ -47,11 +47,13 @@ ENVELOPE = (
     "<a:RelatesTo>{relates}</a:RelatesTo></s:Header><s:Body>{body}</s:Body></s:Envelope>"
 )
 
+
 def decode_command(arguments: list[str]) -> str:
     """The script PowerShell runs for ``powershell.exe ... -EncodedCommand <b64>``."""
     if "-EncodedCommand" in arguments:
         return base64.b64decode(arguments[arguments.index("-EncodedCommand") + 1]).decode("utf-16-le")
     return " ".join(arguments)
+
 
 class Command:
     """One command of a shell: its command line, stdin as received, its output once run."""
@@ -63,6 +65,7 @@ class Command:
         self.put_target: Path | None = None
         self.put_sha1 = hashlib.sha1()  # noqa: S324 - the checksum Ansible's put_file returns
         self.result: tuple[bytes, int] | None = None
+
 
 class Endpoint:
     """The WS-Management side: shells, commands, and what they ran."""
@@ -170,8 +173,11 @@ class Endpoint:
             return b"", 0
         action = json.loads(parts[1])["actions"][-1]
         if action["name"] == "powershell_mkdtemp.ps1":
-            path = str(PureWindowsPath(action["params"]["Directory"].replace("%TEMP%", r"C:\Temp"),
-                                       action["params"]["Name"]))
+            path = str(
+                PureWindowsPath(
+                    action["params"]["Directory"].replace("%TEMP%", r"C:\Temp"), action["params"]["Name"]
+                )
+            )
             self.host.dirs.add(winkey(path))
             self.records.append({"kind": "mkdtemp", "path": path})
             return (path + "\r\n").encode(), 0
@@ -201,16 +207,30 @@ class Endpoint:
         params = args.get("parameters") or {}
         record |= {"script": name, "parameters": params}
         assert name is not None, f"a script that is none of the roles' files was sent:\n{script[:400]}"
-        base = {"changed": False, "result": {}, "output": [], "error": [], "warning": [], "verbose": [],
-                "debug": [], "information": [], "host_out": "", "host_err": ""}
+        base = {
+            "changed": False,
+            "result": {},
+            "output": [],
+            "error": [],
+            "warning": [],
+            "verbose": [],
+            "debug": [],
+            "information": [],
+            "host_out": "",
+            "host_err": "",
+        }
         if check and not SHOULD_PROCESS.search(script):
             return base | {"changed": True, "msg": "skipped, running in check mode"}
         try:
             changed, result = self.host.run(name, params, check)
         except ScriptError as err:
             record["error"] = str(err)
-            return base | {"failed": True, "changed": False, "msg": f"{err}",
-                           "error": [{"output": str(err), "error_details": {"message": str(err)}}]}
+            return base | {
+                "failed": True,
+                "changed": False,
+                "msg": f"{err}",
+                "error": [{"output": str(err), "error_details": {"message": str(err)}}],
+            }
         record |= {"changed": changed, "result": result}
         return base | {"changed": changed, "result": result}
 
@@ -218,18 +238,30 @@ class Endpoint:
         mode = args.get("_copy_mode", "single")
         record |= {"mode": mode, "dest": args.get("dest")}
         if mode == "query":
-            todo = [f for f in args.get("files", [])
-                    if self.checksum(str(PureWindowsPath(args["dest"], f["dest"]))) != f["checksum"]]
+            todo = [
+                f
+                for f in args.get("files", [])
+                if self.checksum(str(PureWindowsPath(args["dest"], f["dest"]))) != f["checksum"]
+            ]
             return {"changed": False, "files": todo, "directories": [], "symlinks": []}
         assert mode == "single" and not check
         src = self.host.files.pop(winkey(args["src"]))
         dest = args["dest"]
         if winkey(str(PureWindowsPath(dest).parent)) not in self.host.dirs:
-            return {"failed": True, "msg": f"Destination directory '{PureWindowsPath(dest).parent}' does not exist"}
+            return {
+                "failed": True,
+                "msg": f"Destination directory '{PureWindowsPath(dest).parent}' does not exist",
+            }
         self.host.files[winkey(dest)] = src | {"path": dest}
         local = Path(src["local"])
-        return {"changed": True, "dest": dest, "checksum": self.checksum(dest), "size": local.stat().st_size,
-                "operation": "file_copy", "original_basename": args.get("_original_basename")}
+        return {
+            "changed": True,
+            "dest": dest,
+            "checksum": self.checksum(dest),
+            "size": local.stat().st_size,
+            "operation": "file_copy",
+            "original_basename": args.get("_original_basename"),
+        }
 
     def checksum(self, path: str) -> str | None:
         entry = self.host.files.get(winkey(path))
@@ -240,6 +272,7 @@ class Endpoint:
             while block := fh.read(1 << 20):
                 sha1.update(block)
         return sha1.hexdigest()
+
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     endpoint: Endpoint
@@ -263,20 +296,41 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, *_args: object) -> None:
         """Quiet."""
 
+
 def make_certificate(directory: Path) -> tuple[Path, Path]:
     """A self-signed certificate for 127.0.0.1 (openssl), like a WinRM HTTPS listener's."""
     cert, key = directory / "winrm.crt", directory / "winrm.key"
     subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
-         "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True,
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
     )
     return cert, key
+
 
 class WinRMStandIn:
     """A running endpoint: ``port``, ``endpoint.records``, ``endpoint.host``."""
 
-    def __init__(self, profile: str, workdir: Path, user: str = "testbed", password: str = "Pa55-word") -> None:
+    def __init__(
+        self, profile: str, workdir: Path, user: str = "testbed", password: str = "Pa55-word"
+    ) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         store = workdir / "store"
         shutil.rmtree(store, ignore_errors=True)
@@ -299,7 +353,8 @@ class WinRMStandIn:
 
     def scripts_run(self, *, check: bool | None = None) -> list[str]:
         """Names of the role scripts run, in order (optionally only in or out of check mode)."""
-        return [r["script"] for r in self.endpoint.records
-                if r.get("script") and (check is None or r["check_mode"] == check)]
-
-EXEC_WRAPPER_MARK = re.compile(r"\$codeJson = foreach")
+        return [
+            r["script"]
+            for r in self.endpoint.records
+            if r.get("script") and (check is None or r["check_mode"] == check)
+        ]
