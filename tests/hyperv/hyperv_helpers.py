@@ -29,7 +29,8 @@ def lab_inventory(path: Path, hosts: dict[str, WinRMStandIn], guests: dict[str, 
     """Write an inventory with *hosts* in hyperv_hosts and *guests* in hyperv."""
     inventory = {
         "all": {
-            "vars": {"testbed_root": str(ROOT)},
+            # the repository's group_vars/all.yml do not sit beside this inventory: carried over
+            "vars": yaml.safe_load((ROOT / "inventory/group_vars/all.yml").read_text()) | {"testbed_root": str(ROOT)},
             "children": {
                 "hyperv_hosts": {"hosts": {name: winrm_vars(s) for name, s in hosts.items()}},
                 "hyperv": {

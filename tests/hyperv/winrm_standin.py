@@ -21,6 +21,7 @@ import base64
 import hashlib
 import http.server
 import json
+import re
 
 import shutil
 import ssl
@@ -170,6 +171,10 @@ class Endpoint:
         parts = bytes(cmd.stdin).split(SEPARATOR)
         if "$codeJson" not in cmd.script or len(parts) < 2:
             self.records.append({"kind": "raw", "script": cmd.script})
+            if removed := re.search(r"Remove-Item '([^']+?)(?:\\\.)?' -Force -Recurse", cmd.script):
+                key = winkey(removed[1])
+                self.host.dirs.discard(key)
+                self.host.files = {k: v for k, v in self.host.files.items() if not k.startswith(key + "\\")}
             return b"", 0
         action = json.loads(parts[1])["actions"][-1]
         if action["name"] == "powershell_mkdtemp.ps1":
