@@ -30,7 +30,8 @@ def lab_inventory(path: Path, hosts: dict[str, WinRMStandIn], guests: dict[str, 
     inventory = {
         "all": {
             # the repository's group_vars/all.yml do not sit beside this inventory: carried over
-            "vars": yaml.safe_load((ROOT / "inventory/group_vars/all.yml").read_text()) | {"testbed_root": str(ROOT)},
+            "vars": yaml.safe_load((ROOT / "inventory/group_vars/all.yml").read_text())
+            | {"testbed_root": str(ROOT)},
             "children": {
                 "hyperv_hosts": {"hosts": {name: winrm_vars(s) for name, s in hosts.items()}},
                 "hyperv": {

@@ -68,7 +68,10 @@ def test_check_mode_run_creates_nothing(lab: dict) -> None:
     assert records and all(r["check_mode"] for r in records)
     # provision (the VM would be created, its port forwarded), then run.yml's teardown
     assert [r["script"] for r in records if r["parameters"].get("Name") == "hv-guest-1"] == [
-        "vm", "forward", "vm_absent"]
+        "vm",
+        "forward",
+        "vm_absent",
+    ]
     vm = next(r for r in records if r["script"] == "vm" and r["parameters"]["Name"] == "hv-guest-1")
     assert vm["changed"] and vm["result"]["actions"][:2] == [
         "New-VHD C:\\testbed\\hyperv\\hv-guest-1\\hv-guest-1.vhdx (differencing, parent "

@@ -50,7 +50,7 @@ $Ansible.Changed = $false
 $actions = [System.Collections.Generic.List[string]]::new()
 $vmDir = Join-Path -Path $StoragePath -ChildPath $Name
 $vhdx = Join-Path -Path $vmDir -ChildPath "$Name.vhdx"
-$memoryBytes = [int64]$MemoryMiB * 1MB
+$memoryBytes = [int64]$MemoryMiB * 1048576
 
 function Invoke-Change {
     param ([string]$Description, [scriptblock]$Action)
@@ -140,24 +140,25 @@ if ($vm) {
     $firmware = Get-VMFirmware -VMName $Name
 }
 
+$summary = $null
+if ($vm) {
+    $summary = [ordered]@{
+        name = $vm.Name
+        id = "$($vm.Id)"
+        state = "$($vm.State)"
+        generation = $vm.Generation
+        version = "$($vm.Version)"
+        processor_count = $processor.Count
+        memory_startup_bytes = $vm.MemoryStartup
+        dynamic_memory = $vm.DynamicMemoryEnabled
+        secure_boot = "$($firmware.SecureBoot)"
+        secure_boot_template = $firmware.SecureBootTemplate
+        checkpoint_type = "$($vm.CheckpointType)"
+        vhdx = $vhdx
+    }
+}
 $Ansible.Result = [ordered]@{
     exists = [bool]$vm
     actions = $actions.ToArray()
-    vm = if ($vm) {
-        [ordered]@{
-            name = $vm.Name
-            id = "$($vm.Id)"
-            state = "$($vm.State)"
-            generation = $vm.Generation
-            version = "$($vm.Version)"
-            processor_count = $processor.Count
-            memory_startup_bytes = $vm.MemoryStartup
-            dynamic_memory = $vm.DynamicMemoryEnabled
-            secure_boot = "$($firmware.SecureBoot)"
-            secure_boot_template = $firmware.SecureBootTemplate
-            checkpoint_type = "$($vm.CheckpointType)"
-            vhdx = $vhdx
-        }
-    }
-    else { $null }
+    vm = $summary
 }
