@@ -14,7 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hyperv_helpers import lab_inventory
+import yaml
+from hyperv_helpers import lab_inventory, winrm_vars
 from kvm_helpers import ansible_playbook
 from winrm_standin import WinRMStandIn
 
@@ -49,38 +50,62 @@ def _records_since(standin: WinRMStandIn, start: int) -> list[dict]:
 
 
 @pytest.mark.slow
-def test_check_mode_run_creates_nothing(lab: dict) -> None:
-    host: WinRMStandIn = lab["host"]
-    start = len(host.endpoint.records)
-    run = ansible_playbook(
-        "run.yml",
-        "-i",
-        str(lab["inventory"]),
-        "-l",
-        "hyperv",
-        "--check",
-        "-e",
-        "plan=workloads/plans/quick.yml",
-        log=lab["work"] / "ansible.log",
-    )
-    assert run.rc == 0, run.output[-4000:]
-    records = _records_since(host, start)
-    assert records and all(r["check_mode"] for r in records)
-    # provision (the VM would be created, its port forwarded), then run.yml's teardown
-    assert [r["script"] for r in records if r["parameters"].get("Name") == "hv-guest-1"] == [
-        "vm",
-        "forward",
-        "vm_absent",
-    ]
-    vm = next(r for r in records if r["script"] == "vm" and r["parameters"]["Name"] == "hv-guest-1")
-    assert vm["changed"] and vm["result"]["actions"][:2] == [
-        "New-VHD C:\\testbed\\hyperv\\hv-guest-1\\hv-guest-1.vhdx (differencing, parent "
-        "C:\\testbed\\hyperv\\images\\testbed-guest-testbed-guest-small.vhdx)",
-        "New-VM hv-guest-1 (generation 2)",
-    ]
-    snap = host.endpoint.host.snapshot()
-    assert snap["vms"] == {} and snap["mappings"] == [] and "testbed" not in snap["switches"]
-    assert not any(r["kind"] == "put_file" for r in host.endpoint.records[start:])
+def test_check_mode_run_of_the_lab_inventory_creates_nothing(lab: dict) -> None:
+    """``run.yml -i inventory/lab.yml -l hyperv --check``: the lab's Hyper-V host is the stand-in
+    (a second inventory source overrides its address and credentials; the guest's connection is
+    local), the host is reached only through the guest's delegated tasks (-l hyperv)."""
+    host = WinRMStandIn("ws2022", lab["work"] / "xeon-hv-1")
+    try:
+        override = {
+            "all": {
+                "hosts": {
+                    "xeon-hv-1": winrm_vars(host),
+                    "hv-intel-1": {
+                        "ansible_connection": "local",
+                        "ansible_host": "127.0.0.1",
+                        "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+                        "hyperv_guest_vhdx": str(lab["vhdx"]),
+                        "hyperv_guest_connect": False,
+                    },
+                }
+            }
+        }
+        (lab["work"] / "override.yml").write_text(yaml.safe_dump(override))
+        run = ansible_playbook(
+            "run.yml",
+            "-i",
+            "inventory/lab.yml",
+            "-i",
+            str(lab["work"] / "override.yml"),
+            "-l",
+            "hyperv",
+            "--check",
+            log=lab["work"] / "ansible.log",
+        )
+        assert run.rc == 0, run.output[-4000:]
+        records = [r for r in host.endpoint.records if r["kind"] == "module"]
+        assert records and all(r["check_mode"] for r in records)
+        # provision (the VM would be created, its port forwarded), then run.yml's teardown
+        assert [r["script"] for r in records] == ["host_facts", "storage", "vm", "forward", "vm_absent"]
+        vm = records[2]
+        assert (
+            vm["parameters"]["StoragePath"] == "D:\\testbed\\hyperv"
+            and vm["parameters"]["ProcessorCount"] == 4
+        )
+        assert vm["changed"] and vm["result"]["actions"] == [
+            "New-VHD D:\\testbed\\hyperv\\hv-intel-1\\hv-intel-1.vhdx (differencing, parent "
+            "D:\\testbed\\hyperv\\images\\testbed-guest-testbed-guest-small.vhdx)",
+            "New-VM hv-intel-1 (generation 2)",
+        ]
+        assert records[3]["result"]["actions"] == [
+            "Add-NetNatStaticMapping TCP 2201 -> 192.168.250.10:22",
+            "New-NetFirewallRule testbed-ssh-hv-intel-1 TCP 2201",
+        ]
+        snap = host.endpoint.host.snapshot()
+        assert snap["vms"] == {} and snap["mappings"] == [] and snap["dirs"] == []
+        assert not any(r["kind"] == "put_file" for r in host.endpoint.records)
+    finally:
+        host.close()
 
 
 @pytest.mark.slow
@@ -212,4 +237,4 @@ def test_capacity_guard_refuses_more_than_the_host_has(lab: dict) -> None:
 
 
 def _sha1(path: Path) -> str:
-    return hashlib.sha1(path.read_bytes()).hexdigest()  # noqa: S324
+    return hashlib.sha1(path.read_bytes()).hexdigest()

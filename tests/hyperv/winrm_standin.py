@@ -22,7 +22,6 @@ import hashlib
 import http.server
 import json
 import re
-
 import shutil
 import ssl
 import subprocess
@@ -64,7 +63,7 @@ class Command:
         self.script = decode_command(line[1:])
         self.stdin = bytearray()
         self.put_target: Path | None = None
-        self.put_sha1 = hashlib.sha1()  # noqa: S324 - the checksum Ansible's put_file returns
+        self.put_sha1 = hashlib.sha1()
         self.result: tuple[bytes, int] | None = None
 
 
@@ -90,7 +89,7 @@ class Endpoint:
             reply = getattr(self, "ws_" + op)(root, shell_id)
         return ENVELOPE.format(**NS, action=action + "Response", mid=uuid.uuid4(), relates=mid, body=reply)
 
-    def ws_Create(self, _root: ET.Element, _shell: str | None) -> str:  # noqa: N802 - WS-Man names
+    def ws_Create(self, _root: ET.Element, _shell: str | None) -> str:
         shell_id = str(uuid.uuid4()).upper()
         self.shells[shell_id] = {}
         return (
@@ -101,7 +100,7 @@ class Endpoint:
             f"</x:ResourceCreated><rsp:Shell><rsp:ShellId>{shell_id}</rsp:ShellId></rsp:Shell>"
         )
 
-    def ws_Command(self, root: ET.Element, shell: str | None) -> str:  # noqa: N802
+    def ws_Command(self, root: ET.Element, shell: str | None) -> str:
         line = root.find("s:Body/rsp:CommandLine", NS)
         assert line is not None and shell in self.shells
         argv = [line.findtext("rsp:Command", "", NS).strip('"')]
@@ -112,14 +111,14 @@ class Endpoint:
         self.shells[shell][command_id] = Command(argv)
         return f"<rsp:CommandResponse><rsp:CommandId>{command_id}</rsp:CommandId></rsp:CommandResponse>"
 
-    def ws_Send(self, root: ET.Element, shell: str | None) -> str:  # noqa: N802
+    def ws_Send(self, root: ET.Element, shell: str | None) -> str:
         stream = root.find("s:Body/rsp:Send/rsp:Stream", NS)
         assert stream is not None and shell in self.shells
         cmd = self.shells[shell][stream.get("CommandId", "")]
         self.feed(cmd, base64.b64decode(stream.text or ""))
         return "<rsp:SendResponse/>"
 
-    def ws_Receive(self, root: ET.Element, shell: str | None) -> str:  # noqa: N802
+    def ws_Receive(self, root: ET.Element, shell: str | None) -> str:
         stream = root.find("s:Body/rsp:Receive/rsp:DesiredStream", NS)
         assert stream is not None and shell in self.shells
         command_id = stream.get("CommandId", "")
@@ -136,10 +135,10 @@ class Endpoint:
             f"<rsp:ExitCode>{rc}</rsp:ExitCode></rsp:CommandState></rsp:ReceiveResponse>"
         )
 
-    def ws_Signal(self, _root: ET.Element, _shell: str | None) -> str:  # noqa: N802
+    def ws_Signal(self, _root: ET.Element, _shell: str | None) -> str:
         return "<rsp:SignalResponse/>"
 
-    def ws_Delete(self, _root: ET.Element, shell: str | None) -> str:  # noqa: N802
+    def ws_Delete(self, _root: ET.Element, shell: str | None) -> str:
         self.shells.pop(shell or "", None)
         return ""
 
@@ -272,7 +271,7 @@ class Endpoint:
         entry = self.host.files.get(winkey(path))
         if not entry or "local" not in entry:
             return None
-        sha1 = hashlib.sha1()  # noqa: S324 - Ansible's file checksum
+        sha1 = hashlib.sha1()
         with open(entry["local"], "rb") as fh:
             while block := fh.read(1 << 20):
                 sha1.update(block)
@@ -283,7 +282,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     endpoint: Endpoint
     auth: str
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+    def do_POST(self) -> None:
         if self.headers.get("Authorization") != self.auth:
             self.send_response(401)
             self.send_header("WWW-Authenticate", 'Basic realm="WSMAN"')
