@@ -9,6 +9,7 @@ stand-in, which records the scripts, their parameters and check mode.
 from __future__ import annotations
 
 import hashlib
+import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,14 +17,34 @@ from pathlib import Path
 import pytest
 import yaml
 from hyperv_helpers import lab_inventory, winrm_vars
-from kvm_helpers import ansible_playbook
+from kvm_helpers import ROOT, ansible_playbook, free_port
 from winrm_standin import WinRMStandIn
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+def guest_sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    """An OpenSSH server on loopback standing in for hv-guest-1 behind its forwarded port: it
+    accepts the controller's guest key (the one the role hands to the VM through KVP)."""
+    work = tmp_path_factory.mktemp("sshd")
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(work / "host_key")], check=True)
+    port = free_port()
+    config = work / "sshd_config"
+    config.write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {work / 'host_key'}\nPidFile {work / 'sshd.pid'}\n"
+        f"AuthorizedKeysFile {ROOT / '.cache/kvm/id_ed25519.pub'}\nPermitRootLogin prohibit-password\n"
+        "StrictModes no\nUsePAM no\nPasswordAuthentication no\n"
+    )
+    Path("/run/sshd").mkdir(exist_ok=True)
+    proc = subprocess.Popen(["/usr/sbin/sshd", "-D", "-e", "-f", str(config)], stderr=subprocess.DEVNULL)
+    yield port
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory, guest_sshd: int) -> Iterator[dict]:
     work = tmp_path_factory.mktemp("hyperv")
     vhdx = work / "testbed-guest-small.vhdx"
     subprocess.run(["qemu-img", "create", "-q", "-f", "vhdx", str(vhdx), "64M"], check=True)
@@ -35,12 +56,19 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
         "ansible_python_interpreter": "{{ ansible_playbook_python }}",
     }
     guests = {
+        # reached over SSH for real (the loopback sshd above), host facts written "into" it
         "hv-guest-1": common
-        | {"hyperv_guest_vcpus": 4, "hyperv_guest_memory_mib": 8192, "hyperv_guest_ssh_port": 2201},
+        | {
+            "hyperv_guest_vcpus": 4,
+            "hyperv_guest_memory_mib": 8192,
+            "hyperv_guest_ssh_port": guest_sshd,
+            "hyperv_guest_connect": True,
+            "hyperv_guest_host_facts_path": str(work / "host-facts.json"),
+        },
         "hv-guest-2": common | {"hyperv_guest_vtpm": True, "hyperv_guest_ssh_port": 2202},
     }
     inventory = lab_inventory(work / "lab.yml", hosts, guests)
-    yield {"work": work, "inventory": inventory, "host": hosts["hv-lab-1"], "vhdx": vhdx}
+    yield {"work": work, "inventory": inventory, "host": hosts["hv-lab-1"], "vhdx": vhdx, "port": guest_sshd}
     for standin in hosts.values():
         standin.close()
 
@@ -154,7 +182,17 @@ def test_provision_then_second_run_unchanged(lab: dict) -> None:
     assert len(puts) == 1
     snap = host.endpoint.host.snapshot()
     assert set(snap["vms"]) == {"hv-guest-1", "hv-guest-2"} and snap["vms"]["hv-guest-2"]["Tpm"] is True
-    assert [m["ExternalPort"] for m in snap["mappings"]] == [2201, 2202]
+    assert sorted(m["ExternalPort"] for m in snap["mappings"]) == sorted([lab["port"], 2202])
+    facts = json.loads((lab["work"] / "host-facts.json").read_text())
+    assert facts["hypervisor"] == "hyperv" and facts["hyperv_version"] == "10.0.20348.2849"
+    assert facts["virtualization"] == "hardware (Hyper-V 10.0.20348.2849, Windows build 20348)"
+    assert (
+        facts["host_scheduler_type"] == "core"
+        and facts["host_numa_nodes"] == 2
+        and facts["host_vbs"] == "running"
+    )
+    assert facts["vm"]["secure_boot_template"] == "MicrosoftUEFICertificateAuthority" and facts["vcpus"] == 4
+    assert facts["ipv4"] == "192.168.250.10"
     base = "c:\\testbed\\hyperv\\images\\testbed-guest-testbed-guest-small.vhdx"
     assert host.endpoint.checksum(base) == _sha1(lab["vhdx"])
 
@@ -182,7 +220,7 @@ def test_teardown_removes_the_vms_and_their_disks_only(lab: dict) -> None:
         "Remove-Item C:\\testbed\\hyperv\\hv-guest-1\\hv-guest-1.vhdx",
         "Remove-Item C:\\testbed\\hyperv\\hv-guest-1",
         "Remove-NetFirewallRule testbed-ssh-hv-guest-1",
-        "Remove-NetNatStaticMapping TCP 2201",
+        f"Remove-NetNatStaticMapping TCP {lab['port']}",
     ]
     snap = host.endpoint.host.snapshot()
     assert snap["vms"] == {} and snap["mappings"] == [] and snap["firewall"] == {}
