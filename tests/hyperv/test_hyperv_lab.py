@@ -206,6 +206,7 @@ def test_provision_then_second_run_unchanged(lab: dict) -> None:
     assert not any(r["kind"] == "put_file" for r in host.endpoint.records[start:])
 
 
+@pytest.mark.slow
 def test_teardown_removes_the_vms_and_their_disks_only(lab: dict) -> None:
     host: WinRMStandIn = lab["host"]
     start = len(host.endpoint.records)
@@ -231,6 +232,7 @@ def test_teardown_removes_the_vms_and_their_disks_only(lab: dict) -> None:
     assert again.rc == 0 and all(v["changed"] == 0 for v in again.recap().values()), again.output[-3000:]
 
 
+@pytest.mark.slow
 def test_host_without_hyperv_is_refused(lab: dict) -> None:
     plain = WinRMStandIn("ws2022-no-hyperv", lab["work"] / "hv-plain-1")
     try:
@@ -256,6 +258,7 @@ def test_host_without_hyperv_is_refused(lab: dict) -> None:
         plain.close()
 
 
+@pytest.mark.slow
 def test_capacity_guard_refuses_more_than_the_host_has(lab: dict) -> None:
     host: WinRMStandIn = lab["host"]
     start = len(host.endpoint.records)
