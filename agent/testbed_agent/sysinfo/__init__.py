@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed_agent import __version__
-from testbed_agent.sysinfo import cc
+from testbed_agent.sysinfo import cc, hyperv
 from testbed_agent.sysinfo.probe import Probe
 
 TOOLS = {
@@ -59,6 +59,7 @@ def collect(
     }
     if cloud == "azure":
         _azure(info)
+    info["hypervisor"] |= hyperv.describe(probe, cc_state.get("hypervisor_vendor"), host_facts)
     if host_facts:
         info["host"] = host_facts
         if host_facts.get("domain_type"):

@@ -7,6 +7,7 @@
 #   rootfs.qcow2   ext4 root file system (no partition table), booted with root=/dev/vda
 #   vmlinuz        the guest kernel   (direct kernel boot: no boot loader in the image)
 #   initrd.img     its initramfs
+#   efi/           the signed UEFI loaders (shim, GRUB) for a Hyper-V Generation 2 disk
 #   manifest.json  what went in: suite, mirror, packages, hash, versions
 # The hash covers this script, the suite, the mirror and the package list, so a changed input
 # builds a new image and an unchanged one is reused (the build is skipped when manifest.json exists).
@@ -18,13 +19,17 @@ mirror=${3:-http://deb.debian.org/debian}
 size=${TESTBED_IMAGE_SIZE:-3G}
 
 # The guest's packages: kernel and boot, the guest agent, SSH, Python and the agent's
-# dependencies from Debian (so the guest needs no PyPI), and the benchmark tools.
+# dependencies from Debian (so the guest needs no PyPI), and the benchmark tools. The same image
+# runs on Hyper-V (roles/hyperv_guest): hyperv-daemons (KVP), the cloud kernel's hv_* drivers and
+# the Secure Boot chain (shim signed by the Microsoft UEFI CA, Debian's signed GRUB) for its
+# EFI system partition.
 packages=(
   linux-image-cloud-amd64 initramfs-tools systemd-sysv udev dbus kmod
   iproute2 openssh-server qemu-guest-agent dmidecode ca-certificates
   python3 python3-venv python3-pip python3-yaml python3-psutil python3-rich
   python3-prometheus-client python3-cryptography
   fio coreutils util-linux procps cpuid msr-tools sudo prometheus-node-exporter
+  hyperv-daemons shim-signed grub-efi-amd64-signed
 )
 pkg_list=$(printf '%s\n' "${packages[@]}" | sort | paste -sd, -)
 
@@ -67,6 +72,7 @@ mmdebstrap --variant=apt --mode=root --include="$pkg_list" \
   --customize-hook='rm -f "$1"/etc/ssh/ssh_host_*' \
   --customize-hook='chroot "$1" systemctl enable testbed-ssh-key.service testbed-ssh-hostkeys.service systemd-networkd.service serial-getty@ttyS0.service' \
   --customize-hook='cp -L "$1/vmlinuz" "$1/../vmlinuz"; cp -L "$1/initrd.img" "$1/../initrd.img"' \
+  --customize-hook='mkdir -p "$1/../efi"; cp "$1"/usr/lib/shim/shimx64.efi.signed "$1/../efi/BOOTX64.EFI"; cp "$1"/usr/lib/shim/mmx64.efi.signed "$1/../efi/mmx64.efi"; cp "$1"/usr/lib/grub/x86_64-efi-signed/grubx64.efi.signed "$1/../efi/grubx64.efi"' \
   --customize-hook='chroot "$1" dpkg-query -W -f="\${Package}=\${Version}\n" > "$1/../packages.txt"' \
   --customize-hook='rm -rf "$1"/var/cache/apt/archives/*.deb "$1"/var/lib/apt/lists/*' \
   "$suite" "$root" "$mirror" >&2
@@ -79,7 +85,7 @@ rm -f "$work/rootfs.raw"
 
 kernel_version=$(ls "$root/lib/modules" | head -n1)
 mkdir -p "$work/out"
-mv "$work/rootfs.qcow2" "$work/vmlinuz" "$work/initrd.img" "$work/packages.txt" "$work/out/"
+mv "$work/rootfs.qcow2" "$work/vmlinuz" "$work/initrd.img" "$work/packages.txt" "$work/efi" "$work/out/"
 python3 - "$work/out/manifest.json" "$hash" "$suite" "$mirror" "$pkg_list" "$kernel_version" <<'PY'
 import json, sys, datetime
 path, h, suite, mirror, pkgs, kver = sys.argv[1:]
