@@ -16,28 +16,14 @@ from testbed_reports import svgplot
 from testbed_reports.anova import anova_codes, tukey
 from testbed_reports.errors import ReportError
 from testbed_reports.inference import primary_set
-from testbed_reports.load import Dataset
+from testbed_reports.load import OBS_COLUMNS, Dataset
 from testbed_reports.numerics import group_moments
 
 PARAM_PREFIX = "param."
 #: a parameter (or the label) is a factor of a metric when it takes 2..MAX_LEVELS values there
 MAX_LEVELS = 12
-EXPORT_COLUMNS = [
-    "run_id",
-    "host",
-    "label",
-    "groups",
-    "benchmark",
-    "type",
-    "metric",
-    "unit",
-    "better",
-    "value",
-    "repetition",
-    "index",
-    "started_at",
-    "cc_technology",
-]
+#: the observation columns written first, in the loader's order (without its internal ``record`` link)
+EXPORT_COLUMNS = [c for c in OBS_COLUMNS if c != "record"]
 
 
 def _flatten(params: Any, prefix: str = PARAM_PREFIX) -> dict[str, Any]:
