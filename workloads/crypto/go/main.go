@@ -9,11 +9,12 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"syscall"
 	"time"
 )
 
-const contract = 1
+const contract = 2
 
 // exit codes of the contract
 const (
@@ -105,6 +106,7 @@ func wrapFlagErr(err error) error {
 type spec struct {
 	alg, op, input, stream, vectors             string
 	keyBits, payload, chunk, iterations, warmup int
+	warmupS, tolerance                          float64
 }
 
 func runCmd(args []string) (map[string]any, error) {
@@ -120,6 +122,8 @@ func runCmd(args []string) (map[string]any, error) {
 	fs.IntVar(&s.iterations, "iterations", 0, "timed operations (required)")
 	fs.IntVar(&s.warmup, "warmup", 0, "untimed operations after the cold one")
 	fs.StringVar(&s.vectors, "vectors", "", "vector file (required)")
+	fs.Float64Var(&s.warmupS, "warmup-s", 0, "time-based warm-up: at most this many seconds")
+	fs.Float64Var(&s.tolerance, "tolerance", 0.05, "steady state: successive batches agree within this fraction")
 	if err := fs.Parse(args); err != nil {
 		return nil, wrapFlagErr(err)
 	}
@@ -142,6 +146,9 @@ func run(s spec) (map[string]any, error) {
 	}
 	if !containsStr(a.ops, s.op) {
 		return nil, usageErr("%s takes op %v, got %q", a.name, a.ops, s.op)
+	}
+	if s.warmupS < 0 || s.tolerance <= 0 || s.tolerance >= 1 {
+		return nil, usageErr("warmup-s must be >= 0 and tolerance in (0, 1)")
 	}
 	if s.iterations < 1 || s.warmup < 0 {
 		return nil, usageErr("iterations must be >= 1 and warmup >= 0")
@@ -210,6 +217,11 @@ func run(s spec) (map[string]any, error) {
 			return nil, err
 		}
 	}
+	st, err := steadyWarmup(do, 1+s.warmup, s.warmupS, s.tolerance)
+	if err != nil {
+		return nil, err
+	}
+	s.warmup += st.ops
 	times := make([]int64, 0, s.iterations)
 	w0 := time.Now() // the wall window encloses the CPU window
 	u0, s0 := rusage()
@@ -232,6 +244,7 @@ func run(s spec) (map[string]any, error) {
 		"payload_bytes": size, "input": input, "iterations": s.iterations, "warmup": s.warmup,
 		"vectors": map[string]int{"checked": len(results), "passed": report["passed"].(int)},
 		"cold_ns": cold, "times_ns": times, "wall_ns": wall,
+		"warmup_ns": st.ns, "steady": st.steady, "warmup_batches_ns": st.batches,
 		"cpu_user_ns": u1 - u0, "cpu_sys_ns": s1 - s0, "cpu_ns": (u1 - u0) + (s1 - s0),
 		"process_cpu_ns": u1 + s1,
 	}, nil
@@ -265,3 +278,48 @@ func containsStr(xs []string, x string) bool {
 
 // discard is the sink of timed stream operations: ciphertext is not kept.
 func discard([]byte) {}
+
+type steadyState struct {
+	ops     int
+	ns      int64
+	steady  any // nil when no time-based warm-up was asked for
+	batches []int64
+}
+
+// steadyWarmup runs batches of >= 10 ms (CONTRACT.md) until 3 successive per-op means agree within
+// tolerance of their median, or the time is up.
+func steadyWarmup(do func(int) error, first int, seconds, tolerance float64) (steadyState, error) {
+	st := steadyState{batches: []int64{}}
+	if seconds <= 0 {
+		return st, nil
+	}
+	start := time.Now()
+	limit := time.Duration(seconds * 1e9)
+	batch := max(10*time.Millisecond, limit/50)
+	n, size := first, 1
+	for {
+		t := time.Now()
+		for i := 0; i < size; i++ {
+			if err := do(n); err != nil {
+				return st, err
+			}
+			n++
+		}
+		took := time.Since(t)
+		if took < batch {
+			size *= 2
+			continue
+		}
+		st.batches = append(st.batches, took.Nanoseconds()/int64(size))
+		ok := false
+		if k := len(st.batches); k >= 3 {
+			last := append([]int64{}, st.batches[k-3:]...)
+			slices.Sort(last)
+			ok = float64(last[2]-last[0]) <= tolerance*float64(last[1])
+		}
+		if ok || time.Since(start) >= limit {
+			st.ops, st.ns, st.steady = n-first, time.Since(start).Nanoseconds(), ok
+			return st, nil
+		}
+	}
+}
