@@ -431,6 +431,8 @@ public final class Main {
         for (int i = 0; i < warmup; i++) {
             doOp.apply(1 + i);
         }
+        Steady st = Steady.run(doOp, 1 + warmup, dblFlag(flags, "warmup-s", 0), dblFlag(flags, "tolerance", 0.05));
+        warmup += (int) st.ops;
         long[] times = new long[iterations];
         long w0 = System.nanoTime(); // the wall window encloses the CPU window
         long[] c0 = procCpu();
@@ -444,7 +446,7 @@ public final class Main {
         long[] c1 = procCpu();
         long wall = System.nanoTime() - w0;
         Map<String, Object> m = new LinkedHashMap<>();
-        m.put("contract", 1);
+        m.put("contract", 2);
         m.put("language", "java");
         m.put("runtime", runtime());
         m.put("library", library());
@@ -460,6 +462,9 @@ public final class Main {
         m.put("warmup", warmup);
         m.put("vectors", Map.of("checked", results.size(), "passed", report.get("passed")));
         m.put("cold_ns", cold);
+        m.put("warmup_ns", st.ns);
+        m.put("steady", st.steady);
+        m.put("warmup_batches_ns", st.batches);
         m.put("times_ns", times);
         m.put("wall_ns", wall);
         m.put("cpu_user_ns", c1[0] - c0[0]);
@@ -467,5 +472,56 @@ public final class Main {
         m.put("cpu_ns", p1 - p0);
         m.put("process_cpu_ns", p1);
         return m;
+    }
+
+    static double dblFlag(Map<String, String> flags, String name, double dflt) throws Fail {
+        String v = flags.get(name);
+        try {
+            double d = v == null ? dflt : Double.parseDouble(v);
+            if (d < 0 || (name.equals("tolerance") && (d <= 0 || d >= 1))) {
+                throw new NumberFormatException();
+            }
+            return d;
+        } catch (NumberFormatException e) {
+            throw new Fail(2, "--" + name + ": a number (warmup-s >= 0, tolerance in (0, 1)), got " + v);
+        }
+    }
+
+    /** Time-based warm-up (CONTRACT.md): batches of >= 10 ms until 3 successive per-op means agree. */
+    record Steady(long ops, long ns, Boolean steady, List<Long> batches) {
+        static Steady run(Op op, int first, double seconds, double tolerance) throws Exception {
+            if (seconds <= 0) {
+                return new Steady(0, 0, null, List.of());
+            }
+            long start = System.nanoTime();
+            long limit = (long) (seconds * 1e9);
+            long batch = Math.max(10_000_000L, limit / 50);
+            int n = first;
+            long size = 1;
+            List<Long> means = new java.util.ArrayList<>();
+            while (true) {
+                long t = System.nanoTime();
+                for (long i = 0; i < size; i++) {
+                    op.apply(n++);
+                }
+                long took = System.nanoTime() - t;
+                if (took < batch) {
+                    size *= 2;
+                    continue;
+                }
+                means.add(took / size);
+                int k = means.size();
+                boolean ok = false;
+                if (k >= 3) {
+                    List<Long> last = new java.util.ArrayList<>(means.subList(k - 3, k));
+                    java.util.Collections.sort(last);
+                    ok = last.get(2) - last.get(0) <= tolerance * last.get(1);
+                }
+                long now = System.nanoTime();
+                if (ok || now - start >= limit) {
+                    return new Steady(n - first, now - start, ok, means);
+                }
+            }
+        }
     }
 }
