@@ -62,6 +62,10 @@ _KEYS = {
     "memory_mb",
     "arch",
     "kms",
+    "kms_keys",
+    "warm_after",
+    "warmup_s",
+    "tolerance",
     "crypto_dir",
 }
 
@@ -142,7 +146,7 @@ def resolve(bench: Benchmark) -> dict[str, Any]:
             raise ParamError("params.kms", str(exc)) from None
         if "file_sizes" in out:
             raise ParamError("params.file_sizes", "kms-envelope takes payload_bytes")
-        return out
+        return _resolve_kms(p, out)
     sizes, ops = ALGS[alg]
     default_bits = [named[1]] if named and named[1] else [sizes[0]]
     out["key_bits"] = _int_list(p, "key_bits", default_bits)
@@ -156,10 +160,7 @@ def resolve(bench: Benchmark) -> dict[str, Any]:
         raise ParamError("params.ops", "streamed files (file_sizes) take ops encrypt or mac only")
     if "file_sizes" in out and alg.startswith("ecdsa"):
         raise ParamError("params.file_sizes", "ecdsa signs payload_bytes in memory, not streamed files")
-    langs = p.get("languages", list(LANGUAGES))
-    if not isinstance(langs, list) or not langs or any(lang not in LANGUAGES for lang in langs):
-        raise ParamError("params.languages", f"a list of {', '.join(LANGUAGES)}, got {langs!r}")
-    out["languages"] = langs
+    out["languages"] = _languages(p)
     out["cpus"] = _int_list(p, "cpus", [1]) if "cpus" in p else []
     chunk = _sizes({"chunk_bytes": p.get("chunk_bytes", "1M")}, "chunk_bytes")[0]
     if chunk < 16 or chunk % 16:
@@ -177,6 +178,29 @@ def resolve(bench: Benchmark) -> dict[str, Any]:
         out["arch"] = str(p.get("arch", "x86_64"))
         if out["arch"] not in out["price_table"].per_gb_second:
             raise ParamError("params.arch", f"no per-GB-second rate for {out['arch']!r} in price_table")
+    return out
+
+
+def _languages(p: dict[str, Any]) -> list[str]:
+    langs = p.get("languages", list(LANGUAGES))
+    if not isinstance(langs, list) or not langs or any(lang not in LANGUAGES for lang in langs):
+        raise ParamError("params.languages", f"a list of {', '.join(LANGUAGES)}, got {langs!r}")
+    return langs
+
+
+def _resolve_kms(p: dict[str, Any], out: dict[str, Any]) -> dict[str, Any]:
+    """Key-service parameters: languages, key names (kms.KEYS), calls before the warm ones."""
+    from testbed_agent.kms import KEYS
+
+    out["languages"] = _languages(p)
+    keys = p.get("kms_keys", list(KEYS))
+    if not isinstance(keys, list) or not keys or any(k not in KEYS for k in keys):
+        raise ParamError("params.kms_keys", f"a list of {', '.join(KEYS)}, got {keys!r}")
+    out["kms_keys"] = keys
+    warm = p.get("warm_after", 10 if out["iterations"] > 10 else 1)
+    if isinstance(warm, bool) or not isinstance(warm, int) or not 0 <= warm < out["iterations"]:
+        raise ParamError("params.warm_after", f"an integer in [0, iterations), got {warm!r}")
+    out["warm_after"] = warm
     return out
 
 
@@ -326,9 +350,11 @@ class Crypto(Workload):
             res = resolve(ctx.bench)
         except ParamError as exc:
             raise WorkloadError(f"{exc.field}: {exc.problem}") from None
-        if res["alg"] == KMS_ALG:
-            return self._run_kms(ctx, res)
         root = crypto_dir(ctx.params)
+        if res["alg"] == KMS_ALG:
+            from testbed_agent.workloads.crypto_kms import run_kms
+
+            return run_kms(ctx, res, root)
         vectors = root / "vectors" / "vectors.json"
         if not vectors.exists():
             raise WorkloadError(
@@ -429,38 +455,3 @@ class Crypto(Workload):
         if proc.returncode != 0 or "error" in out:
             return "failed", {"error": f"exit {proc.returncode}: {out.get('error', '?')}"}
         return "ok", out
-
-    @staticmethod
-    def _run_kms(ctx: RunContext, res: dict[str, Any]) -> Outcome:
-        from testbed_agent.kms import envelope
-
-        size = res["payload_sizes"][0]
-        payload = json_payload(size) if res["payload"] == "json" else os.urandom(size)
-        metrics: dict[str, Any] = {}
-        with envelope(res["kms"]) as (env, where):
-            for _ in range(res["warmup"]):
-                env.round_trip(payload)
-            env.timings.clear()
-            for _ in range(res["iterations"]):
-                if ctx.stop.is_set() or ctx.remaining() <= 0:
-                    raise WorkloadError("stopped during the key-service round trips")
-                env.round_trip(payload)
-        for name, values in env.timings.items():
-            metrics[f"kms.{name}"] = metric(statistics.median(values), "s", "lower")
-            metrics[f"kms.{name}_first"] = metric(values[0], "s", "lower")
-        local = statistics.median(env.timings["local_encrypt"])
-        metrics["kms.envelope_encrypt_total"] = metric(
-            statistics.median(env.timings["generate_data_key_rtt"]) + local, "s", "lower"
-        )
-        return Outcome(
-            metrics=metrics,
-            samples={k: v for k, v in env.timings.items()},
-            tool={"name": "boto3 KMS client", "version": _boto_version(), "service": where},
-            params={"alg": KMS_ALG, "bytes": size, "service": where},
-        )
-
-
-def _boto_version() -> str:
-    import boto3
-
-    return str(boto3.__version__)
