@@ -127,6 +127,7 @@ def resolve(bench: Benchmark) -> dict[str, Any]:
             least = 1 if key == "iterations" else 0
             raise ParamError(f"params.{key}", f"expected an integer >= {least}, got {v!r}")
         out[key] = v
+    out["warmup_s"], out["tolerance"] = _steady_params(p)
     if "payload_bytes" in p and "file_sizes" in p:
         raise ParamError("params.file_sizes", "payload_bytes (memory) or file_sizes (streamed), not both")
     if "file_sizes" in p:
@@ -156,8 +157,6 @@ def resolve(bench: Benchmark) -> dict[str, Any]:
     out["ops"] = p.get("ops", list(ops))
     if not isinstance(out["ops"], list) or not out["ops"] or any(o not in ops for o in out["ops"]):
         raise ParamError("params.ops", f"{alg} takes a list of {', '.join(ops)}, got {out['ops']!r}")
-    if "file_sizes" in out and set(out["ops"]) - {"encrypt", "mac"}:
-        raise ParamError("params.ops", "streamed files (file_sizes) take ops encrypt or mac only")
     if "file_sizes" in out and alg.startswith("ecdsa"):
         raise ParamError("params.file_sizes", "ecdsa signs payload_bytes in memory, not streamed files")
     out["languages"] = _languages(p)
@@ -179,6 +178,28 @@ def resolve(bench: Benchmark) -> dict[str, Any]:
         if out["arch"] not in out["price_table"].per_gb_second:
             raise ParamError("params.arch", f"no per-GB-second rate for {out['arch']!r} in price_table")
     return out
+
+
+def _steady_params(p: dict[str, Any]) -> tuple[float, float]:
+    """``warmup_s`` (time-based warm-up limit, 0: none) and ``tolerance`` (steady-state agreement)."""
+    warmup_s, tol = p.get("warmup_s", 0), p.get("tolerance", 0.05)
+    if isinstance(warmup_s, bool) or not isinstance(warmup_s, (int, float)) or warmup_s < 0:
+        raise ParamError("params.warmup_s", f"seconds >= 0, got {warmup_s!r}")
+    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 < tol < 1:
+        raise ParamError("params.tolerance", f"a fraction in (0, 1), got {tol!r}")
+    return float(warmup_s), float(tol)
+
+
+def system_cpu() -> tuple[int, int]:
+    """(busy, total) jiffies of all CPUs from /proc/stat; (0, 0) where there is none."""
+    try:
+        with open("/proc/stat") as fh:
+            fields = [int(x) for x in fh.readline().split()[1:]]
+    except (OSError, ValueError):
+        return 0, 0
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    total = sum(fields[:8])
+    return total - idle, total
 
 
 def _languages(p: dict[str, Any]) -> list[str]:
@@ -290,6 +311,10 @@ def cell_metrics(out: dict[str, Any], res: dict[str, Any]) -> dict[str, dict[str
         ),
         "cpu_s_per_op": metric(cpu_s / len(times), "s", "lower"),
     }
+    if out.get("steady") is not None:
+        m["steady"] = metric(1.0 if out["steady"] else 0.0, "bool", "higher")
+        m["warmup_time"] = metric(out.get("warmup_ns", 0) / 1e9, "s", "lower")
+        m["warmup_ops"] = metric(float(out.get("warmup", 0)), "op", "higher")
     if size > 0:
         m["throughput"] = metric(size / median if median > 0 else 0.0, "B/s", "higher")
         m["cpu_s_per_gb"] = metric(cpu_s / (size * len(times) / 1e9), "s/GB", "lower")
@@ -398,8 +423,13 @@ class Crypto(Workload):
                 "--chunk-bytes",
                 str(res["chunk_bytes"]),
             ]
+            if res["warmup_s"]:
+                argv += ["--warmup-s", str(res["warmup_s"]), "--tolerance", str(res["tolerance"])]
             size = info["bytes"]
-            if streamed:
+            if streamed and info["op"] in ("decrypt", "verify"):
+                # decryption of a file: read into memory before timing, its ciphertext made there
+                argv += ["--input", str(input_file(ctx.scratch, size, res["payload"]))]
+            elif streamed:
                 argv += ["--stream", str(input_file(ctx.scratch, size, res["payload"]))]
             elif res["payload"] == "json":
                 argv += ["--input", str(input_file(ctx.scratch, size, "json"))]
@@ -407,7 +437,9 @@ class Crypto(Workload):
                 argv += ["--payload-bytes", str(size)]
             if ncpu:
                 argv = ["taskset", "-c", ",".join(map(str, affinity[:ncpu])), *argv]
+            busy0, total0 = system_cpu()
             status, out = self._run_cell(ctx, argv, cmd[1])
+            busy1, total1 = system_cpu()
             if status != "ok":
                 samples["cells"].append({**info, "status": status, "reason": out["error"]})
                 if status == "failed":
@@ -416,8 +448,12 @@ class Crypto(Workload):
             versions[lang] = f"{out['runtime']}; {out['library']}"
             for q, v in cell_metrics(out, res).items():
                 metrics[f"{cell}.{q}"] = v
-            keep = ("times_ns", "cold_ns", "cpu_user_ns", "cpu_sys_ns", "vectors", "mode", "padding")
-            samples[cell] = {k: out[k] for k in keep}
+            if total1 > total0:
+                sys_pct = 100.0 * (busy1 - busy0) / (total1 - total0)
+                metrics[f"{cell}.system_cpu_percent"] = metric(sys_pct, "%", "lower")
+            keep = ("times_ns", "cold_ns", "cpu_user_ns", "cpu_sys_ns", "vectors", "mode", "padding", "input")
+            keep += ("steady", "warmup_batches_ns", "backend", "provider")
+            samples[cell] = {k: out[k] for k in keep if k in out}
             samples["cells"].append({**info, "status": "ok", "reason": None})
         ran = [c for c in samples["cells"] if c["status"] == "ok"]
         outcome = Outcome(
