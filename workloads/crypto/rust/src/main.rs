@@ -424,7 +424,7 @@ fn bulk_gcm(payload: Vec<u8>, key_bits: usize) -> Res<Op> {
         let tag = key
             .seal_in_place_separate_tag(Nonce::assume_unique_for_key(nonce), Aad::empty(), &mut buf)
             .map_err(|_| "seal failed".to_string())?;
-        std::hint::black_box(tag);
+        let _ = std::hint::black_box(tag);
         Ok(())
     }))
 }
