@@ -74,7 +74,6 @@ def test_agent_table_matches_the_implementations() -> None:
         ({"payload_bytes": 4096, "file_sizes": ["1M"]}, "params.file_sizes"),
         ({"warmup_s": -1}, "params.warmup_s"),
         ({"tolerance": 1.5}, "params.tolerance"),
-        ({"kms_keys": ["rsa1024"]}, "params.alg"),
         ({"iterations": 0}, "params.iterations"),
         ({"chunk_bytes": 100}, "params.chunk_bytes"),
         ({"price_table": {"per_gb_second": {"x86_64": 1e-5}}}, "params.memory_mb"),
