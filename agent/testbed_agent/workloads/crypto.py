@@ -135,8 +135,8 @@ def resolve(bench: Benchmark) -> dict[str, Any]:
     else:
         out["payload_sizes"] = _sizes({"payload_bytes": p.get("payload_bytes", 4096)}, "payload_bytes")
     kind = p.get("payload", "random")
-    if kind not in ("random", "json"):
-        raise ParamError("params.payload", f"must be random or json, got {kind!r}")
+    if kind not in ("random", "json", "text"):
+        raise ParamError("params.payload", f"must be random, json or text, got {kind!r}")
     out["payload"] = kind
     if alg == KMS_ALG:
         from testbed_agent.kms import KmsConfig
@@ -247,7 +247,8 @@ def command(lang: str, root: Path) -> tuple[list[str], dict[str, str]] | str:
         jar = root / "java/target/testbed-crypto.jar"
         if not jar.exists():
             return "java program not built (java/target/testbed-crypto.jar): `make build` with JDK and Maven"
-        return ["java", "-jar", str(jar)], env
+        # 75 % of the machine's memory as heap: decrypting a 1 GiB file holds it and its ciphertext
+        return ["java", "-XX:MaxRAMPercentage=75", "-jar", str(jar)], env
     if not (root / "node/node_modules").is_dir():
         return "node dependencies not installed (node/node_modules): `make build` with npm"
     return ["node", "--openssl-legacy-provider", str(root / "node/main.js")], env
@@ -278,6 +279,8 @@ def input_file(scratch: Path, size: int, kind: str) -> Path:
     with open(tmp, "wb") as fh:
         if kind == "json":
             fh.write(json_payload(size))
+        elif kind == "text":
+            _write_text(fh, size)
         else:
             left = size
             while left:
@@ -286,6 +289,25 @@ def input_file(scratch: Path, size: int, kind: str) -> Path:
                 left -= n
     tmp.replace(path)
     return path
+
+
+#: words of the text files (the study's "text" file kind: compressible ASCII prose)
+_WORDS = (
+    "the quick brown fox jumps over lazy dog cloud virtual machine hypervisor encrypts file data "
+    "with key block cipher mode and measures time and processor load of each run"
+).split()
+
+
+def _write_text(fh: Any, size: int) -> None:
+    """``size`` bytes of ASCII text lines made of common words (seeded by the size: reproducible)."""
+    import random
+
+    rng = random.Random(size)
+    left = size
+    while left:
+        line = " ".join(rng.choices(_WORDS, k=4096)).encode()[: min(left, 1 << 20) - 1] + b"\n"
+        fh.write(line[:left])
+        left -= len(line[:left])
 
 
 def size_label(n: int) -> str:
@@ -431,8 +453,8 @@ class Crypto(Workload):
                 argv += ["--input", str(input_file(ctx.scratch, size, res["payload"]))]
             elif streamed:
                 argv += ["--stream", str(input_file(ctx.scratch, size, res["payload"]))]
-            elif res["payload"] == "json":
-                argv += ["--input", str(input_file(ctx.scratch, size, "json"))]
+            elif res["payload"] in ("json", "text"):
+                argv += ["--input", str(input_file(ctx.scratch, size, res["payload"]))]
             else:
                 argv += ["--payload-bytes", str(size)]
             if ncpu:
