@@ -80,10 +80,18 @@ def figures(out: dict[str, Any]) -> dict[str, Any]:
     wall = size / (statistics.median(out["times_ns"]) / 1e9)
     cpu = size * n / (out["cpu_ns"] / 1e9) if out["cpu_ns"] > 0 else float("nan")
     backend = out.get("backend") or out.get("provider") or ""
-    return {"wall": wall, "cpu": cpu, "steady": out.get("steady"), "library": out["library"], "backend": backend}
+    return {
+        "wall": wall,
+        "cpu": cpu,
+        "steady": out.get("steady"),
+        "library": out["library"],
+        "backend": backend,
+    }
 
 
-def measure(args: argparse.Namespace, langs: list[str]) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
+def measure(
+    args: argparse.Namespace, langs: list[str]
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
     """Alternating rounds: OpenSSL references and every language's two patterns."""
     ref: dict[str, dict[str, list[float]]] = {p: {"wall": [], "cpu": []} for p in PATTERNS}
     got: dict[str, dict[str, list[dict[str, Any]]]] = {lang: {p: [] for p in PATTERNS} for lang in langs}
@@ -122,7 +130,10 @@ def main() -> int:
         f"{med['stream']['cpu'] / 1e9:.2f} GB/s CPU, {med['stream']['wall'] / 1e9:.2f} GB/s wall; "
         f"-aead: {med['messages']['cpu'] / 1e9:.2f} GB/s CPU, {med['messages']['wall'] / 1e9:.2f} GB/s wall"
     )
-    print(f"{'language':<8} {'pattern':<9} {'GB/s wall':>9} {'wall ratio':>10} {'CPU ratio':>9} {'steady':>7}  backend")
+    print(
+        f"{'language':<8} {'pattern':<9} {'GB/s wall':>9} {'wall ratio':>10} {'CPU ratio':>9} "
+        f"{'steady':>7}  backend"
+    )
     table: dict[str, Any] = {"openssl": med, "languages": {}}
     missed = []
     for lang in langs:
@@ -137,7 +148,9 @@ def main() -> int:
             rw, rc = wall / med[pattern]["wall"], cpu / med[pattern]["cpu"]
             steady = sum(1 for r in runs if r["steady"])
             lib = runs[-1]["backend"] or runs[-1]["library"]
-            print(f"{lang:<8} {pattern:<9} {wall / 1e9:>9.2f} {rw:>10.2f} {rc:>9.2f} {steady:>4}/{len(runs)}  {lib}")
+            print(
+                f"{lang:<8} {pattern:<9} {wall / 1e9:>9.2f} {rw:>10.2f} {rc:>9.2f} {steady:>4}/{len(runs)}  {lib}"
+            )
             table["languages"][lang][pattern] = {
                 "wall_Bps": wall,
                 "cpu_Bps": cpu,

@@ -14,7 +14,15 @@ import pytest
 from crypto_helpers import CRYPTO, LANGUAGES, TOOLCHAIN
 
 from testbed_agent import errors
-from testbed_agent.kms import KEYS, KmsConfig, call_metrics, client_command, create_keys, local_kms_server, make_client
+from testbed_agent.kms import (
+    KEYS,
+    KmsConfig,
+    call_metrics,
+    client_command,
+    create_keys,
+    local_kms_server,
+    make_client,
+)
 from testbed_agent.plan import Benchmark, ParamError
 from testbed_agent.workloads.base import RunContext
 from testbed_agent.workloads.crypto import Crypto, resolve
@@ -24,7 +32,11 @@ pytestmark = pytest.mark.integration
 #: one key of each kind: symmetric envelope, RSA envelope, ECDSA and RSA signing, HMAC
 KEY_MIX = ["sym", "rsa3072", "p384", "rsa2048-sign", "hmac384"]
 ENVELOPE_CALLS = {"sym": ("generate_data_key", "decrypt"), "rsa3072": ("encrypt", "decrypt")}
-OTHER_CALLS = {"p384": ("sign", "verify"), "rsa2048-sign": ("sign", "verify"), "hmac384": ("generate_mac", "verify_mac")}
+OTHER_CALLS = {
+    "p384": ("sign", "verify"),
+    "rsa2048-sign": ("sign", "verify"),
+    "hmac384": ("generate_mac", "verify_mac"),
+}
 
 
 def run(tmp_path: Path, **params: object) -> Any:
@@ -110,7 +122,12 @@ def test_a_configured_endpoint_with_existing_keys(tmp_path: Path, monkeypatch: p
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     with local_kms_server() as url:
         keys = create_keys(make_client(KmsConfig(), url), ["sym", "hmac256"])
-        cfg = {"endpoint_url": url, "region": "us-east-1", "key_id": keys["sym"], "mac_key_id": keys["hmac256"]}
+        cfg = {
+            "endpoint_url": url,
+            "region": "us-east-1",
+            "key_id": keys["sym"],
+            "mac_key_id": keys["hmac256"],
+        }
         out = run(tmp_path, kms=cfg, languages=["python"], kms_keys=["sym", "hmac256", "p256"], iterations=2)
         assert out.status == "ok", out.error
         assert "python.hmac256.generate_mac_rtt" in out.metrics and "python.p256.sign_rtt" not in out.metrics

@@ -292,17 +292,44 @@ def input_file(scratch: Path, size: int, kind: str) -> Path:
 
 
 #: words of the text files (the study's "text" file kind: compressible ASCII prose)
-_WORDS = (
-    "the quick brown fox jumps over lazy dog cloud virtual machine hypervisor encrypts file data "
-    "with key block cipher mode and measures time and processor load of each run"
-).split()
+_WORDS = [
+    "the",
+    "quick",
+    "brown",
+    "fox",
+    "jumps",
+    "over",
+    "lazy",
+    "dog",
+    "cloud",
+    "virtual",
+    "machine",
+    "hypervisor",
+    "encrypts",
+    "file",
+    "data",
+    "with",
+    "key",
+    "block",
+    "cipher",
+    "mode",
+    "and",
+    "measures",
+    "time",
+    "and",
+    "processor",
+    "load",
+    "of",
+    "each",
+    "run",
+]
 
 
 def _write_text(fh: Any, size: int) -> None:
     """``size`` bytes of ASCII text lines made of common words (seeded by the size: reproducible)."""
     import random
 
-    rng = random.Random(size)
+    rng = random.Random(size)  # noqa: S311 - file content, not key material
     left = size
     while left:
         line = " ".join(rng.choices(_WORDS, k=4096)).encode()[: min(left, 1 << 20) - 1] + b"\n"

@@ -42,7 +42,13 @@ def run_kms(ctx: RunContext, res: dict[str, Any], root: Any) -> Outcome:
             cmd = kms.client_command(lang, root)
             for name in res["kms_keys"]:
                 spec, usage = kms.KEYS[name]
-                cell = {"cell": f"{lang}.{name}", "language": lang, "key": name, "key_spec": spec, "usage": usage}
+                cell = {
+                    "cell": f"{lang}.{name}",
+                    "language": lang,
+                    "key": name,
+                    "key_spec": spec,
+                    "usage": usage,
+                }
                 reason = cmd if isinstance(cmd, str) else None
                 if reason is None and name not in key_ids:
                     reason = f"no key id configured for {name}"
@@ -51,7 +57,14 @@ def run_kms(ctx: RunContext, res: dict[str, Any], root: Any) -> Outcome:
                     continue
                 assert not isinstance(cmd, str)
                 argv = [*cmd[0], "run", "--key-id", key_ids[name], "--key-spec", spec, "--usage", usage]
-                argv += ["--region", cfg.region, "--iterations", str(res["iterations"]), "--payload-bytes", str(size)]
+                argv += [
+                    "--region",
+                    cfg.region,
+                    "--iterations",
+                    str(res["iterations"]),
+                    "--payload-bytes",
+                    str(size),
+                ]
                 if url:
                     argv += ["--endpoint", url]
                 status, out = _run_client(ctx, argv, {**cmd[1], **kms.client_env(cfg)})
@@ -92,4 +105,6 @@ def _envelope_totals(metrics: dict[str, Any]) -> None:
         cell = name.rsplit(".", 1)[0]
         rtt = metrics.get(f"{cell}.generate_data_key_rtt") or metrics.get(f"{cell}.encrypt_rtt")
         if rtt:
-            metrics[f"{cell}.envelope_encrypt_total"] = metric(rtt["value"] + metrics[name]["value"], "s", "lower")
+            metrics[f"{cell}.envelope_encrypt_total"] = metric(
+                rtt["value"] + metrics[name]["value"], "s", "lower"
+            )

@@ -40,10 +40,14 @@ class Job:
             dk, wrapped = o["Plaintext"], o["CiphertextBlob"]
         else:
             dk, alg = os.urandom(32), {"EncryptionAlgorithm": "RSAES_OAEP_SHA_256"}
-            wrapped = self.timed("encrypt", self.c.encrypt, KeyId=self.key, Plaintext=dk, **alg)["CiphertextBlob"]
+            wrapped = self.timed("encrypt", self.c.encrypt, KeyId=self.key, Plaintext=dk, **alg)[
+                "CiphertextBlob"
+            ]
         nonce = self.prefix + i.to_bytes(4, "big")
         ct = self.timed("local_encrypt", lambda: AESGCM(dk).encrypt(nonce, self.payload, None))
-        back_key = self.timed("decrypt", self.c.decrypt, KeyId=self.key, CiphertextBlob=wrapped, **alg)["Plaintext"]
+        back_key = self.timed("decrypt", self.c.decrypt, KeyId=self.key, CiphertextBlob=wrapped, **alg)[
+            "Plaintext"
+        ]
         back = self.timed("local_decrypt", lambda: AESGCM(back_key).decrypt(nonce, ct, None))
         if back != self.payload:
             raise RuntimeError("envelope round trip returned a different payload")
@@ -109,7 +113,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--region", default="us-east-1")
     p.add_argument("--key-id", required=True)
     p.add_argument("--key-spec", required=True)
-    p.add_argument("--usage", required=True, choices=["ENCRYPT_DECRYPT", "SIGN_VERIFY", "GENERATE_VERIFY_MAC"])
+    p.add_argument(
+        "--usage", required=True, choices=["ENCRYPT_DECRYPT", "SIGN_VERIFY", "GENERATE_VERIFY_MAC"]
+    )
     p.add_argument("--iterations", type=int, default=30)
     p.add_argument("--payload-bytes", type=int, default=4096)
     try:
