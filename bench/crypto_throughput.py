@@ -148,9 +148,8 @@ def main() -> int:
             rw, rc = wall / med[pattern]["wall"], cpu / med[pattern]["cpu"]
             steady = sum(1 for r in runs if r["steady"])
             lib = runs[-1]["backend"] or runs[-1]["library"]
-            print(
-                f"{lang:<8} {pattern:<9} {wall / 1e9:>9.2f} {rw:>10.2f} {rc:>9.2f} {steady:>4}/{len(runs)}  {lib}"
-            )
+            row = f"{lang:<8} {pattern:<9} {wall / 1e9:>9.2f} {rw:>10.2f} {rc:>9.2f}"
+            print(f"{row} {steady:>4}/{len(runs)}  {lib}")
             table["languages"][lang][pattern] = {
                 "wall_Bps": wall,
                 "cpu_Bps": cpu,
