@@ -145,7 +145,8 @@ def main() -> int:
             rm = statistics.median(r["median"] for r in runs)
             rc = statistics.median(r["cpu"] for r in runs)
             steady = sum(1 for r in runs if r["steady"])
-            lib = f"{runs[-1]['backend']} ({runs[-1]['library']})" if runs[-1]["backend"] else runs[-1]["library"]
+            last = runs[-1]
+            lib = f"{last['backend']} ({last['library']})" if last["backend"] else last["library"]
             row = f"{lang:<8} {pattern:<9} {rm / 1e9:>11.2f} {rm / med[pattern]:>6.2f} {rc / 1e9:>8.2f}"
             print(f"{row} {rc / med[pattern]:>6.2f} {steady:>3}/{len(runs)}  {lib}")
             table["languages"][lang][pattern] = {
