@@ -116,6 +116,7 @@ def test_key_service_crypto_in_every_language(tmp_path: Path) -> None:
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
 
 
+@pytest.mark.slow
 def test_a_configured_endpoint_with_existing_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # "configured" means: no server of our own, keys given, the default credential chain
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
