@@ -84,7 +84,7 @@ def figures(out: dict[str, Any]) -> dict[str, Any]:
     cpu = size * n / (out["cpu_ns"] / 1e9) if out["cpu_ns"] > 0 else float("nan")
     backend = out.get("backend") or out.get("provider") or ""
     return {
-        "wall": wall,
+        "median": wall,
         "cpu": cpu,
         "steady": out.get("steady"),
         "library": out["library"],
