@@ -5,7 +5,7 @@ Each language runs on its production path (CONTRACT.md: Python `cryptography`, G
 (successive 10 ms+ batches agree within the tolerance; `steady` says whether they did), then a
 timed loop. Two call patterns, each against the OpenSSL loop that does the same work:
 
-- **stream**: one cipher object over a 16 MiB input (one GCM message fed 16 KiB per update into a
+- **stream**: one cipher object over a 1 MiB input (one GCM message fed 16 KiB per update into a
   reused buffer: `--update-bytes 16384`; Go and ring have no incremental GCM: one in-place seal), against
   `openssl speed -evp aes-256-gcm -bytes 16384` (one context, 16 KiB updates, no per-message setup).
 - **messages**: 16 KiB messages, a fresh nonce and cipher context each (what an application does per
@@ -16,7 +16,7 @@ uncontended CPU, whatever else the machine runs. Each language gets two rates ag
 (payload / median wall time of one operation: short operations, 16 KiB, are rarely preempted, so the
 median is the uncontended time) and "CPU" (bytes / CPU time of the whole timed loop from rusage, all
 threads: JIT, GC and runtime threads included, so it is what the process costs the machine; long
-operations, 16 MiB, are preempted on a shared machine, so this is their robust figure).
+operations, 1 MiB, are preempted on a shared machine, so this is their robust figure).
 Rounds alternate OpenSSL and the languages. Target: >= 0.8 of OpenSSL on the stream pattern.
 """
 
@@ -42,9 +42,9 @@ CRYPTO = ROOT / "workloads" / "crypto"
 VECTORS = CRYPTO / "vectors" / "vectors.json"
 TARGET = 0.8
 #: pattern -> (payload bytes, timed iterations, extra openssl speed flags)
-PATTERNS = {"stream": (16 << 20, 40, []), "messages": (16384, 20000, ["-aead"])}
+PATTERNS = {"stream": (1 << 20, 600, []), "messages": (16384, 20000, ["-aead"])}
 #: time-based warm-up limit per language (the JVM needs C2)
-WARMUP_S = {"java": 6.0}
+WARMUP_S = {"java": 10.0}
 
 
 def openssl_rate(extra: list[str], seconds: int) -> float:
@@ -118,7 +118,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3, help="alternating OpenSSL/language rounds (default 3)")
     ap.add_argument("--seconds", type=int, default=1, help="seconds of each openssl speed run (default 1)")
-    ap.add_argument("--warmup-s", type=float, default=2.0, help="warm-up limit (Java: 6 s)")
+    ap.add_argument("--warmup-s", type=float, default=2.0, help="warm-up limit (Java: 10 s)")
     ap.add_argument("--languages", default=",".join(LANGUAGES), help="comma-separated subset")
     ap.add_argument("--json", type=Path, help="also write the figures to this file")
     args = ap.parse_args()

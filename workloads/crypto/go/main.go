@@ -331,6 +331,7 @@ func steadyWarmup(do func(int) error, first int, seconds, tolerance float64) (st
 			slices.Sort(last)
 			ok = float64(last[2]-last[0]) <= tolerance*float64(last[1])
 		}
+		ok = ok && time.Since(start) >= limit/2 // at least half of the time (JIT tiers, caches)
 		if ok || time.Since(start) >= limit {
 			st.ops, st.ns, st.steady = n-first, time.Since(start).Nanoseconds(), ok
 			return st, nil

@@ -247,8 +247,9 @@ function steadyWarmup(doOp, first, seconds, tolerance) {
     }
     means.push(Number(took) / size);
     const last = means.slice(-3).sort((x, y) => x - y);
-    const ok = last.length === 3 && last[2] - last[0] <= tolerance * last[1];
     const now = clock();
+    // at least half of the time (JIT tiers), then 3 agreeing batches
+    const ok = last.length === 3 && last[2] - last[0] <= tolerance * last[1] && now - start >= limit / 2n;
     if (ok || now - start >= limit) return { ops: n - first, ns: Number(now - start), steady: ok, batches: means.map(Math.round) };
   }
 }

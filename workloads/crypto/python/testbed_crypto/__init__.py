@@ -161,7 +161,8 @@ def _make_op(
 def steady_warmup(
     do: Callable[[int], object], first: int, seconds: float, tolerance: float, clock: Callable[[], int]
 ) -> dict[str, Any]:
-    """Time-based warm-up (CONTRACT.md): batches of >= BATCH_NS until STEADY_BATCHES agree."""
+    """Time-based warm-up (CONTRACT.md): batches of >= BATCH_NS for at least half of ``seconds``,
+    then until STEADY_BATCHES agree, at most ``seconds``."""
     if seconds <= 0:
         return {"ops": 0, "ns": 0, "steady": None, "batches": []}
     start = clock()
@@ -179,8 +180,10 @@ def steady_warmup(
             continue
         means.append(took // size)
         last = means[-STEADY_BATCHES:]
-        ok = len(last) == STEADY_BATCHES and (max(last) - min(last)) <= tolerance * sorted(last)[1]
-        if ok or clock() >= deadline:
+        agree = len(last) == STEADY_BATCHES and (max(last) - min(last)) <= tolerance * sorted(last)[1]
+        now = clock()
+        ok = agree and now >= start + (deadline - start) // 2  # at least half of the time (JIT tiers)
+        if ok or now >= deadline:
             return {"ops": n - first, "ns": clock() - start, "steady": ok, "batches": means}
 
 

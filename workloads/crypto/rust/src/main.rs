@@ -403,6 +403,7 @@ fn steady_warmup(
             last.sort_unstable();
             (last[2] - last[0]) as f64 <= tolerance * last[1] as f64
         };
+        let ok = ok && start.elapsed() >= limit / 2; // at least half of the time (JIT tiers, caches)
         if ok || start.elapsed() >= limit {
             return Ok(((n - first) as u64, start.elapsed().as_nanos() as u64, Value::Bool(ok), means));
         }

@@ -136,9 +136,10 @@ async fn run(f: &HashMap<String, String>) -> Res<Value> {
     SystemRandom::new().fill(&mut payload).map_err(|_| "rng")?;
     let mut t = Timings(Map::new());
     let t0 = Instant::now();
-    let creds = Credentials::from_keys(
+    let creds = Credentials::new(
         std::env::var("AWS_ACCESS_KEY_ID").unwrap_or_else(|_| "testing".into()),
-        std::env::var("AWS_SECRET_ACCESS_KEY").unwrap_or_else(|_| "testing".into()), None);
+        std::env::var("AWS_SECRET_ACCESS_KEY").unwrap_or_else(|_| "testing".into()),
+        std::env::var("AWS_SESSION_TOKEN").ok(), None, "environment");
     let region = f.get("region").cloned().unwrap_or_else(|| "us-east-1".into());
     let conf = aws_sdk_kms::Config::builder().behavior_version(BehaviorVersion::latest())
         .region(Region::new(region)).endpoint_url(&f["endpoint"]).credentials_provider(creds).build();
