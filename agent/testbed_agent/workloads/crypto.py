@@ -508,7 +508,7 @@ class Crypto(Workload):
         outcome = Outcome(
             metrics=metrics,
             samples=samples,
-            tool={"name": self.tool, "version": "contract 1", "implementations": versions},
+            tool={"name": self.tool, "version": "contract 2", "implementations": versions},
             params={
                 "alg": res["alg"],
                 "key_bits": res["key_bits"],
