@@ -48,7 +48,10 @@ def test_reduced_hypervisor_plan_gives_the_study_table(reduced_run: Path, tmp_pa
         got = set(zip(part["alg"], part["key_bits"], part["file_bytes"], part["op"], strict=True))
         assert got == expected, (label, lang)
     assert (table["time_s"] > 0).all() and (table["n"] == 1).all()
-    assert table["cpu_percent"].notna().all() and table["system_cpu_percent"].between(0, 100).all()
+    assert table["cpu_percent"].notna().all()
+    # system CPU % needs the cell's process to outlast a /proc/stat tick (10 ms); Python's always does
+    sys_pct = table.loc[table["language"] == "python", "system_cpu_percent"]
+    assert sys_pct.notna().all() and table["system_cpu_percent"].dropna().between(0, 100).all()
     assert (tmp_path / "report" / "crypto_ratio.csv").exists()
 
 
