@@ -37,6 +37,7 @@ def test_hypervisor_matrix() -> None:
         ("aes-cbc", 128),
         ("aes-cbc", 192),
         ("aes-cbc", 256),
+        ("3des-cbc", 128),
         ("3des-cbc", 192),
         ("cast128-cbc", 128),
         ("blowfish-cbc", 128),

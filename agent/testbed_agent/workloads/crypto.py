@@ -35,7 +35,7 @@ ALGS: dict[str, tuple[tuple[int, ...], tuple[str, ...]]] = {
     "aes-gcm": ((128, 192, 256), _CIPHER),
     "aes-ctr": ((128, 192, 256), _CIPHER),
     "aes-cbc": ((128, 192, 256), _CIPHER),
-    "3des-cbc": ((192,), _CIPHER),
+    "3des-cbc": ((192, 128), _CIPHER),
     "cast128-cbc": ((128,), _CIPHER),
     "blowfish-cbc": ((128, 256, 448), _CIPHER),
     "twofish-cbc": ((128, 192, 256), _CIPHER),
