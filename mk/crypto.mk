@@ -9,10 +9,16 @@ CRYPTO_JAR       := $(CRYPTO)/java/target/testbed-crypto.jar
 CRYPTO_NODE_DEPS := $(CRYPTO)/node/node_modules/.package-lock.json
 CRYPTO_JOBS      ?= 2
 
-BUILD_TARGETS += crypto
+CRYPTO_KMS            := $(CRYPTO)/kms
+CRYPTO_KMS_GO_BIN     := $(CRYPTO_KMS)/go/bin/testbed-kms
+CRYPTO_KMS_RUST_BIN   := $(CRYPTO_KMS)/rust/target/release/testbed-kms
+CRYPTO_KMS_JAR        := $(CRYPTO_KMS)/java/target/testbed-kms.jar
+CRYPTO_KMS_NODE_DEPS  := $(CRYPTO_KMS)/node/node_modules/.package-lock.json
+
+BUILD_TARGETS += crypto crypto-kms
 BENCH_SCRIPTS += bench/crypto_throughput.py
 
-.PHONY: crypto crypto-clean crypto-vectors
+.PHONY: crypto crypto-kms crypto-clean crypto-vectors
 
 crypto: $(CRYPTO_GO_BIN) $(CRYPTO_RUST_BIN) $(CRYPTO_JAR) $(CRYPTO_NODE_DEPS) ## build the crypto programs (Go, Rust, Java, Node)
 
@@ -47,8 +53,40 @@ $(CRYPTO_NODE_DEPS): $(CRYPTO)/node/package.json $(CRYPTO)/node/package-lock.jso
 	  (cd $(CRYPTO)/node && npm ci --no-audit --no-fund --loglevel=error && touch node_modules/.package-lock.json) \
 	  || echo "crypto: WARNING npm ci failed - Node cells will be recorded as skipped"; fi
 
+# Key-service clients (workloads/crypto/kms): each language's AWS SDK against an AWS-KMS-compatible
+# endpoint (moto's server on loopback in the tests). Built only when their sources change; the Rust
+# one (aws-sdk-kms, aws-lc-rs) takes minutes the first time and is cached in target/ after that.
+crypto-kms: $(CRYPTO_KMS_GO_BIN) $(CRYPTO_KMS_RUST_BIN) $(CRYPTO_KMS_JAR) $(CRYPTO_KMS_NODE_DEPS) ## build the key-service clients (Go, Rust, Java, Node)
+
+$(CRYPTO_KMS_GO_BIN): $(CRYPTO_KMS)/go/main.go $(CRYPTO_KMS)/go/go.mod $(CRYPTO_KMS)/go/go.sum
+	@if ! command -v go >/dev/null 2>&1; then echo "crypto-kms: go not found - Go key-service cells skipped"; \
+	else echo "crypto-kms: go build"; (cd $(CRYPTO_KMS)/go && go build -trimpath -o bin/testbed-kms .) \
+	  || echo "crypto-kms: WARNING go build failed - Go key-service cells skipped"; fi
+
+$(CRYPTO_KMS_RUST_BIN): $(CRYPTO_KMS)/rust/src/main.rs $(CRYPTO_KMS)/rust/Cargo.toml $(CRYPTO_KMS)/rust/Cargo.lock
+	@if ! command -v cargo >/dev/null 2>&1; then echo "crypto-kms: cargo not found - Rust key-service cells skipped"; \
+	else echo "crypto-kms: cargo build --release (aws-sdk-kms; minutes the first time)"; \
+	  (cd $(CRYPTO_KMS)/rust && RUSTC_VERSION_TEXT="$$(rustc --version)" \
+	    cargo build -q --release --locked -j $(CRYPTO_JOBS) && touch target/release/testbed-kms) \
+	  || echo "crypto-kms: WARNING cargo build failed - Rust key-service cells skipped"; fi
+
+$(CRYPTO_KMS_JAR): $(CRYPTO_KMS)/java/src/main/java/testbed/kms/Main.java $(CRYPTO_KMS)/java/pom.xml
+	@if ! command -v mvn >/dev/null 2>&1 || ! command -v javac >/dev/null 2>&1; then \
+	  echo "crypto-kms: JDK or Maven not found - Java key-service cells skipped"; \
+	else echo "crypto-kms: mvn package"; \
+	  (cd $(CRYPTO_KMS)/java && mkdir -p target && \
+	    { mvn -q -B package > target/mvn.log 2>&1 || { cat target/mvn.log; false; }; } && touch target/testbed-kms.jar) \
+	  || echo "crypto-kms: WARNING mvn package failed - Java key-service cells skipped"; fi
+
+$(CRYPTO_KMS_NODE_DEPS): $(CRYPTO_KMS)/node/package.json $(CRYPTO_KMS)/node/package-lock.json
+	@if ! command -v npm >/dev/null 2>&1; then echo "crypto-kms: npm not found - Node key-service cells skipped"; \
+	else echo "crypto-kms: npm ci"; \
+	  (cd $(CRYPTO_KMS)/node && npm ci --no-audit --no-fund --loglevel=error && touch node_modules/.package-lock.json) \
+	  || echo "crypto-kms: WARNING npm ci failed - Node key-service cells skipped"; fi
+
 crypto-vectors: $(STAMP) ## regenerate workloads/crypto/vectors/vectors.json (keeps the ECDSA/RSA keys)
 	$(PY) $(CRYPTO)/vectors/generate.py
 
 crypto-clean: ## remove the crypto build output
 	rm -rf $(CRYPTO)/go/bin $(CRYPTO)/rust/target $(CRYPTO)/java/target $(CRYPTO)/node/node_modules
+	rm -rf $(CRYPTO_KMS)/go/bin $(CRYPTO_KMS)/rust/target $(CRYPTO_KMS)/java/target $(CRYPTO_KMS)/node/node_modules

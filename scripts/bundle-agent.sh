@@ -19,7 +19,8 @@ else
 fi
 # ... plus the self-contained crypto programs built here (targets of the same architecture and C
 # library run them as they are; the Java and Node programs need their runtimes and are built there).
-for exe in workloads/crypto/go/bin/testbed-crypto workloads/crypto/rust/target/release/testbed-crypto; do
+for exe in workloads/crypto/go/bin/testbed-crypto workloads/crypto/rust/target/release/testbed-crypto \
+           workloads/crypto/kms/go/bin/testbed-kms workloads/crypto/kms/rust/target/release/testbed-kms; do
   if [ -x "$root/$exe" ]; then mkdir -p "$stage/$(dirname "$exe")"; cp -p "$root/$exe" "$stage/$exe"; fi
 done
 basename "$(ls "$stage"/dist/*.whl)" > "$stage/WHEEL"

@@ -1,24 +1,26 @@
-"""Envelope encryption through an AWS-KMS-compatible key service.
+"""Key services (AWS-KMS-compatible) for the crypto workload: the server, its keys, the clients.
 
-The data key comes from the key service (GenerateDataKey; Decrypt to unwrap it again), the payload
-is encrypted locally with AES-256-GCM; Encrypt, Sign/Verify and GenerateMac are timed too. Key
-service round trips and local crypto are timed separately. The embedded default (and the tests)
-use moto's KMS server started on 127.0.0.1; a real endpoint is used only when configured.
+Each language's client (workloads/crypto/kms/<language>, the real AWS SDK of that language) runs one
+key per process: envelope encryption (data key from the key service, payload encrypted locally with
+AES-256-GCM, key unwrapped again), Sign/Verify or GenerateMac/VerifyMac. Key-service round trips and
+local crypto are timed apart. The embedded default (and the tests) use moto's KMS server started on
+127.0.0.1; a real endpoint is used only when configured.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
-
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from testbed_agent.errors import TestbedError
 
@@ -121,87 +123,97 @@ def make_client(cfg: KmsConfig, endpoint_url: str | None = None) -> Any:
     return boto3.client("kms", endpoint_url=cfg.endpoint_url, region_name=cfg.region)
 
 
-@dataclass
-class Envelope:
-    """Keys of one key service and the timed envelope operations."""
+#: key name (plan parameter ``kms_keys``) -> (KMS key spec, key usage); the paths each key takes:
+#: ENCRYPT_DECRYPT envelope (symmetric: GenerateDataKey/Decrypt; RSA: Encrypt/Decrypt of a local data
+#: key, RSAES_OAEP_SHA_256), SIGN_VERIFY Sign/Verify (ECDSA_SHA_256/384, RSASSA_PSS_SHA_256),
+#: GENERATE_VERIFY_MAC GenerateMac/VerifyMac
+KEYS: dict[str, tuple[str, str]] = {
+    "sym": ("SYMMETRIC_DEFAULT", "ENCRYPT_DECRYPT"),
+    "rsa2048": ("RSA_2048", "ENCRYPT_DECRYPT"),
+    "rsa3072": ("RSA_3072", "ENCRYPT_DECRYPT"),
+    "rsa4096": ("RSA_4096", "ENCRYPT_DECRYPT"),
+    "rsa2048-sign": ("RSA_2048", "SIGN_VERIFY"),
+    "rsa3072-sign": ("RSA_3072", "SIGN_VERIFY"),
+    "rsa4096-sign": ("RSA_4096", "SIGN_VERIFY"),
+    "p256": ("ECC_NIST_P256", "SIGN_VERIFY"),
+    "p384": ("ECC_NIST_P384", "SIGN_VERIFY"),
+    "hmac256": ("HMAC_256", "GENERATE_VERIFY_MAC"),
+    "hmac384": ("HMAC_384", "GENERATE_VERIFY_MAC"),
+}
+#: the old single-key settings of a configured endpoint and the key names they stand for
+_LEGACY = {"key_id": "sym", "sign_key_id": "p256", "mac_key_id": "hmac256"}
 
-    client: Any
-    key_id: str
-    sign_key_id: str | None = None
-    mac_key_id: str | None = None
-    timings: dict[str, list[float]] = field(default_factory=dict)
 
-    @classmethod
-    def create_keys(cls, client: Any) -> Envelope:
-        """Create a symmetric, an ECC P-256 signing and an HMAC-256 key (local server only)."""
+def configured_keys(cfg: KmsConfig) -> dict[str, str]:
+    """Key ids of a configured (non-local) endpoint by key name."""
+    return {name: getattr(cfg, attr) for attr, name in _LEGACY.items() if getattr(cfg, attr)}
 
-        def key(spec: str, usage: str) -> str:
-            return str(client.create_key(KeySpec=spec, KeyUsage=usage)["KeyMetadata"]["KeyId"])
 
-        return cls(
-            client,
-            key("SYMMETRIC_DEFAULT", "ENCRYPT_DECRYPT"),
-            key("ECC_NIST_P256", "SIGN_VERIFY"),
-            key("HMAC_256", "GENERATE_VERIFY_MAC"),
-        )
-
-    def _timed(self, name: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        t0 = time.perf_counter_ns()
-        out = fn(*args, **kwargs)
-        self.timings.setdefault(name, []).append((time.perf_counter_ns() - t0) / 1e9)
-        return out
-
-    def round_trip(self, payload: bytes) -> None:
-        """One envelope encryption and decryption of ``payload`` plus the other key-service calls."""
-        kms = self.client
-        dk = self._timed("generate_data_key_rtt", kms.generate_data_key, KeyId=self.key_id, KeySpec="AES_256")
-        nonce = os.urandom(12)
-        blob = self._timed("local_encrypt", AESGCM(dk["Plaintext"]).encrypt, nonce, payload, None)
-        plain_key = self._timed("decrypt_rtt", kms.decrypt, CiphertextBlob=dk["CiphertextBlob"])["Plaintext"]
-        back = self._timed("local_decrypt", AESGCM(plain_key).decrypt, nonce, blob, None)
-        if back != payload:
-            raise TestbedError("envelope round trip returned a different payload")
-        self._timed("encrypt_rtt", self.client.encrypt, KeyId=self.key_id, Plaintext=plain_key)
-        if self.sign_key_id:
-            sig = self._timed(
-                "sign_rtt",
-                self.client.sign,
-                KeyId=self.sign_key_id,
-                Message=payload,
-                MessageType="RAW",
-                SigningAlgorithm="ECDSA_SHA_256",
-            )["Signature"]
-            ok = self._timed(
-                "verify_rtt",
-                self.client.verify,
-                KeyId=self.sign_key_id,
-                Message=payload,
-                MessageType="RAW",
-                Signature=sig,
-                SigningAlgorithm="ECDSA_SHA_256",
-            )
-            if not ok.get("SignatureValid"):
-                raise TestbedError("key service did not verify its own signature")
-        if self.mac_key_id:
-            self._timed(
-                "generate_mac_rtt",
-                self.client.generate_mac,
-                KeyId=self.mac_key_id,
-                Message=payload,
-                MacAlgorithm="HMAC_SHA_256",
-            )
+def create_keys(client: Any, names: list[str]) -> dict[str, str]:
+    """Create one key per name on the local server; their ids by name."""
+    out = {}
+    for name in names:
+        spec, usage = KEYS[name]
+        out[name] = str(client.create_key(KeySpec=spec, KeyUsage=usage)["KeyMetadata"]["KeyId"])
+    return out
 
 
 @contextmanager
-def envelope(cfg: KmsConfig) -> Iterator[tuple[Envelope, str]]:
-    """An :class:`Envelope` on the configured or embedded key service, and a description of it."""
+def key_service(cfg: KmsConfig, names: list[str]) -> Iterator[tuple[str | None, dict[str, str], str]]:
+    """(endpoint URL or None for AWS's own, key ids by name, description) of the key service."""
     if cfg.local:
         with local_kms_server() as url:
-            env = Envelope.create_keys(make_client(cfg, url))
-            yield env, f"moto KMS server at {url}"
+            yield url, create_keys(make_client(cfg, url), names), f"moto KMS server at {url}"
         return
-    assert cfg.key_id is not None
+    keys = configured_keys(cfg)
     yield (
-        Envelope(make_client(cfg), cfg.key_id, cfg.sign_key_id, cfg.mac_key_id),
+        cfg.endpoint_url,
+        {n: keys[n] for n in names if n in keys},
         f"KMS at {cfg.endpoint_url or 'the AWS regional endpoint'} ({cfg.region})",
     )
+
+
+def client_command(lang: str, root: Path) -> tuple[list[str], dict[str, str]] | str:
+    """Command line of one language's key-service client (workloads/crypto/kms), or why it cannot run."""
+    kms = root / "kms"
+    if lang == "python":
+        return [sys.executable, str(kms / "python" / "testbed_kms.py")], {}
+    paths = {
+        "go": (kms / "go/bin/testbed-kms", []),
+        "rust": (kms / "rust/target/release/testbed-kms", []),
+        "java": (kms / "java/target/testbed-kms.jar", ["java", "-jar"]),
+        "node": (kms / "node/node_modules/@aws-sdk/client-kms", ["node", str(kms / "node/main.js")]),
+    }
+    path, prefix = paths[lang]
+    if not path.exists():
+        return f"{lang} key-service client not built ({path.relative_to(root)}; `make crypto-kms`)"
+    if prefix and shutil.which(prefix[0]) is None:
+        return f"{prefix[0]} runtime not found on PATH"
+    if lang == "java":
+        return [*prefix, str(path)], {}
+    return (prefix or [str(path)]), {}
+
+
+def client_env(cfg: KmsConfig) -> dict[str, str]:
+    """Environment of a client process: dummy credentials for the local server only."""
+    env = {"AWS_EC2_METADATA_DISABLED": "true", "AWS_REGION": cfg.region}
+    if cfg.local:
+        env |= {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+    return env
+
+
+def call_metrics(prefix: str, times_ns: dict[str, list[int]], warm_after: int) -> dict[str, Any]:
+    """Cold (first call) and warm (median of the calls after ``warm_after``) seconds per call name."""
+    from testbed_agent.results import metric
+
+    out: dict[str, Any] = {}
+    for call, values in times_ns.items():
+        secs = [v / 1e9 for v in values]
+        if call == "client_init":
+            out[f"{prefix}.client_init"] = metric(secs[0], "s", "lower")
+            continue
+        name = call if call.startswith("local_") else f"{call}_rtt"
+        warm = secs[warm_after:] if len(secs) > warm_after else secs[1:] or secs
+        out[f"{prefix}.{name}"] = metric(statistics.median(warm), "s", "lower")
+        out[f"{prefix}.{name}_first"] = metric(secs[0], "s", "lower")
+    return out

@@ -16,7 +16,7 @@ import pandas as pd
 from jinja2 import Environment, PackageLoader, select_autoescape
 from matplotlib.colors import to_hex
 
-from testbed_reports import __version__, plots, svgplot
+from testbed_reports import __version__, crypto_tables, plots, svgplot
 from testbed_reports.anova import ANOVA_NOTE, anova_codes
 from testbed_reports.audit import attest_column
 from testbed_reports.compare import auto_pairs, compare, parse_pairs
@@ -366,6 +366,7 @@ def build(
     )
     out.mkdir(parents=True, exist_ok=True)
     _write_tables(out, rep, bad, ds)
+    crypto_tables.write([Path(p) for p in paths], out)  # seed-004 crypto tables (crypto_*.csv)
     _write_json(out, name, rep, bad, ds, labels, pairs)
     (out / "summary.md").write_text(_summary_md(name, rep, labels), encoding="utf-8")
     html = _render(name, rep, bad, ds, labels)

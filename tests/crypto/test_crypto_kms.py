@@ -1,29 +1,63 @@
-"""Envelope encryption through a KMS-compatible key service (moto's server on loopback)."""
+"""Key-service crypto through a KMS-compatible key service (moto's server on loopback), in all five
+languages, each with its own AWS SDK (workloads/crypto/kms)."""
 
 from __future__ import annotations
 
+import shutil
 import socket
 import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import pytest
+from crypto_helpers import CRYPTO, LANGUAGES, TOOLCHAIN
 
 from testbed_agent import errors
-from testbed_agent.kms import Envelope, KmsConfig, envelope, local_kms_server, make_client
+from testbed_agent.kms import (
+    KEYS,
+    KmsConfig,
+    call_metrics,
+    client_command,
+    create_keys,
+    local_kms_server,
+    make_client,
+)
 from testbed_agent.plan import Benchmark, ParamError
 from testbed_agent.workloads.base import RunContext
 from testbed_agent.workloads.crypto import Crypto, resolve
 
 pytestmark = pytest.mark.integration
 
+#: one key of each kind: symmetric envelope, RSA envelope, ECDSA and RSA signing, HMAC
+KEY_MIX = ["sym", "rsa3072", "p384", "rsa2048-sign", "hmac384"]
+ENVELOPE_CALLS = {"sym": ("generate_data_key", "decrypt"), "rsa3072": ("encrypt", "decrypt")}
+OTHER_CALLS = {
+    "p384": ("sign", "verify"),
+    "rsa2048-sign": ("sign", "verify"),
+    "hmac384": ("generate_mac", "verify_mac"),
+}
 
-def run(tmp_path: Path, **params: object) -> object:
+
+def run(tmp_path: Path, **params: object) -> Any:
     b = Benchmark(name="kms-envelope", type="crypto", index=0, line=1, params=params)
     ctx = RunContext(
-        bench=b, repetition=0, scratch=tmp_path, artifacts=tmp_path / "art", deadline=time.monotonic() + 300
+        bench=b, repetition=0, scratch=tmp_path, artifacts=tmp_path / "art", deadline=time.monotonic() + 600
     )
     return Crypto().run(ctx)
+
+
+def clients() -> list[str]:
+    """Languages whose toolchain is here; a present toolchain with an unbuilt client fails."""
+    langs = []
+    for lang in LANGUAGES:
+        tool = TOOLCHAIN[lang]
+        if tool is not None and shutil.which(tool) is None:
+            continue
+        cmd = client_command(lang, CRYPTO)
+        assert not isinstance(cmd, str), f"{cmd} - run `make build` (make test does)"
+        langs.append(lang)
+    return langs
 
 
 def test_config_forms() -> None:
@@ -34,9 +68,22 @@ def test_config_forms() -> None:
         KmsConfig.from_param({"endpoint_url": "https://kms.example"})
     with pytest.raises(ValueError, match="unknown"):
         KmsConfig.from_param({"key_id": "k", "secret": "x"})
-    with pytest.raises(ParamError) as err:
-        resolve(Benchmark(name="kms-envelope", type="crypto", index=0, line=1, params={"kms": 3}))
-    assert err.value.field == "params.kms"
+    for params, field in (
+        ({"kms": 3}, "params.kms"),
+        ({"kms": True, "kms_keys": ["rsa1024"]}, "params.kms_keys"),
+        ({"kms": True, "iterations": 5, "warm_after": 5}, "params.warm_after"),
+        ({"kms": True, "languages": ["cobol"]}, "params.languages"),
+    ):
+        with pytest.raises(ParamError) as err:
+            resolve(Benchmark(name="kms-envelope", type="crypto", index=0, line=1, params=params))
+        assert err.value.field == field
+
+
+def test_cold_and_warm_calls_are_apart() -> None:
+    m = call_metrics("go.sym", {"client_init": [5], "decrypt": [900, *range(100, 129)]}, warm_after=10)
+    assert m["go.sym.decrypt_rtt_first"]["value"] == pytest.approx(900e-9)
+    assert m["go.sym.decrypt_rtt"]["value"] == pytest.approx(118.5e-9)  # median of calls 11-30
+    assert m["go.sym.client_init"]["value"] == pytest.approx(5e-9)
 
 
 def test_local_server_is_loopback_only() -> None:
@@ -44,45 +91,60 @@ def test_local_server_is_loopback_only() -> None:
         pass
 
 
-def test_envelope_through_the_embedded_key_service(tmp_path: Path) -> None:
-    out = run(tmp_path, kms=True, payload_bytes=4096, payload="json", iterations=3, warmup=1)
+@pytest.mark.slow
+def test_key_service_crypto_in_every_language(tmp_path: Path) -> None:
+    langs = clients()
+    out = run(tmp_path, kms=True, languages=langs, kms_keys=KEY_MIX, payload_bytes=4096, iterations=3)
     assert out.status == "ok", out.error
+    cells = {(c["language"], c["key"]): c["status"] for c in out.samples["cells"]}
+    assert cells == {(lang, k): "ok" for lang in langs for k in KEY_MIX}
     m = out.metrics
-    for name in (
-        "generate_data_key_rtt",
-        "decrypt_rtt",
-        "encrypt_rtt",
-        "sign_rtt",
-        "verify_rtt",
-        "generate_mac_rtt",
-        "local_encrypt",
-        "local_decrypt",
-    ):
-        assert m[f"kms.{name}"]["value"] > 0 and m[f"kms.{name}"]["unit"] == "s", name
-        assert len(out.samples[name]) == 3
-    total = m["kms.envelope_encrypt_total"]["value"]
-    assert total == pytest.approx(m["kms.generate_data_key_rtt"]["value"] + m["kms.local_encrypt"]["value"])
-    assert "127.0.0.1" in out.tool["service"]
-    port = urlparse(out.tool["service"].split()[-1]).port
+    for lang in langs:
+        for key, calls in {**ENVELOPE_CALLS, **OTHER_CALLS}.items():
+            for call in calls:
+                for suffix in ("_rtt", "_rtt_first"):
+                    name = f"{lang}.{key}.{call}{suffix}"
+                    assert m[name]["value"] > 0 and m[name]["unit"] == "s", name
+            assert len(out.samples[f"{lang}.{key}"][calls[0]]) == 3
+        for key, calls in ENVELOPE_CALLS.items():
+            local = m[f"{lang}.{key}.local_encrypt"]["value"]
+            total = m[f"{lang}.{key}.envelope_encrypt_total"]["value"]
+            assert total == pytest.approx(m[f"{lang}.{key}.{calls[0]}_rtt"]["value"] + local)
+        assert lang in out.tool["implementations"]
+    port = urlparse(out.params["service"].split()[-1]).port
     with pytest.raises(OSError):  # the server is gone with the benchmark
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
 
 
+@pytest.mark.slow
 def test_a_configured_endpoint_with_existing_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # "configured" means: no server of our own, keys given, the default credential chain
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     with local_kms_server() as url:
-        keys = Envelope.create_keys(make_client(KmsConfig(), url))
+        keys = create_keys(make_client(KmsConfig(), url), ["sym", "hmac256"])
         cfg = {
             "endpoint_url": url,
             "region": "us-east-1",
-            "key_id": keys.key_id,
-            "mac_key_id": keys.mac_key_id,
+            "key_id": keys["sym"],
+            "mac_key_id": keys["hmac256"],
         }
-        out = run(tmp_path, kms=cfg, payload_bytes=1024, iterations=2)
+        out = run(tmp_path, kms=cfg, languages=["python"], kms_keys=["sym", "hmac256", "p256"], iterations=2)
         assert out.status == "ok", out.error
-        assert "kms.generate_mac_rtt" in out.metrics and "kms.sign_rtt" not in out.metrics
-        with envelope(KmsConfig.from_param(cfg)) as (env, where):
-            env.round_trip(b"x" * 100)
-            assert url in where and env.timings["decrypt_rtt"]
+        assert "python.hmac256.generate_mac_rtt" in out.metrics and "python.p256.sign_rtt" not in out.metrics
+        skipped = [c for c in out.samples["cells"] if c["status"] == "skipped"]
+        assert [c["key"] for c in skipped] == ["p256"] and "no key id" in skipped[0]["reason"]
+        assert url in out.params["service"]
+
+
+def test_every_key_kind_is_known() -> None:
+    assert {usage for _, usage in KEYS.values()} == {"ENCRYPT_DECRYPT", "SIGN_VERIFY", "GENERATE_VERIFY_MAC"}
+    assert {spec for spec, _ in KEYS.values()} >= {
+        "RSA_2048",
+        "RSA_3072",
+        "RSA_4096",
+        "ECC_NIST_P256",
+        "ECC_NIST_P384",
+        "HMAC_256",
+        "HMAC_384",
+    }

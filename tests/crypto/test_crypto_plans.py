@@ -37,6 +37,7 @@ def test_hypervisor_matrix() -> None:
         ("aes-cbc", 128),
         ("aes-cbc", 192),
         ("aes-cbc", 256),
+        ("3des-cbc", 128),
         ("3des-cbc", 192),
         ("cast128-cbc", 128),
         ("blowfish-cbc", 128),
@@ -49,8 +50,10 @@ def test_hypervisor_matrix() -> None:
         ("rsa-oaep", 3072),
         ("rsa-oaep", 4096),
     }
+    kinds = {(r["alg"], r["payload"]) for r in map(resolve, plan.benchmarks)}
+    assert kinds == {(a, k) for a, _ in cells for k in ("text", "random")}
     for r in map(resolve, plan.benchmarks):
-        assert r["file_sizes"][0] == 1024
+        assert r["file_sizes"][0] == 1024 and r["ops"] == ["encrypt", "decrypt"]
         assert r["file_sizes"][-1] == (100 << 20 if r["alg"] == "twofish-cbc" else 1 << 30)
         assert r["cpus"] == [1, 2, 4] and r["languages"] == list(LANGUAGES)
 
@@ -73,8 +76,10 @@ def test_faas_matrix() -> None:
     }
     for r in res:
         assert r["payload_sizes"] == [4096] and r["payload"] == "json"
-        if r["alg"] != "kms-envelope":
-            assert r["iterations"] + 1 == 30 and r["warmup"] > 0 and "price_table" in r
+        if r["alg"] != "kms-envelope":  # the 30-call protocol: 1 cold, 9 untimed, 20 warm
+            assert (1, r["warmup"], r["iterations"]) == (1, 9, 20) and "price_table" in r
+        else:
+            assert (r["iterations"], r["warm_after"]) == (30, 10) and r["languages"] == list(LANGUAGES)
 
 
 def cut_down(name: str, tmp_path: Path, params: dict[str, Any], keep: set[str]) -> Path:
@@ -85,6 +90,9 @@ def cut_down(name: str, tmp_path: Path, params: dict[str, Any], keep: set[str]) 
     assert len(doc["benchmarks"]) == len(keep)
     doc["defaults"].update({"wait_s": 0, "repetitions": 1})
     doc["defaults"]["params"].update(params)
+    for b in doc["benchmarks"]:  # the reduced scale wins over a benchmark's own counts
+        for key in ("iterations", "warm_after"):
+            b.get("params", {}).pop(key, None)
     path = tmp_path / f"{name}-small.yml"
     path.write_text(yaml.safe_dump(doc))
     return path
@@ -111,8 +119,8 @@ def test_cut_down_hypervisor_plan_runs(tmp_path: Path) -> None:
     plan = cut_down(
         "crypto-hypervisor",
         tmp_path,
-        {"file_sizes": ["16K"], "cpus": [1], "iterations": 1, "languages": langs},
-        {"aes-cbc", "rsa-oaep-hybrid"},
+        {"file_sizes": ["16K"], "cpus": [1], "iterations": 1, "languages": langs, "ops": ["encrypt"]},
+        {"aes-cbc-text", "rsa-oaep-hybrid-binary"},
     )
     records = run_plan(plan, tmp_path / "out")
     assert [r["benchmark"] for r in records] == [b.name for b in load_plan(plan).benchmarks]
@@ -133,7 +141,7 @@ def test_cut_down_faas_plan_runs(tmp_path: Path) -> None:
     plan = cut_down(
         "crypto-faas",
         tmp_path,
-        {"iterations": 2, "warmup": 0, "languages": langs},
+        {"iterations": 2, "warmup": 0, "languages": langs, "kms_keys": ["sym"]},
         {"hmac-sha384", "ecdsa-p256", "rsa-oaep-2048", "kms-envelope"},
     )
     records = run_plan(plan, tmp_path / "out")
@@ -141,7 +149,8 @@ def test_cut_down_faas_plan_runs(tmp_path: Path) -> None:
     for rec in records:
         assert rec["status"] == "ok", rec["error"]
         if rec["benchmark"] == "kms-envelope":
-            assert rec["metrics"]["kms.generate_data_key_rtt"]["value"] > 0
+            for lang in langs:
+                assert rec["metrics"][f"{lang}.sym.generate_data_key_rtt"]["value"] > 0
             continue
         ops = rec["params"]["resolved_ops"]
         assert {(c["language"], c["op"]) for c in rec["samples"]["cells"] if c["status"] == "ok"} == {

@@ -72,7 +72,8 @@ def test_agent_table_matches_the_implementations() -> None:
         ({"ops": ["sign"]}, "params.ops"),
         ({"languages": ["cobol"]}, "params.languages"),
         ({"payload_bytes": 4096, "file_sizes": ["1M"]}, "params.file_sizes"),
-        ({"file_sizes": ["1M"], "ops": ["decrypt"]}, "params.ops"),
+        ({"warmup_s": -1}, "params.warmup_s"),
+        ({"tolerance": 1.5}, "params.tolerance"),
         ({"iterations": 0}, "params.iterations"),
         ({"chunk_bytes": 100}, "params.chunk_bytes"),
         ({"price_table": {"per_gb_second": {"x86_64": 1e-5}}}, "params.memory_mb"),
@@ -210,3 +211,34 @@ def test_run_spec_is_the_faas_entry_point() -> None:
     assert out["language"] == "python" and len(out["times_ns"]) == 3 and out["vectors"]["passed"] == 2
     with pytest.raises(testbed_crypto.SpecError):
         testbed_crypto.run_spec({"alg": "aes-gcm", "iterations": 1})
+
+
+def test_steady_state_warmup_and_file_decryption(tmp_path: Path) -> None:
+    langs = [lang for lang in ("python", "go") if lang in available()]
+    b = bench(
+        "aes-cbc",
+        languages=langs,
+        key_bits=[256],
+        file_sizes=["64K"],
+        ops=["encrypt", "decrypt"],
+        payload="text",
+        iterations=3,
+        warmup_s=0.3,
+        tolerance=0.5,
+    )
+    out = run(tmp_path, b)
+    assert out.status == "ok", out.error
+    assert {(c["language"], c["op"], c["status"]) for c in out.samples["cells"]} == {
+        (lang, op, "ok") for lang in langs for op in ("encrypt", "decrypt")
+    }
+    for lang in langs:
+        assert out.samples[f"{lang}.decrypt"]["input"] == "memory"
+        assert out.samples[f"{lang}.encrypt"]["input"] == "stream"
+        for op in ("encrypt", "decrypt"):
+            m = out.metrics
+            assert m[f"{lang}.{op}.steady"]["value"] in (0.0, 1.0)
+            assert 0 < m[f"{lang}.{op}.warmup_time"]["value"] < 5
+            assert m[f"{lang}.{op}.warmup_ops"]["value"] >= 1
+            assert 0 <= m[f"{lang}.{op}.system_cpu_percent"]["value"] <= 100
+    text = (tmp_path / "scratch" / "crypto" / "text-65536.bin").read_bytes()
+    assert len(text) == 65536 and text.isascii()

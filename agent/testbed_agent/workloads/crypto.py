@@ -35,7 +35,7 @@ ALGS: dict[str, tuple[tuple[int, ...], tuple[str, ...]]] = {
     "aes-gcm": ((128, 192, 256), _CIPHER),
     "aes-ctr": ((128, 192, 256), _CIPHER),
     "aes-cbc": ((128, 192, 256), _CIPHER),
-    "3des-cbc": ((192,), _CIPHER),
+    "3des-cbc": ((192, 128), _CIPHER),
     "cast128-cbc": ((128,), _CIPHER),
     "blowfish-cbc": ((128, 256, 448), _CIPHER),
     "twofish-cbc": ((128, 192, 256), _CIPHER),
@@ -62,6 +62,10 @@ _KEYS = {
     "memory_mb",
     "arch",
     "kms",
+    "kms_keys",
+    "warm_after",
+    "warmup_s",
+    "tolerance",
     "crypto_dir",
 }
 
@@ -123,6 +127,7 @@ def resolve(bench: Benchmark) -> dict[str, Any]:
             least = 1 if key == "iterations" else 0
             raise ParamError(f"params.{key}", f"expected an integer >= {least}, got {v!r}")
         out[key] = v
+    out["warmup_s"], out["tolerance"] = _steady_params(p)
     if "payload_bytes" in p and "file_sizes" in p:
         raise ParamError("params.file_sizes", "payload_bytes (memory) or file_sizes (streamed), not both")
     if "file_sizes" in p:
@@ -130,8 +135,8 @@ def resolve(bench: Benchmark) -> dict[str, Any]:
     else:
         out["payload_sizes"] = _sizes({"payload_bytes": p.get("payload_bytes", 4096)}, "payload_bytes")
     kind = p.get("payload", "random")
-    if kind not in ("random", "json"):
-        raise ParamError("params.payload", f"must be random or json, got {kind!r}")
+    if kind not in ("random", "json", "text"):
+        raise ParamError("params.payload", f"must be random, json or text, got {kind!r}")
     out["payload"] = kind
     if alg == KMS_ALG:
         from testbed_agent.kms import KmsConfig
@@ -142,7 +147,7 @@ def resolve(bench: Benchmark) -> dict[str, Any]:
             raise ParamError("params.kms", str(exc)) from None
         if "file_sizes" in out:
             raise ParamError("params.file_sizes", "kms-envelope takes payload_bytes")
-        return out
+        return _resolve_kms(p, out)
     sizes, ops = ALGS[alg]
     default_bits = [named[1]] if named and named[1] else [sizes[0]]
     out["key_bits"] = _int_list(p, "key_bits", default_bits)
@@ -152,14 +157,9 @@ def resolve(bench: Benchmark) -> dict[str, Any]:
     out["ops"] = p.get("ops", list(ops))
     if not isinstance(out["ops"], list) or not out["ops"] or any(o not in ops for o in out["ops"]):
         raise ParamError("params.ops", f"{alg} takes a list of {', '.join(ops)}, got {out['ops']!r}")
-    if "file_sizes" in out and set(out["ops"]) - {"encrypt", "mac"}:
-        raise ParamError("params.ops", "streamed files (file_sizes) take ops encrypt or mac only")
     if "file_sizes" in out and alg.startswith("ecdsa"):
         raise ParamError("params.file_sizes", "ecdsa signs payload_bytes in memory, not streamed files")
-    langs = p.get("languages", list(LANGUAGES))
-    if not isinstance(langs, list) or not langs or any(lang not in LANGUAGES for lang in langs):
-        raise ParamError("params.languages", f"a list of {', '.join(LANGUAGES)}, got {langs!r}")
-    out["languages"] = langs
+    out["languages"] = _languages(p)
     out["cpus"] = _int_list(p, "cpus", [1]) if "cpus" in p else []
     chunk = _sizes({"chunk_bytes": p.get("chunk_bytes", "1M")}, "chunk_bytes")[0]
     if chunk < 16 or chunk % 16:
@@ -177,6 +177,51 @@ def resolve(bench: Benchmark) -> dict[str, Any]:
         out["arch"] = str(p.get("arch", "x86_64"))
         if out["arch"] not in out["price_table"].per_gb_second:
             raise ParamError("params.arch", f"no per-GB-second rate for {out['arch']!r} in price_table")
+    return out
+
+
+def _steady_params(p: dict[str, Any]) -> tuple[float, float]:
+    """``warmup_s`` (time-based warm-up limit, 0: none) and ``tolerance`` (steady-state agreement)."""
+    warmup_s, tol = p.get("warmup_s", 0), p.get("tolerance", 0.05)
+    if isinstance(warmup_s, bool) or not isinstance(warmup_s, (int, float)) or warmup_s < 0:
+        raise ParamError("params.warmup_s", f"seconds >= 0, got {warmup_s!r}")
+    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 < tol < 1:
+        raise ParamError("params.tolerance", f"a fraction in (0, 1), got {tol!r}")
+    return float(warmup_s), float(tol)
+
+
+def system_cpu() -> tuple[int, int]:
+    """(busy, total) jiffies of all CPUs from /proc/stat; (0, 0) where there is none."""
+    try:
+        with open("/proc/stat") as fh:
+            fields = [int(x) for x in fh.readline().split()[1:]]
+    except (OSError, ValueError):
+        return 0, 0
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    total = sum(fields[:8])
+    return total - idle, total
+
+
+def _languages(p: dict[str, Any]) -> list[str]:
+    langs = p.get("languages", list(LANGUAGES))
+    if not isinstance(langs, list) or not langs or any(lang not in LANGUAGES for lang in langs):
+        raise ParamError("params.languages", f"a list of {', '.join(LANGUAGES)}, got {langs!r}")
+    return langs
+
+
+def _resolve_kms(p: dict[str, Any], out: dict[str, Any]) -> dict[str, Any]:
+    """Key-service parameters: languages, key names (kms.KEYS), calls before the warm ones."""
+    from testbed_agent.kms import KEYS
+
+    out["languages"] = _languages(p)
+    keys = p.get("kms_keys", list(KEYS))
+    if not isinstance(keys, list) or not keys or any(k not in KEYS for k in keys):
+        raise ParamError("params.kms_keys", f"a list of {', '.join(KEYS)}, got {keys!r}")
+    out["kms_keys"] = keys
+    warm = p.get("warm_after", 10 if out["iterations"] > 10 else 1)
+    if isinstance(warm, bool) or not isinstance(warm, int) or not 0 <= warm < out["iterations"]:
+        raise ParamError("params.warm_after", f"an integer in [0, iterations), got {warm!r}")
+    out["warm_after"] = warm
     return out
 
 
@@ -202,7 +247,8 @@ def command(lang: str, root: Path) -> tuple[list[str], dict[str, str]] | str:
         jar = root / "java/target/testbed-crypto.jar"
         if not jar.exists():
             return "java program not built (java/target/testbed-crypto.jar): `make build` with JDK and Maven"
-        return ["java", "-jar", str(jar)], env
+        # 75 % of the machine's memory as heap: decrypting a 1 GiB file holds it and its ciphertext
+        return ["java", "-XX:MaxRAMPercentage=75", "-jar", str(jar)], env
     if not (root / "node/node_modules").is_dir():
         return "node dependencies not installed (node/node_modules): `make build` with npm"
     return ["node", "--openssl-legacy-provider", str(root / "node/main.js")], env
@@ -233,6 +279,8 @@ def input_file(scratch: Path, size: int, kind: str) -> Path:
     with open(tmp, "wb") as fh:
         if kind == "json":
             fh.write(json_payload(size))
+        elif kind == "text":
+            _write_text(fh, size)
         else:
             left = size
             while left:
@@ -241,6 +289,52 @@ def input_file(scratch: Path, size: int, kind: str) -> Path:
                 left -= n
     tmp.replace(path)
     return path
+
+
+#: words of the text files (the study's "text" file kind: compressible ASCII prose)
+_WORDS = [
+    "the",
+    "quick",
+    "brown",
+    "fox",
+    "jumps",
+    "over",
+    "lazy",
+    "dog",
+    "cloud",
+    "virtual",
+    "machine",
+    "hypervisor",
+    "encrypts",
+    "file",
+    "data",
+    "with",
+    "key",
+    "block",
+    "cipher",
+    "mode",
+    "and",
+    "measures",
+    "time",
+    "and",
+    "processor",
+    "load",
+    "of",
+    "each",
+    "run",
+]
+
+
+def _write_text(fh: Any, size: int) -> None:
+    """``size`` bytes of ASCII text lines made of common words (seeded by the size: reproducible)."""
+    import random
+
+    rng = random.Random(size)  # noqa: S311 - file content, not key material
+    left = size
+    while left:
+        line = " ".join(rng.choices(_WORDS, k=4096)).encode()[: min(left, 1 << 20) - 1] + b"\n"
+        fh.write(line[:left])
+        left -= len(line[:left])
 
 
 def size_label(n: int) -> str:
@@ -266,6 +360,10 @@ def cell_metrics(out: dict[str, Any], res: dict[str, Any]) -> dict[str, dict[str
         ),
         "cpu_s_per_op": metric(cpu_s / len(times), "s", "lower"),
     }
+    if out.get("steady") is not None:
+        m["steady"] = metric(1.0 if out["steady"] else 0.0, "bool", "higher")
+        m["warmup_time"] = metric(out.get("warmup_ns", 0) / 1e9, "s", "lower")
+        m["warmup_ops"] = metric(float(out.get("warmup", 0)), "op", "higher")
     if size > 0:
         m["throughput"] = metric(size / median if median > 0 else 0.0, "B/s", "higher")
         m["cpu_s_per_gb"] = metric(cpu_s / (size * len(times) / 1e9), "s/GB", "lower")
@@ -326,9 +424,11 @@ class Crypto(Workload):
             res = resolve(ctx.bench)
         except ParamError as exc:
             raise WorkloadError(f"{exc.field}: {exc.problem}") from None
-        if res["alg"] == KMS_ALG:
-            return self._run_kms(ctx, res)
         root = crypto_dir(ctx.params)
+        if res["alg"] == KMS_ALG:
+            from testbed_agent.workloads.crypto_kms import run_kms
+
+            return run_kms(ctx, res, root)
         vectors = root / "vectors" / "vectors.json"
         if not vectors.exists():
             raise WorkloadError(
@@ -372,16 +472,23 @@ class Crypto(Workload):
                 "--chunk-bytes",
                 str(res["chunk_bytes"]),
             ]
+            if res["warmup_s"]:
+                argv += ["--warmup-s", str(res["warmup_s"]), "--tolerance", str(res["tolerance"])]
             size = info["bytes"]
-            if streamed:
+            if streamed and info["op"] in ("decrypt", "verify"):
+                # decryption of a file: read into memory before timing, its ciphertext made there
+                argv += ["--input", str(input_file(ctx.scratch, size, res["payload"]))]
+            elif streamed:
                 argv += ["--stream", str(input_file(ctx.scratch, size, res["payload"]))]
-            elif res["payload"] == "json":
-                argv += ["--input", str(input_file(ctx.scratch, size, "json"))]
+            elif res["payload"] in ("json", "text"):
+                argv += ["--input", str(input_file(ctx.scratch, size, res["payload"]))]
             else:
                 argv += ["--payload-bytes", str(size)]
             if ncpu:
                 argv = ["taskset", "-c", ",".join(map(str, affinity[:ncpu])), *argv]
+            busy0, total0 = system_cpu()
             status, out = self._run_cell(ctx, argv, cmd[1])
+            busy1, total1 = system_cpu()
             if status != "ok":
                 samples["cells"].append({**info, "status": status, "reason": out["error"]})
                 if status == "failed":
@@ -390,14 +497,18 @@ class Crypto(Workload):
             versions[lang] = f"{out['runtime']}; {out['library']}"
             for q, v in cell_metrics(out, res).items():
                 metrics[f"{cell}.{q}"] = v
-            keep = ("times_ns", "cold_ns", "cpu_user_ns", "cpu_sys_ns", "vectors", "mode", "padding")
-            samples[cell] = {k: out[k] for k in keep}
+            if total1 > total0:
+                sys_pct = 100.0 * (busy1 - busy0) / (total1 - total0)
+                metrics[f"{cell}.system_cpu_percent"] = metric(sys_pct, "%", "lower")
+            keep = ("times_ns", "cold_ns", "cpu_user_ns", "cpu_sys_ns", "vectors", "mode", "padding", "input")
+            keep += ("steady", "warmup_batches_ns", "backend", "provider")
+            samples[cell] = {k: out[k] for k in keep if k in out}
             samples["cells"].append({**info, "status": "ok", "reason": None})
         ran = [c for c in samples["cells"] if c["status"] == "ok"]
         outcome = Outcome(
             metrics=metrics,
             samples=samples,
-            tool={"name": self.tool, "version": "contract 1", "implementations": versions},
+            tool={"name": self.tool, "version": "contract 2", "implementations": versions},
             params={
                 "alg": res["alg"],
                 "key_bits": res["key_bits"],
@@ -429,38 +540,3 @@ class Crypto(Workload):
         if proc.returncode != 0 or "error" in out:
             return "failed", {"error": f"exit {proc.returncode}: {out.get('error', '?')}"}
         return "ok", out
-
-    @staticmethod
-    def _run_kms(ctx: RunContext, res: dict[str, Any]) -> Outcome:
-        from testbed_agent.kms import envelope
-
-        size = res["payload_sizes"][0]
-        payload = json_payload(size) if res["payload"] == "json" else os.urandom(size)
-        metrics: dict[str, Any] = {}
-        with envelope(res["kms"]) as (env, where):
-            for _ in range(res["warmup"]):
-                env.round_trip(payload)
-            env.timings.clear()
-            for _ in range(res["iterations"]):
-                if ctx.stop.is_set() or ctx.remaining() <= 0:
-                    raise WorkloadError("stopped during the key-service round trips")
-                env.round_trip(payload)
-        for name, values in env.timings.items():
-            metrics[f"kms.{name}"] = metric(statistics.median(values), "s", "lower")
-            metrics[f"kms.{name}_first"] = metric(values[0], "s", "lower")
-        local = statistics.median(env.timings["local_encrypt"])
-        metrics["kms.envelope_encrypt_total"] = metric(
-            statistics.median(env.timings["generate_data_key_rtt"]) + local, "s", "lower"
-        )
-        return Outcome(
-            metrics=metrics,
-            samples={k: v for k, v in env.timings.items()},
-            tool={"name": "boto3 KMS client", "version": _boto_version(), "service": where},
-            params={"alg": KMS_ALG, "bytes": size, "service": where},
-        )
-
-
-def _boto_version() -> str:
-    import boto3
-
-    return str(boto3.__version__)

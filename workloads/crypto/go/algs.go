@@ -40,7 +40,7 @@ var algs = []alg{
 	{"aes-gcm", "cipher", []int{128, 192, 256}, cipherOps, "GCM, 96-bit nonce, 128-bit tag", "none", 16},
 	{"aes-ctr", "cipher", []int{128, 192, 256}, cipherOps, "CTR, 128-bit counter", "none", 16},
 	{"aes-cbc", "cipher", []int{128, 192, 256}, cipherOps, "CBC", "PKCS#7", 16},
-	{"3des-cbc", "cipher", []int{192}, cipherOps, "3-key EDE, CBC", "PKCS#7", 8},
+	{"3des-cbc", "cipher", []int{192, 128}, cipherOps, "EDE (192: 3 keys; 128: 2 keys, K1 K2 K1), CBC", "PKCS#7", 8},
 	{"cast128-cbc", "cipher", []int{128}, cipherOps, "CBC", "PKCS#7", 8},
 	{"blowfish-cbc", "cipher", []int{128, 256, 448}, cipherOps, "CBC", "PKCS#7", 8},
 	{"twofish-cbc", "cipher", []int{128, 192, 256}, cipherOps, "CBC", "PKCS#7", 16},
@@ -74,6 +74,9 @@ func newBlock(name string, key []byte) (cipher.Block, error) {
 	case "aes-gcm", "aes-ctr", "aes-cbc":
 		return aes.NewCipher(key)
 	case "3des-cbc":
+		if len(key) == 16 { // two-key 3DES: K1 K2 K1
+			key = append(append([]byte{}, key...), key[:8]...)
+		}
 		return des.NewTripleDESCipher(key)
 	case "cast128-cbc":
 		return cast5.NewCipher(key)

@@ -3,17 +3,22 @@
 package main
 
 import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"syscall"
 	"time"
 )
 
-const contract = 1
+const contract = 2
 
 // exit codes of the contract
 const (
@@ -105,6 +110,8 @@ func wrapFlagErr(err error) error {
 type spec struct {
 	alg, op, input, stream, vectors             string
 	keyBits, payload, chunk, iterations, warmup int
+	warmupS, tolerance                          float64
+	update                                      int
 }
 
 func runCmd(args []string) (map[string]any, error) {
@@ -120,6 +127,9 @@ func runCmd(args []string) (map[string]any, error) {
 	fs.IntVar(&s.iterations, "iterations", 0, "timed operations (required)")
 	fs.IntVar(&s.warmup, "warmup", 0, "untimed operations after the cold one")
 	fs.StringVar(&s.vectors, "vectors", "", "vector file (required)")
+	fs.IntVar(&s.update, "update-bytes", 0, "aes-gcm encrypt: one message per op through one context")
+	fs.Float64Var(&s.warmupS, "warmup-s", 0, "time-based warm-up: at most this many seconds")
+	fs.Float64Var(&s.tolerance, "tolerance", 0.05, "steady state: successive batches agree within this fraction")
 	if err := fs.Parse(args); err != nil {
 		return nil, wrapFlagErr(err)
 	}
@@ -142,6 +152,9 @@ func run(s spec) (map[string]any, error) {
 	}
 	if !containsStr(a.ops, s.op) {
 		return nil, usageErr("%s takes op %v, got %q", a.name, a.ops, s.op)
+	}
+	if s.warmupS < 0 || s.tolerance <= 0 || s.tolerance >= 1 {
+		return nil, usageErr("warmup-s must be >= 0 and tolerance in (0, 1)")
 	}
 	if s.iterations < 1 || s.warmup < 0 {
 		return nil, usageErr("iterations must be >= 1 and warmup >= 0")
@@ -200,6 +213,14 @@ func run(s spec) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.update > 0 {
+		if a.name != "aes-gcm" || s.op != "encrypt" || payload == nil || s.update%16 != 0 {
+			return nil, usageErr("update-bytes: aes-gcm encrypt of an in-memory payload, a multiple of 16")
+		}
+		if do, err = bulkGCM(s.keyBits, payload); err != nil {
+			return nil, err
+		}
+	}
 	t0 := time.Now()
 	if err := do(0); err != nil {
 		return nil, err
@@ -210,6 +231,11 @@ func run(s spec) (map[string]any, error) {
 			return nil, err
 		}
 	}
+	st, err := steadyWarmup(do, 1+s.warmup, s.warmupS, s.tolerance)
+	if err != nil {
+		return nil, err
+	}
+	s.warmup += st.ops
 	times := make([]int64, 0, s.iterations)
 	w0 := time.Now() // the wall window encloses the CPU window
 	u0, s0 := rusage()
@@ -229,9 +255,10 @@ func run(s spec) (map[string]any, error) {
 	return map[string]any{
 		"contract": contract, "language": "go", "runtime": runtime.Version(), "library": library(),
 		"alg": a.name, "key_bits": s.keyBits, "op": s.op, "mode": a.mode, "padding": a.padding,
-		"payload_bytes": size, "input": input, "iterations": s.iterations, "warmup": s.warmup,
+		"payload_bytes": size, "input": input, "update_bytes": s.update, "iterations": s.iterations, "warmup": s.warmup,
 		"vectors": map[string]int{"checked": len(results), "passed": report["passed"].(int)},
 		"cold_ns": cold, "times_ns": times, "wall_ns": wall,
+		"warmup_ns": st.ns, "steady": st.steady, "warmup_batches_ns": st.batches,
 		"cpu_user_ns": u1 - u0, "cpu_sys_ns": s1 - s0, "cpu_ns": (u1 - u0) + (s1 - s0),
 		"process_cpu_ns": u1 + s1,
 	}, nil
@@ -265,3 +292,79 @@ func containsStr(xs []string, x string) bool {
 
 // discard is the sink of timed stream operations: ciphertext is not kept.
 func discard([]byte) {}
+
+type steadyState struct {
+	ops     int
+	ns      int64
+	steady  any // nil when no time-based warm-up was asked for
+	batches []int64
+}
+
+// steadyWarmup runs batches of >= 10 ms (CONTRACT.md) until 3 successive per-op means agree within
+// tolerance of their median, or the time is up.
+func steadyWarmup(do func(int) error, first int, seconds, tolerance float64) (steadyState, error) {
+	st := steadyState{batches: []int64{}}
+	if seconds <= 0 {
+		return st, nil
+	}
+	start := time.Now()
+	limit := time.Duration(seconds * 1e9)
+	batch := max(10*time.Millisecond, limit/50)
+	n, size := first, 1
+	for {
+		t := time.Now()
+		for i := 0; i < size; i++ {
+			if err := do(n); err != nil {
+				return st, err
+			}
+			n++
+		}
+		took := time.Since(t)
+		if took < batch {
+			size *= 2
+			continue
+		}
+		st.batches = append(st.batches, took.Nanoseconds()/int64(size))
+		ok := false
+		if k := len(st.batches); k >= 3 {
+			last := append([]int64{}, st.batches[k-3:]...)
+			slices.Sort(last)
+			ok = float64(last[2]-last[0]) <= tolerance*float64(last[1])
+		}
+		ok = ok && time.Since(start) >= limit/2 // at least half of the time (JIT tiers, caches)
+		if ok || time.Since(start) >= limit {
+			st.ops, st.ns, st.steady = n-first, time.Since(start).Nanoseconds(), ok
+			return st, nil
+		}
+	}
+}
+
+// bulkGCM: one GCM message per operation, sealed in place in one reused buffer (CONTRACT.md
+// --update-bytes; Go's AEAD has no incremental API, so the whole payload is one Seal call).
+func bulkGCM(keyBits int, payload []byte) (func(int) error, error) {
+	key := make([]byte, keyBits/8)
+	prefix := make([]byte, 8)
+	if _, err := rand.Read(key); err != nil {
+		return nil, err
+	}
+	if _, err := rand.Read(prefix); err != nil {
+		return nil, err
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	g, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, len(payload), len(payload)+g.Overhead())
+	copy(buf, payload)
+	nonce := make([]byte, 12)
+	copy(nonce, prefix)
+	return func(n int) error {
+		binary.BigEndian.PutUint32(nonce[8:], uint32(n))
+		g.Seal(buf[:0], nonce, buf[:len(payload)], nil)
+		return nil
+	}, nil
+}

@@ -9,7 +9,7 @@ const ALGS = {
   'aes-gcm': { kind: 'cipher', keyBits: [128, 192, 256], ops: CIPHER_OPS, mode: 'GCM, 96-bit nonce, 128-bit tag', padding: 'none', block: 16 },
   'aes-ctr': { kind: 'cipher', keyBits: [128, 192, 256], ops: CIPHER_OPS, mode: 'CTR, 128-bit counter', padding: 'none', block: 16 },
   'aes-cbc': { kind: 'cipher', keyBits: [128, 192, 256], ops: CIPHER_OPS, mode: 'CBC', padding: 'PKCS#7', block: 16 },
-  '3des-cbc': { kind: 'cipher', keyBits: [192], ops: CIPHER_OPS, mode: '3-key EDE, CBC', padding: 'PKCS#7', block: 8 },
+  '3des-cbc': { kind: 'cipher', keyBits: [192, 128], ops: CIPHER_OPS, mode: 'EDE (192: 3 keys; 128: 2 keys, K1 K2 K1), CBC', padding: 'PKCS#7', block: 8 },
   'cast128-cbc': { kind: 'cipher', keyBits: [128], ops: CIPHER_OPS, mode: 'CBC', padding: 'PKCS#7', block: 8 },
   'blowfish-cbc': { kind: 'cipher', keyBits: [128, 256, 448], ops: CIPHER_OPS, mode: 'CBC', padding: 'PKCS#7', block: 8 },
   'twofish-cbc': { kind: 'cipher', keyBits: [128, 192, 256], ops: CIPHER_OPS, mode: 'CBC', padding: 'PKCS#7', block: 16 },
@@ -31,7 +31,7 @@ function opensslName(name, keyBits) {
     case 'aes-gcm': return `aes-${keyBits}-gcm`;
     case 'aes-ctr': return `aes-${keyBits}-ctr`;
     case 'aes-cbc': return `aes-${keyBits}-cbc`;
-    case '3des-cbc': return 'des-ede3-cbc';
+    case '3des-cbc': return keyBits === 128 ? 'des-ede-cbc' : 'des-ede3-cbc';
     case 'cast128-cbc': return 'cast5-cbc';
     case 'blowfish-cbc': return 'bf-cbc';
     default: return null;

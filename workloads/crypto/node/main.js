@@ -14,7 +14,7 @@ class Fail extends Error {
 }
 
 const USAGE = 'usage: main.js info | check --vectors FILE | run --alg NAME [--key-bits N] [--op OP] '
-  + '(--payload-bytes N | --input FILE | --stream FILE) [--chunk-bytes N] --iterations N [--warmup N] --vectors FILE';
+  + '(--payload-bytes N | --input FILE | --stream FILE) [--chunk-bytes N] --iterations N [--warmup N] [--warmup-s S] [--tolerance F] --vectors FILE';
 
 function library() {
   const tf = require('twofish-ts/package.json').version;
@@ -205,6 +205,55 @@ function makeOp(name, a, op, keyBits, payload, stream, chunk, vectors) {
   return () => A.hybridDecrypt(sk, keyBits / 8, blob);
 }
 
+/** One GCM message per operation, streamed through one cipher object `update` bytes at a time. */
+function bulkGcm(keyBits, payload, update) {
+  const key = crypto.randomBytes(keyBits / 8);
+  const nonce = Buffer.alloc(12);
+  crypto.randomBytes(8).copy(nonce);
+  return (n) => {
+    nonce.writeUInt32BE(n >>> 0, 8);
+    const c = crypto.createCipheriv(`aes-${keyBits}-gcm`, key, nonce);
+    for (let off = 0; off < payload.length; off += update) c.update(payload.subarray(off, off + update));
+    c.final();
+    return c.getAuthTag();
+  };
+}
+
+function floatFlag(flags, name, dflt) {
+  const v = flags[name] === undefined ? dflt : Number(flags[name]);
+  if (!Number.isFinite(v) || v < 0 || (name === 'tolerance' && (v <= 0 || v >= 1))) {
+    throw new Fail(2, `--${name}: a number (warmup-s >= 0, tolerance in (0, 1)), got ${flags[name]}`);
+  }
+  return v;
+}
+
+/** Time-based warm-up (CONTRACT.md): batches of >= 10 ms until 3 successive per-op means agree. */
+function steadyWarmup(doOp, first, seconds, tolerance) {
+  if (seconds <= 0) return { ops: 0, ns: 0, steady: null, batches: [] };
+  const clock = process.hrtime.bigint;
+  const start = clock();
+  const limit = BigInt(Math.round(seconds * 1e9));
+  const batch = limit / 50n > 10000000n ? limit / 50n : 10000000n;
+  let n = first;
+  let size = 1;
+  const means = [];
+  for (;;) {
+    const t = clock();
+    for (let i = 0; i < size; i++) doOp(n++);
+    const took = clock() - t;
+    if (took < batch) {
+      size *= 2;
+      continue;
+    }
+    means.push(Number(took) / size);
+    const last = means.slice(-3).sort((x, y) => x - y);
+    const now = clock();
+    // at least half of the time (JIT tiers), then 3 agreeing batches
+    const ok = last.length === 3 && last[2] - last[0] <= tolerance * last[1] && now - start >= limit / 2n;
+    if (ok || now - start >= limit) return { ops: n - first, ns: Number(now - start), steady: ok, batches: means.map(Math.round) };
+  }
+}
+
 function run(flags) {
   const name = flags.alg;
   const a = A.ALGS[name];
@@ -216,7 +265,7 @@ function run(flags) {
   const op = flags.op || a.ops[0];
   if (!a.ops.includes(op)) throw new Fail(2, `${name} takes op ${a.ops}, got ${op}`);
   const iterations = intFlag(flags, 'iterations');
-  const warmup = intFlag(flags, 'warmup', 0);
+  let warmup = intFlag(flags, 'warmup', 0);
   const chunk = intFlag(flags, 'chunk-bytes', 1 << 20);
   if (iterations < 1 || warmup < 0 || chunk < 16 || chunk % 16) {
     throw new Fail(2, 'iterations >= 1, warmup >= 0, chunk_bytes a positive multiple of 16');
@@ -242,12 +291,18 @@ function run(flags) {
     const bad = report.results.find((r) => !r.ok);
     throw new Fail(3, `vector check failed before timing: ${bad ? `${bad.id}: ${bad.error}` : 'no vector for this algorithm'}`);
   }
-  const doOp = makeOp(name, a, op, keyBits, payload, stream, chunk, vectors);
+  const update = intFlag(flags, 'update-bytes', 0);
+  if (update > 0 && (name !== 'aes-gcm' || op !== 'encrypt' || !payload || update % 16)) {
+    throw new Fail(2, 'update-bytes: aes-gcm encrypt of an in-memory payload, a multiple of 16');
+  }
+  const doOp = update > 0 ? bulkGcm(keyBits, payload, update) : makeOp(name, a, op, keyBits, payload, stream, chunk, vectors);
   const clock = process.hrtime.bigint;
   const t0 = clock();
   doOp(0);
   const cold = Number(clock() - t0);
   for (let i = 0; i < warmup; i++) doOp(1 + i);
+  const st = steadyWarmup(doOp, 1 + warmup, floatFlag(flags, 'warmup-s', 0), floatFlag(flags, 'tolerance', 0.05));
+  warmup += st.ops;
   const times = [];
   const w0 = clock(); // the wall window encloses the CPU window
   const c0 = process.cpuUsage();
@@ -260,11 +315,12 @@ function run(flags) {
   const wall = Number(clock() - w0);
   const total = process.cpuUsage();
   return {
-    contract: 1, language: 'node', runtime: `node ${process.version}`, library: library(),
+    contract: 2, language: 'node', runtime: `node ${process.version}`, library: library(),
     alg: name, key_bits: keyBits, op, mode: a.mode, padding: a.padding,
-    payload_bytes: size, input: stream ? 'stream' : 'memory', iterations, warmup,
+    payload_bytes: size, input: stream ? 'stream' : 'memory', update_bytes: update, iterations, warmup,
     vectors: { checked: report.results.length, passed: report.passed },
     cold_ns: cold, times_ns: times, wall_ns: wall,
+    warmup_ns: st.ns, steady: st.steady, warmup_batches_ns: st.batches,
     cpu_user_ns: c1.user * 1000, cpu_sys_ns: c1.system * 1000, cpu_ns: (c1.user + c1.system) * 1000,
     process_cpu_ns: (total.user + total.system) * 1000,
   };

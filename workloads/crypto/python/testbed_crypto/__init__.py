@@ -15,7 +15,11 @@ import cryptography
 from testbed_crypto import algorithms as A
 from testbed_crypto import vectors as V
 
-CONTRACT = 1
+CONTRACT = 2
+#: time-based warm-up: a batch lasts at least this long; this many successive batches must agree
+MIN_BATCH_NS = 10_000_000
+STEADY_BATCHES = 3
+DEFAULT_TOLERANCE = 0.05
 DEFAULT_VECTORS = Path(__file__).resolve().parents[2] / "vectors" / "vectors.json"
 DEFAULT_CHUNK = 1 << 20
 
@@ -51,6 +55,25 @@ def _spec_int(spec: dict[str, Any], key: str, default: int | None, minimum: int)
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise SpecError(f"{key} must be an integer >= {minimum}, got {value!r}")
     return value
+
+
+def _bulk_gcm(key_bits: int, payload: bytes, update: int) -> Callable[[int], object]:
+    """One GCM message per operation through one cipher context, ``update`` bytes per update, into
+    one reused output buffer (CONTRACT.md ``--update-bytes``)."""
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+    key, prefix = os.urandom(key_bits // 8), os.urandom(8)
+    out = bytearray(update + 15)
+    view = memoryview(payload)
+
+    def op(n: int) -> object:
+        enc = Cipher(algorithms.AES(key), modes.GCM(prefix + n.to_bytes(4, "big"))).encryptor()
+        for off in range(0, len(view), update):
+            enc.update_into(view[off : off + update], out)
+        enc.finalize()
+        return enc.tag
+
+    return op
 
 
 def _make_op(
@@ -135,6 +158,35 @@ def _make_op(
     return lambda n: A.hybrid_decrypt(priv, blob, key_bits // 8)
 
 
+def steady_warmup(
+    do: Callable[[int], object], first: int, seconds: float, tolerance: float, clock: Callable[[], int]
+) -> dict[str, Any]:
+    """Time-based warm-up (CONTRACT.md): batches of >= BATCH_NS for at least half of ``seconds``,
+    then until STEADY_BATCHES agree, at most ``seconds``."""
+    if seconds <= 0:
+        return {"ops": 0, "ns": 0, "steady": None, "batches": []}
+    start = clock()
+    deadline = start + int(seconds * 1e9)
+    batch_ns = max(MIN_BATCH_NS, int(seconds * 1e9) // 50)
+    n, size, means = first, 1, []
+    while True:
+        t = clock()
+        for _ in range(size):
+            do(n)
+            n += 1
+        took = clock() - t
+        if took < batch_ns:
+            size *= 2
+            continue
+        means.append(took // size)
+        last = means[-STEADY_BATCHES:]
+        agree = len(last) == STEADY_BATCHES and (max(last) - min(last)) <= tolerance * sorted(last)[1]
+        now = clock()
+        ok = agree and now >= start + (deadline - start) // 2  # at least half of the time (JIT tiers)
+        if ok or now >= deadline:
+            return {"ops": n - first, "ns": clock() - start, "steady": ok, "batches": means}
+
+
 def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
     """Run one spec (keys of CONTRACT.md) and return the result dict ``run`` prints."""
     name = spec.get("alg")
@@ -151,6 +203,10 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
         raise SpecError(f"{name} takes op {', '.join(alg.ops)}, got {op!r}")
     iterations = _spec_int(spec, "iterations", None, 1)
     warmup = _spec_int(spec, "warmup", 0, 0)
+    warmup_s = float(spec.get("warmup_s") or 0)
+    tolerance = float(spec.get("tolerance") or DEFAULT_TOLERANCE)
+    if warmup_s < 0 or not 0 < tolerance < 1:
+        raise SpecError(f"warmup_s must be >= 0 and tolerance in (0, 1), got {warmup_s}, {tolerance}")
     chunk = _spec_int(spec, "chunk_bytes", DEFAULT_CHUNK, 16)
     if chunk % 16:
         raise SpecError(f"chunk_bytes must be a multiple of 16, got {chunk}")
@@ -175,13 +231,21 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
         bad = [r for r in report["results"] if not r["ok"]]
         why = f"{bad[0]['id']}: {bad[0]['error']}" if bad else "no vector for this algorithm"
         raise VectorFailure(f"vector check failed before timing: {why}")
-    do = _make_op(alg, op, key_bits, payload, stream, chunk, vectors)
+    update = _spec_int(spec, "update_bytes", 0, 0)
+    if update:
+        if name != "aes-gcm" or op != "encrypt" or payload is None or update % 16:
+            raise SpecError("update_bytes: aes-gcm encrypt of an in-memory payload, a multiple of 16")
+        do = _bulk_gcm(key_bits, payload, update)
+    else:
+        do = _make_op(alg, op, key_bits, payload, stream, chunk, vectors)
     clock = time.perf_counter_ns
     t0 = clock()
     do(0)
     cold = clock() - t0
     for i in range(warmup):
         do(1 + i)
+    steady = steady_warmup(do, 1 + warmup, warmup_s, tolerance, clock)
+    warmup += steady["ops"]
     times = []
     w0 = clock()  # the wall window encloses the CPU window
     u0, s0 = _rusage_ns()
@@ -201,10 +265,14 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
         "padding": alg.padding,
         "payload_bytes": size,
         "input": "stream" if stream else "memory",
+        "update_bytes": update or None,
         "iterations": iterations,
         "warmup": warmup,
         "vectors": {"checked": len(report["results"]), "passed": report["passed"]},
         "cold_ns": cold,
+        "warmup_ns": steady["ns"],
+        "steady": steady["steady"],
+        "warmup_batches_ns": steady["batches"],
         "times_ns": times,
         "wall_ns": wall,
         "cpu_user_ns": u1 - u0,

@@ -27,6 +27,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--chunk-bytes", type=int)
     r.add_argument("--iterations", type=int, required=True)
     r.add_argument("--warmup", type=int, default=0)
+    r.add_argument("--warmup-s", type=float, default=0.0)
+    r.add_argument("--tolerance", type=float)
+    r.add_argument("--update-bytes", type=int)
     r.add_argument("--vectors", required=True)
     return p
 

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::time::Instant;
 
-const LIBRARY: &str = "RustCrypto (aes 0.8, aes-gcm 0.10, p256/p384 0.13, rsa 0.9, twofish 0.7, ...)";
+const LIBRARY: &str = "ring 0.17 (AES-128/256-GCM) + RustCrypto (aes 0.8 with AES-NI, aes-gcm 0.10 for AES-192-GCM, p256/p384 0.13, rsa 0.9, twofish 0.7, ...)";
 
 /// An error with the contract's exit code.
 struct Fail(i32, String);
@@ -287,6 +287,11 @@ fn run(flags: &HashMap<String, String>) -> Res<Value> {
     }
     let iterations = int_flag(flags, "iterations", None)?.ok_or_else(|| usage("--iterations is required"))?;
     let warmup = int_flag(flags, "warmup", Some(0))?.unwrap_or(0);
+    let float = |k: &str, d: f64| flags.get(k).map_or(Ok(d), |v| v.parse::<f64>().map_err(|_| usage(format!("--{k}: a number"))));
+    let (warmup_s, tolerance) = (float("warmup-s", 0.0)?, float("tolerance", 0.05)?);
+    if warmup_s < 0.0 || tolerance <= 0.0 || tolerance >= 1.0 {
+        return Err(usage("warmup-s must be >= 0 and tolerance in (0, 1)"));
+    }
     let chunk = int_flag(flags, "chunk-bytes", Some(1 << 20))?.unwrap_or(0);
     if iterations < 1 || warmup < 0 || chunk < 16 || chunk % 16 != 0 {
         return Err(usage("iterations >= 1, warmup >= 0, chunk_bytes a positive multiple of 16"));
@@ -326,13 +331,23 @@ fn run(flags: &HashMap<String, String>) -> Res<Value> {
             .unwrap_or_else(|| "no vector for this algorithm".into());
         return Err(Fail(3, format!("vector check failed before timing: {why}")));
     }
-    let mut do_op = make_op(a, &op, key_bits as usize, payload, stream.clone(), chunk as usize, &vecs)?;
+    let update = int_flag(flags, "update-bytes", Some(0))?.unwrap_or(0);
+    let mut do_op = if update > 0 {
+        if name != "aes-gcm" || op != "encrypt" || payload.is_none() || update % 16 != 0 || key_bits == 192 {
+            return Err(usage("update-bytes: aes-gcm (128/256) encrypt of an in-memory payload, a multiple of 16"));
+        }
+        bulk_gcm(payload.unwrap_or_default(), key_bits as usize)?
+    } else {
+        make_op(a, &op, key_bits as usize, payload, stream.clone(), chunk as usize, &vecs)?
+    };
     let t0 = Instant::now();
     do_op(0).map_err(other)?;
     let cold = t0.elapsed().as_nanos() as u64;
     for i in 0..warmup {
         do_op(1 + i as u32).map_err(other)?;
     }
+    let st = steady_warmup(&mut do_op, 1 + warmup as u32, warmup_s, tolerance)?;
+    let warmup = warmup + st.0 as i64;
     let mut times = Vec::with_capacity(iterations as usize);
     let w0 = Instant::now(); // the wall window encloses the CPU window
     let (u0, s0) = rusage();
@@ -344,13 +359,73 @@ fn run(flags: &HashMap<String, String>) -> Res<Value> {
     let (u1, s1) = rusage();
     let wall = w0.elapsed().as_nanos() as u64;
     Ok(json!({
-        "contract": 1, "language": "rust", "runtime": runtime(), "library": LIBRARY,
+        "contract": 2, "language": "rust", "runtime": runtime(), "library": LIBRARY,
+        "backend": if name == "aes-gcm" || name == "rsa-oaep" { algs::gcm_backend(key_bits as usize) } else { "RustCrypto" },
+        "warmup_ns": st.1, "steady": st.2, "warmup_batches_ns": st.3,
         "alg": name, "key_bits": key_bits, "op": op, "mode": a.mode, "padding": a.padding,
         "payload_bytes": size, "input": if stream.is_some() { "stream" } else { "memory" },
+        "update_bytes": update,
         "iterations": iterations, "warmup": warmup,
         "vectors": {"checked": results.len(), "passed": report["passed"]},
         "cold_ns": cold, "times_ns": times, "wall_ns": wall,
         "cpu_user_ns": u1 - u0, "cpu_sys_ns": s1 - s0, "cpu_ns": (u1 - u0) + (s1 - s0),
         "process_cpu_ns": u1 + s1,
+    }))
+}
+
+/// Time-based warm-up (CONTRACT.md): batches of >= 10 ms until 3 successive per-op means agree within
+/// `tolerance` of their median, or `seconds` are up. (ops, ns, steady or null, per-batch means).
+fn steady_warmup(
+    do_op: &mut dyn FnMut(u32) -> Result<(), String>, first: u32, seconds: f64, tolerance: f64,
+) -> Res<(u64, u64, Value, Vec<u64>)> {
+    if seconds <= 0.0 {
+        return Ok((0, 0, Value::Null, vec![]));
+    }
+    let start = Instant::now();
+    let limit = std::time::Duration::from_secs_f64(seconds);
+    let batch = std::cmp::max(std::time::Duration::from_millis(10), limit / 50);
+    let (mut n, mut size, mut means) = (first, 1u32, Vec::new());
+    loop {
+        let t = Instant::now();
+        for _ in 0..size {
+            do_op(n).map_err(other)?;
+            n += 1;
+        }
+        let took = t.elapsed();
+        if took < batch {
+            size *= 2;
+            continue;
+        }
+        means.push(took.as_nanos() as u64 / size as u64);
+        let k = means.len();
+        let ok = k >= 3 && {
+            let mut last = means[k - 3..].to_vec();
+            last.sort_unstable();
+            (last[2] - last[0]) as f64 <= tolerance * last[1] as f64
+        };
+        let ok = ok && start.elapsed() >= limit / 2; // at least half of the time (JIT tiers, caches)
+        if ok || start.elapsed() >= limit {
+            return Ok(((n - first) as u64, start.elapsed().as_nanos() as u64, Value::Bool(ok), means));
+        }
+    }
+}
+
+/// One GCM message per operation, sealed in place in one reused buffer with ring (CONTRACT.md
+/// `--update-bytes`; ring has no incremental GCM, so the whole payload is one seal call).
+fn bulk_gcm(payload: Vec<u8>, key_bits: usize) -> Res<Op> {
+    use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_128_GCM, AES_256_GCM};
+    let alg = if key_bits == 128 { &AES_128_GCM } else { &AES_256_GCM };
+    let key = LessSafeKey::new(UnboundKey::new(alg, &rand_bytes(key_bits / 8)).map_err(|_| other("bad key"))?);
+    let prefix = rand_bytes(8);
+    let mut buf = payload;
+    Ok(Box::new(move |n: u32| {
+        let mut nonce = [0u8; 12];
+        nonce[..8].copy_from_slice(&prefix);
+        nonce[8..].copy_from_slice(&n.to_be_bytes());
+        let tag = key
+            .seal_in_place_separate_tag(Nonce::assume_unique_for_key(nonce), Aad::empty(), &mut buf)
+            .map_err(|_| "seal failed".to_string())?;
+        let _ = std::hint::black_box(tag);
+        Ok(())
     }))
 }

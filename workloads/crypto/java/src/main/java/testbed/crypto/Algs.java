@@ -47,7 +47,7 @@ final class Algs {
         add(new Alg("aes-gcm", "cipher", List.of(128, 192, 256), cipherOps, "GCM, 96-bit nonce, 128-bit tag", "none", 16));
         add(new Alg("aes-ctr", "cipher", List.of(128, 192, 256), cipherOps, "CTR, 128-bit counter", "none", 16));
         add(new Alg("aes-cbc", "cipher", List.of(128, 192, 256), cipherOps, "CBC", "PKCS#7", 16));
-        add(new Alg("3des-cbc", "cipher", List.of(192), cipherOps, "3-key EDE, CBC", "PKCS#7", 8));
+        add(new Alg("3des-cbc", "cipher", List.of(192, 128), cipherOps, "EDE (192: 3 keys; 128: 2 keys, K1 K2 K1), CBC", "PKCS#7", 8));
         add(new Alg("cast128-cbc", "cipher", List.of(128), cipherOps, "CBC", "PKCS#7", 8));
         add(new Alg("blowfish-cbc", "cipher", List.of(128, 256, 448), cipherOps, "CBC", "PKCS#7", 8));
         add(new Alg("twofish-cbc", "cipher", List.of(128, 192, 256), cipherOps, "CBC", "PKCS#7", 16));
@@ -102,6 +102,11 @@ final class Algs {
     }
 
     static void init(Cipher c, String name, int mode, byte[] key, byte[] iv) throws GeneralSecurityException {
+        if (name.equals("3des-cbc") && key.length == 16) { // two-key 3DES: K1 K2 K1
+            byte[] k3 = java.util.Arrays.copyOf(key, 24);
+            System.arraycopy(key, 0, k3, 16, 8);
+            key = k3;
+        }
         SecretKeySpec k = new SecretKeySpec(key, keyAlg(name));
         if (name.equals("aes-gcm")) {
             c.init(mode, k, new GCMParameterSpec(128, iv));

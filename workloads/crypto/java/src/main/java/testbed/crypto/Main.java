@@ -425,12 +425,21 @@ public final class Main {
             throw new Fail(3, "vector check failed before timing: " + why);
         }
         Op doOp = makeOp(a, op, keyBits, payload, stream, chunk, vecs);
+        int update = intFlag(flags, "update-bytes", 0);
+        if (update > 0) {
+            if (!name.equals("aes-gcm") || !op.equals("encrypt") || payload == null || update % 16 != 0) {
+                throw new Fail(2, "update-bytes: aes-gcm encrypt of an in-memory payload, a multiple of 16");
+            }
+            doOp = bulkGcm(keyBits, payload, update);
+        }
         long t0 = System.nanoTime();
         doOp.apply(0);
         long cold = System.nanoTime() - t0;
         for (int i = 0; i < warmup; i++) {
             doOp.apply(1 + i);
         }
+        Steady st = Steady.run(doOp, 1 + warmup, dblFlag(flags, "warmup-s", 0), dblFlag(flags, "tolerance", 0.05));
+        warmup += (int) st.ops;
         long[] times = new long[iterations];
         long w0 = System.nanoTime(); // the wall window encloses the CPU window
         long[] c0 = procCpu();
@@ -444,7 +453,7 @@ public final class Main {
         long[] c1 = procCpu();
         long wall = System.nanoTime() - w0;
         Map<String, Object> m = new LinkedHashMap<>();
-        m.put("contract", 1);
+        m.put("contract", 2);
         m.put("language", "java");
         m.put("runtime", runtime());
         m.put("library", library());
@@ -456,10 +465,14 @@ public final class Main {
         m.put("padding", a.padding());
         m.put("payload_bytes", size);
         m.put("input", stream != null ? "stream" : "memory");
+        m.put("update_bytes", update);
         m.put("iterations", iterations);
         m.put("warmup", warmup);
         m.put("vectors", Map.of("checked", results.size(), "passed", report.get("passed")));
         m.put("cold_ns", cold);
+        m.put("warmup_ns", st.ns);
+        m.put("steady", st.steady);
+        m.put("warmup_batches_ns", st.batches);
         m.put("times_ns", times);
         m.put("wall_ns", wall);
         m.put("cpu_user_ns", c1[0] - c0[0]);
@@ -467,5 +480,74 @@ public final class Main {
         m.put("cpu_ns", p1 - p0);
         m.put("process_cpu_ns", p1);
         return m;
+    }
+
+    static double dblFlag(Map<String, String> flags, String name, double dflt) throws Fail {
+        String v = flags.get(name);
+        try {
+            double d = v == null ? dflt : Double.parseDouble(v);
+            if (d < 0 || (name.equals("tolerance") && (d <= 0 || d >= 1))) {
+                throw new NumberFormatException();
+            }
+            return d;
+        } catch (NumberFormatException e) {
+            throw new Fail(2, "--" + name + ": a number (warmup-s >= 0, tolerance in (0, 1)), got " + v);
+        }
+    }
+
+    /** Time-based warm-up (CONTRACT.md): batches of >= 10 ms until 3 successive per-op means agree. */
+    record Steady(long ops, long ns, Boolean steady, List<Long> batches) {
+        static Steady run(Op op, int first, double seconds, double tolerance) throws Exception {
+            if (seconds <= 0) {
+                return new Steady(0, 0, null, List.of());
+            }
+            long start = System.nanoTime();
+            long limit = (long) (seconds * 1e9);
+            long batch = Math.max(10_000_000L, limit / 50);
+            int n = first;
+            long size = 1;
+            List<Long> means = new java.util.ArrayList<>();
+            while (true) {
+                long t = System.nanoTime();
+                for (long i = 0; i < size; i++) {
+                    op.apply(n++);
+                }
+                long took = System.nanoTime() - t;
+                if (took < batch) {
+                    size *= 2;
+                    continue;
+                }
+                means.add(took / size);
+                int k = means.size();
+                boolean ok = false;
+                if (k >= 3) {
+                    List<Long> last = new java.util.ArrayList<>(means.subList(k - 3, k));
+                    java.util.Collections.sort(last);
+                    ok = last.get(2) - last.get(0) <= tolerance * last.get(1);
+                }
+                long now = System.nanoTime();
+                ok = ok && now - start >= limit / 2; // at least half of the time: C2 compiles late
+                if (ok || now - start >= limit) {
+                    return new Steady(n - first, now - start, ok, means);
+                }
+            }
+        }
+    }
+
+    /** One GCM message per operation through one Cipher, {@code update} bytes per update (--update-bytes). */
+    static Op bulkGcm(int keyBits, byte[] payload, int update) throws Exception {
+        javax.crypto.spec.SecretKeySpec key = new javax.crypto.spec.SecretKeySpec(Algs.randomBytes(keyBits / 8), "AES");
+        byte[] prefix = Algs.randomBytes(8);
+        javax.crypto.Cipher c = javax.crypto.Cipher.getInstance("AES/GCM/NoPadding");
+        byte[] out = new byte[payload.length + 32];
+        return n -> {
+            byte[] nonce = java.nio.ByteBuffer.allocate(12).put(prefix).putInt(n).array();
+            c.init(javax.crypto.Cipher.ENCRYPT_MODE, key, new javax.crypto.spec.GCMParameterSpec(128, nonce));
+            int pos = 0;
+            for (int off = 0; off < payload.length; off += update) {
+                pos += c.update(payload, off, Math.min(update, payload.length - off), out, pos);
+            }
+            c.doFinal(out, pos);
+        };
     }
 }

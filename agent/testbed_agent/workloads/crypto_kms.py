@@ -1,0 +1,110 @@
+"""``crypto`` with ``alg: kms-envelope``: key-service crypto through each language's AWS SDK.
+
+One process per language x key (so each has its own cold first call); metric names are
+``<language>.<key>.<call>_rtt`` (key-service round trip, warm median), ``..._rtt_first`` (the first
+call of the process), ``<language>.<key>.local_encrypt`` / ``local_decrypt`` (AES-256-GCM on this
+machine, apart from the round trips) and ``<language>.<key>.client_init``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from testbed_agent import kms
+from testbed_agent.results import Outcome, metric
+from testbed_agent.workloads.base import RunContext
+
+
+def _run_client(ctx: RunContext, argv: list[str], env: dict[str, str]) -> tuple[str, dict[str, Any]]:
+    proc = ctx.exec(argv, env={**os.environ, **env}, check=False)
+    try:
+        out = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (json.JSONDecodeError, IndexError):
+        tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-1:] or ["no output"]
+        return "failed", {"error": f"exit {proc.returncode}: {tail[0][:300]}"}
+    if proc.returncode != 0 or "error" in out:
+        return "failed", {"error": f"exit {proc.returncode}: {out.get('error', '?')}"}
+    return "ok", out
+
+
+def run_kms(ctx: RunContext, res: dict[str, Any], root: Any) -> Outcome:
+    """Every language x key cell against the configured or embedded key service."""
+    cfg = res["kms"]
+    metrics: dict[str, Any] = {}
+    samples: dict[str, Any] = {"cells": []}
+    versions: dict[str, str] = {}
+    failures: list[str] = []
+    size = res["payload_sizes"][0]
+    with kms.key_service(cfg, res["kms_keys"]) as (url, key_ids, where):
+        for lang in res["languages"]:
+            cmd = kms.client_command(lang, root)
+            for name in res["kms_keys"]:
+                spec, usage = kms.KEYS[name]
+                cell = {
+                    "cell": f"{lang}.{name}",
+                    "language": lang,
+                    "key": name,
+                    "key_spec": spec,
+                    "usage": usage,
+                }
+                reason = cmd if isinstance(cmd, str) else None
+                if reason is None and name not in key_ids:
+                    reason = f"no key id configured for {name}"
+                if reason is not None:
+                    samples["cells"].append({**cell, "status": "skipped", "reason": reason})
+                    continue
+                assert not isinstance(cmd, str)
+                argv = [*cmd[0], "run", "--key-id", key_ids[name], "--key-spec", spec, "--usage", usage]
+                argv += [
+                    "--region",
+                    cfg.region,
+                    "--iterations",
+                    str(res["iterations"]),
+                    "--payload-bytes",
+                    str(size),
+                ]
+                if url:
+                    argv += ["--endpoint", url]
+                status, out = _run_client(ctx, argv, {**cmd[1], **kms.client_env(cfg)})
+                if status != "ok":
+                    samples["cells"].append({**cell, "status": status, "reason": out["error"]})
+                    failures.append(f"{cell['cell']}: {out['error']}")
+                    continue
+                versions[lang] = f"{out['runtime']}; {out['library']}"
+                metrics |= kms.call_metrics(cell["cell"], out["times_ns"], res["warm_after"])
+                samples[cell["cell"]] = out["times_ns"]
+                samples["cells"].append({**cell, "status": "ok", "reason": None})
+    _envelope_totals(metrics)
+    outcome = Outcome(
+        metrics=metrics,
+        samples=samples,
+        tool={"name": "AWS SDK KMS clients", "version": "contract 2", "implementations": versions},
+        params={
+            "alg": "kms-envelope",
+            "bytes": size,
+            "service": where,
+            "languages": res["languages"],
+            "kms_keys": res["kms_keys"],
+            "warm_after": res["warm_after"],
+        },
+    )
+    ran = [c for c in samples["cells"] if c["status"] == "ok"]
+    if failures:
+        outcome.status, outcome.error = "failed", "; ".join(failures)[:2000]
+    elif not ran:
+        reasons = sorted({c["reason"] for c in samples["cells"]})
+        outcome.status, outcome.error = "skipped", "no cell could run: " + "; ".join(reasons)[:2000]
+    return outcome
+
+
+def _envelope_totals(metrics: dict[str, Any]) -> None:
+    """``<cell>.envelope_encrypt_total``: the data-key round trip plus local encryption (warm)."""
+    for name in [n for n in metrics if n.endswith(".local_encrypt")]:
+        cell = name.rsplit(".", 1)[0]
+        rtt = metrics.get(f"{cell}.generate_data_key_rtt") or metrics.get(f"{cell}.encrypt_rtt")
+        if rtt:
+            metrics[f"{cell}.envelope_encrypt_total"] = metric(
+                rtt["value"] + metrics[name]["value"], "s", "lower"
+            )
