@@ -29,72 +29,66 @@ _KLOG_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
 _RANK = {"none": 0, "sev": 1, "sev-es": 2, "sev-snp": 3, "tdx": 3}
 
 
-def detect(probe: Probe) -> dict[str, Any]:
-    """Return ``{"technology", "evidence", "paravisor", "isolation", "hypervisor_vendor"}``."""
-    evidence: list[dict[str, Any]] = []
-    tech = "none"
-    paravisor = False
+def _amd_sev(probe: Probe, evidence: list[dict[str, Any]]) -> str:
+    """AMD SEV: CPUID 0x8000001F advertises, MSR 0xC0010131 (SEV_STATUS) says what is on."""
+    ext = probe.cpuid(0x80000000)
+    if not (ext and ext[0] >= 0x8000001F):
+        return "none"
+    leaf = probe.cpuid(0x8000001F)
+    if not (leaf and leaf[0] & 0b10):
+        return "none"
+    status = probe.msr(MSR_AMD64_SEV)
+    if status is None:
+        evidence.append(
+            {
+                "source": "cpuid",
+                "detail": "0x8000001F: SEV supported; MSR unreadable",
+                "technology": None,
+            }
+        )
+        return "none"
+    found = (
+        "sev-snp" if status & 0b100 else "sev-es" if status & 0b10 else ("sev" if status & 0b1 else "none")
+    )
+    evidence.append({"source": "msr", "detail": f"SEV_STATUS=0x{status:x}", "technology": found})
+    return found
 
-    vendor = _hypervisor_vendor(probe)
-    cpu_vendor = _cpu_vendor(probe)
 
-    # 1. AMD SEV: CPUID 0x8000001F advertises, MSR 0xC0010131 (SEV_STATUS) says what is on.
-    if cpu_vendor == "AuthenticAMD":
-        ext = probe.cpuid(0x80000000)
-        if ext and ext[0] >= 0x8000001F:
-            leaf = probe.cpuid(0x8000001F)
-            if leaf and leaf[0] & 0b10:
-                status = probe.msr(MSR_AMD64_SEV)
-                if status is not None:
-                    found = (
-                        "sev-snp"
-                        if status & 0b100
-                        else "sev-es"
-                        if status & 0b10
-                        else ("sev" if status & 0b1 else "none")
-                    )
-                    evidence.append(
-                        {"source": "msr", "detail": f"SEV_STATUS=0x{status:x}", "technology": found}
-                    )
-                    tech = _stronger(tech, found)
-                else:
-                    evidence.append(
-                        {
-                            "source": "cpuid",
-                            "detail": "0x8000001F: SEV supported; MSR unreadable",
-                            "technology": None,
-                        }
-                    )
-
-    # 2. Intel TDX: CPUID leaf 0x21 carries "IntelTDX    ".
+def _intel_tdx(probe: Probe, evidence: list[dict[str, Any]]) -> str:
+    """Intel TDX: CPUID leaf 0x21 carries "IntelTDX    "."""
     basic = probe.cpuid(0)
     if basic and basic[0] >= 0x21:
         leaf21 = probe.cpuid(0x21, 0)
         if leaf21 and regs_to_str(leaf21[1], leaf21[3], leaf21[2]) == "IntelTDX    ":
             evidence.append({"source": "cpuid", "detail": "leaf 0x21: IntelTDX", "technology": "tdx"})
-            tech = _stronger(tech, "tdx")
+            return "tdx"
+    return "none"
 
-    # 3. Hyper-V isolation (Azure CVMs under a paravisor, vTOM).
-    if vendor == HV_VENDOR:
-        features = probe.cpuid(0x40000003)
-        if features and features[1] & (1 << 22):
-            iso = probe.cpuid(0x4000000C)
-            if iso:
-                itype = HV_ISOLATION_TYPES.get(iso[1] & 0xF, f"unknown({iso[1] & 0xF})")
-                paravisor = bool(iso[0] & 0x1)
-                vtom = bool(iso[1] & (1 << 5))
-                evidence.append(
-                    {
-                        "source": "cpuid-hyperv",
-                        "detail": f"0x4000000C eax=0x{iso[0]:x} ebx=0x{iso[1]:x}: isolation={itype}"
-                        f" paravisor={paravisor} vtom={vtom}",
-                        "technology": itype if itype in _RANK else None,
-                    }
-                )
-                if itype in _RANK:
-                    tech = _stronger(tech, itype)
 
-    # 4. Device nodes (weaker: a node can exist without protection, e.g. /dev/tpmrm0 anywhere).
+def _hyperv_isolation(probe: Probe, evidence: list[dict[str, Any]]) -> tuple[str, bool]:
+    """Hyper-V isolation (Azure CVMs under a paravisor, vTOM): (technology, paravisor)."""
+    features = probe.cpuid(0x40000003)
+    if not (features and features[1] & (1 << 22)):
+        return "none", False
+    iso = probe.cpuid(0x4000000C)
+    if not iso:
+        return "none", False
+    itype = HV_ISOLATION_TYPES.get(iso[1] & 0xF, f"unknown({iso[1] & 0xF})")
+    paravisor = bool(iso[0] & 0x1)
+    vtom = bool(iso[1] & (1 << 5))
+    evidence.append(
+        {
+            "source": "cpuid-hyperv",
+            "detail": f"0x4000000C eax=0x{iso[0]:x} ebx=0x{iso[1]:x}: isolation={itype}"
+            f" paravisor={paravisor} vtom={vtom}",
+            "technology": itype if itype in _RANK else None,
+        }
+    )
+    return (itype if itype in _RANK else "none"), paravisor
+
+
+def _device_nodes(probe: Probe, evidence: list[dict[str, Any]], tech: str) -> str:
+    """Device nodes (weaker: a node can exist without protection); they only fill a ``none``."""
     for path in CC_PATHS:
         if probe.exists(path):
             implied = {"/dev/sev-guest": "sev-snp", "/dev/tdx_guest": "tdx", "/dev/tdx-guest": "tdx"}.get(
@@ -103,8 +97,11 @@ def detect(probe: Probe) -> dict[str, Any]:
             evidence.append({"source": "device", "detail": path, "technology": implied})
             if implied and tech == "none":
                 tech = implied
+    return tech
 
-    # 5. Kernel log: confirms only; recorded, never raises the verdict on its own.
+
+def _kernel_log(probe: Probe, evidence: list[dict[str, Any]]) -> None:
+    """Kernel log: confirms only; recorded, never raises the verdict on its own."""
     for line in probe.kernel_log().splitlines():
         for pattern, meaning in _KLOG_PATTERNS:
             m = pattern.search(line)
@@ -121,6 +118,26 @@ def detect(probe: Probe) -> dict[str, Any]:
                 }
             )
             break
+
+
+def detect(probe: Probe) -> dict[str, Any]:
+    """Return ``{"technology", "evidence", "paravisor", "isolation", "hypervisor_vendor"}``."""
+    evidence: list[dict[str, Any]] = []
+    tech = "none"
+    paravisor = False
+
+    vendor = _hypervisor_vendor(probe)
+    cpu_vendor = _cpu_vendor(probe)
+
+    # 1. AMD SEV, 2. Intel TDX, 3. Hyper-V isolation, 4. device nodes, 5. kernel log (confirms only).
+    if cpu_vendor == "AuthenticAMD":
+        tech = _stronger(tech, _amd_sev(probe, evidence))
+    tech = _stronger(tech, _intel_tdx(probe, evidence))
+    if vendor == HV_VENDOR:
+        found, paravisor = _hyperv_isolation(probe, evidence)
+        tech = _stronger(tech, found)
+    tech = _device_nodes(probe, evidence, tech)
+    _kernel_log(probe, evidence)
 
     confirmed = any(e["technology"] == tech for e in evidence if e["source"] == "kernel-log")
     return {

@@ -104,8 +104,8 @@ def _sizes(params: dict[str, Any], key: str) -> list[int]:
     return sizes
 
 
-def resolve(bench: Benchmark) -> dict[str, Any]:
-    """Validated parameters of a crypto benchmark, defaults filled in; raises ParamError."""
+def _resolve_alg(bench: Benchmark) -> tuple[str, tuple[str, int | None] | None]:
+    """The algorithm of a benchmark (params.alg, else its name) and what the name says."""
     p = bench.params
     unknown = set(p) - _KEYS
     if unknown:
@@ -120,7 +120,11 @@ def resolve(bench: Benchmark) -> dict[str, Any]:
             f"unknown algorithm {alg!r} (and the name does not say one); known: "
             + ", ".join([*ALGS, KMS_ALG]),
         )
-    out: dict[str, Any] = {"alg": alg}
+    return alg, named
+
+
+def _resolve_common(p: dict[str, Any], out: dict[str, Any]) -> None:
+    """Fill in the parameters every crypto benchmark has: repetitions, warm-up, payload."""
     for key, default in (("iterations", 30), ("warmup", 0)):
         v = p.get(key, default)
         if isinstance(v, bool) or not isinstance(v, int) or v < (1 if key == "iterations" else 0):
@@ -138,16 +142,25 @@ def resolve(bench: Benchmark) -> dict[str, Any]:
     if kind not in ("random", "json", "text"):
         raise ParamError("params.payload", f"must be random, json or text, got {kind!r}")
     out["payload"] = kind
-    if alg == KMS_ALG:
-        from testbed_agent.kms import KmsConfig
 
-        try:
-            out["kms"] = KmsConfig.from_param(p.get("kms", True))
-        except ValueError as exc:
-            raise ParamError("params.kms", str(exc)) from None
-        if "file_sizes" in out:
-            raise ParamError("params.file_sizes", "kms-envelope takes payload_bytes")
-        return _resolve_kms(p, out)
+
+def _resolve_kms_alg(p: dict[str, Any], out: dict[str, Any]) -> dict[str, Any]:
+    """The kms-envelope benchmark: its KMS configuration, then the KMS-specific parameters."""
+    from testbed_agent.kms import KmsConfig
+
+    try:
+        out["kms"] = KmsConfig.from_param(p.get("kms", True))
+    except ValueError as exc:
+        raise ParamError("params.kms", str(exc)) from None
+    if "file_sizes" in out:
+        raise ParamError("params.file_sizes", "kms-envelope takes payload_bytes")
+    return _resolve_kms(p, out)
+
+
+def _resolve_cells(
+    p: dict[str, Any], out: dict[str, Any], alg: str, named: tuple[str, int | None] | None
+) -> None:
+    """Fill in what spans the cells of a local algorithm: key sizes, operations, languages, CPUs."""
     sizes, ops = ALGS[alg]
     default_bits = [named[1]] if named and named[1] else [sizes[0]]
     out["key_bits"] = _int_list(p, "key_bits", default_bits)
@@ -165,18 +178,34 @@ def resolve(bench: Benchmark) -> dict[str, Any]:
     if chunk < 16 or chunk % 16:
         raise ParamError("params.chunk_bytes", f"must be a multiple of 16, got {chunk}")
     out["chunk_bytes"] = chunk
+
+
+def _resolve_price(p: dict[str, Any], out: dict[str, Any]) -> None:
+    """Fill in the price table and what it needs (memory_mb, arch) when the plan gives one."""
+    try:
+        out["price_table"] = cost.PriceTable.from_dict(p["price_table"])
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise ParamError("params.price_table", str(exc)) from None
+    mem = p.get("memory_mb")
+    if isinstance(mem, bool) or not isinstance(mem, (int, float)) or mem <= 0:
+        raise ParamError("params.memory_mb", f"a price table needs memory_mb > 0, got {mem!r}")
+    out["memory_mb"] = float(mem)
+    out["arch"] = str(p.get("arch", "x86_64"))
+    if out["arch"] not in out["price_table"].per_gb_second:
+        raise ParamError("params.arch", f"no per-GB-second rate for {out['arch']!r} in price_table")
+
+
+def resolve(bench: Benchmark) -> dict[str, Any]:
+    """Validated parameters of a crypto benchmark, defaults filled in; raises ParamError."""
+    p = bench.params
+    alg, named = _resolve_alg(bench)
+    out: dict[str, Any] = {"alg": alg}
+    _resolve_common(p, out)
+    if alg == KMS_ALG:
+        return _resolve_kms_alg(p, out)
+    _resolve_cells(p, out, alg, named)
     if "price_table" in p:
-        try:
-            out["price_table"] = cost.PriceTable.from_dict(p["price_table"])
-        except (ValueError, TypeError, AttributeError) as exc:
-            raise ParamError("params.price_table", str(exc)) from None
-        mem = p.get("memory_mb")
-        if isinstance(mem, bool) or not isinstance(mem, (int, float)) or mem <= 0:
-            raise ParamError("params.memory_mb", f"a price table needs memory_mb > 0, got {mem!r}")
-        out["memory_mb"] = float(mem)
-        out["arch"] = str(p.get("arch", "x86_64"))
-        if out["arch"] not in out["price_table"].per_gb_second:
-            raise ParamError("params.arch", f"no per-GB-second rate for {out['arch']!r} in price_table")
+        _resolve_price(p, out)
     return out
 
 
@@ -406,6 +435,80 @@ def cells(res: dict[str, Any], sizes: list[int]) -> list[dict[str, Any]]:
     return out
 
 
+#: per-cell output kept in the samples
+_KEEP_SAMPLES = (
+    "times_ns",
+    "cold_ns",
+    "cpu_user_ns",
+    "cpu_sys_ns",
+    "vectors",
+    "mode",
+    "padding",
+    "input",
+    "steady",
+    "warmup_batches_ns",
+    "backend",
+    "provider",
+)
+
+
+def _skip_reason(cmd: Any, ncpu: int, affinity: list[int]) -> str | None:
+    """Why a cell cannot run here (its program is missing, too few CPUs, no taskset), or None."""
+    reason = cmd if isinstance(cmd, str) else None
+    if reason is None and ncpu > len(affinity):
+        reason = f"machine has {len(affinity)} CPUs, cell needs {ncpu}"
+    if reason is None and ncpu and shutil.which("taskset") is None:
+        reason = "taskset (util-linux) not found: cannot pin to CPUs"
+    return reason
+
+
+def _cell_argv(
+    ctx: RunContext, res: dict[str, Any], info: dict[str, Any], prog: list[str], vectors: Path, streamed: bool
+) -> list[str]:
+    """The ``run`` command line of one cell (without CPU pinning)."""
+    argv = [
+        *prog,
+        "run",
+        "--alg",
+        res["alg"],
+        "--key-bits",
+        str(info["key_bits"]),
+        "--op",
+        info["op"],
+        "--iterations",
+        str(res["iterations"]),
+        "--warmup",
+        str(res["warmup"]),
+        "--vectors",
+        str(vectors),
+        "--chunk-bytes",
+        str(res["chunk_bytes"]),
+    ]
+    if res["warmup_s"]:
+        argv += ["--warmup-s", str(res["warmup_s"]), "--tolerance", str(res["tolerance"])]
+    size = info["bytes"]
+    if streamed and info["op"] in ("decrypt", "verify"):
+        # decryption of a file: read into memory before timing, its ciphertext made there
+        argv += ["--input", str(input_file(ctx.scratch, size, res["payload"]))]
+    elif streamed:
+        argv += ["--stream", str(input_file(ctx.scratch, size, res["payload"]))]
+    elif res["payload"] in ("json", "text"):
+        argv += ["--input", str(input_file(ctx.scratch, size, res["payload"]))]
+    else:
+        argv += ["--payload-bytes", str(size)]
+    return argv
+
+
+def _set_status(outcome: Outcome, cell_log: list[dict[str, Any]], failures: list[str]) -> None:
+    """Failed when a cell failed, skipped when no cell ran, else left as it is."""
+    ran = [c for c in cell_log if c["status"] == "ok"]
+    if failures:
+        outcome.status, outcome.error = "failed", "; ".join(failures)[:2000]
+    elif not ran:
+        reasons = sorted({c["reason"] for c in cell_log})
+        outcome.status, outcome.error = "skipped", "no cell could run: " + "; ".join(reasons)[:2000]
+
+
 @register
 class Crypto(Workload):
     type = "crypto"
@@ -445,45 +548,12 @@ class Crypto(Workload):
         for info in cells(res, sizes):
             cell, lang, ncpu = info["cell"], info["language"], info["cpus"] or 0
             cmd = commands[lang]
-            reason = cmd if isinstance(cmd, str) else None
-            if reason is None and ncpu > len(affinity):
-                reason = f"machine has {len(affinity)} CPUs, cell needs {ncpu}"
-            if reason is None and ncpu and shutil.which("taskset") is None:
-                reason = "taskset (util-linux) not found: cannot pin to CPUs"
+            reason = _skip_reason(cmd, ncpu, affinity)
             if reason is not None:
                 samples["cells"].append({**info, "status": "skipped", "reason": reason})
                 continue
             assert not isinstance(cmd, str)
-            argv = [
-                *cmd[0],
-                "run",
-                "--alg",
-                res["alg"],
-                "--key-bits",
-                str(info["key_bits"]),
-                "--op",
-                info["op"],
-                "--iterations",
-                str(res["iterations"]),
-                "--warmup",
-                str(res["warmup"]),
-                "--vectors",
-                str(vectors),
-                "--chunk-bytes",
-                str(res["chunk_bytes"]),
-            ]
-            if res["warmup_s"]:
-                argv += ["--warmup-s", str(res["warmup_s"]), "--tolerance", str(res["tolerance"])]
-            size = info["bytes"]
-            if streamed and info["op"] in ("decrypt", "verify"):
-                # decryption of a file: read into memory before timing, its ciphertext made there
-                argv += ["--input", str(input_file(ctx.scratch, size, res["payload"]))]
-            elif streamed:
-                argv += ["--stream", str(input_file(ctx.scratch, size, res["payload"]))]
-            elif res["payload"] in ("json", "text"):
-                argv += ["--input", str(input_file(ctx.scratch, size, res["payload"]))]
-            else:
-                argv += ["--payload-bytes", str(size)]
+            argv = _cell_argv(ctx, res, info, cmd[0], vectors, streamed)
             if ncpu:
                 argv = ["taskset", "-c", ",".join(map(str, affinity[:ncpu])), *argv]
             busy0, total0 = system_cpu()
@@ -500,11 +570,8 @@ class Crypto(Workload):
             if total1 > total0:
                 sys_pct = 100.0 * (busy1 - busy0) / (total1 - total0)
                 metrics[f"{cell}.system_cpu_percent"] = metric(sys_pct, "%", "lower")
-            keep = ("times_ns", "cold_ns", "cpu_user_ns", "cpu_sys_ns", "vectors", "mode", "padding", "input")
-            keep += ("steady", "warmup_batches_ns", "backend", "provider")
-            samples[cell] = {k: out[k] for k in keep if k in out}
+            samples[cell] = {k: out[k] for k in _KEEP_SAMPLES if k in out}
             samples["cells"].append({**info, "status": "ok", "reason": None})
-        ran = [c for c in samples["cells"] if c["status"] == "ok"]
         outcome = Outcome(
             metrics=metrics,
             samples=samples,
@@ -518,11 +585,7 @@ class Crypto(Workload):
                 "streamed": streamed,
             },
         )
-        if failures:
-            outcome.status, outcome.error = "failed", "; ".join(failures)[:2000]
-        elif not ran:
-            reasons = sorted({c["reason"] for c in samples["cells"]})
-            outcome.status, outcome.error = "skipped", "no cell could run: " + "; ".join(reasons)[:2000]
+        _set_status(outcome, samples["cells"], failures)
         return outcome
 
     @staticmethod

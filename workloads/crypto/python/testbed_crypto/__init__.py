@@ -187,8 +187,8 @@ def steady_warmup(
             return {"ops": n - first, "ns": clock() - start, "steady": ok, "batches": means}
 
 
-def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
-    """Run one spec (keys of CONTRACT.md) and return the result dict ``run`` prints."""
+def _spec_alg(spec: dict[str, Any]) -> tuple[str, A.Alg, int, str]:
+    """The validated (alg name, algorithm, key_bits, op) of a spec."""
     name = spec.get("alg")
     if name not in A.ALGS:
         raise SpecError(f"unknown alg {name!r}; known: {', '.join(A.ALGS)}")
@@ -201,15 +201,11 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
     op = spec.get("op") or alg.ops[0]
     if op not in alg.ops:
         raise SpecError(f"{name} takes op {', '.join(alg.ops)}, got {op!r}")
-    iterations = _spec_int(spec, "iterations", None, 1)
-    warmup = _spec_int(spec, "warmup", 0, 0)
-    warmup_s = float(spec.get("warmup_s") or 0)
-    tolerance = float(spec.get("tolerance") or DEFAULT_TOLERANCE)
-    if warmup_s < 0 or not 0 < tolerance < 1:
-        raise SpecError(f"warmup_s must be >= 0 and tolerance in (0, 1), got {warmup_s}, {tolerance}")
-    chunk = _spec_int(spec, "chunk_bytes", DEFAULT_CHUNK, 16)
-    if chunk % 16:
-        raise SpecError(f"chunk_bytes must be a multiple of 16, got {chunk}")
+    return name, alg, key_bits, op
+
+
+def _spec_input(spec: dict[str, Any], op: str) -> tuple[bytes | None, str | None]:
+    """(in-memory payload, streamed file path) of a spec: exactly one of them is set."""
     sources = [k for k in ("payload_bytes", "input", "stream") if spec.get(k) is not None]
     if len(sources) != 1:
         raise SpecError("give exactly one of payload_bytes, input, stream")
@@ -224,20 +220,24 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
         if op not in ("encrypt", "mac"):
             raise SpecError("stream takes op encrypt or mac")
         os.stat(stream)
-    size = len(payload) if payload is not None else os.path.getsize(stream or "")
+    return payload, stream
+
+
+def _checked_vectors(spec: dict[str, Any], name: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The vector list and the check report of ``name``; raises VectorFailure when one fails."""
     vectors = V.load(spec.get("vectors") or DEFAULT_VECTORS)
     report = V.check(vectors, name)
     if report["failed"] or not report["results"]:
         bad = [r for r in report["results"] if not r["ok"]]
         why = f"{bad[0]['id']}: {bad[0]['error']}" if bad else "no vector for this algorithm"
         raise VectorFailure(f"vector check failed before timing: {why}")
-    update = _spec_int(spec, "update_bytes", 0, 0)
-    if update:
-        if name != "aes-gcm" or op != "encrypt" or payload is None or update % 16:
-            raise SpecError("update_bytes: aes-gcm encrypt of an in-memory payload, a multiple of 16")
-        do = _bulk_gcm(key_bits, payload, update)
-    else:
-        do = _make_op(alg, op, key_bits, payload, stream, chunk, vectors)
+    return vectors, report
+
+
+def _timed(
+    do: Callable[[int], object], iterations: int, warmup: int, warmup_s: float, tolerance: float
+) -> dict[str, Any]:
+    """Cold call, warm-up (counted, then time-based) and the timed iterations of ``do``."""
     clock = time.perf_counter_ns
     t0 = clock()
     do(0)
@@ -256,6 +256,43 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
     u1, s1 = _rusage_ns()
     wall = clock() - w0
     return {
+        "warmup": warmup,
+        "cold_ns": cold,
+        "warmup_ns": steady["ns"],
+        "steady": steady["steady"],
+        "warmup_batches_ns": steady["batches"],
+        "times_ns": times,
+        "wall_ns": wall,
+        "cpu_user_ns": u1 - u0,
+        "cpu_sys_ns": s1 - s0,
+        "cpu_ns": (u1 - u0) + (s1 - s0),
+    }
+
+
+def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    """Run one spec (keys of CONTRACT.md) and return the result dict ``run`` prints."""
+    name, alg, key_bits, op = _spec_alg(spec)
+    iterations = _spec_int(spec, "iterations", None, 1)
+    warmup = _spec_int(spec, "warmup", 0, 0)
+    warmup_s = float(spec.get("warmup_s") or 0)
+    tolerance = float(spec.get("tolerance") or DEFAULT_TOLERANCE)
+    if warmup_s < 0 or not 0 < tolerance < 1:
+        raise SpecError(f"warmup_s must be >= 0 and tolerance in (0, 1), got {warmup_s}, {tolerance}")
+    chunk = _spec_int(spec, "chunk_bytes", DEFAULT_CHUNK, 16)
+    if chunk % 16:
+        raise SpecError(f"chunk_bytes must be a multiple of 16, got {chunk}")
+    payload, stream = _spec_input(spec, op)
+    size = len(payload) if payload is not None else os.path.getsize(stream or "")
+    vectors, report = _checked_vectors(spec, name)
+    update = _spec_int(spec, "update_bytes", 0, 0)
+    if update:
+        if name != "aes-gcm" or op != "encrypt" or payload is None or update % 16:
+            raise SpecError("update_bytes: aes-gcm encrypt of an in-memory payload, a multiple of 16")
+        do = _bulk_gcm(key_bits, payload, update)
+    else:
+        do = _make_op(alg, op, key_bits, payload, stream, chunk, vectors)
+    timed = _timed(do, iterations, warmup, warmup_s, tolerance)
+    return {
         "contract": CONTRACT,
         **{k: v for k, v in info().items() if k in ("language", "runtime", "library")},
         "alg": name,
@@ -267,17 +304,9 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
         "input": "stream" if stream else "memory",
         "update_bytes": update or None,
         "iterations": iterations,
-        "warmup": warmup,
+        "warmup": timed["warmup"],
         "vectors": {"checked": len(report["results"]), "passed": report["passed"]},
-        "cold_ns": cold,
-        "warmup_ns": steady["ns"],
-        "steady": steady["steady"],
-        "warmup_batches_ns": steady["batches"],
-        "times_ns": times,
-        "wall_ns": wall,
-        "cpu_user_ns": u1 - u0,
-        "cpu_sys_ns": s1 - s0,
-        "cpu_ns": (u1 - u0) + (s1 - s0),
+        **{k: v for k, v in timed.items() if k != "warmup"},
         "process_cpu_ns": time.process_time_ns(),
     }
 

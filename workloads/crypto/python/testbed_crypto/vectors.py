@@ -20,6 +20,57 @@ def _h(v: dict[str, Any], key: str) -> bytes:
     return bytes.fromhex(v[key])
 
 
+def _check_cipher(v: dict[str, Any], alg: str, produced: dict[str, str], problems: list[str]) -> None:
+    key, iv, pt, ct = _h(v, "key"), _h(v, "iv"), _h(v, "plaintext"), _h(v, "ciphertext")
+    if "chunk_bytes" in v:
+        out = bytearray()
+        A.stream_encrypt(alg, key, iv, io.BytesIO(pt), int(v["chunk_bytes"]), out.extend)
+        got = bytes(out)
+    else:
+        got = A.encrypt(alg, key, iv, pt)
+        if A.decrypt(alg, key, iv, ct) != pt:
+            problems.append("decryption differs")
+    if got != ct:
+        problems.append(f"ciphertext differs: got {got.hex()[:32]}...")
+
+
+def _check_mac(v: dict[str, Any], alg: str, produced: dict[str, str], problems: list[str]) -> None:
+    got = A.mac(alg, _h(v, "key"), _h(v, "message"))
+    if got != _h(v, "mac"):
+        problems.append(f"mac differs: got {got.hex()[:32]}...")
+
+
+def _check_sign(v: dict[str, Any], alg: str, produced: dict[str, str], problems: list[str]) -> None:
+    priv, pub = A.load_private(_h(v, "private_key")), A.load_public(_h(v, "public_key"))
+    msg, sig = _h(v, "message"), _h(v, "signature")
+    if not A.verify(alg, pub, msg, sig):
+        problems.append("given signature does not verify")
+    if A.verify(alg, pub, msg + b"x", sig):
+        problems.append("signature verifies a different message")
+    own = A.sign(alg, priv, msg)
+    if not A.verify(alg, pub, msg, own):
+        problems.append("own signature does not verify")
+    produced["signature"] = own.hex()
+
+
+def _check_hybrid(v: dict[str, Any], alg: str, produced: dict[str, str], problems: list[str]) -> None:
+    priv, pub = A.load_private(_h(v, "private_key")), A.load_public(_h(v, "public_key"))
+    data_key = _h(v, "data_key")
+    if A.unwrap(priv, _h(v, "wrapped_key")) != data_key:
+        problems.append("unwrapped data key differs")
+    got = A.encrypt("aes-gcm", data_key, _h(v, "iv"), _h(v, "plaintext"))
+    if got != _h(v, "ciphertext"):
+        problems.append("payload ciphertext differs")
+    own = A.wrap(pub, data_key)
+    if A.unwrap(priv, own) != data_key:
+        problems.append("own wrapped key does not unwrap")
+    produced["wrapped_key"] = own.hex()
+
+
+#: vector kind -> checker appending to ``problems`` and filling ``produced``
+_CHECKERS = {"cipher": _check_cipher, "mac": _check_mac, "sign": _check_sign, "hybrid": _check_hybrid}
+
+
 def check_one(v: dict[str, Any]) -> dict[str, Any]:
     """Run one vector: {"id", "ok", "error", "produced"}; raises Unsupported."""
     alg = v["alg"]
@@ -28,45 +79,9 @@ def check_one(v: dict[str, Any]) -> dict[str, Any]:
     kind = A.ALGS[alg].kind
     produced: dict[str, str] = {}
     problems: list[str] = []
-    if kind == "cipher":
-        key, iv, pt, ct = _h(v, "key"), _h(v, "iv"), _h(v, "plaintext"), _h(v, "ciphertext")
-        if "chunk_bytes" in v:
-            out = bytearray()
-            A.stream_encrypt(alg, key, iv, io.BytesIO(pt), int(v["chunk_bytes"]), out.extend)
-            got = bytes(out)
-        else:
-            got = A.encrypt(alg, key, iv, pt)
-            if A.decrypt(alg, key, iv, ct) != pt:
-                problems.append("decryption differs")
-        if got != ct:
-            problems.append(f"ciphertext differs: got {got.hex()[:32]}...")
-    elif kind == "mac":
-        got = A.mac(alg, _h(v, "key"), _h(v, "message"))
-        if got != _h(v, "mac"):
-            problems.append(f"mac differs: got {got.hex()[:32]}...")
-    elif kind == "sign":
-        priv, pub = A.load_private(_h(v, "private_key")), A.load_public(_h(v, "public_key"))
-        msg, sig = _h(v, "message"), _h(v, "signature")
-        if not A.verify(alg, pub, msg, sig):
-            problems.append("given signature does not verify")
-        if A.verify(alg, pub, msg + b"x", sig):
-            problems.append("signature verifies a different message")
-        own = A.sign(alg, priv, msg)
-        if not A.verify(alg, pub, msg, own):
-            problems.append("own signature does not verify")
-        produced["signature"] = own.hex()
-    elif kind == "hybrid":
-        priv, pub = A.load_private(_h(v, "private_key")), A.load_public(_h(v, "public_key"))
-        data_key = _h(v, "data_key")
-        if A.unwrap(priv, _h(v, "wrapped_key")) != data_key:
-            problems.append("unwrapped data key differs")
-        got = A.encrypt("aes-gcm", data_key, _h(v, "iv"), _h(v, "plaintext"))
-        if got != _h(v, "ciphertext"):
-            problems.append("payload ciphertext differs")
-        own = A.wrap(pub, data_key)
-        if A.unwrap(priv, own) != data_key:
-            problems.append("own wrapped key does not unwrap")
-        produced["wrapped_key"] = own.hex()
+    checker = _CHECKERS.get(kind)
+    if checker is not None:
+        checker(v, alg, produced, problems)
     return {"id": v["id"], "ok": not problems, "error": "; ".join(problems) or None, "produced": produced}
 
 
