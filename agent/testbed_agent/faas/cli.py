@@ -114,6 +114,9 @@ def _serve(args: argparse.Namespace) -> int:
     from testbed_agent.faas.profiles import load_profile
     from testbed_agent.faas.server import FaasServer
 
+    # The emulator shares code, mount points and instance stores with the unprivileged function user:
+    # a caller's umask (the agent runs with 077) must not make them unreadable to it.
+    os.umask(0o022)
     profile = load_profile(args.profile, args.profiles_dir)
     state = args.state_dir or (
         Path("/var/lib/testbed-faas") if os.geteuid() == 0 else Path.home() / ".cache" / "testbed-faas"
