@@ -118,6 +118,9 @@ class FaasParams:
     event: dict = field(default_factory=dict, metadata={"kind": "map"})
     env: dict = field(default_factory=dict, metadata={"kind": "map", "pattern": r"[A-Za-z_]\w{0,127}"})
     gaps_s: tuple[float, ...] = spec((), "nums", lo=0, hi=86_400)
+    #: design factors of a study (file size, I/O size, ...): kept in the record for the report's
+    #: parameter ANOVA, not used by the run
+    factors: dict = field(default_factory=dict, metadata={"kind": "map"})
 
 
 #: workload type -> its params dataclass; types not listed (crypto) validate their own keys

@@ -74,14 +74,21 @@ def export_csv(ds: Dataset, path: Path) -> int:
 
 
 def _factors(part: pd.DataFrame) -> list[str]:
-    """Columns of one metric's rows that vary over 2..MAX_LEVELS scalar values (label included)."""
-    out = []
+    """Columns of one metric's rows that vary over 2..MAX_LEVELS scalar values (label included).
+
+    List parameters (JSON text, e.g. a dd step list) are not factors, and a column that splits the
+    rows exactly as an earlier one does (``profile`` and a ``platform`` label) is left out.
+    """
+    out, seen = [], set()
     for col in ["label", *sorted(c for c in part.columns if c.startswith(PARAM_PREFIX))]:
         vals = part[col]
-        if vals.isna().any():
+        text = vals.astype(str)
+        if vals.isna().any() or text.str.startswith("[").any():
             continue
-        levels = vals.astype(str).nunique()
-        if 2 <= levels <= MAX_LEVELS:
+        codes, levels = pd.factorize(text)
+        partition = tuple(pd.factorize(codes)[0])
+        if 2 <= len(levels) <= MAX_LEVELS and partition not in seen:
+            seen.add(partition)
             out.append(col)
     return out
 
@@ -117,7 +124,7 @@ def primary_mask(obs: pd.DataFrame) -> np.ndarray:
     return np.asarray(keys, dtype=bool)[grouped.ngroup().to_numpy()]
 
 
-def parameter_anova(ds: Dataset, log: bool = True, max_pairs: int = 6) -> list[dict[str, Any]]:
+def parameter_anova(ds: Dataset, log: bool = True, max_pairs: int = 10) -> list[dict[str, Any]]:
     """Two-way ANOVA over each fully crossed pair of factors (plan parameters, label) of every
     primary metric of a workload type, with the per-cell table."""
     if ds.obs.empty or not any(ds.params):
@@ -126,11 +133,11 @@ def parameter_anova(ds: Dataset, log: bool = True, max_pairs: int = 6) -> list[d
     table = table[primary_mask(ds.obs)]
     out: list[dict[str, Any]] = []
     for (btype, metric), part in table.groupby(["type", "metric"], observed=True, sort=True):
-        factors = _factors(part)
-        for fa, fb in itertools.islice(itertools.combinations(factors, 2), max_pairs):
-            entry = _one(part, str(btype), str(metric), fa, fb, log)
-            if entry:
-                out.append(entry)
+        entries = (
+            _one(part, str(btype), str(metric), fa, fb, log)
+            for fa, fb in itertools.combinations(_factors(part), 2)
+        )
+        out.extend(itertools.islice((e for e in entries if e), max_pairs))
     return out
 
 
