@@ -236,7 +236,7 @@ def generators_dir() -> Path:
 def prepare_dataset(ctx: RunContext, name: str, seed: int, scale: str) -> tuple[Path, str]:
     """Directory of data set ``name``: the real files if placed, else generated (cached)."""
     cache = ctx.scratch / "datasets"
-    key = (name, seed, scale, str(cache))
+    key = (name, seed, scale, str(cache), str(generators_dir()))  # real files live beside the generators
     if key in _DATA_CACHE and _DATA_CACHE[key].is_dir():
         found = _DATA_CACHE[key]
         return found, "real" if cache not in found.parents else "generated"
