@@ -266,3 +266,16 @@ def test_guest_runs_the_plan_and_returns_results(tmp_path: Path) -> None:
     finally:
         if GUEST in _virsh("list", "--all", "--name").stdout.split():
             _teardown(inv, log)
+
+
+def test_guest_crypto_cells_come_from_the_hypervisor_study() -> None:
+    """The guest plan's crypto-hypervisor benchmarks are the study plan's, cut to fewer cells."""
+    study = {b.name: resolve(b) for b in load_plan(ROOT / "workloads/plans/crypto-hypervisor.yml").benchmarks}
+    for bench in load_plan(ROOT / PLAN).benchmarks:
+        if bench.name not in HV_BENCHMARKS:
+            continue
+        small, full = resolve(bench), study[bench.name]
+        assert (small["alg"], small["payload"], small["ops"]) == (full["alg"], full["payload"], full["ops"])
+        assert len(small["key_bits"]) == 2 and set(small["key_bits"]) <= set(full["key_bits"])
+        assert small["file_sizes"] == [1024, 16384] and small["cpus"] == [1]
+        assert small["languages"] == ["go"] and set(small["languages"]) <= set(full["languages"])
