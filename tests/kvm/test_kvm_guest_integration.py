@@ -1,24 +1,32 @@
 """The KVM lab for real: build the guest image, start a guest under libvirt (software emulation on
 a host without vmx/svm), run a small plan inside it through Ansible with the agent stages, fetch
-the results and report them, check that provisioning and teardown are idempotent (a second run
-changes nothing), and tear everything down."""
+the results, run the plan's reduced crypto-hypervisor cells on localhost too and report both (the
+seed-004 table: every cell under both labels), check that provisioning and teardown are idempotent
+(a second run changes nothing), and tear everything down."""
 
 from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 from kvm_helpers import ROOT, ansible_playbook, free_port, require_tools
 
+from testbed_agent.plan import load_plan
+from testbed_agent.workloads.crypto import resolve
 from testbed_reports.build import build
 
 GUEST = "tb-kvm-itest"
 PLAN = "tests/kvm/guest-plan.yml"
 IMAGE_CACHE = ROOT / ".cache" / "kvm-images"
+#: the plan's reduced cell set of workloads/plans/crypto-hypervisor.yml, run in the guest and on localhost
+HV_BENCHMARKS = ("aes-cbc-text", "3des-cbc-binary")
+LOCAL_LABEL = "localhost"
 SSH_ARGS = "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
 
 
@@ -88,6 +96,46 @@ def _changed_tasks(output: str) -> set[str]:
     return names
 
 
+def _run_on_localhost(out: Path) -> list[dict]:
+    """The plan's crypto-hypervisor cells on this machine through the agent, under another label."""
+    only = [arg for name in HV_BENCHMARKS for arg in ("--only", name)]
+    argv = [sys.executable, "-m", "testbed_agent", "run", str(ROOT / PLAN), "--out", str(out), *only]
+    proc = subprocess.run(
+        [*argv, "--label", LOCAL_LABEL, "--node-exporter", ""],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+    return [json.loads(line) for f in out.glob("*.jsonl") for line in f.read_text().splitlines()]
+
+
+def _assert_seed004_table(report_dir: Path) -> None:
+    """crypto_table.csv: every algorithm x key size x file size x op cell of the plan's
+    crypto-hypervisor benchmarks, under the guest's label and localhost's, with a time."""
+    plan = load_plan(ROOT / PLAN)
+    expected = {
+        (r["alg"], bits, size, op)
+        for b in plan.benchmarks
+        if b.name in HV_BENCHMARKS
+        for r in [resolve(b)]
+        for bits in r["key_bits"]
+        for size in r["file_sizes"]
+        for op in r["ops"]
+    }
+    assert len(expected) == 16 and {op for *_, op in expected} == {"encrypt", "decrypt"}
+    table = pd.read_csv(report_dir / "crypto_table.csv")
+    table = table[table["alg"].isin({alg for alg, *_ in expected})]
+    assert set(table["label"]) == {"KVM-plain", LOCAL_LABEL} and set(table["language"]) == {"go"}
+    for label, part in table.groupby("label"):
+        got = list(zip(part["alg"], part["key_bits"], part["file_bytes"], part["op"], strict=True))
+        assert sorted(got) == sorted(expected), label  # each cell exactly once per label
+    assert (table["time_s"] > 0).all() and (table["cpus"] == 1).all()
+    ratio = pd.read_csv(report_dir / "crypto_ratio.csv")
+    assert set(ratio["op"]) == {"encrypt", "decrypt"} and (ratio["cells"] == len(expected) // 2).all()
+
+
 def _teardown(inv: Path, log: Path) -> None:
     ansible_playbook(
         "-i", "inventory/local.yml", "-i", str(inv), "playbooks/teardown_kvm.yml", log=log, timeout=600
@@ -144,7 +192,8 @@ def test_guest_runs_the_plan_and_returns_results(tmp_path: Path) -> None:
         lines = (results / run_id / f"{GUEST}.jsonl").read_text().splitlines()
         records = [json.loads(line) for line in lines]
         by_name = {r["benchmark"]: r for r in records}
-        assert set(by_name) == {"systeminfo", "fio_4k_randread", "dd_write_16m", "aes-256-gcm"}
+        smoke = {"systeminfo", "fio_4k_randread", "dd_write_16m", "aes-256-gcm"}
+        assert set(by_name) == smoke | set(HV_BENCHMARKS)
         for record in records:
             assert record["host"] == GUEST and record["label"] == "KVM-plain" and "kvm" in record["groups"]
         assert by_name["systeminfo"]["status"] == "ok"
@@ -158,6 +207,12 @@ def test_guest_runs_the_plan_and_returns_results(tmp_path: Path) -> None:
         crypto = by_name["aes-256-gcm"]
         assert crypto["status"] == "ok", crypto["error"]
         assert any(name.startswith("go.") for name in crypto["metrics"])
+        for name in HV_BENCHMARKS:  # the reduced crypto-hypervisor cells, every one ran
+            cells = by_name[name]["samples"]["cells"]
+            assert by_name[name]["status"] == "ok" and len(cells) == 8, by_name[name]["error"]
+            assert all(c["status"] == "ok" for c in cells), cells
+        local = _run_on_localhost(tmp_path / "local" / f"local-{port}")
+        assert {r["benchmark"]: r["status"] for r in local} == dict.fromkeys(HV_BENCHMARKS, "ok")
 
         # the guest's fingerprint says software emulation and carries the hypervisor-side facts
         sysinfo = json.loads((results / run_id / f"{GUEST}.sysinfo.json").read_text())
@@ -179,8 +234,10 @@ def test_guest_runs_the_plan_and_returns_results(tmp_path: Path) -> None:
             assert host["virtualization"] == "software emulation (QEMU TCG)"
             assert sysinfo["hypervisor"]["software_emulation"] is True
         assert sysinfo["cc"]["technology"] == "none"
-        # and the report names the hypervisor side in its Machines table
-        report = build([results / run_id], tmp_path / "report")
+        # one report of the guest and localhost: the seed-004 crypto table under both labels, and
+        # the hypervisor side named in its Machines table
+        report = build([results / run_id, tmp_path / "local"], tmp_path / "report")
+        _assert_seed004_table(tmp_path / "report")
         guest_row = report.fingerprints.set_index("host").loc[GUEST]
         assert host["virtualization"] in guest_row["hypervisor_host"]
         assert f"libvirt {caps['libvirt_version']}" in guest_row["hypervisor_host"]
@@ -209,3 +266,16 @@ def test_guest_runs_the_plan_and_returns_results(tmp_path: Path) -> None:
     finally:
         if GUEST in _virsh("list", "--all", "--name").stdout.split():
             _teardown(inv, log)
+
+
+def test_guest_crypto_cells_come_from_the_hypervisor_study() -> None:
+    """The guest plan's crypto-hypervisor benchmarks are the study plan's, cut to fewer cells."""
+    study = {b.name: resolve(b) for b in load_plan(ROOT / "workloads/plans/crypto-hypervisor.yml").benchmarks}
+    for bench in load_plan(ROOT / PLAN).benchmarks:
+        if bench.name not in HV_BENCHMARKS:
+            continue
+        small, full = resolve(bench), study[bench.name]
+        assert (small["alg"], small["payload"], small["ops"]) == (full["alg"], full["payload"], full["ops"])
+        assert len(small["key_bits"]) == 2 and set(small["key_bits"]) <= set(full["key_bits"])
+        assert small["file_sizes"] == [1024, 16384] and small["cpus"] == [1]
+        assert small["languages"] == ["go"] and set(small["languages"]) <= set(full["languages"])
