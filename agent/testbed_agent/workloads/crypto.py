@@ -27,6 +27,7 @@ from testbed_agent.results import Outcome, metric
 from testbed_agent.units import parse_size
 from testbed_agent.workloads import register
 from testbed_agent.workloads.base import RunContext, Workload
+from testbed_agent.workloads.crypto_tiers import KMS_REASON, TierCells, resolve_tier
 
 LANGUAGES = ("python", "go", "rust", "java", "node")
 _CIPHER = ("encrypt", "decrypt")
@@ -67,6 +68,7 @@ _KEYS = {
     "warmup_s",
     "tolerance",
     "crypto_dir",
+    "tier_profile",
 }
 
 
@@ -201,6 +203,7 @@ def resolve(bench: Benchmark) -> dict[str, Any]:
     alg, named = _resolve_alg(bench)
     out: dict[str, Any] = {"alg": alg}
     _resolve_common(p, out)
+    resolve_tier(p, out)
     if alg == KMS_ALG:
         return _resolve_kms_alg(p, out)
     _resolve_cells(p, out, alg, named)
@@ -531,12 +534,48 @@ class Crypto(Workload):
         if res["alg"] == KMS_ALG:
             from testbed_agent.workloads.crypto_kms import run_kms
 
-            return run_kms(ctx, res, root)
+            outcome = run_kms(ctx, res, root)
+            if "tier" in res:
+                outcome.samples["tier"] = {"limits_enforced": False, "reason": KMS_REASON}
+                outcome.params["limits_enforced"] = False
+            return outcome
         vectors = root / "vectors" / "vectors.json"
         if not vectors.exists():
             raise WorkloadError(
                 f"vector file missing: {vectors}", hint="set params.crypto_dir or TESTBED_WORKLOADS_DIR"
             )
+        streamed = "file_sizes" in res
+        sizes = res["file_sizes"] if streamed else res["payload_sizes"]
+        tiers = TierCells(res["tier"]) if "tier" in res else None
+        try:
+            metrics, samples, versions, failures = self._run_cells(ctx, res, root, vectors, tiers)
+        finally:
+            if tiers is not None:
+                tiers.close()
+        outcome = Outcome(
+            metrics=metrics,
+            samples=samples,
+            tool={"name": self.tool, "version": "contract 2", "implementations": versions},
+            params={
+                "alg": res["alg"],
+                "key_bits": res["key_bits"],
+                "ops": res["ops"],
+                "languages": res["languages"],
+                "bytes": sizes,
+                "streamed": streamed,
+            },
+        )
+        if tiers is not None:
+            samples["tier"] = tiers.record()
+            outcome.params["limits_enforced"] = tiers.backend.enforced
+            outcome.params["tier_profile"] = tiers.profile.name
+        _set_status(outcome, samples["cells"], failures)
+        return outcome
+
+    def _run_cells(
+        self, ctx: RunContext, res: dict[str, Any], root: Path, vectors: Path, tiers: TierCells | None
+    ) -> tuple[dict[str, Any], dict[str, Any], dict[str, str], list[str]]:
+        """Run every cell: (metrics, samples, implementation versions, failures)."""
         metrics: dict[str, Any] = {}
         samples: dict[str, Any] = {"cells": []}
         versions: dict[str, str] = {}
@@ -557,7 +596,7 @@ class Crypto(Workload):
             if ncpu:
                 argv = ["taskset", "-c", ",".join(map(str, affinity[:ncpu])), *argv]
             busy0, total0 = system_cpu()
-            status, out = self._run_cell(ctx, argv, cmd[1])
+            status, out, cg_metrics = self._run_tiered(ctx, argv, cmd[1], tiers, cell)
             busy1, total1 = system_cpu()
             if status != "ok":
                 samples["cells"].append({**info, "status": status, "reason": out["error"]})
@@ -565,28 +604,24 @@ class Crypto(Workload):
                     failures.append(f"{cell}: {out['error']}")
                 continue
             versions[lang] = f"{out['runtime']}; {out['library']}"
-            for q, v in cell_metrics(out, res).items():
+            for q, v in {**cell_metrics(out, res), **cg_metrics}.items():
                 metrics[f"{cell}.{q}"] = v
             if total1 > total0:
                 sys_pct = 100.0 * (busy1 - busy0) / (total1 - total0)
                 metrics[f"{cell}.system_cpu_percent"] = metric(sys_pct, "%", "lower")
             samples[cell] = {k: out[k] for k in _KEEP_SAMPLES if k in out}
             samples["cells"].append({**info, "status": "ok", "reason": None})
-        outcome = Outcome(
-            metrics=metrics,
-            samples=samples,
-            tool={"name": self.tool, "version": "contract 2", "implementations": versions},
-            params={
-                "alg": res["alg"],
-                "key_bits": res["key_bits"],
-                "ops": res["ops"],
-                "languages": res["languages"],
-                "bytes": sizes,
-                "streamed": streamed,
-            },
-        )
-        _set_status(outcome, samples["cells"], failures)
-        return outcome
+        return metrics, samples, versions, failures
+
+    def _run_tiered(
+        self, ctx: RunContext, argv: list[str], extra_env: dict[str, str], tiers: TierCells | None, cell: str
+    ) -> tuple[str, dict[str, Any], dict[str, Any]]:
+        """Run one cell, in its tier's cgroup when there is one: (status, output, cgroup metrics)."""
+        if tiers is None:
+            return (*self._run_cell(ctx, argv, extra_env), {})
+        with tiers.cell(cell):
+            status, out = self._run_cell(ctx, tiers.wrap(argv), extra_env)
+            return status, out, tiers.metrics()
 
     @staticmethod
     def _run_cell(ctx: RunContext, argv: list[str], extra_env: dict[str, str]) -> tuple[str, dict[str, Any]]:

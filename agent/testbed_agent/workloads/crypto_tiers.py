@@ -1,0 +1,125 @@
+"""Enforced FaaS memory tiers for ``crypto`` cells: each language process in an instance cgroup.
+
+With ``tier_profile`` (a FaaS profile, e.g. ``aws-lambda``) and ``memory_mb``, every cell's process
+joins a fresh cgroup made by the FaaS emulator's cgroups module, limited to the vCPU share the
+profile gives that memory size (``Profile.vcpus``, capped at this machine's CPUs) and to that memory.
+The cell's CPU time, throttling and peak memory come from the cgroup; the cgroup is removed after
+the cell. Without root or usable cgroups the cells run unconfined and the record says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from testbed_agent.errors import TestbedError
+from testbed_agent.faas import cgroups
+from testbed_agent.faas.instance import JOIN_AND_EXEC
+from testbed_agent.faas.profiles import MIB, load_profile
+from testbed_agent.plan import ParamError
+from testbed_agent.results import metric
+
+KMS_REASON = "kms-envelope: the key-service clients run unconfined (tiers apply to local crypto cells)"
+
+
+def resolve_tier(p: dict[str, Any], out: dict[str, Any]) -> None:
+    """Validate ``tier_profile`` (needs ``memory_mb`` the profile offers); fill ``out["tier"]``."""
+    if "tier_profile" not in p:
+        return
+    name, mem = p["tier_profile"], p.get("memory_mb")
+    if not isinstance(name, str) or not name:
+        raise ParamError(
+            "params.tier_profile", f"a FaaS profile name (workloads/faas/profiles), got {name!r}"
+        )
+    if isinstance(mem, bool) or not isinstance(mem, int) or mem <= 0:
+        raise ParamError("params.memory_mb", f"tier_profile needs memory_mb as an integer > 0, got {mem!r}")
+    try:
+        profile = load_profile(name)
+        profile.check_memory(mem)
+    except TestbedError as exc:
+        hint = f" ({exc.hint})" if getattr(exc, "hint", None) else ""
+        raise ParamError("params.tier_profile", f"{exc}{hint}") from None
+    out["tier"] = {"profile": profile, "memory_mb": mem}
+
+
+def _cpu_stat(cg: cgroups.InstanceCgroup) -> dict[str, int]:
+    """The cgroup's cpu.stat counters (nr_periods, nr_throttled, ...)."""
+    if isinstance(cg, cgroups.V2Instance):
+        path = cg.path / "cpu.stat"
+    elif isinstance(cg, cgroups.V1Instance):
+        path = cg.dirs["cpu"] / "cpu.stat"
+    else:
+        return {}
+    out = {}
+    with contextlib.suppress(OSError):
+        for line in Path(path).read_text().splitlines():
+            key, _, value = line.partition(" ")
+            if value.strip().isdigit():
+                out[key] = int(value)
+    return out
+
+
+class TierCells:
+    """The instance cgroups of one crypto benchmark run (one backend, one cgroup per cell)."""
+
+    def __init__(self, tier: dict[str, Any]) -> None:
+        self.profile = tier["profile"]
+        self.memory_mb: int = tier["memory_mb"]
+        self.vcpus = min(self.profile.vcpus(self.memory_mb), float(os.cpu_count() or 1))
+        self.backend = cgroups.detect(f"crypto-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+        self.cg: cgroups.InstanceCgroup | None = None
+
+    def record(self) -> dict[str, Any]:
+        """What the record says about the tier: enforced or why not, the limits."""
+        return {
+            "limits_enforced": self.backend.enforced,
+            "reason": None if self.backend.enforced else self.backend.reason,
+            "profile": self.profile.name,
+            "memory_mb": self.memory_mb,
+            "vcpus": round(self.vcpus, 4),
+            "cgroup": self.backend.version,
+        }
+
+    @contextlib.contextmanager
+    def cell(self, name: str) -> Iterator[None]:
+        """A limited cgroup for one cell (``wrap`` puts a command line in it), removed afterwards."""
+        if not self.backend.enforced:
+            yield
+            return
+        self.cg = self.backend.create(f"{name}-{uuid.uuid4().hex[:6]}")
+        try:
+            self.cg.set_limits(self.vcpus, self.memory_mb * MIB)
+            yield
+        finally:
+            self.cg.kill()
+            self.cg.remove()
+            self.cg = None
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        """``argv`` started by a shell that first writes its pid to the cell cgroup (as the emulator)."""
+        if self.cg is None:
+            return argv
+        return ["/bin/sh", "-c", JOIN_AND_EXEC, "sh", *self.cg.procs_files(), "--", *argv]
+
+    def metrics(self) -> dict[str, dict[str, Any]]:
+        """The cell cgroup's CPU, throttling and memory figures (read before the cgroup goes)."""
+        if self.cg is None:
+            return {}
+        st, stat = self.cg.stats(), _cpu_stat(self.cg)
+        cpu = st.cpu_user_s + st.cpu_system_s
+        return {
+            "cg_cpu_s": metric(cpu, "s", "lower"),
+            "cg_throttled_s": metric(st.throttled_s, "s", "lower"),
+            "cg_nr_periods": metric(float(stat.get("nr_periods", 0)), "count", "lower"),
+            "cg_nr_throttled": metric(float(stat.get("nr_throttled", 0)), "count", "lower"),
+            "cg_cpu_share": metric(cpu / (cpu + st.throttled_s) if cpu > 0 else 0.0, "ratio", "higher"),
+            "cg_memory_peak": metric(float(st.memory_peak_bytes), "B", "lower"),
+            "cg_oom_kills": metric(float(st.oom_kills), "count", "lower"),
+        }
+
+    def close(self) -> None:
+        self.backend.cleanup()
