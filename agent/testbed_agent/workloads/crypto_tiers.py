@@ -111,15 +111,17 @@ class TierCells:
             return {}
         st, stat = self.cg.stats(), _cpu_stat(self.cg)
         cpu = st.cpu_user_s + st.cpu_system_s
-        return {
+        out = {
             "cg_cpu_s": metric(cpu, "s", "lower"),
             "cg_throttled_s": metric(st.throttled_s, "s", "lower"),
             "cg_nr_periods": metric(float(stat.get("nr_periods", 0)), "count", "lower"),
             "cg_nr_throttled": metric(float(stat.get("nr_throttled", 0)), "count", "lower"),
-            "cg_cpu_share": metric(cpu / (cpu + st.throttled_s) if cpu > 0 else 0.0, "ratio", "higher"),
             "cg_memory_peak": metric(float(st.memory_peak_bytes), "B", "lower"),
             "cg_oom_kills": metric(float(st.oom_kills), "count", "lower"),
         }
+        if cpu > 0:  # the share of the CPU it wanted that it got (none measurable: no share)
+            out["cg_cpu_share"] = metric(cpu / (cpu + st.throttled_s), "ratio", "higher")
+        return out
 
     def close(self) -> None:
         self.backend.cleanup()
