@@ -27,7 +27,7 @@ from testbed_agent.results import Outcome, metric
 from testbed_agent.units import parse_size
 from testbed_agent.workloads import register
 from testbed_agent.workloads.base import RunContext, Workload
-from testbed_agent.workloads.crypto_tiers import KMS_REASON, TierCells, resolve_tier
+from testbed_agent.workloads.crypto_tiers import TierCells, resolve_tier, run_tiered, tier_params
 
 LANGUAGES = ("python", "go", "rust", "java", "node")
 _CIPHER = ("encrypt", "decrypt")
@@ -531,13 +531,22 @@ class Crypto(Workload):
         except ParamError as exc:
             raise WorkloadError(f"{exc.field}: {exc.problem}") from None
         root = crypto_dir(ctx.params)
+        tiers = TierCells(res["tier"]) if "tier" in res else None
+        try:
+            return self._run_tiers(ctx, res, root, tiers)
+        finally:
+            if tiers is not None:
+                tiers.close()
+
+    def _run_tiers(
+        self, ctx: RunContext, res: dict[str, Any], root: Path, tiers: TierCells | None
+    ) -> Outcome:
+        """The benchmark's cells (each in its tier's cgroup when ``tiers``), as one outcome."""
         if res["alg"] == KMS_ALG:
             from testbed_agent.workloads.crypto_kms import run_kms
 
-            outcome = run_kms(ctx, res, root)
-            if "tier" in res:
-                outcome.samples["tier"] = {"limits_enforced": False, "reason": KMS_REASON}
-                outcome.params["limits_enforced"] = False
+            outcome = run_kms(ctx, res, root, tiers)
+            tier_params(outcome, tiers)
             return outcome
         vectors = root / "vectors" / "vectors.json"
         if not vectors.exists():
@@ -546,12 +555,7 @@ class Crypto(Workload):
             )
         streamed = "file_sizes" in res
         sizes = res["file_sizes"] if streamed else res["payload_sizes"]
-        tiers = TierCells(res["tier"]) if "tier" in res else None
-        try:
-            metrics, samples, versions, failures = self._run_cells(ctx, res, root, vectors, tiers)
-        finally:
-            if tiers is not None:
-                tiers.close()
+        metrics, samples, versions, failures = self._run_cells(ctx, res, root, vectors, tiers)
         outcome = Outcome(
             metrics=metrics,
             samples=samples,
@@ -565,10 +569,7 @@ class Crypto(Workload):
                 "streamed": streamed,
             },
         )
-        if tiers is not None:
-            samples["tier"] = tiers.record()
-            outcome.params["limits_enforced"] = tiers.backend.enforced
-            outcome.params["tier_profile"] = tiers.profile.name
+        tier_params(outcome, tiers)
         _set_status(outcome, samples["cells"], failures)
         return outcome
 
@@ -596,7 +597,9 @@ class Crypto(Workload):
             if ncpu:
                 argv = ["taskset", "-c", ",".join(map(str, affinity[:ncpu])), *argv]
             busy0, total0 = system_cpu()
-            status, out, cg_metrics = self._run_tiered(ctx, argv, cmd[1], tiers, cell)
+            status, out, cg_metrics = run_tiered(
+                tiers, cell, argv, lambda a, env=cmd[1]: self._run_cell(ctx, a, env)
+            )
             busy1, total1 = system_cpu()
             if status != "ok":
                 samples["cells"].append({**info, "status": status, "reason": out["error"]})
@@ -612,16 +615,6 @@ class Crypto(Workload):
             samples[cell] = {k: out[k] for k in _KEEP_SAMPLES if k in out}
             samples["cells"].append({**info, "status": "ok", "reason": None})
         return metrics, samples, versions, failures
-
-    def _run_tiered(
-        self, ctx: RunContext, argv: list[str], extra_env: dict[str, str], tiers: TierCells | None, cell: str
-    ) -> tuple[str, dict[str, Any], dict[str, Any]]:
-        """Run one cell, in its tier's cgroup when there is one: (status, output, cgroup metrics)."""
-        if tiers is None:
-            return (*self._run_cell(ctx, argv, extra_env), {})
-        with tiers.cell(cell):
-            status, out = self._run_cell(ctx, tiers.wrap(argv), extra_env)
-            return status, out, tiers.metrics()
 
     @staticmethod
     def _run_cell(ctx: RunContext, argv: list[str], extra_env: dict[str, str]) -> tuple[str, dict[str, Any]]:

@@ -15,6 +15,7 @@ from typing import Any
 from testbed_agent import kms
 from testbed_agent.results import Outcome, metric
 from testbed_agent.workloads.base import RunContext
+from testbed_agent.workloads.crypto_tiers import TierCells, run_tiered
 
 
 def _run_client(ctx: RunContext, argv: list[str], env: dict[str, str]) -> tuple[str, dict[str, Any]]:
@@ -29,8 +30,9 @@ def _run_client(ctx: RunContext, argv: list[str], env: dict[str, str]) -> tuple[
     return "ok", out
 
 
-def run_kms(ctx: RunContext, res: dict[str, Any], root: Any) -> Outcome:
-    """Every language x key cell against the configured or embedded key service."""
+def run_kms(ctx: RunContext, res: dict[str, Any], root: Any, tiers: TierCells | None = None) -> Outcome:
+    """Every language x key cell against the configured or embedded key service (each client in its
+    tier's cgroup when ``tiers``; the key service itself outside)."""
     cfg = res["kms"]
     metrics: dict[str, Any] = {}
     samples: dict[str, Any] = {"cells": []}
@@ -67,13 +69,17 @@ def run_kms(ctx: RunContext, res: dict[str, Any], root: Any) -> Outcome:
                 ]
                 if url:
                     argv += ["--endpoint", url]
-                status, out = _run_client(ctx, argv, {**cmd[1], **kms.client_env(cfg)})
+                env = {**cmd[1], **kms.client_env(cfg)}
+                status, out, cg_metrics = run_tiered(
+                    tiers, cell["cell"], argv, lambda a, env=env: _run_client(ctx, a, env)
+                )
                 if status != "ok":
                     samples["cells"].append({**cell, "status": status, "reason": out["error"]})
                     failures.append(f"{cell['cell']}: {out['error']}")
                     continue
                 versions[lang] = f"{out['runtime']}; {out['library']}"
                 metrics |= kms.call_metrics(cell["cell"], out["times_ns"], res["warm_after"])
+                metrics |= {f"{cell['cell']}.{q}": v for q, v in cg_metrics.items()}
                 samples[cell["cell"]] = out["times_ns"]
                 samples["cells"].append({**cell, "status": "ok", "reason": None})
     _envelope_totals(metrics)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +22,6 @@ from testbed_agent.faas.instance import JOIN_AND_EXEC
 from testbed_agent.faas.profiles import MIB, load_profile
 from testbed_agent.plan import ParamError
 from testbed_agent.results import metric
-
-KMS_REASON = "kms-envelope: the key-service clients run unconfined (tiers apply to local crypto cells)"
 
 
 def resolve_tier(p: dict[str, Any], out: dict[str, Any]) -> None:
@@ -125,3 +123,25 @@ class TierCells:
 
     def close(self) -> None:
         self.backend.cleanup()
+
+
+def run_tiered(
+    tiers: TierCells | None,
+    cell: str,
+    argv: list[str],
+    runner: Callable[[list[str]], tuple[str, dict[str, Any]]],
+) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """``runner(argv)`` in the cell's cgroup when there is a tier: (status, output, cgroup metrics)."""
+    if tiers is None:
+        return (*runner(argv), {})
+    with tiers.cell(cell):
+        status, out = runner(tiers.wrap(argv))
+        return status, out, tiers.metrics()
+
+
+def tier_params(outcome: Any, tiers: TierCells | None) -> None:
+    """Put the tier (limits enforced or why not) in a record's samples and params."""
+    if tiers is not None:
+        outcome.samples["tier"] = tiers.record()
+        outcome.params["limits_enforced"] = tiers.backend.enforced
+        outcome.params["tier_profile"] = tiers.profile.name
