@@ -148,6 +148,9 @@ def test_cut_down_faas_plan_runs(tmp_path: Path) -> None:
     assert len(records) == 4
     for rec in records:
         assert rec["status"] == "ok", rec["error"]
+        tier = rec["samples"]["tier"]  # the tier is enforced, or the record says why not
+        assert rec["params"]["resolved_limits_enforced"] is tier["limits_enforced"]
+        assert tier["limits_enforced"] or tier["reason"]
         if rec["benchmark"] == "kms-envelope":
             for lang in langs:
                 assert rec["metrics"][f"{lang}.sym.generate_data_key_rtt"]["value"] > 0
