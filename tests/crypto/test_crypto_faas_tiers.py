@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from crypto_helpers import program
 
+from testbed_agent.faas import cgroups
 from testbed_agent.plan import Benchmark, ParamError
 from testbed_agent.workloads.base import RunContext
 from testbed_agent.workloads.crypto import Crypto, resolve
@@ -78,5 +79,21 @@ def test_small_tier_throttled_below_large(tmp_path: Path) -> None:
         share_large = m_large[f"{lang}.decrypt.cg_cpu_share"]["value"]
         print(f"{lang}: cpu share 128 MB {share_small:.3f}, 1024 MB {share_large:.3f}")
         assert share_small < share_large
-    # the cell cgroups are gone after the run
-    assert not list(Path("/sys/fs/cgroup").glob("*/**/crypto-*-*/hmac*"))
+    # the cell cgroups and the run's own cgroup directories are gone after the run
+    assert not list(Path("/sys/fs/cgroup").glob(f"**/*crypto-{os.getpid()}-*"))
+
+
+def test_unconfined_run_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(
+        cgroups, "detect", lambda *_a, **_k: cgroups.Backend("not running as root: no limits")
+    )
+    b = bench(languages=["python"], iterations=2, memory_mb=128, tier_profile="aws-lambda")
+    ctx = RunContext(
+        bench=b, repetition=0, scratch=tmp_path, artifacts=tmp_path, deadline=time.monotonic() + 60
+    )
+    out = Crypto().run(ctx)
+    assert out.status == "ok", out.error
+    assert out.samples["tier"]["limits_enforced"] is False
+    assert out.samples["tier"]["reason"] == "not running as root: no limits"
+    assert out.params["limits_enforced"] is False
+    assert not [m for m in out.metrics if ".cg_" in m]
