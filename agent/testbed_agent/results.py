@@ -11,12 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from testbed_agent import SCHEMA_VERSION
-
-STATUSES = ("ok", "failed", "timeout", "skipped", "interrupted")
-#: statuses that end a benchmark execution for good; ``interrupted`` is re-run on resume
-FINAL_STATUSES = frozenset({"ok", "failed", "timeout", "skipped"})
-BETTER = ("higher", "lower")
+from testbed_agent.schema import BETTER, EXECUTION_KEY, FINAL_STATUSES, SCHEMA_VERSION, STATUSES
 
 
 def now_rfc3339() -> str:
@@ -202,14 +197,8 @@ _KILLED_CHILD = re.compile(r"exited with -\d+")
 
 
 def execution_key(rec: dict[str, Any]) -> tuple[Any, ...]:
-    """Identity of one execution: (run_id, host, plan index, benchmark, repetition)."""
-    return (
-        rec.get("run_id"),
-        rec.get("host"),
-        rec.get("index", -1),
-        rec.get("benchmark"),
-        rec.get("repetition"),
-    )
+    """Identity of one execution (schema.EXECUTION_KEY; a record without a plan index counts as -1)."""
+    return tuple(rec.get(f, -1) if f == "index" else rec.get(f) for f in EXECUTION_KEY)
 
 
 @dataclass
