@@ -64,12 +64,9 @@ class Execution:
 
 def repetition_range(bench: Benchmark) -> tuple[int, int]:
     """(min, max) runs of a benchmark: equal for a fixed count, a range when adaptive."""
-    reps: Any = bench.repetitions
-    if isinstance(reps, int):
-        return reps, reps
-    lo = reps.get("min") if isinstance(reps, dict) else getattr(reps, "min", None)
-    hi = reps.get("max") if isinstance(reps, dict) else getattr(reps, "max", None)
-    return int(lo or 1), int(hi or lo or 1)
+    if bench.adaptive is None:
+        return bench.repetitions, bench.repetitions
+    return bench.adaptive.min, bench.adaptive.max
 
 
 def estimate_s(bench: Benchmark) -> float:

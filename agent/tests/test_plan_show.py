@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from testbed_agent.cli import main
-from testbed_agent.plan import Benchmark, Plan
+from testbed_agent.plan import Benchmark, load_plan
 from testbed_agent.plan_show import estimate_s, expand, human, repetition_range, totals
 
 PLAN = """name: show
@@ -67,14 +67,15 @@ def test_bad_plan_is_a_clean_error(tmp_path: Path, capsys: pytest.CaptureFixture
     assert capsys.readouterr().err.startswith(f"error: {plan}:2: field 'params.bs' ambiguous size")
 
 
-@pytest.mark.parametrize(
-    "reps", [{"min": 3, "max": 10, "target_ci_percent": 2}, type("R", (), {"min": 3, "max": 10})()]
-)
-def test_adaptive_repetitions_show_a_range(reps: object) -> None:
-    """The mapping form of ``repetitions`` (adaptive, added by the runner) as a dict or an object."""
-    bench = _bench("fio_4k_randread", "fio", reps, size="64M", runtime_s=10, ramp_s=0)
-    assert repetition_range(bench) == (3, 10)
-    plan = Plan("a", "a.yml", "0" * 64, "yaml", (bench,))
+def test_adaptive_repetitions_show_a_range(tmp_path: Path) -> None:
+    """The mapping form of ``repetitions``, parsed by the plan loader into ``Benchmark.adaptive``."""
+    path = tmp_path / "a.yml"
+    path.write_text(
+        "name: a\nbenchmarks:\n  - {name: fio_4k_randread, type: fio, params: {size: 64M, runtime_s: 10,"
+        " ramp_s: 0}, repetitions: {min: 3, max: 10, target_ci_percent: 2}}\n"
+    )
+    plan = load_plan(path)
+    assert repetition_range(plan.benchmarks[0]) == (3, 10)
     rows = expand(plan)
     assert len(rows) == 10 and [r.adaptive for r in rows] == [False] * 3 + [True] * 7
     t = totals(rows)
