@@ -46,12 +46,14 @@ def test_v2_stats_parse_counters(tmp_path):
     inst = cgroups.setup_v2(own, "e3").create("i-2")
     d = own / "testbed-faas-e3" / "i-2"
     (d / "cpu.stat").write_text(
-        "usage_usec 3500000\nuser_usec 3000000\nsystem_usec 500000\nthrottled_usec 250000\n"
+        "usage_usec 3500000\nuser_usec 3000000\nsystem_usec 500000\nnr_periods 30\nnr_throttled 12\n"
+        "throttled_usec 250000\n"
     )
     (d / "memory.peak").write_text("104857600\n")
     (d / "memory.events").write_text("low 0\nhigh 0\nmax 4\noom 1\noom_kill 1\n")
     s = inst.stats()
     assert (s.cpu_user_s, s.cpu_system_s, s.throttled_s) == (3.0, 0.5, 0.25)
+    assert (s.nr_periods, s.nr_throttled) == (30, 12)
     assert s.memory_peak_bytes == 100 << 20 and s.oom_kills == 1
     cpu_only = inst.stats(full=False)
     assert cpu_only.cpu_user_s == 3.0 and cpu_only.memory_peak_bytes == 0
@@ -82,6 +84,7 @@ def test_v1_writes_quota_and_memory_limits(tmp_path):
         5 << 20,
         2,
     )
+    assert (s.nr_periods, s.nr_throttled) == (10, 5)
 
 
 def test_quota_never_below_kernel_minimum(tmp_path):
@@ -97,3 +100,25 @@ def test_detect_on_this_machine_finds_a_usable_version():
         assert backend.version in ("v1", "v2"), backend.reason
     finally:
         backend.cleanup()
+
+
+def test_v1_cpu_time_is_the_schedulers_not_the_tick_samples(tmp_path):
+    """cpuacct.usage_user/usage_sys are sampled at ticks (high for a task throttled at tick
+    boundaries); the total comes from cpuacct.usage, the user/system split from the samples."""
+    bases = {c: tmp_path / c / "testbed-faas" / "emu" for c in ("cpu", "cpuacct", "memory")}
+    inst = cgroups.V1Backend(bases).create("i-5")
+    acct = tmp_path / "cpuacct/testbed-faas/emu/i-5"
+    (acct / "cpuacct.usage").write_text("2400000000\n")
+    (acct / "cpuacct.usage_user").write_text("2000000000\n")
+    (acct / "cpuacct.usage_sys").write_text("1000000000\n")
+    s = inst.stats(full=False)
+    assert (round(s.cpu_user_s, 9), round(s.cpu_system_s, 9)) == (1.6, 0.8)
+
+
+def test_v2_cpu_time_adds_up_to_usage(tmp_path):
+    own = _v2_tree(tmp_path)
+    inst = cgroups.setup_v2(own, "e4").create("i-6")
+    d = own / "testbed-faas-e4" / "i-6"
+    (d / "cpu.stat").write_text("usage_usec 1000000\nuser_usec 900000\nsystem_usec 300000\n")
+    s = inst.stats(full=False)
+    assert (round(s.cpu_user_s, 9), round(s.cpu_system_s, 9)) == (0.75, 0.25)

@@ -534,8 +534,12 @@ class Emulator:
         total_s: float,
     ) -> dict[str, Any]:
         enforced_cg = self.backend.enforced
-        user = after.cpu_user_s - before.cpu_user_s if enforced_cg else msg.get("proc_user_s", 0.0)
-        system = after.cpu_system_s - before.cpu_system_s if enforced_cg else msg.get("proc_system_s", 0.0)
+        # max(0, ...): the cgroup's user/system split is sampled, only their sum is exact
+        if enforced_cg:
+            user = max(0.0, after.cpu_user_s - before.cpu_user_s)
+            system = max(0.0, after.cpu_system_s - before.cpu_system_s)
+        else:
+            user, system = msg.get("proc_user_s", 0.0), msg.get("proc_system_s", 0.0)
         started, ended = msg.get("started"), msg.get("ended")
         return {
             "instance_id": inst.id,
@@ -554,6 +558,9 @@ class Emulator:
             "cpu_system_s": system,
             "cpu_steal_s": steal,
             "cpu_throttled_s": after.throttled_s - before.throttled_s,
+            "cpu_periods": after.nr_periods - before.nr_periods,
+            "cpu_periods_throttled": after.nr_throttled - before.nr_throttled,
+            "cpu_period_s": cgroups.PERIOD_US / 1e6 if enforced_cg else None,
             "memory_limit_bytes": dep.memory_mb * MIB,
             "memory_peak_bytes": after.memory_peak_bytes or None,
             "started_at": inspector.rfc3339(started) if started else None,

@@ -13,7 +13,6 @@ import contextlib
 import os
 import uuid
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 from testbed_agent.errors import TestbedError
@@ -42,23 +41,6 @@ def resolve_tier(p: dict[str, Any], out: dict[str, Any]) -> None:
         hint = f" ({exc.hint})" if getattr(exc, "hint", None) else ""
         raise ParamError("params.tier_profile", f"{exc}{hint}") from None
     out["tier"] = {"profile": profile, "memory_mb": mem}
-
-
-def _cpu_stat(cg: cgroups.InstanceCgroup) -> dict[str, int]:
-    """The cgroup's cpu.stat counters (nr_periods, nr_throttled, ...)."""
-    if isinstance(cg, cgroups.V2Instance):
-        path = cg.path / "cpu.stat"
-    elif isinstance(cg, cgroups.V1Instance):
-        path = cg.dirs["cpu"] / "cpu.stat"
-    else:
-        return {}
-    out = {}
-    with contextlib.suppress(OSError):
-        for line in Path(path).read_text().splitlines():
-            key, _, value = line.partition(" ")
-            if value.strip().isdigit():
-                out[key] = int(value)
-    return out
 
 
 class TierCells:
@@ -107,13 +89,13 @@ class TierCells:
         """The cell cgroup's CPU, throttling and memory figures (read before the cgroup goes)."""
         if self.cg is None:
             return {}
-        st, stat = self.cg.stats(), _cpu_stat(self.cg)
+        st = self.cg.stats()
         cpu = st.cpu_user_s + st.cpu_system_s
         out = {
             "cg_cpu_s": metric(cpu, "s", "lower"),
             "cg_throttled_s": metric(st.throttled_s, "s", "lower"),
-            "cg_nr_periods": metric(float(stat.get("nr_periods", 0)), "count", "lower"),
-            "cg_nr_throttled": metric(float(stat.get("nr_throttled", 0)), "count", "lower"),
+            "cg_nr_periods": metric(float(st.nr_periods), "count", "lower"),
+            "cg_nr_throttled": metric(float(st.nr_throttled), "count", "lower"),
             "cg_memory_peak": metric(float(st.memory_peak_bytes), "B", "lower"),
             "cg_oom_kills": metric(float(st.oom_kills), "count", "lower"),
         }
