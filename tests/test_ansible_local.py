@@ -47,7 +47,11 @@ def stage(tmp_path: Path):
         "node_exporter_install": False,
         "testbed_results_dir": str(tmp_path / "results"),
         "testbed_reports_dir": str(tmp_path / "reports"),
+        "agent_real_datasets_dir": str(tmp_path / "real"),
     }
+    real = tmp_path / "real" / "shoppers"
+    real.mkdir(parents=True)
+    (real / "online_shoppers_intention.csv").write_text("Administrative,Revenue\n0,FALSE\n")
     (tmp_path / "plan.yml").write_text(PLAN)
     (tmp_path / "extra.json").write_text(json.dumps(extra))
     yield tmp_path
@@ -88,6 +92,9 @@ def test_run_yml_on_localhost_deploys_runs_collects_reports(stage: Path) -> None
     # the agent ran from the venv the role created, not from the controller's
     assert (stage / "agent" / "venv" / "bin" / "python").exists()
     assert (stage / "agent" / "workloads" / "fio" / "fio_4k_randread.fio").exists()
+    # the real data set placed on the controller reached the target's notebooks
+    placed = stage / "agent" / "kaggle_notebooks" / "datasets" / "real" / "shoppers"
+    assert (placed / "online_shoppers_intention.csv").read_text().startswith("Administrative,Revenue")
     assert (stage / "reports" / "itest" / "index.html").exists()
     assert f"report: {stage / 'reports' / 'itest' / 'index.html'}" in res.stdout
 
