@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import socket
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -29,14 +30,21 @@ from testbed_agent.workloads.crypto import Crypto, resolve
 
 pytestmark = pytest.mark.integration
 
-#: one key of each kind: symmetric envelope, RSA envelope, ECDSA and RSA signing, HMAC
-KEY_MIX = ["sym", "rsa3072", "p384", "rsa2048-sign", "hmac384"]
-ENVELOPE_CALLS = {"sym": ("generate_data_key", "decrypt"), "rsa3072": ("encrypt", "decrypt")}
+#: every key kind (docs/crypto.md "Key services in every language") and the calls it makes
+ENVELOPE_CALLS = {
+    "sym": ("generate_data_key", "decrypt"),
+    **{f"rsa{bits}": ("encrypt", "decrypt") for bits in (2048, 3072, 4096)},
+}
 OTHER_CALLS = {
+    **{f"rsa{bits}-sign": ("sign", "verify") for bits in (2048, 3072, 4096)},
+    "p256": ("sign", "verify"),
     "p384": ("sign", "verify"),
-    "rsa2048-sign": ("sign", "verify"),
+    "hmac256": ("generate_mac", "verify_mac"),
     "hmac384": ("generate_mac", "verify_mac"),
 }
+ALL_KEYS = [*ENVELOPE_CALLS, *OTHER_CALLS]
+#: calls per process: the first (cold) one and one warm one keep 55 processes short
+ITERATIONS = 2
 
 
 def run(tmp_path: Path, **params: object) -> Any:
@@ -48,16 +56,19 @@ def run(tmp_path: Path, **params: object) -> Any:
 
 
 def clients() -> list[str]:
-    """Languages whose toolchain is here; a present toolchain with an unbuilt client fails."""
-    langs = []
+    """All five languages: `make test` builds every client, so a missing toolchain or build fails."""
+    missing = []
     for lang in LANGUAGES:
         tool = TOOLCHAIN[lang]
         if tool is not None and shutil.which(tool) is None:
+            missing.append(f"{lang}: {tool} toolchain not on PATH")
             continue
         cmd = client_command(lang, CRYPTO)
-        assert not isinstance(cmd, str), f"{cmd} - run `make build` (make test does)"
-        langs.append(lang)
-    return langs
+        if isinstance(cmd, str):
+            missing.append(f"{lang}: {cmd}")
+    if missing:
+        pytest.fail("key-service clients missing - run `make build` (make test does): " + "; ".join(missing))
+    return list(LANGUAGES)
 
 
 def test_config_forms() -> None:
@@ -91,26 +102,59 @@ def test_local_server_is_loopback_only() -> None:
         pass
 
 
+def test_every_language_and_key_kind_is_covered() -> None:
+    assert set(LANGUAGES) == {"python", "go", "rust", "java", "node"}
+    assert sorted(ALL_KEYS) == sorted(KEYS), "the test covers every key kind of testbed_agent.kms"
+
+
+def test_a_missing_client_fails_not_skips(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = client_command
+    monkeypatch.setattr(
+        sys.modules[__name__],
+        "client_command",
+        lambda lang, root: "not built" if lang == "java" else real(lang, root),
+    )
+    with pytest.raises(pytest.fail.Exception, match="java: not built"):
+        clients()
+    monkeypatch.setitem(TOOLCHAIN, "rust", "no-such-cargo-toolchain")
+    with pytest.raises(pytest.fail.Exception, match="rust: no-such-cargo-toolchain toolchain not on PATH"):
+        clients()
+
+
+def check_cell(m: dict[str, Any], samples: dict[str, Any], lang: str, key: str) -> None:
+    """One language x key: cold and warm round trips per call, local crypto apart from them."""
+    calls = {**ENVELOPE_CALLS, **OTHER_CALLS}[key]
+    cell = f"{lang}.{key}"
+    for call in calls:
+        for suffix in ("_rtt", "_rtt_first"):
+            name = f"{cell}.{call}{suffix}"
+            assert name in m, f"{name} missing"
+            assert m[name]["value"] > 0 and m[name]["unit"] == "s", name
+        assert len(samples[cell][call]) == ITERATIONS, f"{cell}.{call}"
+    local = [f"{cell}.local_encrypt", f"{cell}.local_decrypt"]
+    if key not in ENVELOPE_CALLS:
+        assert not any(n in m for n in local), f"{cell}: no local crypto on a sign/MAC key"
+        return
+    for name in local:
+        assert m[name]["value"] > 0 and m[name]["unit"] == "s", name
+        assert len(samples[cell][name.rsplit(".", 1)[1]]) == ITERATIONS, name
+    total = m[f"{cell}.envelope_encrypt_total"]["value"]
+    assert total == pytest.approx(m[f"{cell}.{calls[0]}_rtt"]["value"] + m[local[0]]["value"])
+
+
 @pytest.mark.slow
 def test_key_service_crypto_in_every_language(tmp_path: Path) -> None:
     langs = clients()
-    out = run(tmp_path, kms=True, languages=langs, kms_keys=KEY_MIX, payload_bytes=4096, iterations=3)
+    out = run(
+        tmp_path, kms=True, languages=langs, kms_keys=ALL_KEYS, payload_bytes=4096, iterations=ITERATIONS
+    )
     assert out.status == "ok", out.error
     cells = {(c["language"], c["key"]): c["status"] for c in out.samples["cells"]}
-    assert cells == {(lang, k): "ok" for lang in langs for k in KEY_MIX}
-    m = out.metrics
+    assert cells == {(lang, k): "ok" for lang in langs for k in ALL_KEYS}
     for lang in langs:
-        for key, calls in {**ENVELOPE_CALLS, **OTHER_CALLS}.items():
-            for call in calls:
-                for suffix in ("_rtt", "_rtt_first"):
-                    name = f"{lang}.{key}.{call}{suffix}"
-                    assert m[name]["value"] > 0 and m[name]["unit"] == "s", name
-            assert len(out.samples[f"{lang}.{key}"][calls[0]]) == 3
-        for key, calls in ENVELOPE_CALLS.items():
-            local = m[f"{lang}.{key}.local_encrypt"]["value"]
-            total = m[f"{lang}.{key}.envelope_encrypt_total"]["value"]
-            assert total == pytest.approx(m[f"{lang}.{key}.{calls[0]}_rtt"]["value"] + local)
-        assert lang in out.tool["implementations"]
+        for key in ALL_KEYS:
+            check_cell(out.metrics, out.samples, lang, key)
+    assert sorted(out.tool["implementations"]) == sorted(LANGUAGES), "every language ran"
     port = urlparse(out.params["service"].split()[-1]).port
     with pytest.raises(OSError):  # the server is gone with the benchmark
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
