@@ -1,5 +1,11 @@
 """Google Play Store apps: googleplaystore.csv and googleplaystore_user_reviews.csv.
 
+The published study read the 2021 crawl, ``Google-Playstore.csv`` (2.3 M apps, other columns and
+no reviews). Placed in ``real/apps/``, :func:`adapt` converts it to the columns the notebook reads
+(``App Name`` -> ``App``, ``Rating Count`` -> ``Reviews``, ``Free`` -> ``Type``, ``Minimum
+Android`` -> ``Android Ver``, dates to the 2018 format) and generates user reviews for 1,074 of
+its apps (as many as the 2018 file covers): the data set is then ``mixed``.
+
 Strings are formatted as in the scraped public files ("10,000+", "19M", "Varies with device",
 "$4.99", "January 7, 2018"), a few rows are duplicated and some ratings are missing, so the
 usual cleaning steps have real work to do.
@@ -176,8 +182,47 @@ def generate(out: Path, seed: int, scale: str) -> None:
     _reviews(r, df, n).to_csv(out / "googleplaystore_user_reviews.csv", index=False)
 
 
-def _reviews(r: np.random.Generator, apps: pd.DataFrame, n: int) -> pd.DataFrame:
-    reviewed = apps["App"].drop_duplicates().sample(frac=0.1, random_state=int(r.integers(1 << 30)))
+#: the real file :func:`adapt` converts, and how many of its apps get generated reviews
+REAL_ALTERNATIVE = ["Google-Playstore.csv"]
+ADAPTED_REVIEWED_APPS = 1_074
+
+
+def adapt(real: Path, out: Path, seed: int) -> None:
+    """The notebook's two files from the study's ``Google-Playstore.csv`` (real apps, generated reviews)."""
+    src = pd.read_csv(real / "Google-Playstore.csv", low_memory=False)
+    free = src["Free"].astype(str).str.lower().isin(["true", "1"])
+    price = pd.to_numeric(src["Price"], errors="coerce").fillna(0.0)
+    updated = pd.to_datetime(src["Last Updated"], format="%b %d, %Y", errors="coerce")
+    reviews = pd.to_numeric(src["Rating Count"], errors="coerce")
+    df = pd.DataFrame(
+        {
+            "App": src["App Name"],
+            "Category": src["Category"],
+            "Rating": pd.to_numeric(src["Rating"], errors="coerce"),
+            "Reviews": reviews.map(lambda x: "" if pd.isna(x) else str(int(x))),
+            "Size": src["Size"].astype(str).str.replace(",", "", regex=False),
+            "Installs": src["Installs"].astype(str),
+            "Type": np.where(free, "Free", "Paid"),
+            "Price": [f"${p:.2f}" if p else "0" for p in price],
+            "Content Rating": src["Content Rating"],
+            "Genres": src["Category"],
+            "Last Updated": [d.strftime("%B %-d, %Y") if pd.notna(d) else "" for d in updated],
+            "Current Ver": "Varies with device",
+            "Android Ver": src["Minimum Android"],
+        }
+    )
+    df = df[updated.notna().to_numpy()]
+    df.to_csv(out / "googleplaystore.csv", index=False)
+    r = rng("apps", seed)
+    _reviews(r, df, len(df), max_apps=ADAPTED_REVIEWED_APPS).to_csv(
+        out / "googleplaystore_user_reviews.csv", index=False
+    )
+
+
+def _reviews(r: np.random.Generator, apps: pd.DataFrame, n: int, max_apps: int | None = None) -> pd.DataFrame:
+    names = apps["App"].drop_duplicates()
+    count = round(len(names) * 0.1) if max_apps is None else min(max_apps, len(names))
+    reviewed = names.sample(n=count, random_state=int(r.integers(1 << 30)))
     rows = []
     for app in reviewed:
         for _ in range(int(r.integers(5, 40))):

@@ -7,6 +7,9 @@ Prints the directory holding the data set's files. When every file the data set 
 ``real/NAME/`` beside this script, that directory is printed and nothing is generated.
 Otherwise the files are written once to ``CACHE/NAME-seedS-SCALE/`` (marked complete by a
 ``.complete`` file) and reused by later calls with the same (name, seed, scale).
+A generator may also take another real form (``REAL_ALTERNATIVE`` files and ``adapt``, e.g. the
+study's ``Google-Playstore.csv`` for ``apps``): the converted set is cached as
+``CACHE/NAME-real-<size>-<mtime>-seedS/`` with its ``.source`` (``real`` or ``mixed``).
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ import importlib
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 SCALES = ("quick", "standard", "large")
@@ -35,17 +40,28 @@ def resolve(name: str, seed: int, scale: str, cache: Path, real: Path) -> Path:
     real_dir = real / name
     if all((real_dir / f).exists() for f in module.FILES):
         return real_dir
+    alternative = [real_dir / f for f in getattr(module, "REAL_ALTERNATIVE", [])]
+    if alternative and all(p.exists() for p in alternative):
+        stamp = "-".join(f"{p.stat().st_size}-{int(p.stat().st_mtime)}" for p in alternative)
+        out = cache / f"{name}-real-{stamp}-seed{seed}"
+        return _build(out, module, lambda d: module.adapt(real_dir, d, seed=seed), source="mixed")
     out = cache / f"{name}-seed{seed}-{scale}"
+    return _build(out, module, lambda d: module.generate(d, seed=seed, scale=scale), source="generated")
+
+
+def _build(out: Path, module: Any, write: Callable[[Path], None], source: str) -> Path:
+    """``out`` written once by ``write`` (atomically: a .tmp directory renamed), reused after."""
     if (out / ".complete").exists():
         return out
     tmp = out.with_name(out.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     t0 = time.perf_counter()
-    module.generate(tmp, seed=seed, scale=scale)
+    write(tmp)
+    (tmp / ".source").write_text(source + "\n")
     missing = [f for f in module.FILES if not (tmp / f).exists()]
     if missing:
-        raise SystemExit(f"error: generator '{name}' did not write {', '.join(missing)}")
+        raise SystemExit(f"error: generator '{module.__name__}' did not write {', '.join(missing)}")
     (tmp / ".complete").write_text(f"{time.perf_counter() - t0:.3f}\n")
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)

@@ -189,3 +189,47 @@ def test_a_broken_alias_table_is_a_param_error(nbdir) -> None:
     with pytest.raises(ParamError, match=r"aliases\.yml is not a table") as err:
         locate("SimplePrime.ipynb")
     assert err.value.field == "name"
+
+
+def _playstore_2021(path: Path, rows: int = 400) -> None:
+    """A small file with the columns of the study's Google-Playstore.csv (the 2021 crawl)."""
+    import random
+
+    rnd = random.Random(7)
+    cats = ["Tools", "Education", "Adventure", "Finance", "Music & Audio"]
+    lines = [
+        "App Name,App Id,Category,Rating,Rating Count,Installs,Minimum Installs,Maximum Installs,Free,"
+        "Price,Currency,Size,Minimum Android,Developer Id,Developer Website,Developer Email,Released,"
+        "Last Updated,Content Rating,Privacy Policy,Ad Supported,In App Purchases,Editors Choice,Scraped Time"
+    ]
+    for i in range(rows):
+        paid = i % 9 == 0
+        installs = rnd.choice([10, 100, 1000, 50000])
+        lines.append(
+            f"App {i},com.app.a{i},{cats[i % 5]},{rnd.uniform(2.5, 5):.1f},{rnd.randint(1, 5000)},"
+            f'"{installs:,}+",{installs},{installs * 2},{not paid},{1.99 if paid else 0},USD,'
+            f'"{rnd.choice(["1,018k", "10M", "5.5M", "Varies with device"])}",4.1 and up,dev{i},,,'
+            f'"Feb 26, 2020","{rnd.choice(["Jun 12, 2021", "Jan 3, 2019", "Dec 30, 2020"])}",'
+            f"Everyone,,True,False,False,2021-06-15 20:19:35"
+        )
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_study_playstore_2021_file_is_converted_and_recorded_mixed(nbdir, runner: Runner) -> None:
+    """The study's Google-Playstore.csv (other columns, no reviews) placed in real/apps/ is what the
+    Play Store notebook reads: its apps converted, reviews generated, the record says ``mixed``."""
+    shutil.copytree(
+        NOTEBOOKS / "datasets", nbdir / "datasets", ignore=shutil.ignore_patterns("real", "__pycache__")
+    )
+    shutil.copy(NOTEBOOKS / "app-store.ipynb", nbdir / "app-store.ipynb")
+    shutil.copy(NOTEBOOKS / "aliases.yml", nbdir / "aliases.yml")
+    (nbdir / "datasets" / "real" / "apps").mkdir(parents=True)
+    _playstore_2021(nbdir / "datasets" / "real" / "apps" / "Google-Playstore.csv")
+    out, ctx = runner.run(
+        "google-play-store-analysis.ipynb", datasets=("Google-Playstore.csv",), scale="quick"
+    )
+    assert out.status == "ok", out.error
+    assert out.params["datasets"] == {"Google-Playstore.csv": "mixed"}
+    assert out.params["dataset_source"] == "mixed"
+    text = code_outputs(nbformat.read(ctx.artifacts / out.artifacts[0], as_version=4))
+    assert "(400, 13)" in text, text[:2000]  # every app of the placed file, in the notebook's 13 columns

@@ -233,13 +233,21 @@ def generators_dir() -> Path:
     return notebooks_dir() / "datasets"
 
 
+def _source(found: Path, cache: Path) -> str:
+    """``real`` (placed files), ``generated``, or what a converted real set says (``mixed``)."""
+    if cache not in found.parents:
+        return "real"
+    marker = found / ".source"
+    return marker.read_text().strip() if marker.is_file() else "generated"
+
+
 def prepare_dataset(ctx: RunContext, name: str, seed: int, scale: str) -> tuple[Path, str]:
     """Directory of data set ``name``: the real files if placed, else generated (cached)."""
     cache = ctx.scratch / "datasets"
     key = (name, seed, scale, str(cache), str(generators_dir()))  # real files live beside the generators
     if key in _DATA_CACHE and _DATA_CACHE[key].is_dir():
         found = _DATA_CACHE[key]
-        return found, "real" if cache not in found.parents else "generated"
+        return found, _source(found, cache)
     script = generators_dir() / "generate.py"
     proc = ctx.exec(
         [sys.executable, str(script), name, "--seed", str(seed), "--scale", scale, "--cache", str(cache)],
@@ -253,4 +261,4 @@ def prepare_dataset(ctx: RunContext, name: str, seed: int, scale: str) -> tuple[
         )
     found = Path(proc.stdout.strip().splitlines()[-1])
     _DATA_CACHE[key] = found
-    return found, "real" if cache not in found.parents else "generated"
+    return found, _source(found, cache)
