@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 import yaml
 
 from testbed_agent.faas.client import FaasClient
+from testbed_agent.faas.emulator import Deployment, Emulator
+from testbed_agent.faas.instance import Host
+from testbed_agent.faas.profiles import load_profile
 
 from .conftest import TEST_PROFILE
 
@@ -88,3 +92,56 @@ def test_hosts_expire_and_capacity_places_containers(short_lived):
     time.sleep(4.5)
     after = c.invoke("pack", EVENT)[1]["inspector"]
     assert after["host_id"] not in per_host and after["new_instance"], "expired hosts take their containers"
+
+
+class Warm:
+    """Stand-in for a started instance: what the pool's pick reads of one (no process)."""
+
+    def __init__(self, dep: Deployment, host: Host, idle_s: float = 0.0, keep_alive_s: float = 60) -> None:
+        self.deployment, self.host, self.keep_alive_s = dep, host, keep_alive_s
+        self.id, self.retired, self.inflight = f"i-{id(self)}", False, 0
+        self.last_used = time.monotonic() - idle_s
+
+    def alive(self) -> bool:
+        return True
+
+
+@pytest.fixture
+def pool(tmp_path: Path):
+    """An emulator object with no reaper running, so only the pick decides what is reused."""
+    emu = Emulator(load_profile(TEST_PROFILE), tmp_path, function_dirs=[], cgroup="none", seed=1)
+    emu._stop.set()
+    emu._reaper.join()
+    dep = Deployment(
+        name="f", code=None, memory_mb=128, timeout_s=3, keep_alive_s=60, tmp_mb=16, concurrency=1, env={}
+    )
+    yield emu, dep
+    emu.instances.clear()
+    emu.shutdown()
+
+
+def live_host() -> Host:
+    return Host(capacity_mb=512, lifetime_s=3600)
+
+
+def test_warm_pick_skips_instances_on_expired_hosts(pool):
+    emu, dep = pool
+    gone = Host(capacity_mb=512, lifetime_s=5.0, booted=time.monotonic() - 10, used_mb=128, containers=1)
+    stale = Warm(dep, gone)
+    emu.hosts, emu.instances = [gone], [stale]
+    picked = emu._pick(dep)
+    assert isinstance(picked, Host) and picked is not gone, "a new container on a new host, not the stale one"
+    assert stale.inflight == 0 and gone.requests == 0
+    fresh = Warm(dep, live_host())
+    emu.instances.append(fresh)
+    assert emu._pick(dep) is fresh and fresh.inflight == 1, "a warm instance on a live host is reused"
+
+
+def test_warm_pick_skips_instances_past_their_idle_lifetime(pool):
+    emu, dep = pool
+    host = live_host()
+    idle = Warm(dep, host, idle_s=2.0, keep_alive_s=1.0)
+    within = Warm(dep, host, idle_s=3.0, keep_alive_s=10.0)
+    emu.hosts, emu.instances = [host], [idle, within]
+    assert emu._pick(dep) is within, "the more recently used one is past its idle lifetime"
+    assert isinstance(emu._pick(dep), Host), "the only other one is busy or expired"

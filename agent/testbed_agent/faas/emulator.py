@@ -319,11 +319,8 @@ class Emulator:
     def _pick(self, dep: Deployment) -> Instance | Host:
         """A warm instance with a free slot (most recently used first), else a host with room for a
         new one (first fit over the live hosts, else a new host with a drawn lifetime)."""
-        warm = [
-            i
-            for i in self.instances
-            if i.deployment is dep and not i.retired and i.inflight < dep.concurrency and i.alive()
-        ]
+        now = time.monotonic()
+        warm = [i for i in self.instances if i.deployment is dep and _usable(i, now)]
         if warm:
             inst = max(warm, key=lambda i: i.last_used)
             inst.inflight += 1
@@ -625,6 +622,18 @@ class Emulator:
         self.backend.cleanup()
         self.logs.close()
         shutil.rmtree(self.state_dir, ignore_errors=True)
+
+
+def _usable(inst: Instance, now: float) -> bool:
+    """A warm instance can take a call: a free slot, alive, within its idle lifetime, on a live host.
+    (The reaper reclaims expired ones every 0.1 s; until then they count as gone already.)"""
+    return (
+        not inst.retired
+        and inst.inflight < inst.deployment.concurrency
+        and (inst.inflight > 0 or now - inst.last_used <= inst.keep_alive_s)
+        and not inst.host.expired()
+        and inst.alive()
+    )
 
 
 def _retire_all(instances: list[Instance]) -> None:
