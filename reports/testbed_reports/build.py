@@ -93,6 +93,7 @@ class Report:
     status: pd.DataFrame
     warnings: list[str] = field(default_factory=list)
     param_anova: list[dict[str, Any]] = field(default_factory=list)
+    crypto: dict[str, Any] | None = None  # the crypto tables' report section (crypto_tables.section)
 
 
 def _clean(x: Any) -> Any:
@@ -290,8 +291,20 @@ def _summary_md(name: str, rep: Report, labels: list[str]) -> str:
         ),
         "",
     ]
+    parts += _section_md(rep.crypto)
     parts += ["## Method", "", *[f"- {m}" for m in METHOD], ""]
     return "\n".join(parts)
+
+
+def _section_md(sec: dict[str, Any] | None) -> list[str]:
+    """An extra report section (title, note, tables with their notes) as summary.md lines."""
+    if not sec:
+        return []
+    parts = [f"## {_md(sec['title'])}", "", _md(sec["note"]), ""]
+    for t in sec["tables"]:
+        parts += [f"### {_md(t['caption'])}", "", _md(t.get("note", "")), ""]
+        parts += [_md_table(pd.DataFrame(t["rows"], columns=t["columns"]), t["columns"]), ""]
+    return parts
 
 
 def _env() -> Environment:
@@ -366,7 +379,7 @@ def build(
     )
     out.mkdir(parents=True, exist_ok=True)
     _write_tables(out, rep, bad, ds)
-    crypto_tables.write([Path(p) for p in paths], out)  # seed-004 crypto tables (crypto_*.csv)
+    rep.crypto = crypto_tables.section(*crypto_tables.write([Path(p) for p in paths], out))
     _write_json(out, name, rep, bad, ds, labels, pairs)
     (out / "summary.md").write_text(_summary_md(name, rep, labels), encoding="utf-8")
     html = _render(name, rep, bad, ds, labels)
@@ -523,11 +536,15 @@ SECTION_BUILDERS: list[Any] = []
 
 def _extra_sections(rep: Report, ds: Dataset) -> list[dict[str, Any]]:
     out = []
-    for builder in [_param_section, *SECTION_BUILDERS]:
+    for builder in [_crypto_section, _param_section, *SECTION_BUILDERS]:
         sec = builder(rep, ds)
         if sec:
             out.append(sec)
     return out
+
+
+def _crypto_section(rep: Report, ds: Dataset) -> dict[str, Any] | None:
+    return rep.crypto
 
 
 def _param_section(rep: Report, ds: Dataset) -> dict[str, Any] | None:
