@@ -16,7 +16,7 @@ import pandas as pd
 from jinja2 import Environment, PackageLoader, select_autoescape
 from matplotlib.colors import to_hex
 
-from testbed_reports import __version__, crypto_tables, plots, svgplot
+from testbed_reports import __version__, crypto_tables, figures, plots, svgplot
 from testbed_reports.anova import ANOVA_NOTE, anova_codes
 from testbed_reports.audit import attest_column
 from testbed_reports.compare import auto_pairs, compare, parse_pairs
@@ -31,7 +31,6 @@ from testbed_reports.stats import MIN_N_CV_CI, describe
 DECISIONS = ("slower", "faster", "equivalent", "inconclusive")
 #: label factors crossed in two-way ANOVAs: protection x CPU vendor, protection x disk encryption
 FACTOR_PAIRS = (("protection", "vendor"), ("protection", "disk"))
-MAX_PANELS = 4  # per-metric panels of the bar and ECDF charts (tables hold every metric)
 MAX_CV_METRICS = 16
 METHOD = [
     (
@@ -189,6 +188,11 @@ def _one_anova(
         return anova_codes(y, ca, cb, la, lb, *names), scale, unit
     except ReportError:
         return None
+
+
+def _labels(ds: Dataset) -> list[str]:
+    """Every label of the observations and records, sorted (the order of the charts' colours)."""
+    return sorted({str(x) for x in ds.obs["label"].unique()} | {str(x) for x in ds.records["label"].unique()})
 
 
 def _status(ds: Dataset) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -355,9 +359,7 @@ def build(
     flagged += unverified
     problems = [p for _, p in flagged]
     factors = label_factors(fp)
-    labels = sorted(
-        {str(x) for x in ds.obs["label"].unique()} | {str(x) for x in ds.records["label"].unique()}
-    )
+    labels = _labels(ds)
     desc = describe(ds.obs)
     notes = diagnostics(ds.obs)
     keys = zip(desc["benchmark"], desc["metric"], desc["label"], strict=True)
@@ -536,11 +538,20 @@ SECTION_BUILDERS: list[Any] = []
 
 def _extra_sections(rep: Report, ds: Dataset) -> list[dict[str, Any]]:
     out = []
-    for builder in [_crypto_section, _param_section, *SECTION_BUILDERS]:
+    for builder in [_figures_section, _crypto_section, _param_section, *SECTION_BUILDERS]:
         sec = builder(rep, ds)
         if sec:
             out.append(sec)
     return out
+
+
+def _figures_section(rep: Report, ds: Dataset) -> dict[str, Any] | None:
+    if ds.obs.empty:
+        return None
+    pairs = ds.obs[["benchmark", "type"]].drop_duplicates().astype(str)
+    types = dict(zip(pairs["benchmark"], pairs["type"], strict=True))
+    palette = plots.colors(_labels(ds))
+    return figures.section(rep.descriptives, types, label_factors(rep.fingerprints), palette)
 
 
 def _crypto_section(rep: Report, ds: Dataset) -> dict[str, Any] | None:
@@ -594,19 +605,19 @@ def _render(name: str, rep: Report, bad: pd.DataFrame, ds: Dataset, labels: list
         first = d["metric"].map(lambda m, b=bench: (b, m) not in primary).to_numpy()
         d = d.iloc[np.argsort(first, kind="stable")]  # the primary metric first (table and plots)
         metrics = list(dict.fromkeys(d["metric"]))
-        shown = metrics[:MAX_PANELS]
+        units = dict(zip(d["metric"].astype(str), d["unit"].astype(str), strict=True))
+        shown = figures.plot_metrics(metrics, units, [m for m in metrics if (bench, m) in primary])
         rows = obs_groups[bench]
         series = {
             (str(m), str(lab)): values[rows][pos]
             for (m, lab), pos in _positions(ds.obs.iloc[rows], shown).items()
         }
-        units = dict(zip(d["metric"].astype(str), d["unit"].astype(str), strict=True))
         sec = {
             "name": bench,
             "rows": _records(d),
             "metrics": len(metrics),
-            "panels_capped": len(metrics) > MAX_PANELS,
-            "max_panels": MAX_PANELS,
+            "panels_capped": len(metrics) > len(shown),
+            "shown": shown,
             "bars": svgplot.bars(d, shown, palette),
             "ecdf": svgplot.ecdf(series, shown, units, palette),
             "cv": svgplot.cv_bars(d, metrics[:MAX_CV_METRICS], palette),

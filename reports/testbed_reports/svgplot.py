@@ -92,14 +92,15 @@ class _Panel:
         ylim: tuple[float, float],
         title: str,
         subtitle: str = "",
+        width: float = PANEL_W,
     ) -> None:
         self.svg = svg
-        self.px0, self.px1 = x0 + LEFT, x0 + PANEL_W - RIGHT
+        self.px0, self.px1 = x0 + LEFT, x0 + width - RIGHT
         self.py0, self.py1 = y0 + PANEL_H - BOTTOM, y0 + TOP
         self.xlim, self.ylim = xlim, _nonzero(ylim)
-        svg.text(x0 + PANEL_W / 2, y0 + 13, title[:44], size=11, weight="bold")
+        svg.text(x0 + width / 2, y0 + 13, title[:44], size=11, weight="bold")
         if subtitle:
-            svg.text(x0 + PANEL_W / 2, y0 + 26, subtitle[:52], size=9)
+            svg.text(x0 + width / 2, y0 + 26, subtitle[:52], size=9)
         svg.add(
             f'<rect x="{self.px0:.1f}" y="{self.py1:.1f}" width="{self.px1 - self.px0:.1f}" '
             f'height="{self.py0 - self.py1:.1f}" fill="none" stroke="#444" stroke-width="0.8"/>'
@@ -256,8 +257,8 @@ def cv_bars(desc: pd.DataFrame, metrics: list[str], palette: dict[str, str]) -> 
         (0.0, float(hi_all) * 1.08),
         "Coefficient of variation",
         "CV % with 95% CI (Vangel)",
+        width,
     )
-    p.px1 = width - RIGHT
     p.yticks("CV (%)")
     bw = 0.8 / max(len(labels), 1)
     for i, m in enumerate(metrics):
@@ -319,4 +320,58 @@ def histograms(samples: dict[str, np.ndarray], unit: str) -> str:
                 f'<rect x="{x0:.1f}" y="{y1:.1f}" width="{max(x1 - x0 - 0.5, 0.5):.1f}" '
                 f'height="{y0 - y1:.1f}" fill="#4c72b0"><title>{int(c)} runs</title></rect>'
             )
+    return svg.uri()
+
+
+#: height below a grouped bar chart for its rotated group names
+GROUP_LABEL_SPACE = 110
+
+
+def _whisker(svg: _Svg, p: _Panel, xc: float, lo: float, hi: float) -> None:
+    if np.isfinite(lo) and np.isfinite(hi):
+        ya, yb = float(p.y(lo)), float(p.y(hi))
+        svg.add(
+            f'<path d="M{xc:.1f} {ya:.1f}V{yb:.1f}M{xc - 3:.1f} {ya:.1f}h6M{xc - 3:.1f} {yb:.1f}h6" '
+            f'stroke="black" stroke-width="1" fill="none"/>'
+        )
+
+
+def grouped_bars(
+    values: dict[tuple[str, str], tuple[float, float, float]],
+    palette: dict[str, str],
+    title: str,
+    subtitle: str,
+    ref: float | None = None,
+) -> str:
+    """One group of bars per group name, one bar per label: {(group, label): (mean, ci_low, ci_high)}.
+
+    Groups and labels keep the order of ``values``; CI whiskers where finite; a dashed line at ``ref``.
+    """
+    groups = list(dict.fromkeys(g for g, _ in values))
+    labels = list(dict.fromkeys(lab for _, lab in values))
+    group = max(10 * len(labels) + 8, 16)
+    width = max(PANEL_W, LEFT + RIGHT + group * len(groups))
+    svg, top = _frame(width, labels, palette, extra=GROUP_LABEL_SPACE)
+    nums = np.array([x for v in values.values() for x in v] + [0.0, ref or 0.0], dtype=float)
+    hi_all = float(np.nanmax(np.where(np.isfinite(nums), nums, np.nan))) or 1.0
+    p = _Panel(svg, 0, top, (0, len(groups)), (0.0, hi_all * 1.08), title, subtitle, width)
+    p.yticks()
+    bw = 0.8 / max(len(labels), 1)
+    for i, g in enumerate(groups):
+        for j, lab in enumerate(labels):
+            mean, lo, hi = values.get((g, lab), (float("nan"),) * 3)
+            if not np.isfinite(mean):
+                continue
+            x0, x1 = float(p.x(i + 0.1 + j * bw)), float(p.x(i + 0.1 + (j + 1) * bw))
+            y0, y1 = float(p.y(0.0)), float(p.y(mean))
+            svg.add(
+                f'<rect x="{x0:.1f}" y="{min(y0, y1):.1f}" width="{x1 - x0:.1f}" height="{abs(y0 - y1):.1f}" '
+                f'fill="{palette[lab]}"><title>{escape(lab)} {escape(g)}: {_num(mean)}</title></rect>'
+            )
+            _whisker(svg, p, (x0 + x1) / 2, lo, hi)
+        xg = float(p.x(i + 0.5))
+        svg.text(xg, p.py0 + 12, g[:28], size=9, anchor="end", rotate=-45)
+    if ref is not None:
+        yr = float(p.y(ref))
+        svg.add(f'<path d="M{p.px0:.1f} {yr:.1f}H{p.px1:.1f}" stroke="#333" stroke-dasharray="4 3"/>')
     return svg.uri()
