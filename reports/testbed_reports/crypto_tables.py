@@ -57,12 +57,16 @@ def _records(paths: Sequence[Path]) -> Iterable[dict[str, Any]]:
                     yield rec
 
 
+#: payload kinds under the study's names: files of random bytes are its "binary" files
+PAYLOAD_KINDS = {"random": "binary"}
+
+
 def file_kind(rec: dict[str, Any]) -> str:
     """The kind of file a record's cells processed: ``payload`` param, a kind in the name, the name."""
     params = rec.get("params") or {}
     kind = params.get("payload") or params.get("resolved_payload")
     if kind:
-        return str(kind)
+        return PAYLOAD_KINDS.get(str(kind), str(kind))
     name = str(rec.get("benchmark") or "")
     words = set(name.lower().replace("_", "-").split("-"))
     found = [w for w in KIND_WORDS if w in words]

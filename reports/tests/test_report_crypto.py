@@ -74,6 +74,8 @@ def test_file_kind_falls_back_to_the_benchmark_name() -> None:
     assert crypto_tables.file_kind({"benchmark": "aes-cbc-json", "params": {}}) == "json"
     assert crypto_tables.file_kind({"benchmark": "aes-big", "params": {}}) == "aes-big"
     assert crypto_tables.file_kind({"benchmark": "x", "params": {"payload": "text"}}) == "text"
+    # the hypervisor plan's binary files are random bytes: the study's name for them
+    assert crypto_tables.file_kind({"benchmark": "x", "params": {"payload": "random"}}) == "binary"
 
 
 def test_one_kind_gives_no_across_kind_row() -> None:
