@@ -133,7 +133,10 @@ def _assert_seed004_table(report_dir: Path) -> None:
         assert sorted(got) == sorted(expected), label  # each cell exactly once per label
     assert (table["time_s"] > 0).all() and (table["cpus"] == 1).all()
     ratio = pd.read_csv(report_dir / "crypto_ratio.csv")
-    assert set(ratio["op"]) == {"encrypt", "decrypt"} and (ratio["cells"] == len(expected) // 2).all()
+    assert set(ratio["op"]) == {"encrypt", "decrypt"}
+    # a text and a binary benchmark: one row per kind, and the across-kind row spans every cell of the op
+    assert set(ratio["file_kind"]) == {"text", "binary", "all"}
+    assert (ratio.loc[ratio["file_kind"] == "all", "cells"] == len(expected) // 2).all()
 
 
 def _teardown(inv: Path, log: Path) -> None:
