@@ -3,20 +3,26 @@ how long, before machines are paid for (issue 16 item 3).
 
 Every execution (benchmark, type, params, repetition) is listed with an estimated duration: the
 wait before it plus a typical duration of its type from its parameters (fio runtime and ramp, dd
-bytes, notebook scale, pyperformance selection, FaaS calls and gaps), never more than its
-timeout. A benchmark with adaptive repetitions (``min``/``max``) lists its runs up to ``max``; the
-runs past ``min`` are marked adaptive and the total is shown as a range. With ``--inventory``,
-the machine matrix of that inventory (size, vCPUs, memory, OS disk, security type) is printed
-too, through ``ansible-inventory`` so that group_vars and constructed groups apply as in a run.
+bytes, notebook scale, pyperformance selection, FaaS calls and gaps, crypto cells from their bytes
+and the measured cipher rates of :data:`CRYPTO_MBPS`), never more than its timeout. A crypto
+execution also carries its cell matrix (``cells``: count and dimensions). A benchmark with
+adaptive repetitions (``min``/``max``) lists its runs up to ``max``; the runs past ``min`` are
+marked adaptive and the total is shown as a range. With ``--inventory``, the machine matrix of
+that inventory (size, vCPUs, memory, OS disk, security type) is printed too, through
+``ansible-inventory`` (the one beside this Python first, else on PATH) so that group_vars and
+constructed groups apply as in a run.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import os
 import re
 import shutil
 import subprocess
+import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +38,22 @@ PYPERF_PER_BENCH_S = {"fast": 20.0, "debug-single-value": 5.0, "normal": 60.0, "
 PYPERF_GROUPS = {"default": 60, "all": 90}
 #: sequential write + read-back throughput assumed for dd and for fio's layout, B/s
 DISK_BPS = 200e6
+#: MB/s (10**6 B/s) of one CPU encrypting a streamed file, per algorithm and language: the
+#: docs/crypto.md table "Streamed 64 MiB files" (development machine, 2 shared vCPUs under load,
+#: so on the slow side). Algorithms without a row use AES-CBC's (GCM, CTR and HMAC are faster).
+CRYPTO_MBPS = {
+    "aes-cbc": {"python": 344, "go": 501, "rust": 556, "java": 303, "node": 448},
+    "3des-cbc": {"python": 22, "go": 11, "rust": 5, "java": 6, "node": 13},
+    "cast128-cbc": {"python": 51, "go": 48, "rust": 50, "java": 41, "node": 101},
+    "blowfish-cbc": {"python": 112, "go": 99, "rust": 109, "java": 76, "node": 117},
+    "twofish-cbc": {"python": 1, "go": 47, "rust": 1, "java": 65, "node": 42},
+    "rsa-oaep": {"python": 759, "go": 2302, "rust": 677, "java": 42, "node": 454},
+}
+#: seconds of one operation besides its bytes: the RSA private-key unwrap (slowest language, about
+#: 2x what the development machine measured) and an ECDSA signature
+CRYPTO_OP_S = {2048: 0.003, 3072: 0.008, 4096: 0.02, "ecdsa": 0.002}
+#: seconds to start one cell's process and check its vectors (about 2x the development machine's)
+CRYPTO_START_S = {"python": 0.3, "go": 0.05, "rust": 0.05, "java": 1.5, "node": 0.3}
 #: GiB of memory per vCPU of an Azure size family (D: general purpose, E: memory, F: compute)
 MEMORY_PER_VCPU_GIB = {"D": 4, "E": 8, "F": 2}
 #: the host variables the machine matrix shows, in order
@@ -60,6 +82,7 @@ class Execution:
     timeout_s: float
     estimated_s: float
     adaptive: bool
+    cells: dict[str, Any] | None = None
 
 
 def repetition_range(bench: Benchmark) -> tuple[int, int]:
@@ -96,7 +119,72 @@ def _typical_s(bench: Benchmark) -> float:
     if bench.type == "faas":
         calls = p.calls * (2 if p.mode == "cold_warm" else 1) * (1 if p.mode != "cold" else 3)
         return 10.0 + calls * 0.5 + sum(p.gaps_s)
+    if bench.type == "crypto" and (res := _crypto_resolved(bench)) is not None:
+        return crypto_estimate_s(res)
     return TYPICAL_S.get(bench.type, 60.0)
+
+
+# -- crypto cells ----------------------------------------------------------------------------
+
+
+def _crypto_resolved(bench: Benchmark) -> dict[str, Any] | None:
+    """The resolved parameters of a crypto benchmark with local cells (None for kms-envelope)."""
+    from testbed_agent.workloads.crypto import resolve
+
+    res = resolve(bench)
+    return None if "key_bits" not in res else res
+
+
+def crypto_cells(bench: Benchmark) -> dict[str, Any] | None:
+    """The cell matrix of a crypto benchmark: its count and each dimension (None for other types)."""
+    if bench.type != "crypto":
+        return None
+    from testbed_agent.workloads.crypto import resolve
+
+    res = resolve(bench)
+    if "key_bits" not in res:  # kms-envelope: languages x key-service keys
+        keys = res["kms_keys"]
+        count = len(res["languages"]) * len(keys)
+        return {"count": count, "alg": res["alg"], "kms_keys": keys, "languages": res["languages"]}
+    streamed = "file_sizes" in res
+    sizes = res["file_sizes"] if streamed else res["payload_sizes"]
+    dims = {
+        "alg": res["alg"],
+        "key_bits": res["key_bits"],
+        "payload": res["payload"],
+        "file_sizes" if streamed else "payload_bytes": sizes,
+        "ops": res["ops"],
+        "cpus": res["cpus"],
+        "languages": res["languages"],
+    }
+    count = len(res["languages"]) * len(res["key_bits"]) * len(res["ops"]) * len(sizes)
+    return {"count": count * max(1, len(res["cpus"])), **dims}
+
+
+def crypto_estimate_s(res: dict[str, Any]) -> float:
+    """Seconds of all cells of a resolved crypto benchmark: an estimate from bytes and rates.
+
+    Per cell: process start, the steady-state warm-up (``warmup_s``, plus one operation it may
+    overrun by) and every operation on the payload (cold, warm-up, timed and, for decryption, the
+    ciphertext made before timing) at the algorithm's rate in that language. Cells run once per
+    CPU count (cells over the machine's CPUs are skipped in a run: counted here all the same).
+    """
+    sizes = res.get("file_sizes") or res["payload_sizes"]
+    total = sum(
+        _cell_s(res, lang, bits, op, size)
+        for lang, bits, op, size in itertools.product(res["languages"], res["key_bits"], res["ops"], sizes)
+    )
+    return total * max(1, len(res["cpus"]))
+
+
+def _cell_s(res: dict[str, Any], lang: str, bits: int, op: str, size: int) -> float:
+    alg = res["alg"]
+    rate = CRYPTO_MBPS.get(alg, CRYPTO_MBPS["aes-cbc"])[lang] * 1e6
+    extra = CRYPTO_OP_S["ecdsa"] if alg.startswith("ecdsa") else 0.0
+    one = size / rate + (CRYPTO_OP_S.get(bits, 0.0) if alg == "rsa-oaep" else extra)
+    ops = 1 + res["warmup"] + res["iterations"] + (op in ("decrypt", "verify"))
+    warm = res["warmup_s"] + one if res["warmup_s"] else 0.0
+    return CRYPTO_START_S[lang] + warm + ops * one
 
 
 def expand(plan: Plan) -> list[Execution]:
@@ -109,10 +197,13 @@ def expand(plan: Plan) -> list[Execution]:
         one = estimate_s(b)
         workload = REGISTRY.get(b.type)
         timeout = workload.timeout_s(b) if workload else (b.timeout_s or one)
+        cells = crypto_cells(b)
         for rep in range(hi):
             est = b.wait_s + one
             rows.append(
-                Execution(b.index, b.name, b.type, rep, dict(b.params), b.wait_s, timeout, est, rep >= lo)
+                Execution(
+                    b.index, b.name, b.type, rep, dict(b.params), b.wait_s, timeout, est, rep >= lo, cells
+                )
             )
     return rows
 
@@ -156,7 +247,7 @@ def azure_vcpus(size: str) -> int | None:
 
 def machines(inventories: list[Path]) -> list[dict[str, Any]]:
     """The machine matrix of the inventories, resolved by ``ansible-inventory``."""
-    tool = shutil.which("ansible-inventory")
+    tool = ansible_inventory()
     if tool is None:
         raise TestbedError("ansible-inventory not found", hint="activate the project venv (make install)")
     cmd = [tool, "--list"]
@@ -167,6 +258,14 @@ def machines(inventories: list[Path]) -> list[dict[str, Any]]:
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise TestbedError(f"ansible-inventory failed on {', '.join(map(str, inventories))}: {tail[:300]}")
     return _matrix(json.loads(proc.stdout))
+
+
+def ansible_inventory() -> str | None:
+    """``ansible-inventory`` beside this Python (the venv's, activated or not), else on PATH."""
+    beside = Path(sys.executable).parent / "ansible-inventory"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    return shutil.which("ansible-inventory")
 
 
 def role_defaults() -> dict[str, Any]:
@@ -210,7 +309,10 @@ def show(args: argparse.Namespace) -> int:
     matrix = machines(args.inventory) if args.inventory else []
     if args.json:
         for r in rows:
-            print(json.dumps(asdict(r), sort_keys=True))
+            row = asdict(r)
+            if row["cells"] is None:
+                del row["cells"]
+            print(json.dumps(row, sort_keys=True))
         for m in matrix:
             print(json.dumps({"machine": m}, sort_keys=True))
         summary = {"plan": plan.name, "sha256": plan.sha256, "machines": len(matrix), **total}
@@ -223,7 +325,7 @@ def show(args: argparse.Namespace) -> int:
 
 
 def _print_table(plan: Plan, rows: list[Execution], total: dict[str, Any]) -> None:
-    head = ("#", "benchmark", "type", "rep", "wait_s", "est", "params")
+    head = ("#", "benchmark", "type", "rep", "wait_s", "est", "cells", "params")
     table = [
         (
             str(r.index),
@@ -232,12 +334,15 @@ def _print_table(plan: Plan, rows: list[Execution], total: dict[str, Any]) -> No
             f"{r.repetition + 1}{'*' if r.adaptive else ''}",
             f"{r.wait_s:g}",
             human(r.estimated_s),
+            str(r.cells["count"]) if r.cells else "",
             json.dumps(r.params, sort_keys=True, separators=(",", ":")) if r.params else "",
         )
         for r in rows
     ]
     _print_columns(head, table)
     span = human(total["estimated_s"])
+    if any(r.type == "crypto" for r in rows):
+        print("(crypto: estimated from file bytes and measured cipher rates, docs/crypto.md)")
     if total["executions_max"] != total["executions"]:
         span += f" .. {human(total['estimated_max_s'])}"
         print("(* adaptive: runs only while the confidence interval is wider than its target)")

@@ -3,13 +3,28 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
 from testbed_agent.cli import main
+from testbed_agent.errors import TestbedError as AgentError
 from testbed_agent.plan import Benchmark, load_plan
-from testbed_agent.plan_show import estimate_s, expand, human, repetition_range, totals
+from testbed_agent.plan_show import (
+    CRYPTO_MBPS,
+    CRYPTO_OP_S,
+    CRYPTO_START_S,
+    TYPICAL_S,
+    ansible_inventory,
+    crypto_cells,
+    estimate_s,
+    expand,
+    human,
+    machines,
+    repetition_range,
+    totals,
+)
 
 PLAN = """name: show
 defaults: {wait_s: 2}
@@ -55,7 +70,7 @@ def test_table_names_the_total(tmp_path: Path, capsys: pytest.CaptureFixture[str
     plan.write_text(PLAN)
     assert main(["plan", "show", str(plan)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].split() == ["#", "benchmark", "type", "rep", "wait_s", "est", "params"]
+    assert out[0].split() == ["#", "benchmark", "type", "rep", "wait_s", "est", "cells", "params"]
     assert len(out) == 1 + 5 + 1
     assert out[-1].startswith("plan show: 4 benchmarks, 5 executions, estimated ")
 
@@ -92,3 +107,94 @@ def test_estimates_never_exceed_the_timeout() -> None:
 
 def test_human_durations() -> None:
     assert [human(s) for s in (5, 65, 3600 * 2 + 61)] == ["5s", "1m 05s", "2h 01m"]
+
+
+def test_crypto_estimate_from_bytes_and_rates() -> None:
+    """Per cell: start + warm-up (+ the one operation it may overrun by) + every pass over the bytes."""
+    b = _bench(
+        "aes-cbc", "crypto", alg="aes-cbc", languages=["go"], file_sizes=["1M"], cpus=[1, 2],
+        iterations=3, warmup=1, warmup_s=2,
+    )  # fmt: skip
+    one = 2**20 / (CRYPTO_MBPS["aes-cbc"]["go"] * 1e6)
+    start = CRYPTO_START_S["go"]
+    encrypt = start + 2 + one + (1 + 1 + 3) * one
+    decrypt = start + 2 + one + (1 + 1 + 3 + 1) * one  # + the ciphertext made before timing
+    assert estimate_s(b) == pytest.approx(2 * (encrypt + decrypt))
+    # the same cells in 3DES take as much longer as its rate is lower; RSA adds its unwrap per op
+    slow = _bench("3des", "crypto", alg="3des-cbc", languages=["go"], file_sizes=["100M"], iterations=3)
+    fast = _bench("aes", "crypto", alg="aes-cbc", languages=["go"], file_sizes=["100M"], iterations=3)
+    ratio = CRYPTO_MBPS["aes-cbc"]["go"] / CRYPTO_MBPS["3des-cbc"]["go"]
+    starts = 2 * CRYPTO_START_S["go"]  # encrypt and decrypt: one process each
+    assert estimate_s(slow) - starts == pytest.approx((estimate_s(fast) - starts) * ratio)
+    rsa = _bench("r", "crypto", alg="rsa-oaep", key_bits=[4096], languages=["go"], payload_bytes=16)
+    assert estimate_s(rsa) > 2 * 31 * CRYPTO_OP_S[4096]
+
+
+def test_crypto_estimate_is_capped_and_kms_stays_flat() -> None:
+    big = _bench("3des", "crypto", alg="3des-cbc", languages=["rust"], file_sizes=["1G"], iterations=9)
+    assert estimate_s(big) == 3600  # the workload's default timeout
+    kms = _bench("kms-envelope", "crypto", kms=True, languages=["go", "java"], kms_keys=["sym", "p256"])
+    assert estimate_s(kms) == TYPICAL_S["crypto"]
+    assert crypto_cells(kms) == {
+        "count": 4, "alg": "kms-envelope", "kms_keys": ["sym", "p256"], "languages": ["go", "java"],
+    }  # fmt: skip
+
+
+def test_crypto_executions_carry_their_cells(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plan = tmp_path / "c.yml"
+    plan.write_text(
+        "name: c\nbenchmarks:\n  - {name: dd_w, type: dd, params: {bs: 1m, count: 2}}\n"
+        "  - {name: bf, type: crypto, params: {alg: blowfish-cbc, key_bits: [128, 448], payload: text,"
+        " file_sizes: [1K, 1M, 1G], cpus: [1, 4], languages: [go, java], ops: [encrypt]}}\n"
+        "  - {name: aes-256-gcm, type: crypto, params: {languages: [node], payload_bytes: [64, 4096]}}\n"
+    )
+    assert main(["plan", "show", str(plan), "--json"]) == 0
+    dd, bf, gcm = [json.loads(x) for x in capsys.readouterr().out.splitlines()][:3]
+    assert "cells" not in dd
+    assert bf["cells"] == {
+        "count": 2 * 2 * 1 * 3 * 2,
+        "alg": "blowfish-cbc",
+        "key_bits": [128, 448],
+        "payload": "text",
+        "file_sizes": [1024, 2**20, 2**30],
+        "ops": ["encrypt"],
+        "cpus": [1, 4],
+        "languages": ["go", "java"],
+    }
+    assert gcm["cells"]["payload_bytes"] == [64, 4096] and gcm["cells"]["count"] == 1 * 1 * 2 * 2
+    assert gcm["cells"]["cpus"] == [] and gcm["cells"]["ops"] == ["encrypt", "decrypt"]
+    assert main(["plan", "show", str(plan)]) == 0
+    table = capsys.readouterr().out.splitlines()
+    at = table[0].index("cells")
+    assert table[2][at:].split()[0] == "24" and table[1][at:].startswith(" ")
+
+
+FAKE_INVENTORY = """#!/bin/sh
+echo '{"_meta": {"hostvars": {"%s": {"azure_vm_size": "Standard_D4s_v5"}}}}'
+"""
+
+
+def _fake_tool(directory: Path, host: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    tool = directory / "ansible-inventory"
+    tool.write_text(FAKE_INVENTORY % host)
+    tool.chmod(0o755)
+    return tool
+
+
+def test_ansible_inventory_beside_the_python_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The venv's ansible-inventory is found without the venv activated (not on PATH), and wins."""
+    venv_bin = tmp_path / "venv" / "bin"
+    _fake_tool(venv_bin, "from-venv")
+    monkeypatch.setattr(sys, "executable", str(venv_bin / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert ansible_inventory() == str(venv_bin / "ansible-inventory")
+    assert [m["host"] for m in machines([tmp_path / "inv.yml"])] == ["from-venv"]
+    _fake_tool(tmp_path / "path", "from-path")
+    monkeypatch.setenv("PATH", str(tmp_path / "path"))
+    assert [m["host"] for m in machines([tmp_path / "inv.yml"])] == ["from-venv"]
+    (venv_bin / "ansible-inventory").unlink()  # then PATH
+    assert [m["host"] for m in machines([tmp_path / "inv.yml"])] == ["from-path"]
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(AgentError, match="ansible-inventory not found"):
+        machines([tmp_path / "inv.yml"])

@@ -52,10 +52,19 @@ def test_hypervisor_matrix() -> None:
     }
     kinds = {(r["alg"], r["payload"]) for r in map(resolve, plan.benchmarks)}
     assert kinds == {(a, k) for a, _ in cells for k in ("text", "random")}
-    for r in map(resolve, plan.benchmarks):
-        assert r["file_sizes"][0] == 1024 and r["ops"] == ["encrypt", "decrypt"]
-        assert r["file_sizes"][-1] == (100 << 20 if r["alg"] == "twofish-cbc" else 1 << 30)
+    for b in plan.benchmarks:
+        r = resolve(b)
+        assert r["ops"] == ["encrypt", "decrypt"] and r["iterations"] == 3 and r["warmup"] == 0
         assert r["cpus"] == [1, 2, 4] and r["languages"] == list(LANGUAGES)
+        if b.name.endswith("-large"):  # the cold operation on >= 100 MiB is the warm-up
+            big = [100 << 20] + ([] if r["alg"] == "twofish-cbc" else [1 << 30])
+            assert r["file_sizes"] == big and r["warmup_s"] == 0
+        else:  # small files: a bounded steady-state warm-up on the cell's own operation
+            assert r["file_sizes"] == [1024, 1 << 20] and (r["warmup_s"], r["tolerance"]) == (4, 0.1)
+    names = [b.name for b in plan.benchmarks]
+    assert sorted(n + "-large" for n in names if not n.endswith("-large")) == sorted(
+        n for n in names if n.endswith("-large")
+    )
 
 
 def test_faas_matrix() -> None:
@@ -90,8 +99,8 @@ def cut_down(name: str, tmp_path: Path, params: dict[str, Any], keep: set[str]) 
     assert len(doc["benchmarks"]) == len(keep)
     doc["defaults"].update({"wait_s": 0, "repetitions": 1})
     doc["defaults"]["params"].update(params)
-    for b in doc["benchmarks"]:  # the reduced scale wins over a benchmark's own counts
-        for key in ("iterations", "warm_after"):
+    for b in doc["benchmarks"]:  # the reduced scale wins over a benchmark's own counts and sizes
+        for key in ("iterations", "warm_after", "file_sizes", "warmup_s"):
             b.get("params", {}).pop(key, None)
     path = tmp_path / f"{name}-small.yml"
     path.write_text(yaml.safe_dump(doc))
@@ -119,7 +128,14 @@ def test_cut_down_hypervisor_plan_runs(tmp_path: Path) -> None:
     plan = cut_down(
         "crypto-hypervisor",
         tmp_path,
-        {"file_sizes": ["16K"], "cpus": [1], "iterations": 1, "languages": langs, "ops": ["encrypt"]},
+        {
+            "file_sizes": ["16K"],
+            "cpus": [1],
+            "iterations": 1,
+            "languages": langs,
+            "ops": ["encrypt"],
+            "warmup_s": 0.2,
+        },
         {"aes-cbc-text", "rsa-oaep-hybrid-binary"},
     )
     records = run_plan(plan, tmp_path / "out")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -242,3 +243,35 @@ def test_steady_state_warmup_and_file_decryption(tmp_path: Path) -> None:
             assert 0 <= m[f"{lang}.{op}.system_cpu_percent"]["value"] <= 100
     text = (tmp_path / "scratch" / "crypto" / "text-65536.bin").read_bytes()
     assert len(text) == 65536 and text.isascii()
+
+
+def test_java_reaches_steady_state_and_reports_cold_apart(tmp_path: Path) -> None:
+    """A JIT language (Java) and a compiled one (Go) on a small in-memory AES-GCM cell with a
+    time-based warm-up: the warm-up settles (``steady`` = 1), lasts at least half of ``warmup_s``
+    (CONTRACT.md: a JIT compiles its last tier late), and the cold first operation is reported on
+    its own, outside the timed ones; Java's cold operation runs interpreted, its warm ones compiled."""
+    for lang in ("java", "go"):
+        program(lang)  # skips without the toolchain, fails when not built
+    warmup_s, iterations = 8.0, 20
+    b = bench(
+        "aes-128-gcm",
+        languages=["java", "go"],
+        ops=["encrypt"],
+        payload_bytes=1024,
+        iterations=iterations,
+        warmup_s=warmup_s,
+        tolerance=0.5,  # batch means of >= 160 ms; the interpreter is 10-100x off, a shared CPU 2x
+    )
+    out = run(tmp_path, b)
+    assert out.status == "ok", out.error
+    m = out.metrics
+    for lang in ("java", "go"):
+        sample = out.samples[f"{lang}.encrypt"]
+        assert m[f"{lang}.encrypt.steady"]["value"] == 1.0, sample["warmup_batches_ns"]
+        assert m[f"{lang}.encrypt.warmup_time"]["value"] >= warmup_s / 2
+        assert m[f"{lang}.encrypt.warmup_ops"]["value"] >= 1
+        assert len(sample["times_ns"]) == iterations  # the cold operation is not among the timed
+        assert m[f"{lang}.encrypt.cold_time"]["value"] == pytest.approx(sample["cold_ns"] / 1e9)
+        warm = statistics.median(sample["times_ns"]) / 1e9
+        assert m[f"{lang}.encrypt.time_per_op"]["value"] == pytest.approx(warm)
+    assert m["java.encrypt.cold_time"]["value"] > 2 * m["java.encrypt.time_per_op"]["value"]
