@@ -69,6 +69,8 @@ def test_containers_expire_after_drawn_idle_lifetimes(short_lived):
     c.deploy("idle", function="calcs", memory_mb=128)
     insp = c.invoke("idle", EVENT)[1]["inspector"]
     assert 0.5 <= insp["instance_keep_alive_s"] <= 1.0, "drawn from the profile's container model"
+    listed = {i["id"]: i for i in c.info()["instances"]}[insp["instance_id"]]
+    assert listed["keep_alive_s"] == insp["instance_keep_alive_s"] and listed["host_expired"] is False
     time.sleep(0.2)
     assert c.invoke("idle", EVENT)[1]["inspector"]["recycled"], "reused within its idle lifetime"
     time.sleep(1.5)

@@ -190,6 +190,8 @@ class Emulator:
             "inflight": inst.inflight,
             "invocations": inst.invocations,
             "idle_s": time.monotonic() - inst.last_used,
+            "keep_alive_s": inst.keep_alive_s if math.isfinite(inst.keep_alive_s) else None,
+            "host_expired": inst.host.expired(),
             "uptime_s": time.monotonic() - inst.created,
             "log_bytes": inst.log.total,
             "log_truncated_bytes": inst.log.truncated,

@@ -41,6 +41,32 @@ class Retention:
             x = rng.uniform(self.low_s, self.high_s)
         return min(max(x, self.min_s), self.max_s)
 
+    def cdf(self, x: float) -> float:
+        """P(lifetime <= x) of what ``draw`` gives: the model's distribution clipped to [min_s, max_s]."""
+        if self.model == "never" or x < self.min_s:
+            return 0.0
+        if x >= self.max_s:
+            return 1.0
+        return self._model_cdf(x)
+
+    def _model_cdf(self, x: float) -> float:
+        """P(X <= x) of the unclipped model, for min_s <= x < max_s."""
+        if self.model == "fixed":
+            return float(x >= self.value_s)
+        if self.model == "exponential":
+            return 1.0 - math.exp(-max(x, 0.0) / self.mean_s)
+        if self.model == "lognormal":
+            if x <= 0 or not self.sigma:
+                return float(x >= self.median_s)
+            return 0.5 * (1 + math.erf(math.log(x / self.median_s) / (self.sigma * math.sqrt(2))))
+        if self.high_s == self.low_s:
+            return float(x >= self.low_s)
+        return min(1.0, max(0.0, (x - self.low_s) / (self.high_s - self.low_s)))
+
+    def survival(self, x: float) -> float:
+        """P(lifetime > x): the share of containers (hosts) expected to outlive an idle gap of x s."""
+        return 1.0 - self.cdf(x)
+
     def describe(self) -> dict[str, Any]:
         keys = {
             "never": (),

@@ -3,7 +3,8 @@
 Modes: ``warm`` (warm-up call, then ``calls`` warm calls), ``cold`` (every call forced cold),
 ``cold_warm`` (pairs: a forced cold call, then a warm one), ``scaling`` (``concurrency`` callers
 at once, each making ``calls`` calls, from fresh hosts), ``retention`` (warm ``concurrency``
-instances, then after each idle gap of ``gaps_s`` count how many were recycled).
+instances, stay idle for a gap of ``gaps_s``, count those still in the pool, call again and count
+the recycled calls; each gap from freshly warmed instances).
 ``endpoint: auto`` starts a private emulator on 127.0.0.1 with ``profile`` for the benchmark;
 ``endpoint: local`` uses this host's emulator service ($TESTBED_FAAS_URL, default port 8650).
 """
@@ -247,12 +248,42 @@ def _mode_scaling(ctx: RunContext, client: FaasClient, name: str) -> list[dict[s
 
 
 def _mode_retention(ctx: RunContext, client: FaasClient, name: str) -> list[dict[str, Any]]:
+    """Per idle gap, from fresh containers (the study's separate runs): warm ``concurrency`` of
+    them, stay idle for the gap, look which are still in the pool (without calling them), call
+    again. Each gap's retained share samples the survival of drawn idle lifetimes, independently
+    of the other gaps."""
     event, n = ctx.params.get("event") or {}, int(ctx.params.get("concurrency", 1))
-    out = _parallel(client, name, event, n, 1, "warmup")
+    out: list[dict[str, Any]] = []
     for gap in ctx.params["gaps_s"]:
+        _check_stop(ctx)
+        client.cold(name)
+        start = time.monotonic()
+        warm = _parallel(client, name, event, n, 1, "warmup")
         ctx.sleep(float(gap))
+        out += [*warm, _observe(client, gap, warm, start)]
         out += _parallel(client, name, event, n, 1, f"gap_{_num(gap)}s")
     return out
+
+
+def _observe(client: FaasClient, gap: float, warm: list[dict[str, Any]], start: float) -> dict[str, Any]:
+    """The warmed containers in the emulator's pool after the gap: idle seconds and whether each is
+    still usable (listed, within its idle lifetime, on a live host; the reaper lags up to 0.1 s).
+    ``max_idle_s`` (since the warm-up started) bounds the idle time of those no longer listed."""
+    max_idle = time.monotonic() - start
+    pool = {i["id"]: i for i in client.info()["instances"]}
+    seen = []
+    for iid in dict.fromkeys(c["inspector"]["instance_id"] for c in warm if c["ok"]):
+        inst = pool.get(iid)
+        keep = inst.get("keep_alive_s") if inst else None
+        alive = inst is not None and not inst.get("host_expired") and (keep is None or inst["idle_s"] <= keep)
+        seen.append({"instance_id": iid, "idle_s": inst["idle_s"] if inst else None, "retained": alive})
+    return {
+        "observation": True,
+        "phase": f"gap_{_num(gap)}s",
+        "gap_s": gap,
+        "max_idle_s": max_idle,
+        "containers": seen,
+    }
 
 
 def _check_stop(ctx: RunContext) -> None:
@@ -281,6 +312,8 @@ def _quantile(values: list[float], q: float) -> float:
 def _outcome(
     ctx: RunContext, info: dict[str, Any], deployment: dict[str, Any], calls: list[dict[str, Any]], mode: str
 ) -> Outcome:
+    observed = [c for c in calls if c.get("observation")]
+    calls = [c for c in calls if not c.get("observation")]
     measured = [c for c in calls if c["phase"] != "warmup"] or calls
     ok = [c for c in measured if c["ok"]]
     if not ok:
@@ -337,19 +370,15 @@ def _outcome(
     if mode in ("scaling", "retention"):
         _pool_metrics(m, ok)
     if mode == "retention":
-        # recycled = the call was served by an instance that already existed (reused), as in the
-        # study; one point of the retention curve per idle gap
-        for phase in dict.fromkeys(c["phase"] for c in measured):
-            batch = [c for c in measured if c["phase"] == phase and c["ok"]]
-            if batch:
-                m[f"recycled_fraction_{phase}"] = metric(
-                    sum(not c["inspector"]["new_instance"] for c in batch) / len(batch), "1", "higher"
-                )
+        _retention_metrics(m, measured, observed)
+    m |= _host_regression(ok)
     samples = {
         "calls": [_sample(c) for c in calls],
         "emulator": _emulator_summary(info),
         "deployment": deployment,
     }
+    if observed:
+        samples["retention"] = observed
     errors = [c["error"] for c in measured if not c["ok"]]
     return Outcome(
         metrics=m,
@@ -362,6 +391,59 @@ def _outcome(
         },
         error=f"{len(errors)} of {len(measured)} calls failed; first: {errors[0]}" if errors else None,
     )
+
+
+def _retention_metrics(
+    m: dict[str, dict[str, Any]], measured: list[dict[str, Any]], observed: list[dict[str, Any]]
+) -> None:
+    """The retention curve, one point per gap: ``retained_fraction_gap_<G>s`` = share of the warmed
+    containers still usable after G s idle (the survival of their idle lifetimes);
+    ``recycled_fraction_gap_<G>s`` = share of the calls after the gap served by a container that
+    already existed (the study's; several calls can reuse one survivor)."""
+    for obs in observed:
+        if obs["containers"]:
+            share = sum(c["retained"] for c in obs["containers"]) / len(obs["containers"])
+            m[f"retained_fraction_{obs['phase']}"] = metric(share, "1", "higher")
+    for phase in dict.fromkeys(c["phase"] for c in measured):
+        batch = [c for c in measured if c["phase"] == phase and c["ok"]]
+        if batch:
+            m[f"recycled_fraction_{phase}"] = metric(
+                sum(not c["inspector"]["new_instance"] for c in batch) / len(batch), "1", "higher"
+            )
+
+
+def ols(x: list[float], y: list[float]) -> dict[str, float]:
+    """Least-squares line y = a + b x: slope b, its standard error and 95 % confidence interval."""
+    import numpy as np
+    from scipy import stats
+
+    xs, ys = np.asarray(x, float), np.asarray(y, float)
+    n = len(xs)  # >= 3, with two distinct x at least
+    dx = xs - xs.mean()
+    slope = float((dx * (ys - ys.mean())).sum() / (dx * dx).sum())
+    resid = ys - ys.mean() - slope * dx
+    se = float(np.sqrt((resid * resid).sum() / (n - 2) / (dx * dx).sum()))
+    half = float(stats.t.ppf(0.975, n - 2)) * se
+    return {"slope": slope, "se": se, "ci_low": slope - half, "ci_high": slope + half, "n": n}
+
+
+def _host_regression(ok: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Latency vs containers on the call's host (the factors study's regression): the OLS slope of
+    handler and round-trip seconds per host container, with its standard error and 95 % CI, when
+    the calls saw more than one distinct ``host_containers``."""
+    x = [c["inspector"].get("host_containers") for c in ok]
+    if None in x or len(set(x)) < 2 or len(x) < 3:
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for name, y in (
+        ("handler_s", [c["inspector"]["handler_s"] for c in ok]),
+        ("round_trip_s", [c["round_trip_s"] for c in ok]),
+    ):
+        fit = ols(x, y)
+        key = f"{name}_per_host_container"
+        out[key] = metric(fit["slope"], "s", "lower")
+        out |= {f"{key}_{q}": metric(fit[q], "s", "lower") for q in ("se", "ci_low", "ci_high")}
+    return out
 
 
 def _pool_metrics(m: dict[str, dict[str, Any]], ok: list[dict[str, Any]]) -> None:
@@ -395,7 +477,9 @@ def _sample(c: dict[str, Any]) -> dict[str, Any]:
         "recycled",
         "host_id",
         "host_uptime_s",
+        "host_containers",
         "instance_uptime_s",
+        "instance_keep_alive_s",
         "cold_start_kind",
         "provider_s",
         "host_s",
