@@ -106,7 +106,9 @@ def gap_runs(r: dict) -> list[tuple[float, list[dict], dict, list[dict]]]:
 
 
 def binomial_tol(p: float, n: int) -> float:
-    return 3 * math.sqrt(p * (1 - p) / n) + 1 / n
+    """Half-width of a share of n draws with probability p: 4 sd (a false alarm ~1e-4 per check),
+    plus one draw for the discreteness."""
+    return 4 * math.sqrt(p * (1 - p) / n) + 1 / n
 
 
 def test_each_container_lives_its_drawn_idle_lifetime(records):
@@ -143,7 +145,7 @@ def test_retention_curve_follows_the_profile_model(records):
         sd = math.hypot(
             *(math.sqrt(model.survival(g) * (1 - model.survival(g)) / n) for g in GAPS[k - 1 : k + 1])
         )
-        assert curve[k] <= curve[k - 1] + 3 * sd, f"the curve rises at {GAPS[k]} s beyond chance"
+        assert curve[k] <= curve[k - 1] + 4 * sd, f"the curve rises at {GAPS[k]} s beyond chance"
     # all drawn lifetimes of the run: their survival curve is non-increasing and follows the model
     drawn = [s["instance_keep_alive_s"] for _, warm, _, _ in gap_runs(r) for s in warm]
     survival = [sum(x > g for x in drawn) / len(drawn) for g in GAPS]
