@@ -412,19 +412,19 @@ def _retention_metrics(
             )
 
 
-def ols(x: list[float], y: list[float]) -> dict[str, float]:
-    """Least-squares line y = a + b x: slope b, its standard error and 95 % confidence interval."""
-    import numpy as np
-    from scipy import stats
-
-    xs, ys = np.asarray(x, float), np.asarray(y, float)
-    n = len(xs)  # >= 3, with two distinct x at least
-    dx = xs - xs.mean()
-    slope = float((dx * (ys - ys.mean())).sum() / (dx * dx).sum())
-    resid = ys - ys.mean() - slope * dx
-    se = float(np.sqrt((resid * resid).sum() / (n - 2) / (dx * dx).sum()))
-    half = float(stats.t.ppf(0.975, n - 2)) * se
-    return {"slope": slope, "se": se, "ci_low": slope - half, "ci_high": slope + half, "n": n}
+def ols(x: list[float], y: list[float]) -> dict[str, float] | None:
+    """Least-squares line y = a + b x (scipy's linregress): slope b, its standard error and 95 %
+    confidence interval. None where scipy is not installed (it comes with the agent's notebooks
+    extra; the agent's core has no numerical library)."""
+    try:
+        from scipy import stats
+    except ImportError:
+        return None
+    n = len(x)  # >= 3, with two distinct x at least
+    fit = stats.linregress(x, y)
+    half = float(stats.t.ppf(0.975, n - 2)) * float(fit.stderr)
+    slope = float(fit.slope)
+    return {"slope": slope, "se": float(fit.stderr), "ci_low": slope - half, "ci_high": slope + half, "n": n}
 
 
 def _host_regression(ok: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -440,6 +440,8 @@ def _host_regression(ok: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         ("round_trip_s", [c["round_trip_s"] for c in ok]),
     ):
         fit = ols(x, y)
+        if fit is None:
+            return {}
         key = f"{name}_per_host_container"
         out[key] = metric(fit["slope"], "s", "lower")
         out |= {f"{key}_{q}": metric(fit[q], "s", "lower") for q in ("se", "ci_low", "ci_high")}
