@@ -104,3 +104,19 @@ def test_node_exporter_deltas_and_progress(node_exporter: dict, tmp_path: Path) 
         if 'testbed_agent_executions_done{host="hx",run_id="r9"} 2' in text:
             break
     assert 'testbed_agent_executions_total{host="hx",run_id="r9"} 5' in text
+
+
+def test_output_piped_into_a_reader_that_stops_early_is_no_traceback() -> None:
+    """``testbed-agent plan show PLAN --json | head -1``: exit 141 quietly, like other Unix tools."""
+    plan = Path(__file__).resolve().parents[2] / "workloads" / "plans" / "faas-io.yml"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "testbed_agent", "plan", "show", str(plan), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline().startswith(b"{")
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141, err
+    assert "Traceback" not in err and "Broken pipe" not in err, err
