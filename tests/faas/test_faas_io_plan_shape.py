@@ -48,8 +48,8 @@ def test_dd_command_shapes_are_the_studys() -> None:
     seen = {}
     for r in _executions():
         seen[_cell(r["params"])] = r["params"]["event"]["steps"]
-    for (_, _, size, io, op), steps in seen.items():
-        io = min(io, size)  # the plan's header: bs is capped at the file size (10 KB at 128 KB: one I/O)
+    for (_, _, size, io_size, op), steps in seen.items():
+        io = min(io_size, size)  # the plan's header: bs is capped at the file size (10 KB at 128 KB: one I/O)
         count = f"count={size // io}"
         write = ["if=/dev/urandom", "of=f", f"bs={io}", count, "conv=fsync"]
         measured = [s for s in steps if s.get("measure")]
