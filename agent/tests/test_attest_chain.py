@@ -8,6 +8,7 @@ import hashlib
 import json
 import shutil
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -103,7 +104,8 @@ def _evidence(
         "binding": c,
         "technology": "azure-hcl",
         "files": files,
-        "collected_at": "2026-11-24T04:00:00+00:00",
+        # now: the test PKI is valid from a day ago (a fixed date here expired the test a day later)
+        "collected_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     (d / "manifest.json").write_text(json.dumps(doc))
 
