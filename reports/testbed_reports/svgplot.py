@@ -176,6 +176,19 @@ def _frame(width: float, labels: list[str], palette: dict[str, str], extra: floa
     return svg, top
 
 
+def _bar(
+    svg: _Svg, p: _Panel, span: tuple[float, float], value: float, fill: str, tip: str
+) -> tuple[float, float]:
+    """A bar from 0 to ``value`` over the data-x ``span`` of panel ``p``; returns its pixel x range."""
+    x0, x1 = float(p.x(span[0])), float(p.x(span[1]))
+    y0, y1 = float(p.y(0.0)), float(p.y(value))
+    svg.add(
+        f'<rect x="{x0:.1f}" y="{min(y0, y1):.1f}" width="{x1 - x0:.1f}" height="{abs(y0 - y1):.1f}" '
+        f'fill="{fill}"><title>{tip}</title></rect>'
+    )
+    return x0, x1
+
+
 def bars(desc: pd.DataFrame, metrics: list[str], palette: dict[str, str]) -> str:
     """Mean per label with its 95% CI error bar; one panel per metric."""
     labels = list(dict.fromkeys(desc["label"].astype(str)))
@@ -191,13 +204,8 @@ def bars(desc: pd.DataFrame, metrics: list[str], palette: dict[str, str]) -> str
         p = _Panel(svg, i * PANEL_W, top, (0, len(part)), (ymin, ymax), m, f"[{unit}] {better} is better")
         p.yticks()
         for j, lab in enumerate(part["label"].astype(str)):
-            x0, x1 = float(p.x(j + 0.15)), float(p.x(j + 0.85))
-            y0, y1 = float(p.y(0.0)), float(p.y(mean[j]))
             tip = f"{escape(lab)}: {_num(mean[j])} {escape(unit)}"
-            svg.add(
-                f'<rect x="{x0:.1f}" y="{min(y0, y1):.1f}" width="{x1 - x0:.1f}" '
-                f'height="{abs(y0 - y1):.1f}" fill="{palette[lab]}"><title>{tip}</title></rect>'
-            )
+            x0, x1 = _bar(svg, p, (j + 0.15, j + 0.85), mean[j], palette[lab], tip)
             xc = (x0 + x1) / 2
             ya, yb = float(p.y(lo[j])), float(p.y(hi[j]))
             svg.add(
@@ -269,12 +277,8 @@ def cv_bars(desc: pd.DataFrame, metrics: list[str], palette: dict[str, str]) -> 
             cv = float(r["cv_percent"])
             if not np.isfinite(cv):
                 continue
-            x0, x1 = float(p.x(i + 0.1 + j * bw)), float(p.x(i + 0.1 + (j + 1) * bw))
-            y0, y1 = float(p.y(0.0)), float(p.y(cv))
-            svg.add(
-                f'<rect x="{x0:.1f}" y="{y1:.1f}" width="{x1 - x0:.1f}" height="{y0 - y1:.1f}" '
-                f'fill="{palette[lab]}"><title>{escape(lab)} {escape(m)}: CV {cv:.2f}%</title></rect>'
-            )
+            tip = f"{escape(lab)} {escape(m)}: CV {cv:.2f}%"
+            x0, x1 = _bar(svg, p, (i + 0.1 + j * bw, i + 0.1 + (j + 1) * bw), cv, palette[lab], tip)
             lo, hi = float(r["cv_ci_low"]), float(r["cv_ci_high"])
             if np.isfinite(lo) and np.isfinite(hi):
                 xc = (x0 + x1) / 2
@@ -362,12 +366,8 @@ def grouped_bars(
             mean, lo, hi = values.get((g, lab), (float("nan"),) * 3)
             if not np.isfinite(mean):
                 continue
-            x0, x1 = float(p.x(i + 0.1 + j * bw)), float(p.x(i + 0.1 + (j + 1) * bw))
-            y0, y1 = float(p.y(0.0)), float(p.y(mean))
-            svg.add(
-                f'<rect x="{x0:.1f}" y="{min(y0, y1):.1f}" width="{x1 - x0:.1f}" height="{abs(y0 - y1):.1f}" '
-                f'fill="{palette[lab]}"><title>{escape(lab)} {escape(g)}: {_num(mean)}</title></rect>'
-            )
+            tip = f"{escape(lab)} {escape(g)}: {_num(mean)}"
+            x0, x1 = _bar(svg, p, (i + 0.1 + j * bw, i + 0.1 + (j + 1) * bw), mean, palette[lab], tip)
             _whisker(svg, p, (x0 + x1) / 2, lo, hi)
         xg = float(p.x(i + 0.5))
         svg.text(xg, p.py0 + 12, g[:28], size=9, anchor="end", rotate=-45)

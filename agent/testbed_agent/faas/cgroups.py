@@ -45,18 +45,20 @@ def _keyed(text: str) -> dict[str, int]:
     return out
 
 
-def _split(usage_ns: str, user_s: float, system_s: float) -> tuple[float, float]:
-    """User and system seconds scaled so that they add up to the scheduler's exact CPU time
-    ``usage_ns`` (v1 ``cpuacct.usage``, v2 ``usage_usec``). The user/system split is sampled at
-    timer ticks: for a task the CFS quota throttles at tick boundaries, v1's ``usage_user`` read
-    +30-40 % high at 0.07 vCPU, where ``cpuacct.usage`` gave the quota exactly."""
-    if not usage_ns.isdigit():
-        return user_s, system_s
-    total = int(usage_ns) / 1e9
+def _cpu_stats(
+    total_s: float | None, user_s: float, system_s: float, throttled_s: float, stat: dict
+) -> CgStats:
+    """CPU counters of one cgroup. User and system seconds are scaled so that they add up to the
+    scheduler's exact CPU time ``total_s`` (v1 ``cpuacct.usage``, v2 ``usage_usec``; None: not
+    readable). The user/system split is sampled at timer ticks: for a task the CFS quota throttles
+    at tick boundaries, v1's ``usage_user`` read +30-40 % high at 0.07 vCPU, where
+    ``cpuacct.usage`` gave the quota exactly. Periods come from ``cpu.stat`` (same keys in v1 and v2)."""
     sampled = user_s + system_s
-    if sampled <= 0:
-        return total, 0.0
-    return total * user_s / sampled, total * system_s / sampled
+    if total_s is not None:
+        user_s, system_s = (
+            (total_s * user_s / sampled, total_s * system_s / sampled) if sampled > 0 else (total_s, 0.0)
+        )
+    return CgStats(user_s, system_s, throttled_s, stat.get("nr_periods", 0), stat.get("nr_throttled", 0))
 
 
 def _write(path: Path, value: str) -> None:
@@ -161,15 +163,10 @@ class V1Instance(InstanceCgroup):
 
     def stats(self, full: bool = True) -> CgStats:
         read, acct = self.files.read, self.dirs["cpuacct"]
-        user, system = _split(read(acct / "cpuacct.usage").strip(), *self._user_sys())
+        usage = read(acct / "cpuacct.usage").strip()
         stat = _keyed(read(self.dirs["cpu"] / "cpu.stat"))
-        out = CgStats(
-            user,
-            system,
-            stat.get("throttled_time", 0) / 1e9,
-            stat.get("nr_periods", 0),
-            stat.get("nr_throttled", 0),
-        )
+        total = int(usage) / 1e9 if usage.isdigit() else None
+        out = _cpu_stats(total, *self._user_sys(), stat.get("throttled_time", 0) / 1e9, stat)
         if full:
             mem = self.dirs["memory"]
             peak = read(mem / "memory.max_usage_in_bytes").strip()
@@ -221,18 +218,9 @@ class V2Instance(InstanceCgroup):
     def stats(self, full: bool = True) -> CgStats:
         read = self.files.read
         cpu = _keyed(read(self.path / "cpu.stat"))
-        user, system = _split(
-            str(cpu["usage_usec"] * 1000) if "usage_usec" in cpu else "",
-            cpu.get("user_usec", 0) / 1e6,
-            cpu.get("system_usec", 0) / 1e6,
-        )
-        out = CgStats(
-            user,
-            system,
-            cpu.get("throttled_usec", 0) / 1e6,
-            cpu.get("nr_periods", 0),
-            cpu.get("nr_throttled", 0),
-        )
+        total = cpu["usage_usec"] / 1e6 if "usage_usec" in cpu else None
+        user, system = cpu.get("user_usec", 0) / 1e6, cpu.get("system_usec", 0) / 1e6
+        out = _cpu_stats(total, user, system, cpu.get("throttled_usec", 0) / 1e6, cpu)
         if full:
             peak = read(self.path / "memory.peak").strip() or read(self.path / "memory.current").strip()
             out.memory_peak_bytes = int(peak) if peak.isdigit() else 0
