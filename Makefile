@@ -10,10 +10,12 @@ PLAN  ?= workloads/plans/quick.yml
 BUILD_TARGETS :=
 TEST_PREREQS  :=
 BENCH_SCRIPTS := bench/agent_overhead.py
+# make test leaves out the study reruns (pytest -m study, ~12 min): make test-studies runs them
+PYTEST_ARGS   ?= -m "not study"
 
 -include mk/*.mk
 
-.PHONY: help install run test bench lint build clean
+.PHONY: help install run test test-studies bench lint build clean
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort
 
@@ -30,6 +32,9 @@ run: $(STAMP) build ## run the quick plan on localhost through Ansible; prints t
 
 test: $(STAMP) build $(TEST_PREREQS) ## run the whole test suite
 	@source $(VENV)/bin/activate && python -m pytest $(PYTEST_ARGS)
+
+test-studies: $(STAMP) build $(TEST_PREREQS) ## the published studies' plans, small, through Ansible (~12 min)
+	@source $(VENV)/bin/activate && python -m pytest -m study
 
 bench: $(STAMP) build ## benchmarks of the toolkit itself: ratios measured side by side
 	@source $(VENV)/bin/activate && for s in $(BENCH_SCRIPTS); do python $$s || exit 1; done

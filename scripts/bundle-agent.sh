@@ -2,6 +2,8 @@
 # Build what the agent role copies to targets: the agent wheel, workloads/ and kaggle_notebooks/
 # (without build output), and the pinned constraints. Prints "built" when the bundle changed.
 set -euo pipefail
+# shellcheck source=reproducible-tar.sh
+. "$(dirname "$0")/reproducible-tar.sh"
 out=${1:?usage: bundle-agent.sh OUTDIR}
 root=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$out"
@@ -24,14 +26,8 @@ for exe in workloads/crypto/go/bin/testbed-crypto workloads/crypto/rust/target/r
   if [ -x "$root/$exe" ]; then mkdir -p "$stage/$(dirname "$exe")"; cp -p "$root/$exe" "$stage/$exe"; fi
 done
 basename "$(ls "$stage"/dist/*.whl)" > "$stage/WHEEL"
-# A reproducible archive: fixed order, owner and times, so an unchanged tree gives the same bytes.
-new="$out/testbed-agent-bundle.tar.gz.new"
-tar -C "$stage" --sort=name --owner=0 --group=0 --numeric-owner --mtime='2000-01-01' \
-    -cf - dist constraints.txt workloads $( [ -d "$stage/kaggle_notebooks" ] && echo kaggle_notebooks ) \
-    | gzip -n > "$new"
+# A reproducible archive (gzip -n: no name or time in the header either).
+repro_tar "$stage" dist constraints.txt workloads $( [ -d "$stage/kaggle_notebooks" ] && echo kaggle_notebooks ) \
+    | gzip -n > "$out/testbed-agent-bundle.tar.gz.new"
 cp "$stage/WHEEL" "$out/WHEEL"
-if [ -f "$out/testbed-agent-bundle.tar.gz" ] && cmp -s "$new" "$out/testbed-agent-bundle.tar.gz"; then
-  rm -f "$new"; echo "unchanged"
-else
-  mv "$new" "$out/testbed-agent-bundle.tar.gz"; echo "built"
-fi
+replace_if_changed "$out/testbed-agent-bundle.tar.gz.new" "$out/testbed-agent-bundle.tar.gz"

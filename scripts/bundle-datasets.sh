@@ -5,6 +5,8 @@
 # unchanged set gives the same bytes and the copy to a target is skipped.
 # Prints "none" (nothing placed), "built" or "unchanged".
 set -euo pipefail
+# shellcheck source=reproducible-tar.sh
+. "$(dirname "$0")/reproducible-tar.sh"
 src=${1:?usage: bundle-datasets.sh SRCDIR OUTDIR}
 out=${2:?usage: bundle-datasets.sh SRCDIR OUTDIR}
 mkdir -p "$out"
@@ -13,11 +15,5 @@ mapfile -t sets < <(find "$src" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' 2
 if [ "${#sets[@]}" -eq 0 ]; then
   rm -f "$tarball"; echo "none"; exit 0
 fi
-new="$tarball.new"
-tar -C "$src" --sort=name --owner=0 --group=0 --numeric-owner --mtime='2000-01-01' \
-    --mode='u+rwX,go+rX,go-w' -cf "$new" "${sets[@]}"
-if [ -f "$tarball" ] && cmp -s "$new" "$tarball"; then
-  rm -f "$new"; echo "unchanged"
-else
-  mv "$new" "$tarball"; echo "built"
-fi
+repro_tar "$src" "${sets[@]}" > "$tarball.new"
+replace_if_changed "$tarball.new" "$tarball"

@@ -122,3 +122,23 @@ def test_bad_plan_stops_before_anything_runs(stage: Path) -> None:
     flat = re.sub(r"\s*\n\s*", " ", res.stdout)  # YAML output folds long lines
     assert f"error: {stage / 'plan.yml'}:2: field ''repetitions'' must be >= 1" in flat
     assert not (stage / "results" / "bad").exists()
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_agent_plan_set_runs_the_derived_plan(stage: Path) -> None:
+    """``agent_plan_set``: the controller derives the plan, the target runs the derived one."""
+    extra = json.loads((stage / "extra.json").read_text())
+    extra.update(agent_python=sys.executable, agent_plan_set=["dd.repetitions=1", "dd.count=8", "wait_s=0"])
+    (stage / "extra.json").write_text(json.dumps(extra))
+    res = ansible_playbook("run.yml", "-e", f"@{stage / 'extra.json'}", "-e", "run_id=derived")
+    assert res.returncode == 0, res.stdout[-3000:]
+    records = [
+        json.loads(x) for x in (stage / "results" / "derived" / "localhost.jsonl").read_text().splitlines()
+    ]
+    assert {r["plan"] for r in records} == {"ansible-smoke.derived"}
+    dd = [r for r in records if r["type"] == "dd"]
+    assert len(dd) == 1 and dd[0]["params"]["count"] == 8
+    copied = (stage / "agent" / "plans").glob("plan-*.yml")
+    text = next(copied).read_text()
+    assert f"# Derived from {stage / 'plan.yml'}" in text and "#   --set dd.count=8" in text

@@ -29,6 +29,7 @@ from typing import Any
 
 from testbed_agent.errors import TestbedError
 from testbed_agent.plan import Benchmark, Plan, load_plan
+from testbed_agent.plan_derive import add_derive_parser, add_set_argument, derived_plan
 
 #: typical seconds of one execution by type when its parameters say nothing more precise
 TYPICAL_S = {"sysinfo": 5.0, "crypto": 60.0, "faas": 60.0, "pyperformance": 3600.0}
@@ -303,7 +304,7 @@ def _matrix(inv: dict[str, Any]) -> list[dict[str, Any]]:
 
 def show(args: argparse.Namespace) -> int:
     """The ``plan show`` command."""
-    plan = load_plan(args.plan)
+    plan = derived_plan(args.plan, args.set) if args.set else load_plan(args.plan)
     rows = expand(plan)
     total = totals(rows)
     matrix = machines(args.inventory) if args.inventory else []
@@ -398,4 +399,6 @@ def add_parser(sub: Any) -> None:
         default=[],
         help="also print this inventory's machine matrix (repeatable, as ansible -i)",
     )
+    add_set_argument(p)
     p.set_defaults(func=show)
+    add_derive_parser(plan_sub)

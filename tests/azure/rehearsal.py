@@ -34,7 +34,9 @@ ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 AZURE_PY = ROOT / ".venv/azure/bin/python"
 ADDRESSES = [f"127.0.0.{n}" for n in range(11, 23)]
-INVENTORY = ["inventory/azure.yml", "inventory/azure.constructed.yml"]
+#: the matrix (replaced by --base-inventory, e.g. the study preset) and its constructed groups
+INVENTORY = "inventory/azure.yml"
+CONSTRUCTED = "inventory/azure.constructed.yml"
 
 
 def _free_port() -> int:
@@ -134,13 +136,21 @@ HCL_REPORT = Path("/work/shared/attestation-samples/azure-cvm/hcl-report-snp.bin
 HCL_NV_INDEX = "0x01400001"
 
 
-def _confidential_hosts() -> list[str]:
-    hosts = yaml.safe_load((ROOT / INVENTORY[0]).read_text())["all"]["children"]["azure"]["hosts"]
+def _hosts(group: dict) -> dict[str, dict]:
+    """Every host of an inventory group and its children, with its own variables."""
+    found = {name: v or {} for name, v in (group.get("hosts") or {}).items()}
+    for child in (group.get("children") or {}).values():
+        found.update(_hosts(child or {}))
+    return found
+
+
+def _confidential_hosts(inventory: Path) -> list[str]:
+    hosts = _hosts(yaml.safe_load((ROOT / inventory).read_text())["all"])
     return [name for name, v in hosts.items() if v.get("azure_vm_security_type") == "ConfidentialVM"]
 
 
 @contextmanager
-def vtpms(work: Path, report: Path) -> Iterator[dict[str, str]]:
+def vtpms(work: Path, report: Path, inventory: Path) -> Iterator[dict[str, str]]:
     """A swtpm per confidential machine whose NV index 0x01400001 holds ``report`` (an Azure HCL
     report); yields {host: TCTI}. Empty when swtpm, tpm2-tools or the report are missing."""
     tools = [shutil.which(t) for t in ("swtpm", "tpm2_nvdefine", "tpm2_nvwrite")]
@@ -149,7 +159,7 @@ def vtpms(work: Path, report: Path) -> Iterator[dict[str, str]]:
         return
     procs, tctis = [], {}
     try:
-        for host in _confidential_hosts():
+        for host in _confidential_hosts(inventory):
             state = work / "vtpm" / host
             state.mkdir(parents=True, exist_ok=True)
             port = _free_port_pair()  # the swtpm TCTI expects the control channel at port + 1
@@ -278,9 +288,14 @@ def run(args: argparse.Namespace) -> int:
     """Run the rehearsal; return the exit status."""
     work = args.workdir.resolve()
     work.mkdir(parents=True, exist_ok=True)
-    with arm_server(work) as endpoint, sshd(work) as (port, key), vtpms(work, args.hcl_report) as tctis:
+    matrix = args.base_inventory
+    with (
+        arm_server(work) as endpoint,
+        sshd(work) as (port, key),
+        vtpms(work, args.hcl_report, matrix) as tctis,
+    ):
         overlays = [str(overlay(work, endpoint, port, key, tctis)), *map(str, args.inventory)]
-        inv = [arg for i in [*INVENTORY, *overlays] for arg in ("-i", i)]
+        inv = [arg for i in [str(matrix), CONSTRUCTED, *overlays] for arg in ("-i", i)]
         cmd = ["ansible-playbook", *inv, args.playbook, "-e", f"ansible_user={getpass.getuser()}"]
         cmd += ["-e", f"plan={args.plan}", "-e", f"run_id={args.run_id}"]
         cmd += ["-l", args.limit] if args.limit else []
@@ -343,6 +358,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-l", "--limit", default="", help="ansible --limit (default: the whole Azure matrix)")
     ap.add_argument("--workdir", type=Path, default=ROOT / ".cache/azure-rehearsal")
     ap.add_argument("--plan", default="tests/azure/rehearsal-plan.yml")
+    ap.add_argument(
+        "--base-inventory",
+        type=Path,
+        default=Path(INVENTORY),
+        help=f"the machine matrix (default {INVENTORY}; e.g. inventory/azure-study.yml)",
+    )
     ap.add_argument("--playbook", default="run.yml")
     ap.add_argument("--run-id", default=time.strftime("rh%Y%m%dt%H%M%Sz", time.gmtime()))
     ap.add_argument("-e", "--extra-vars", action="append", default=[])

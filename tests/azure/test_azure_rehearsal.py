@@ -5,6 +5,7 @@ Both run the real azure collection with its real SDKs (.venv/azure, installed by
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -12,6 +13,8 @@ from pathlib import Path
 
 import pytest
 from repotest import ROOT
+
+from testbed_agent.workloads.nbaliases import notebook_alias
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 REHEARSAL = ROOT / "tests/azure/rehearsal.py"
@@ -75,3 +78,67 @@ def test_a_rehearsal_killed_while_provisioning_is_reaped(tmp_path: Path) -> None
     _, created, deleted, left, _ = CLOSING.findall(done.stdout)[-1]
     assert done.returncode == 0, done.stdout[-5000:]
     assert int(created) >= 1 and deleted == created and left == "0"
+
+
+#: the study's plan made small: every line still runs, fio for 1 s, notebooks at quick scale
+STUDY_SHORT = [
+    "wait_s=0",
+    "fio.runtime_s=1",
+    "fio.ramp_s=0",
+    "fio.size=8M",
+    "kaggle_notebook.scale=quick",
+    "pyperformance.benchmarks=[float]",
+    "pyperformance.mode=fast",
+]
+
+
+@pytest.mark.study
+def test_the_study_plan_runs_on_the_study_machines(tmp_path: Path) -> None:
+    """The data-science study through run.yml as published (issue 16 item 1): the study preset's six
+    machines, ``-l sev,tdx,amd_baseline,intel_baseline``, the classic plan with its original names,
+    derived small through ``agent_plan_set``. ~12 min on 2 cores: ``make test-studies``."""
+    plan = ROOT / "workloads/plans/cc-datascience-study.txt"
+    done = _rehearse(
+        tmp_path,
+        "--base-inventory",
+        "inventory/azure-study.yml",
+        "-l",
+        "sev,tdx,amd_baseline,intel_baseline",
+        "--plan",
+        str(plan.relative_to(ROOT)),
+        "-e",
+        json.dumps({"agent_plan_set": STUDY_SHORT}),
+    )
+    closing = CLOSING.findall(done.stdout)
+    assert done.returncode == 0 and closing, done.stdout[-5000:] + done.stderr[-2000:]
+    _, created, deleted, left, report = closing[-1]
+    assert (int(created), int(deleted), int(left)) == (6, 6, 0)
+    results = ROOT / "results" / Path(report).parent.name
+    lines = [
+        (n, line.split(",")[0]) for n, line in enumerate(plan.read_text().splitlines()) if line[:1].isalnum()
+    ]
+    labels = set()
+    for store in sorted(results.glob("study-*.jsonl")):
+        records = [json.loads(x) for x in store.read_text().splitlines()]
+        assert [r["benchmark"] for r in records] == [name for _, name in lines], store.name
+        assert {r["status"] for r in records} == {"ok"}, [(r["benchmark"], r["error"]) for r in records]
+        assert {r["plan"] for r in records} == {"cc-datascience-study.derived"}
+        notebooks = [r for r in records if r["type"] == "kaggle_notebook"]
+        assert {r["params"]["scale"] for r in notebooks} == {"quick"}
+        # original names, run as our notebooks on generated data (the record says which)
+        assert all(r["params"]["resolved_dataset_source"] == "generated" for r in notebooks)
+        assert all(r["params"]["resolved_notebook"] == notebook_alias(r["benchmark"]) for r in notebooks)
+        labels.add(records[0]["label"])
+    assert labels == {"SEV", "SEV-Encrypted", "TDX", "TDX-Encrypted", "AMD-Baseline", "Intel-Baseline"}
+    derived = sorted((ROOT / ".scratch/plans").glob("cc-datascience-study-*.yml"))
+    assert derived and f"sha256 {_sha256(plan)}" in derived[-1].read_text().splitlines()[0]
+    summary = (Path(report).parent / "summary.md").read_text()
+    for _, name in lines:
+        if name.endswith(".ipynb"):
+            assert name.replace("_", "\\_") in summary or name in summary
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
