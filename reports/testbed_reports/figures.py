@@ -58,6 +58,22 @@ def plot_metrics(metrics: Sequence[str], units: dict[str, str], primary: Sequenc
     return chosen[:MAX_PANELS]
 
 
+#: groups per figure: a longer series (pyperformance's default group has ~60 benchmarks) is split
+#: into figures "part k/n" so no chart grows wider than a page
+MAX_GROUPS = 20
+
+
+def _parts(values: dict[tuple[str, str], Any]) -> list[dict[tuple[str, str], Any]]:
+    """``values`` split by group into consecutive parts of at most MAX_GROUPS groups."""
+    groups = list(dict.fromkeys(g for g, _ in values))
+    chunks = [set(groups[i : i + MAX_GROUPS]) for i in range(0, len(groups), MAX_GROUPS)]
+    return [{k: v for k, v in values.items() if k[0] in chunk} for chunk in chunks]
+
+
+def _titled(title: str, k: int, n: int) -> str:
+    return title if n == 1 else f"{title} (part {k}/{n})"
+
+
 def _value(row: Any, scale: float = 1.0) -> tuple[float, float, float]:
     return (float(row.mean) / scale, float(row.ci95_low) / scale, float(row.ci95_high) / scale)
 
@@ -77,9 +93,12 @@ def fio_figures(desc: pd.DataFrame, types: dict[str, str], palette: dict[str, st
         }
         if len({g for g, _ in values}) < 2:
             continue
-        title = f"fio {what} across benchmarks"
-        image = svgplot.grouped_bars(values, palette, title, f"mean with 95% CI [{unit}], higher is better")
-        out.append({"caption": title, "image": image, "alt": f"fio {what} grouped bar chart"})
+        parts = _parts(values)
+        for k, part in enumerate(parts, start=1):
+            title = _titled(f"fio {what} across benchmarks", k, len(parts))
+            image = svgplot.grouped_bars(part, palette, title, f"mean with 95% CI [{unit}], higher is better")
+            alt = _titled(f"fio {what} grouped bar chart", k, len(parts))
+            out.append({"caption": title, "image": image, "alt": alt})
     return out
 
 
@@ -107,15 +126,17 @@ def pyperf_figures(
                 values[(r.group, str(r.label))] = _value(r, base)
         if not values:
             continue
-        title = f"pyperformance ({ven}): time / {labels[0]}"
         n = len(set(part["group"]))
-        image = svgplot.grouped_bars(
-            values, palette, title, f"{n} benchmarks, 95% CI, lower is better", ref=1.0
-        )
         note = (
             f"Labels with CPU vendor {ven}; each of the {n} benchmarks' mean time divided by {labels[0]}'s."
         )
-        out.append({"caption": title, "image": image, "alt": f"pyperformance {ven} figure", "note": note})
+        chunks = _parts(values)
+        for k, chunk in enumerate(chunks, start=1):
+            title = _titled(f"pyperformance ({ven}): time / {labels[0]}", k, len(chunks))
+            sub = f"{len({g for g, _ in chunk})} of {n} benchmarks, 95% CI, lower is better"
+            image = svgplot.grouped_bars(chunk, palette, title, sub, ref=1.0)
+            alt = _titled(f"pyperformance {ven} figure", k, len(chunks))
+            out.append({"caption": title, "image": image, "alt": alt, "note": note})
     return out
 
 

@@ -93,3 +93,23 @@ def test_report_has_fio_and_pyperformance_figures(tmp_path: Path) -> None:
     assert all(f">bench_{k:02d}</text>" in amd for k in range(10))  # all, not 4 of 10
     assert "time / AMD-Base" in amd and ">SEV bench_00: 1.11</title>" in amd
     assert "time / TDX" in svgs["pyperformance intel figure"]
+
+
+def test_long_pyperformance_series_is_split_into_parts(tmp_path: Path) -> None:
+    """pyperformance's default group (~60 benchmarks) gives figures of at most 20 benchmarks each."""
+    records = []
+    for label, groups in (("SEV", ["sev"]), ("AMD-Base", ["amd_baseline"])):
+        for rep in range(2):
+            metrics = {
+                f"b{k:02d}": {"value": 0.01 * (k + 1), "unit": "s", "better": "lower"} for k in range(45)
+            }
+            common = {"label": label, "host": f"h-{label}", "groups": groups, "repetition": rep}
+            records.append(record(benchmark="pyperformance", type="pyperformance", metrics=metrics, **common))
+    write_jsonl(tmp_path / "r" / "h.jsonl", records)
+    build([tmp_path / "r"], tmp_path / "out")
+    svgs = _svgs((tmp_path / "out" / "index.html").read_text())
+    parts = [svgs[f"pyperformance amd figure (part {k}/3)"] for k in (1, 2, 3)]
+    shown = [set(re.findall(r">(b\d\d)</text>", svg)) for svg in parts]
+    assert [len(s) for s in shown] == [20, 20, 5] and set().union(*shown) == {f"b{k:02d}" for k in range(45)}
+    widths = [float(re.search(r'<svg[^>]* width="([0-9.]+)"', svg).group(1)) for svg in parts]
+    assert max(widths) <= 1000, widths
