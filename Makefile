@@ -33,8 +33,8 @@ run: $(STAMP) build ## run the quick plan on localhost through Ansible; prints t
 test: $(STAMP) build $(TEST_PREREQS) ## run the whole test suite
 	@source $(VENV)/bin/activate && python -m pytest $(PYTEST_ARGS)
 
-test-studies: $(STAMP) build $(TEST_PREREQS) ## the published studies' plans, small, through Ansible (~12 min)
-	@source $(VENV)/bin/activate && python -m pytest -m study
+test-studies: ## the published studies' plans, small, through Ansible (~12 min)
+	@$(MAKE) --no-print-directory test PYTEST_ARGS="-m study"
 
 bench: $(STAMP) build ## benchmarks of the toolkit itself: ratios measured side by side
 	@source $(VENV)/bin/activate && for s in $(BENCH_SCRIPTS); do python $$s || exit 1; done

@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from testbed_agent.atomic import write_atomically
 from testbed_agent.errors import TestbedError
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,56}$")
@@ -115,10 +116,7 @@ class Campaign:
     # -- persistence ------------------------------------------------------------------------
     def save(self) -> None:
         self.state.updated_at = _rfc3339(time.time())
-        path = self.store / STATE_FILE
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(self.state), indent=2) + "\n")
-        os.replace(tmp, path)
+        write_atomically(self.store / STATE_FILE, json.dumps(asdict(self.state), indent=2) + "\n")
 
     def event(self, kind: str, **fields: Any) -> None:
         line = json.dumps({"event": kind, "at": _rfc3339(time.time()), **fields})

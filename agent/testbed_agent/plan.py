@@ -112,7 +112,7 @@ def load_plan(path: str | Path, known_types: set[str] | None = None) -> Plan:
         from testbed_agent.workloads import REGISTRY
 
         known_types = set(REGISTRY)
-        _check_params(benches, str(p))
+        check_params(benches, str(p))
     for b in benches:
         if b.type not in known_types:
             raise PlanError(
@@ -125,7 +125,7 @@ def load_plan(path: str | Path, known_types: set[str] | None = None) -> Plan:
     return Plan(name=name, path=str(p), sha256=sha, form=form, benchmarks=tuple(benches))
 
 
-def _check_params(benches: list[Benchmark], path: str) -> None:
+def check_params(benches: list[Benchmark], path: str) -> None:
     from testbed_agent.params import parse_params
     from testbed_agent.workloads import REGISTRY
 
@@ -180,8 +180,8 @@ def _parse_text(text: str, path: str) -> list[Benchmark]:
         fields += [""] * (len(_TEXT_FIELDS) - len(fields))
         name, btype, datasets, wait, reps = fields
         name = check_name(name, path, lineno, "path_to_benchmark")
-        wait_s = _number(wait, path, lineno, "waittime_in_seconds", DEFAULT_WAIT_S, float)
-        repetitions = _repetitions(reps, path, lineno, "num_executions", (DEFAULT_REPETITIONS, None))[0]
+        wait_s = check_number(wait, path, lineno, "waittime_in_seconds", DEFAULT_WAIT_S, float)
+        repetitions = check_repetitions(reps, path, lineno, "num_executions", (DEFAULT_REPETITIONS, None))[0]
         benches.append(
             Benchmark(
                 name=name,
@@ -196,7 +196,7 @@ def _parse_text(text: str, path: str) -> list[Benchmark]:
     return benches
 
 
-def _number(raw: Any, path: str, line: int | None, field_name: str, default: Any, kind: type) -> Any:
+def check_number(raw: Any, path: str, line: int | None, field_name: str, default: Any, kind: type) -> Any:
     """A wait or timeout in seconds (``kind`` float) or a count (int): finite, bounded, ASCII."""
     if raw is None or (isinstance(raw, str) and raw.strip() == ""):
         return default
@@ -214,12 +214,12 @@ def _number(raw: Any, path: str, line: int | None, field_name: str, default: Any
     return value
 
 
-def _repetitions(
+def check_repetitions(
     raw: Any, path: str, line: int | None, where: str, default: tuple[int, Adaptive | None]
 ) -> tuple[int, Adaptive | None]:
-    """A count (``_number``) or adaptive repetitions (adaptive.parse_repetitions)."""
+    """A count (``check_number``) or adaptive repetitions (adaptive.parse_repetitions)."""
     if not isinstance(raw, dict):
-        count = _number(raw, path, line, where, default[0], int)
+        count = check_number(raw, path, line, where, default[0], int)
         return (count, default[1]) if raw is None else (count, None)
     try:
         return parse_repetitions({k: v for k, v in raw.items() if not str(k).startswith("__")}, where)
@@ -431,17 +431,17 @@ def _parse_defaults(raw: Any, path: str, line: int | None) -> _Defaults:
     if params is not None and not isinstance(params, dict):
         raise PlanError(path, dlines.get("params", line), "defaults.params", "must be a mapping")
     return _Defaults(
-        wait_s=_number(
+        wait_s=check_number(
             defaults.get("wait_s"), path, dlines.get("wait_s"), "defaults.wait_s", DEFAULT_WAIT_S, float
         ),
-        repetitions=_repetitions(
+        repetitions=check_repetitions(
             defaults.get("repetitions"),
             path,
             dlines.get("repetitions"),
             "defaults.repetitions",
             (DEFAULT_REPETITIONS, None),
         ),
-        timeout_s=_timeout(
+        timeout_s=check_timeout(
             defaults.get("timeout_s"), path, dlines.get("timeout_s"), "defaults.timeout_s", None
         ),
         params=_strip(params or {}),
@@ -449,8 +449,10 @@ def _parse_defaults(raw: Any, path: str, line: int | None) -> _Defaults:
     )
 
 
-def _timeout(raw: Any, path: str, line: int | None, field_name: str, default: float | None) -> float | None:
-    value = _number(raw, path, line, field_name, default, float)
+def check_timeout(
+    raw: Any, path: str, line: int | None, field_name: str, default: float | None
+) -> float | None:
+    value = check_number(raw, path, line, field_name, default, float)
     if value is not None and value <= 0:
         raise PlanError(path, line, field_name, f"must be > 0, got {_short(raw)}")
     return value
@@ -473,7 +475,7 @@ def _parse_item(item: Any, i: int, path: str, d: _Defaults) -> Benchmark:
     if params is not None and not isinstance(params, dict):
         raise PlanError(path, klines.get("params", line), "params", "must be a mapping")
     wtype = resolve_type(name, btype)
-    reps = _repetitions(
+    reps = check_repetitions(
         item.get("repetitions"), path, klines.get("repetitions", line), "repetitions", d.repetitions
     )
     return Benchmark(
@@ -482,10 +484,10 @@ def _parse_item(item: Any, i: int, path: str, d: _Defaults) -> Benchmark:
         index=i,
         line=line,
         datasets=check_datasets(item.get("datasets") or (), path, klines.get("datasets", line)),
-        wait_s=_number(item.get("wait_s"), path, klines.get("wait_s", line), "wait_s", d.wait_s, float),
+        wait_s=check_number(item.get("wait_s"), path, klines.get("wait_s", line), "wait_s", d.wait_s, float),
         repetitions=reps[0],
         adaptive=reps[1],
-        timeout_s=_timeout(
+        timeout_s=check_timeout(
             item.get("timeout_s"), path, klines.get("timeout_s", line), "timeout_s", d.timeout_s
         ),
         params={**_defaults_for(wtype, d.params), **_strip(params or {})},

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -28,15 +27,16 @@ from typing import Any
 
 import yaml
 
+from testbed_agent.atomic import write_atomically
 from testbed_agent.errors import PlanError
 from testbed_agent.plan import (
     TYPE_ALIASES,
     Benchmark,
     Plan,
-    _check_params,
-    _number,
-    _repetitions,
-    _timeout,
+    check_number,
+    check_params,
+    check_repetitions,
+    check_timeout,
     load_plan,
 )
 
@@ -53,6 +53,11 @@ class Override:
     type: str | None
     key: str
     value: Any
+
+    @property
+    def where(self) -> str:
+        """How errors name this override."""
+        return f"--set {self.text[:80]}"
 
 
 def parse_override(text: str) -> Override:
@@ -93,7 +98,7 @@ def apply_overrides(plan: Plan, overrides: list[Override]) -> list[Benchmark]:
         if not hits:
             types = ", ".join(sorted({b.type for b in benches}))
             raise PlanError(
-                f"--set {o.text[:80]}",
+                o.where,
                 None,
                 None,
                 f"no benchmark of type '{o.type}' in {plan.path}",
@@ -102,10 +107,10 @@ def apply_overrides(plan: Plan, overrides: list[Override]) -> list[Benchmark]:
         for i in hits:
             benches[i] = _override(benches[i], o)
         try:
-            _check_params([benches[i] for i in hits], plan.path)
+            check_params([benches[i] for i in hits], plan.path)
         except PlanError as exc:
             raise PlanError(
-                f"--set {o.text[:80]}",
+                o.where,
                 None,
                 exc.field,
                 f"{exc.problem} (benchmark at {plan.path}:{exc.line})",
@@ -114,13 +119,12 @@ def apply_overrides(plan: Plan, overrides: list[Override]) -> list[Benchmark]:
 
 
 def _override(b: Benchmark, o: Override) -> Benchmark:
-    where = f"--set {o.text[:80]}"
     if o.key == "wait_s":
-        return dataclasses.replace(b, wait_s=_number(o.value, where, None, o.key, b.wait_s, float))
+        return dataclasses.replace(b, wait_s=check_number(o.value, o.where, None, o.key, b.wait_s, float))
     if o.key == "timeout_s":
-        return dataclasses.replace(b, timeout_s=_timeout(o.value, where, None, o.key, b.timeout_s))
+        return dataclasses.replace(b, timeout_s=check_timeout(o.value, o.where, None, o.key, b.timeout_s))
     if o.key == "repetitions":
-        count, adaptive = _repetitions(o.value, where, None, o.key, (b.repetitions, b.adaptive))
+        count, adaptive = check_repetitions(o.value, o.where, None, o.key, (b.repetitions, b.adaptive))
         return dataclasses.replace(b, repetitions=count, adaptive=adaptive)
     return dataclasses.replace(b, params={**b.params, o.key: o.value})
 
@@ -170,25 +174,12 @@ def derived_plan(path: str | Path, sets: list[str]) -> Plan:
         return load_plan(out)
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _cmd_derive(args: argparse.Namespace) -> int:
     source, text = derive(args.plan, args.set)
     if args.out is None:
         sys.stdout.write(text)
         return 0
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(args.out, text)
     derived = load_plan(args.out)
     print(

@@ -27,6 +27,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from testbed_agent.atomic import write_atomically
+
 PR_SET_PDEATHSIG = 1
 CGROUP_ROOT = Path("/sys/fs/cgroup/pids")
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -104,9 +106,7 @@ class ProcessTracker:
     def finished(self, pid: int) -> None:
         """Forget a session once its whole process group is gone."""
         keep = [e for e in self._entries() if e[0] != pid]
-        tmp = self.pidfile.with_name(f"pids.{os.getpid()}.tmp")
-        tmp.write_text("".join(f"{p} {s}\n" for p, s in keep))
-        os.replace(tmp, self.pidfile)
+        write_atomically(self.pidfile, "".join(f"{p} {s}\n" for p, s in keep))
 
     def _entries(self) -> list[tuple[int, int]]:
         try:

@@ -10,9 +10,9 @@ Written atomically (temporary file + rename), so a reader never sees half a file
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
+from testbed_agent.atomic import write_atomically
 from testbed_agent.results import now_rfc3339
 from testbed_agent.telemetry import ProgressExporter
 
@@ -47,6 +47,4 @@ class ProgressFileExporter(ProgressExporter):
             "updated_at": now_rfc3339(),
         }
         self.file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.file.with_name(self.file.name + ".tmp")
-        tmp.write_text(json.dumps(state) + "\n", encoding="utf-8")
-        os.replace(tmp, self.file)
+        write_atomically(self.file, json.dumps(state) + "\n")

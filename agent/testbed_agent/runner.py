@@ -11,7 +11,6 @@ import os
 import signal
 import socket
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -24,6 +23,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from testbed_agent import scratch
 from testbed_agent.adaptive import decide
+from testbed_agent.atomic import write_atomically
 from testbed_agent.errors import BenchmarkTimeout, Interrupted, TestbedError, WorkloadError
 from testbed_agent.plan import Benchmark, Plan, load_plan
 from testbed_agent.procs import ProcessTracker
@@ -301,10 +301,7 @@ class Runner:
         info["cc"]["label_mismatch"] = label_mismatch(self.ident.groups, info["cc"]["technology"])
         if info["cc"]["label_mismatch"]:
             self.console.print(f"[bold red]WARNING: {info['cc']['label_mismatch']}[/]")
-        fd, tmp = tempfile.mkstemp(dir=self.out, prefix=f".{self.ident.host}.sysinfo.", suffix=".tmp")
-        with os.fdopen(fd, "w") as fh:
-            fh.write(json.dumps(info, indent=2, sort_keys=True, default=str) + "\n")
-        os.replace(tmp, path)
+        write_atomically(path, json.dumps(info, indent=2, sort_keys=True, default=str) + "\n")
 
     def _progress(self, stack: ExitStack, total: int) -> Progress | None:
         if not self.show_progress or total == 0:

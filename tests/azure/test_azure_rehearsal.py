@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from repotest import ROOT
 
+from testbed_agent.plan import load_plan
 from testbed_agent.workloads.nbaliases import notebook_alias
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
@@ -114,13 +115,12 @@ def test_the_study_plan_runs_on_the_study_machines(tmp_path: Path) -> None:
     _, created, deleted, left, report = closing[-1]
     assert (int(created), int(deleted), int(left)) == (6, 6, 0)
     results = ROOT / "results" / Path(report).parent.name
-    lines = [
-        (n, line.split(",")[0]) for n, line in enumerate(plan.read_text().splitlines()) if line[:1].isalnum()
-    ]
+    source = load_plan(plan)
+    names = [b.name for b in source.benchmarks]
     labels = set()
     for store in sorted(results.glob("study-*.jsonl")):
         records = [json.loads(x) for x in store.read_text().splitlines()]
-        assert [r["benchmark"] for r in records] == [name for _, name in lines], store.name
+        assert [r["benchmark"] for r in records] == names, store.name
         assert {r["status"] for r in records} == {"ok"}, [(r["benchmark"], r["error"]) for r in records]
         assert {r["plan"] for r in records} == {"cc-datascience-study.derived"}
         notebooks = [r for r in records if r["type"] == "kaggle_notebook"]
@@ -131,14 +131,8 @@ def test_the_study_plan_runs_on_the_study_machines(tmp_path: Path) -> None:
         labels.add(records[0]["label"])
     assert labels == {"SEV", "SEV-Encrypted", "TDX", "TDX-Encrypted", "AMD-Baseline", "Intel-Baseline"}
     derived = sorted((ROOT / ".scratch/plans").glob("cc-datascience-study-*.yml"))
-    assert derived and f"sha256 {_sha256(plan)}" in derived[-1].read_text().splitlines()[0]
+    assert derived and f"sha256 {source.sha256}" in derived[-1].read_text().splitlines()[0]
     summary = (Path(report).parent / "summary.md").read_text()
-    for _, name in lines:
+    for name in names:
         if name.endswith(".ipynb"):
             assert name.replace("_", "\\_") in summary or name in summary
-
-
-def _sha256(path: Path) -> str:
-    import hashlib
-
-    return hashlib.sha256(path.read_bytes()).hexdigest()

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from testbed_agent.atomic import write_atomically
 from testbed_agent.attest.probe import SEV_GUEST, TPM_DEVICE, TSM_REPORT, EvidenceProbe, ProbeError
 
 HCL_NV = "0x01400001"
@@ -110,9 +110,7 @@ class Binder:
             manifest.update({"attestation": "failed", "reason": f"{type(exc).__name__}: {exc}"})
         manifest["collected_at"] = datetime.now(UTC).isoformat(timespec="seconds")
         manifest["collect_s"] = round(time.perf_counter() - started, 6)
-        tmp = target / "manifest.json.tmp"
-        tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-        os.replace(tmp, target / "manifest.json")
+        write_atomically(target / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
         state = manifest.get("attestation", "collected")
         why = f" - {manifest['reason']}" if "reason" in manifest and phase == "begin" else ""
         self.log(f"attestation ({phase}): {state}{why or ' (' + str(manifest.get('technology', '')) + ')'}")
