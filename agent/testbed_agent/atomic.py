@@ -1,24 +1,167 @@
-"""Files replaced whole: a reader sees the old content or the new, never part of a write."""
+"""Files the toolkit writes: replaced whole, only over a regular file or at a new path.
+
+A reader sees the old content or the new, never part of a write. An output path given by a user
+(a derived plan, a report, an export, evidence) must name a regular file or a new name in an
+existing directory on a real filesystem: a symbolic link, a directory, a device, a FIFO or a
+socket at that name is refused, and so is any directory on a kernel pseudo-filesystem (procfs,
+sysfs, devtmpfs, cgroupfs...), judged by the filesystem type of the directory's device, not by
+its path (procfs mounted at ``/mnt/p`` is refused as ``/proc`` is).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
+import stat
 from pathlib import Path
 
+from testbed_agent.errors import TestbedError
 
-def write_atomically(path: Path, text: str, mode: int = 0o666) -> None:
+#: filesystem types that hold kernel objects, not files: nothing is ever written there
+PSEUDO_FILESYSTEMS = frozenset(
+    {
+        "proc",
+        "sysfs",
+        "devtmpfs",
+        "devpts",
+        "cgroup",
+        "cgroup2",
+        "debugfs",
+        "tracefs",
+        "securityfs",
+        "configfs",
+        "bpf",
+        "efivarfs",
+        "pstore",
+        "fusectl",
+        "mqueue",
+        "binfmt_misc",
+        "autofs",
+        "hugetlbfs",
+        "rpc_pipefs",
+        "nsfs",
+    }
+)
+_MOUNTINFO = "/proc/self/mountinfo"
+
+
+class OutputRefused(TestbedError):
+    """An output path that must not be written (special file, symbolic link, pseudo-filesystem)."""
+
+
+def fs_type(path: Path | str) -> str | None:
+    """Filesystem type of the mount holding ``path`` (which must exist), from the device number.
+
+    The device of ``path`` is matched against ``major:minor`` in /proc/self/mountinfo, so the answer
+    does not depend on where a filesystem is mounted. None when it cannot be told (no procfs).
+    """
+    st = os.stat(path)
+    dev = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+    try:
+        with open(_MOUNTINFO, encoding="utf-8", errors="replace") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return None
+    found = None
+    for line in lines:
+        left, sep, right = line.partition(" - ")
+        fields = left.split()
+        if sep and len(fields) >= 3 and fields[2] == dev:
+            found = right.split()[0] if right.split() else None  # the last mount of that device wins
+    return found
+
+
+def is_pseudo_fs(path: Path | str) -> bool:
+    """True when ``path`` lies on a kernel pseudo-filesystem (see :data:`PSEUDO_FILESYSTEMS`)."""
+    return fs_type(path) in PSEUDO_FILESYSTEMS
+
+
+def check_output_path(path: Path | str, what: str = "output", make_parents: bool = False) -> Path:
+    """``path`` if the toolkit may write a file there; raise :class:`OutputRefused` (one line).
+
+    With ``make_parents`` missing directories are created, below an existing real directory.
+    """
+    text = str(path)
+    if not text.strip():
+        raise OutputRefused(f"{what} path is empty", hint="name a file, e.g. -o plan.derived.yml")
+    p = Path(text)
+    _check_existing(p, what)
+    parent = p.parent
+    existing = parent
+    while make_parents and not os.path.lexists(existing) and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise OutputRefused(f"cannot write {what} {p}: directory {existing} does not exist")
+    _check_real_fs(existing, p, what)
+    if existing != parent:
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OutputRefused(f"cannot create directory {parent} for {what}: {exc.strerror}") from None
+        _check_real_fs(parent, p, what)
+    return p
+
+
+def _check_existing(p: Path, what: str) -> None:
+    """An existing entry at ``p`` must be a regular file (not a link, directory or special file)."""
+    try:
+        st = os.lstat(p)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise OutputRefused(f"cannot use {what} {p}: {exc.strerror}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise OutputRefused(f"refusing to write {what} {p}: it is a symbolic link", hint="name the real file")
+    if stat.S_ISDIR(st.st_mode):
+        raise OutputRefused(f"refusing to write {what} {p}: it is a directory", hint="name a file in it")
+    if not stat.S_ISREG(st.st_mode):
+        raise OutputRefused(
+            f"refusing to write {what} {p}: it is a {_kind(st.st_mode)}, not a regular file",
+            hint="name a regular file or a new path",
+        )
+
+
+def _check_real_fs(directory: Path, p: Path, what: str) -> None:
+    kind = fs_type(directory)
+    if kind in PSEUDO_FILESYSTEMS:
+        raise OutputRefused(
+            f"refusing to write {what} {p}: {directory} is on a kernel pseudo-filesystem ({kind})",
+            hint="name a file on a real filesystem",
+        )
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISCHR(mode):
+        return "character device"
+    if stat.S_ISBLK(mode):
+        return "block device"
+    if stat.S_ISFIFO(mode):
+        return "FIFO"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    return "special file"
+
+
+def write_atomically(
+    path: Path, text: str | bytes, mode: int = 0o666, what: str = "output", make_parents: bool = False
+) -> None:
     """Write ``text`` to ``path`` through a uniquely named temporary file beside it and a rename.
 
-    ``mode`` is filtered by the umask, as for ``open()`` (the agent runs with 077). The temporary
-    name is hidden and unique, so concurrent writers (agent and watchdog) never share one.
+    ``path`` is checked by :func:`check_output_path` first. ``mode`` is filtered by the umask, as
+    for ``open()`` (the agent runs with 077). The temporary name is hidden and unique, so
+    concurrent writers (agent and watchdog) never share one; the rename replaces the directory
+    entry itself, so a symbolic link swapped in after the check is replaced, never written through.
     """
+    path = check_output_path(path, what, make_parents)
+    data = text.encode("utf-8") if isinstance(text, str) else text
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
         os.replace(tmp, path)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            tmp.unlink()
         raise

@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from testbed_agent.atomic import write_atomically
+from testbed_agent.atomic import check_output_path, write_atomically
 from testbed_agent.errors import PlanError
 from testbed_agent.plan import (
     TYPE_ALIASES,
@@ -179,11 +179,11 @@ def _cmd_derive(args: argparse.Namespace) -> int:
     if args.out is None:
         sys.stdout.write(text)
         return 0
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(args.out, text)
-    derived = load_plan(args.out)
+    out = check_output_path(args.out, "derived plan", make_parents=True)
+    write_atomically(out, text, what="derived plan")
+    derived = load_plan(out)
     print(
-        f"{args.out}: {derived.name} derived from {source.path} with {len(args.set)} override(s), "
+        f"{out}: {derived.name} derived from {source.path} with {len(args.set)} override(s), "
         f"{derived.executions} executions, sha256 {derived.sha256[:12]}",
         file=sys.stderr,
     )
@@ -199,7 +199,11 @@ def add_derive_parser(plan_sub: Any) -> None:
     )
     p.add_argument("plan", type=Path, help="source plan file (.yml/.yaml or the classic text form)")
     add_set_argument(p)
-    p.add_argument("--out", "-o", type=Path, help="write the derived plan here (default: stdout)")
+    p.add_argument(
+        "--out",
+        "-o",
+        help="write the derived plan here, a regular file or a new path (default: stdout)",
+    )
     p.set_defaults(func=_cmd_derive)
 
 

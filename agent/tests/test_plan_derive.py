@@ -127,3 +127,86 @@ def test_parse_override_reads_yaml_values() -> None:
     o = parse_override("pyperf.mode=fast")
     assert (o.type, o.key, o.value) == ("pyperformance", "mode", "fast")
     assert parse_override("wait_s=1.5").type is None
+
+
+# -- issue 26 finding 2: -o never replaces a special file, never writes through a link ----------
+
+
+def _derive_to(out: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = main(["plan", "derive", str(STUDY), "--set=wait_s=0", "-o", out])
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind", ["fifo", "chardev", "symlink", "directory"])
+def test_derive_out_leaves_special_files_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    import os
+    import stat
+
+    target = tmp_path / "out.yml"
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "chardev":
+        os.mknod(target, 0o600 | stat.S_IFCHR, os.makedev(1, 3))  # a /dev/null of our own (root)
+    elif kind == "symlink":
+        target.symlink_to(victim)
+    else:
+        target.mkdir()
+    before = os.lstat(target)
+    code, err = _derive_to(str(target), capsys)
+    after = os.lstat(target)
+    assert code == 2 and len(err.strip().splitlines()) <= 2 and "Traceback" not in err, err
+    assert stat.S_IFMT(after.st_mode) == stat.S_IFMT(before.st_mode) and after.st_ino == before.st_ino
+    assert victim.read_text() == "precious\n"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.yml")]
+
+
+@pytest.mark.parametrize(
+    ("out", "match"),
+    [
+        ("", "empty"),
+        ("/proc/self/derived.yml", "pseudo-filesystem"),
+        ("/sys/kernel/derived.yml", "pseudo-filesystem"),
+        ("/dev/null", "character device"),
+        ("/dev/testbed-derived.yml", "pseudo-filesystem"),
+    ],
+)
+def test_derive_out_bad_paths_are_one_line_errors(
+    out: str, match: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+
+    null_before = os.lstat("/dev/null")
+    code, err = _derive_to(out, capsys)
+    assert code == 2 and "Traceback" not in err and match in err.splitlines()[0], err
+    assert os.lstat("/dev/null").st_ino == null_before.st_ino
+    assert not os.path.exists("/dev/testbed-derived.yml")
+
+
+def test_procfs_mounted_elsewhere_is_refused_by_type(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A procfs mounted under a user directory is still procfs (filesystem type, not path prefix)."""
+    import subprocess
+
+    mnt = tmp_path / "p"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "proc", "proc", str(mnt)], check=False).returncode != 0:
+        pytest.fail("cannot mount procfs here (the test runs as root)")
+    try:
+        code, err = _derive_to(str(mnt / "sys" / "x.yml"), capsys)
+        assert code == 2 and "pseudo-filesystem (proc)" in err, err
+    finally:
+        subprocess.run(["umount", str(mnt)], check=False)
+
+
+def test_derive_out_over_a_regular_file_replaces_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "again.yml"
+    target.write_text("old\n")
+    code, _ = _derive_to(str(target), capsys)
+    assert code == 0 and target.read_text().startswith("#")

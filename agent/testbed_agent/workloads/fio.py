@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
+from testbed_agent import fiojob
 from testbed_agent.errors import TargetRefused, WorkloadError
 from testbed_agent.guard import (
     check_fio_filename,
@@ -50,6 +53,38 @@ def job_file(bench: Benchmark) -> Path:
     return Path(custom) if custom else workloads_dir() / "fio" / f"{job_name(bench.name)}.fio"
 
 
+def job_env(p: dict[str, Any], target: str, size: int) -> dict[str, str]:
+    """The whole environment fio runs with: ``${VAR}`` in a job expands only to these."""
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "LC_ALL": "C",
+        "FIO_FILENAME": target,
+        "FIO_SIZE": str(size),
+        "FIO_IOENGINE": str(p["ioengine"]),
+        "FIO_IODEPTH": str(p["iodepth"]),
+        "FIO_RUNTIME": str(p["runtime_s"]),
+        "FIO_RAMP": str(p["ramp_s"]),
+    }
+
+
+def _check_run(cmd: list[str], env: dict[str, str]) -> str:
+    """fio --showcmd while a plan is checked (no run yet: bounded, nothing to track)."""
+    try:
+        res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise TargetRefused(f"fio could not read the job file: {exc}") from None
+    if res.returncode != 0:
+        raise TargetRefused(f"fio refused the job file: {fiojob.fio_complaint(res.stderr or res.stdout)}")
+    return res.stdout
+
+
+def _showcmd(ctx: RunContext, cmd: list[str], env: dict[str, str]) -> str:
+    res = ctx.exec(cmd, env=env, check=False)
+    if res.returncode != 0:
+        raise TargetRefused(f"fio refused the job file: {fiojob.fio_complaint(res.stderr or res.stdout)}")
+    return res.stdout
+
+
 @register
 class Fio(Workload):
     type = "fio"
@@ -73,9 +108,21 @@ class Fio(Workload):
             require(p, "filename", str)
             if ":" in p["filename"]:
                 raise ParamError("params.filename", "fio reads ':' as a separator between files")
+        if p.get("ioengine", DEFAULTS["ioengine"]) not in fiojob.ENGINES:
+            raise ParamError(
+                "params.ioengine", f"not an allowed I/O engine (allowed: {', '.join(fiojob.ENGINES)})"
+            )
         if "job" in p:
             try:
                 check_fio_job(job_file(bench).read_text(), str(job_file(bench)))
+                if shutil.which("fio"):
+                    placeholder = "/var/tmp/testbed-agent/check/testfile.dat"
+                    fiojob.check_job(
+                        str(job_file(bench)),
+                        job_env({**DEFAULTS, **p}, placeholder, 4096),
+                        placeholder,
+                        _check_run,
+                    )
             except TargetRefused as exc:
                 raise ParamError("params.job", exc.message) from None
 
@@ -91,16 +138,13 @@ class Fio(Workload):
         target = Path(p["filename"]) if p.get("filename") else ctx.scratch / "fio" / "testfile.dat"
         job = job_file(ctx.bench)
         check_fio_job(job.read_text(), str(job))
-        target = self._prepare_target(ctx, check_fio_filename(target), size, allow)
-        env = {
-            **os.environ,
-            "FIO_FILENAME": str(target),
-            "FIO_SIZE": str(size),
-            "FIO_IOENGINE": str(p["ioengine"]),
-            "FIO_IODEPTH": str(p["iodepth"]),
-            "FIO_RUNTIME": str(p["runtime_s"]),
-            "FIO_RAMP": str(p["ramp_s"]),
-        }
+        real = check_fio_filename(check_target(target, allow))
+        env = job_env(p, str(real), size)
+        # fio's own parser decides what the job means: checked before anything is laid out or run
+        fiojob.check_job(str(job), env, str(real), lambda cmd, e: _showcmd(ctx, cmd, e))
+        target = self._prepare_target(ctx, real, size, allow)
+        if str(target) != str(real):
+            raise TargetRefused(f"fio target moved from {real} to {target} while it was prepared")
         out = ctx.artifact("fio.json")
         ctx.exec(["fio", "--output-format=json", f"--output={out}", str(job)], env=env, cwd=target.parent)
         parsed = self.parse_file(out)

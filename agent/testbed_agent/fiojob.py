@@ -1,0 +1,220 @@
+"""fio job files as fio reads them, checked against an allowlist of options and values.
+
+A job file is not trusted text: fio options can run programs (``ioengine=exec``, ``exec_prerun``),
+load code (``ioengine=external:lib.so``), map or write other files (``mem=mmapshared:FILE``,
+``write_iolog``, ``verify_state_save``, ``directory``) or change the machine (``ioscheduler``,
+``cgroup``). So the agent never checks the text itself: it asks fio's own parser to turn the job
+into command-line options (``fio --showcmd``, with the same environment the run gets, so
+sections, ``include`` lines and ``${VAR}`` expansion are seen exactly as fio will see them), and
+every option that comes out must be on :data:`ALLOWED` with a value its rule accepts. Anything
+else is refused before fio starts, naming the option. Each entry is justified in docs/io-guard.md.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from testbed_agent.errors import TargetRefused
+
+_NUM = r"[0-9]+(\.[0-9]+)?"
+_SIZE = r"[0-9]+(\.[0-9]+)?([kKmMgGtTpP]([iI]?[bB])?|[bB])?"
+_TIME = r"[0-9]+(\.[0-9]+)?(us|usec|ms|msec|s|sec|m|min|h|d)?"
+_BOOL = r"(0|1|true|false|yes|no|on|off)?"
+_PCT_LIST = r"[0-9]+(\.[0-9]+)?(:[0-9]+(\.[0-9]+)?){0,63}"
+_CPUS = r"[0-9]{1,4}([-,][0-9]{1,4}){0,63}"
+
+#: the I/O engines a job may use: plain file I/O of the target (no programs, no network, no
+#: external libraries, no engines that create, delete or defragment other files)
+ENGINES = ("libaio", "io_uring", "psync", "sync", "pvsync", "pvsync2", "vsync", "posixaio", "mmap", "null")
+_RW = ("read", "write", "randread", "randwrite", "rw", "readwrite", "randrw")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """An allowed option: a full-match pattern for its value (None: the option takes no value)."""
+
+    value: str | None
+    why: str
+
+
+def _rule(value: str | None, why: str) -> Rule:
+    return Rule(value, why)
+
+
+#: option -> rule; names as fio's parser prints them (``--showcmd`` resolves aliases: iomem -> mem)
+ALLOWED: dict[str, Rule] = {
+    "name": _rule(r"[A-Za-z0-9_.+-]{1,64}", "a job's name (fio names its output by it, no file)"),
+    "description": _rule(r"[^\x00-\x1f]{0,200}", "free text"),
+    "filename": _rule(None, "only the target the agent prepared (checked separately)"),
+    "rw": _rule("|".join(_RW) + r"(:[0-9]+)?", "the access pattern (no trim: reads and writes only)"),
+    "readwrite": _rule("|".join(_RW) + r"(:[0-9]+)?", "alias of rw"),
+    "bs": _rule(_SIZE + r"(," + _SIZE + r"){0,2}", "block size"),
+    "blocksize": _rule(_SIZE + r"(," + _SIZE + r"){0,2}", "alias of bs"),
+    "ba": _rule(_SIZE, "block alignment"),
+    "bsrange": _rule(_SIZE + r"-" + _SIZE, "block size range"),
+    "bssplit": _rule(r"[0-9kKmMgG/:,]{1,200}", "block size mix"),
+    "size": _rule(_SIZE + r"%?", "bytes of the target to use"),
+    "io_size": _rule(_SIZE, "bytes to transfer"),
+    "offset": _rule(_SIZE + r"%?", "start offset in the target"),
+    "ioengine": _rule("|".join(ENGINES), "plain file I/O engines only (see ENGINES)"),
+    "iodepth": _rule(r"[0-9]{1,5}", "queue depth"),
+    "iodepth_batch": _rule(r"[0-9]{1,5}", "submission batch"),
+    "iodepth_batch_complete_min": _rule(r"[0-9]{1,5}", "completion batch"),
+    "iodepth_batch_complete_max": _rule(r"[0-9]{1,5}", "completion batch"),
+    "iodepth_low": _rule(r"[0-9]{1,5}", "queue refill mark"),
+    "direct": _rule(_BOOL, "O_DIRECT"),
+    "buffered": _rule(_BOOL, "page-cache I/O"),
+    "time_based": _rule(_BOOL, "run for runtime"),
+    "runtime": _rule(_TIME, "duration"),
+    "ramp_time": _rule(_TIME, "warm-up not measured"),
+    "startdelay": _rule(_TIME, "delay before start"),
+    "loops": _rule(r"[0-9]{1,6}", "repeat count"),
+    "numjobs": _rule(r"[0-9]{1,3}", "parallel clones of a job (same target)"),
+    "thread": _rule(_BOOL, "threads instead of processes"),
+    "group_reporting": _rule(_BOOL, "one summary per group"),
+    "new_group": _rule(_BOOL, "reporting group"),
+    "stonewall": _rule(_BOOL, "wait for the jobs before"),
+    "wait_for_previous": _rule(_BOOL, "alias of stonewall"),
+    "randrepeat": _rule(_BOOL, "repeatable random offsets"),
+    "allrandrepeat": _rule(_BOOL, "repeatable random everything"),
+    "randseed": _rule(r"[0-9]{1,20}", "random seed"),
+    "norandommap": _rule(_BOOL, "no coverage map"),
+    "random_distribution": _rule(
+        r"(random|zipf|pareto|normal|gauss|zoned|zoned_abs)(:[0-9.:,/%]{1,100})?", "offsets"
+    ),
+    "random_generator": _rule(r"tausworthe|lfsr|tausworthe64", "generator"),
+    "percentage_random": _rule(r"[0-9]{1,3}(,[0-9]{1,3}){0,2}", "random share"),
+    "rwmixread": _rule(r"[0-9]{1,3}", "read share of a mix"),
+    "rwmixwrite": _rule(r"[0-9]{1,3}", "write share of a mix"),
+    "fsync": _rule(r"[0-9]{1,9}", "fsync every N writes"),
+    "fdatasync": _rule(r"[0-9]{1,9}", "fdatasync every N writes"),
+    "end_fsync": _rule(_BOOL, "fsync at the end"),
+    "fsync_on_close": _rule(_BOOL, "fsync on close"),
+    "sync": _rule(r"(0|1|none|sync|dsync)", "O_SYNC / O_DSYNC"),
+    "invalidate": _rule(_BOOL, "drop the target's cache first"),
+    "fallocate": _rule(r"none|native|posix|keep|truncate|0|1", "how the target is allocated"),
+    "fadvise_hint": _rule(r"0|1|sequential|random|normal", "posix_fadvise on the target"),
+    "zero_buffers": _rule(_BOOL, "buffer content"),
+    "refill_buffers": _rule(_BOOL, "buffer content"),
+    "scramble_buffers": _rule(_BOOL, "buffer content"),
+    "buffer_compress_percentage": _rule(r"[0-9]{1,3}", "buffer content"),
+    "buffer_compress_chunk": _rule(_SIZE, "buffer content"),
+    "dedupe_percentage": _rule(r"[0-9]{1,3}", "buffer content"),
+    "rate": _rule(r"(" + _SIZE + r")?(," + _SIZE + r"){0,2}", "bandwidth cap"),
+    "rate_iops": _rule(r"[0-9]{1,9}(,[0-9]{1,9}){0,2}", "IOPS cap"),
+    "rate_process": _rule(r"linear|poisson", "rate pacing"),
+    "thinktime": _rule(_TIME, "pause between I/Os"),
+    "thinktime_spin": _rule(_TIME, "busy part of the pause"),
+    "thinktime_blocks": _rule(r"[0-9]{1,9}", "I/Os between pauses"),
+    "clat_percentiles": _rule(_BOOL, "reporting"),
+    "lat_percentiles": _rule(_BOOL, "reporting"),
+    "slat_percentiles": _rule(_BOOL, "reporting"),
+    "percentile_list": _rule(_PCT_LIST, "reporting"),
+    "significant_figures": _rule(r"[0-9]{1,2}", "reporting"),
+    "unified_rw_reporting": _rule(r"0|1|none|mixed|both", "reporting"),
+    "disable_lat": _rule(_BOOL, "reporting"),
+    "disable_clat": _rule(_BOOL, "reporting"),
+    "disable_slat": _rule(_BOOL, "reporting"),
+    "disable_bw_measurement": _rule(_BOOL, "reporting"),
+    "gtod_reduce": _rule(_BOOL, "fewer clock reads"),
+    "clocksource": _rule(r"gettimeofday|clock_gettime|cpu", "clock"),
+    "cpus_allowed": _rule(_CPUS, "CPU affinity"),
+    "cpus_allowed_policy": _rule(r"shared|split", "CPU affinity"),
+    "cpumask": _rule(r"[0-9]{1,20}", "CPU affinity"),
+    "nice": _rule(r"-?[0-9]{1,2}", "scheduling"),
+    "prio": _rule(r"[0-7]", "I/O priority"),
+    "prioclass": _rule(r"[0-3]", "I/O priority"),
+    "hipri": _rule(_BOOL, "io_uring polled completions"),
+    "fixedbufs": _rule(_BOOL, "io_uring registered buffers"),
+    "registerfiles": _rule(_BOOL, "io_uring registered files"),
+    "sqthread_poll": _rule(_BOOL, "io_uring submission thread"),
+    "nonvectored": _rule(r"-?[0-9]", "io_uring non-vectored I/O"),
+    "userspace_reap": _rule(_BOOL, "libaio completion reaping"),
+}
+
+
+def parse_showcmd(text: str, where: str) -> list[tuple[str, str | None]]:
+    """``(option, value)`` pairs of fio's ``--showcmd`` output; refuse anything ambiguous."""
+    line = text.strip()
+    if not line.startswith("fio"):
+        raise TargetRefused(f"{where}: fio --showcmd printed no command line", hint="check the job file")
+    try:
+        tokens = shlex.split(line)[1:]
+    except ValueError:
+        raise TargetRefused(f"{where}: fio's reading of the job file cannot be split into options") from None
+    pairs: list[tuple[str, str | None]] = []
+    for tok in tokens:
+        m = re.fullmatch(r"--([A-Za-z0-9_-]+)(?:=(.*))?", tok, re.DOTALL)
+        if not m:
+            raise TargetRefused(
+                f"{where}: refusing fio job: {tok[:60]!r} is not an option (a value with spaces?)",
+                hint="values in custom fio jobs hold no spaces",
+            )
+        pairs.append((m.group(1).lower(), m.group(2)))
+    return pairs
+
+
+def check_options(pairs: list[tuple[str, str | None]], target: str, where: str) -> None:
+    """Every option on :data:`ALLOWED` with an accepted value; every job's file is ``target``."""
+    jobs = 0
+    global_file = None
+    job_file = None
+    for key, value in pairs:
+        if key == "name":
+            if jobs and (job_file or global_file) != target:
+                raise _no_target(where)
+            jobs += 1
+            job_file = None
+        rule = ALLOWED.get(key)
+        if rule is None:
+            raise TargetRefused(
+                f"{where}: refusing fio option {key!r}: not on the agent's allowlist",
+                hint="allowed options and why: docs/io-guard.md",
+            )
+        if key == "filename":
+            if value != target:
+                raise TargetRefused(
+                    f"{where}: refusing fio option 'filename': fio would use {str(value)[:80]!r}, "
+                    "not the agent's target",
+                    hint="use filename=${FIO_FILENAME} and set params.filename in the plan",
+                )
+            if jobs:
+                job_file = value
+            else:
+                global_file = value
+            continue
+        if rule.value is not None and not re.fullmatch(rule.value, value or "", re.ASCII):
+            raise TargetRefused(
+                f"{where}: refusing fio option {key}={str(value)[:60]!r}: value not allowed",
+                hint="allowed options and values: docs/io-guard.md",
+            )
+    if not jobs or (job_file or global_file) != target:
+        raise _no_target(where)
+
+
+def _no_target(where: str) -> TargetRefused:
+    return TargetRefused(
+        f"{where}: refusing fio job without filename=${{FIO_FILENAME}}: fio would name files itself",
+        hint="add filename=${FIO_FILENAME} to the [global] section",
+    )
+
+
+def fio_complaint(text: str) -> str:
+    """The line of fio's error output that names the problem (``Bad option <...>`` first)."""
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    for ln in lines:
+        if ln.startswith("Bad option") or "failed parsing" in ln:
+            return ln[:200]
+    return (lines[-1] if lines else "no reason given")[:200]
+
+
+Runner = Callable[[list[str], dict[str, str]], str]
+
+
+def check_job(job: str, env: dict[str, str], target: str, run: Runner) -> None:
+    """Ask fio how it reads ``job`` under ``env`` (``run`` returns stdout) and check every option."""
+    out = run(["fio", "--showcmd", job], env)
+    check_options(parse_showcmd(out, job), target, job)

@@ -1,0 +1,167 @@
+"""Issue 26 finding 1: custom fio job files are read by fio's own parser and allowlisted.
+
+The red-team pass ran ``ioengine=exec`` with ``program=/usr/bin/touch`` (the program ran) and
+``iomem=mmapshared:FILE`` (a foreign 1 MiB file was overwritten); both were recorded as "fio moved
+no data". Each case here runs the real fio through the workload and the runner.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from testbed_agent import fiojob
+from testbed_agent.errors import TargetRefused
+from testbed_agent.plan import Benchmark, ParamError
+from testbed_agent.workloads import REGISTRY
+from testbed_agent.workloads.base import RunContext
+from testbed_agent.workloads.fio import DEFAULTS, Fio, job_env
+
+FIO = {"size": "1M", "runtime_s": 1, "ramp_s": 0, "ioengine": "psync", "iodepth": 1}
+HEAD = "[global]\nfilename=${FIO_FILENAME}\nsize=${FIO_SIZE}\n[j]\nrw=write\nbs=4k\n"
+
+
+def ctx_for(bench: Benchmark, tmp_path: Path) -> RunContext:
+    return RunContext(
+        bench=bench,
+        repetition=0,
+        scratch=tmp_path / "scratch",
+        artifacts=tmp_path / "art",
+        deadline=time.monotonic() + 120,
+        stop=threading.Event(),
+    )
+
+
+def bench_for(job: Path, **params) -> Benchmark:
+    return Benchmark("custom", "fio", 0, 1, params={**FIO, "job": str(job), **params})
+
+
+@pytest.fixture
+def foreign(tmp_path: Path) -> Path:
+    f = tmp_path / "foreign.bin"
+    f.write_bytes(b"\x5a" * (1 << 20))
+    return f
+
+
+def attempt(tmp_path: Path, body: str, match: str) -> None:
+    """The job is refused when the plan is checked and again when it would run."""
+    job = tmp_path / "evil.fio"
+    job.write_text(HEAD + body)
+    with pytest.raises(ParamError, match=match):
+        Fio.check(bench_for(job))
+    with pytest.raises(TargetRefused, match=match):
+        Fio().run(ctx_for(bench_for(job), tmp_path))
+
+
+def test_exec_engine_runs_no_program(tmp_path: Path) -> None:
+    made = tmp_path / "made-by-fio"
+    attempt(tmp_path, f"ioengine=exec\nprogram=/usr/bin/touch\narguments={made}\n", "ioengine")
+    assert not made.exists()
+
+
+def test_program_option_alone_refused(tmp_path: Path) -> None:
+    attempt(tmp_path, "program=/usr/bin/touch\n", "program")
+
+
+def test_shared_mapping_of_a_foreign_file_refused(tmp_path: Path, foreign: Path) -> None:
+    for opt in ("iomem", "mem"):
+        attempt(tmp_path, f"{opt}=mmapshared:{foreign}\n", "'mem'")
+    assert foreign.read_bytes() == b"\x5a" * (1 << 20)
+
+
+@pytest.mark.parametrize(
+    ("line", "match"),
+    [
+        ("ioengine=external:/tmp/lib.so", "ioengine"),
+        ("ioengine=filedelete", "ioengine"),
+        ("ioengine=e4defrag", "ioengine"),
+        ("ioscheduler=none", "'ioscheduler'"),
+        ("verify_state_save=1", "'verify_state_save'"),
+        ("rw=trim", "rw="),
+        ("unlink=1", "'unlink'"),
+        ("nrfiles=4", "'nrfiles'"),
+    ],
+)
+def test_options_off_the_allowlist_refused(tmp_path: Path, line: str, match: str) -> None:
+    attempt(tmp_path, line + "\n", match)
+
+
+def test_include_is_read_as_fio_reads_it(tmp_path: Path) -> None:
+    """An included file's options are fio's options: seen through fio's parser, then refused."""
+    inc = tmp_path / "inc.fio"
+    inc.write_text(f"exec_prerun=/usr/bin/touch\nexec_postrun={tmp_path}/x\n")
+    run_env = job_env({**DEFAULTS, **FIO}, "/t/testfile.dat", 4096)
+    job = tmp_path / "inc-job.fio"
+    job.write_text(HEAD + f"include {inc}\n")
+    with pytest.raises(TargetRefused, match="exec_prerun"):
+        fiojob.check_job(str(job), run_env, "/t/testfile.dat", _run)
+    assert not (tmp_path / "x").exists()
+
+
+def test_environment_expansion_is_fios(tmp_path: Path) -> None:
+    """``${VAR}`` expands only to the agent's FIO_* variables: HOME is not in fio's environment."""
+    job = tmp_path / "env.fio"
+    job.write_text("[global]\nfilename=${HOME}/victim\n[j]\nrw=write\nbs=4k\n")
+    with pytest.raises(TargetRefused, match="'filename'"):
+        fiojob.check_job(str(job), job_env({**DEFAULTS, **FIO}, "/t/f", 4096), "/t/f", _run)
+
+
+def test_second_job_with_its_own_file_refused(tmp_path: Path, foreign: Path) -> None:
+    attempt(tmp_path, f"[k]\nfilename={foreign}\nrw=write\n", "'filename'")
+    assert foreign.read_bytes() == b"\x5a" * (1 << 20)
+
+
+def test_engine_parameter_outside_the_list_refused() -> None:
+    bench = Benchmark("fio_4k_read", "fio", 0, 1, params={**FIO, "ioengine": "exec"})
+    with pytest.raises(ParamError, match="allowed I/O engine"):
+        Fio.check(bench)
+
+
+@pytest.mark.parametrize("job", sorted((Path(__file__).parents[2] / "workloads" / "fio").glob("*.fio")))
+@pytest.mark.parametrize("engine", ["libaio", "psync", "io_uring"])
+def test_shipped_jobs_pass_the_allowlist(job: Path, engine: str) -> None:
+    env = job_env({**DEFAULTS, **FIO, "ioengine": engine}, "/var/tmp/t/testfile.dat", 1 << 20)
+    fiojob.check_job(str(job), env, "/var/tmp/t/testfile.dat", _run)
+
+
+def test_plan_with_the_job_refused_by_the_cli(tmp_path: Path) -> None:
+    """Through ``testbed-agent run``: exit 2, one line naming file, line and the option; nothing ran."""
+    import subprocess
+    import sys
+
+    made = tmp_path / "made"
+    job = tmp_path / "evil.fio"
+    job.write_text(HEAD + f"ioengine=exec\nprogram=/usr/bin/touch\narguments={made}\n")
+    plan = tmp_path / "p.yml"
+    plan.write_text(
+        "benchmarks:\n  - {name: custom, type: fio, params: "
+        f"{{job: {job}, size: 1M, runtime_s: 1, ramp_s: 0, ioengine: psync, iodepth: 1}}}}\n"
+    )
+    res = subprocess.run(
+        [sys.executable, "-m", "testbed_agent", "run", str(plan), "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode == 2, res.stderr
+    first = res.stderr.splitlines()[0]
+    assert f"{plan}:2" in first and "params.job" in first and "ioengine" in first, first
+    assert "Traceback" not in res.stderr
+    assert not made.exists()
+    assert "fio" in REGISTRY
+
+
+def _run(cmd: list[str], env: dict[str, str]) -> str:
+    import subprocess
+
+    res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=30, check=True)
+    return res.stdout
+
+
+def test_every_allowed_option_is_justified_in_the_docs() -> None:
+    doc = (Path(__file__).parents[2] / "docs" / "io-guard.md").read_text()
+    missing = [k for k in fiojob.ALLOWED if f"| `{k}` |" not in doc]
+    assert not missing, missing
