@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "agent" / "tests"))
 from attestforge import SAMPLES, AmdLikeChain, hcl_report, tpm_quote  # noqa: E402
 from cryptography.hazmat.primitives.asymmetric import rsa  # noqa: E402
 
-from testbed_agent.attest.verify import Options, verify_file  # noqa: E402
+from testbed_shared.attest.verify import Options, verify_file  # noqa: E402
 
 
 def _median_ms(fn, n: int) -> float:

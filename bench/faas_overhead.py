@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from testbed_agent.faas.client import FaasClient
+from testbed_services.faas.client import FaasClient
 
 
 def quantile(values: list[float], q: float) -> float:

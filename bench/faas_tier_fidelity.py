@@ -29,7 +29,7 @@ from pathlib import Path
 
 from faas_overhead import start
 
-from testbed_agent.faas.client import FaasClient
+from testbed_services.faas.client import FaasClient
 
 TIERS = (1769, 1024, 512, 128)
 

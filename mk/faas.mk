@@ -1,4 +1,4 @@
-# FaaS emulator (agent/testbed_agent/faas, workloads/faas, docs/faas.md). Nothing to build:
+# FaaS emulator (agent/testbed_services/faas, workloads/faas, docs/faas.md). Nothing to build:
 # `make bench` runs bench/faas_overhead.py; `make faas-serve` runs an emulator in the foreground.
 FAAS_PROFILE ?= aws-lambda
 FAAS_PORT    ?= 8650

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from testbed_agent.schema import primary_metrics
+from testbed_shared.schema import primary_metrics
 
 MAX_REPETITIONS = 10_000
 _KEYS = ("min", "max", "target_ci_percent")

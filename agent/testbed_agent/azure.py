@@ -19,7 +19,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from testbed_agent.errors import TestbedError
+from testbed_shared.errors import TestbedError
 
 IMDS_ENDPOINT = "http://169.254.169.254"
 IMDS_API_VERSION = "2021-12-13"

@@ -28,8 +28,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from testbed_agent.atomic import write_atomically
-from testbed_agent.errors import TestbedError
+from testbed_shared.atomic import write_atomically
+from testbed_shared.errors import TestbedError
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,56}$")
 STATE_FILE = "campaign.json"

@@ -9,12 +9,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from testbed_agent import __version__
-from testbed_agent.errors import TestbedError, cli_main
+from testbed_shared.errors import TestbedError, cli_main
 
 #: modules that add a subcommand through ``add_parser(subparsers)``
 PLUGIN_COMMANDS = (
-    "testbed_agent.faas.cli",
-    "testbed_agent.attest.cli",
+    "testbed_services.faas.cli",
+    "testbed_shared.attest.cli",
     "testbed_agent.plan_show",
     "testbed_agent.campaign",
 )

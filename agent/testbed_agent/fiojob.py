@@ -17,7 +17,7 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from testbed_agent.errors import TargetRefused
+from testbed_shared.errors import TargetRefused
 
 _NUM = r"[0-9]+(\.[0-9]+)?"
 _SIZE = r"[0-9]+(\.[0-9]+)?([kKmMgGtTpP]([iI]?[bB])?|[bB])?"

@@ -21,7 +21,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from testbed_agent.errors import TargetRefused
+from testbed_shared.errors import TargetRefused
 
 XATTR = "user.testbed_agent"
 SIDECAR = ".testbed-agent"

@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 from testbed_agent.adaptive import Adaptive, RepetitionsError, parse_repetitions
-from testbed_agent.errors import PlanError
+from testbed_shared.errors import PlanError
 
 DEFAULT_WAIT_S = 0.0
 DEFAULT_REPETITIONS = 1

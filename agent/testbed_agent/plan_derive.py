@@ -27,8 +27,6 @@ from typing import Any
 
 import yaml
 
-from testbed_agent.atomic import check_output_path, write_atomically
-from testbed_agent.errors import PlanError
 from testbed_agent.plan import (
     TYPE_ALIASES,
     Benchmark,
@@ -39,6 +37,8 @@ from testbed_agent.plan import (
     check_timeout,
     load_plan,
 )
+from testbed_shared.atomic import check_output_path, write_atomically
+from testbed_shared.errors import PlanError
 
 #: the benchmark fields an override may set; anything else is a workload parameter
 FIELDS = ("wait_s", "repetitions", "timeout_s")

@@ -27,9 +27,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from testbed_agent.errors import TestbedError
 from testbed_agent.plan import Benchmark, Plan, load_plan
 from testbed_agent.plan_derive import add_derive_parser, add_set_argument, derived_plan
+from testbed_shared.errors import TestbedError
+from testbed_shared.studies import Element, Manifest, manifest_for_plan
 
 #: typical seconds of one execution by type when its parameters say nothing more precise
 TYPICAL_S = {"sysinfo": 5.0, "crypto": 60.0, "faas": 60.0, "pyperformance": 3600.0}
@@ -317,12 +318,56 @@ def show(args: argparse.Namespace) -> int:
         for m in matrix:
             print(json.dumps({"machine": m}, sort_keys=True))
         summary = {"plan": plan.name, "sha256": plan.sha256, "machines": len(matrix), **total}
+        study = study_of(args.plan)
+        if study is not None:
+            summary["study"] = {"id": study.id, "fidelity": study.counts()}
+            for d in study.deviations():
+                print(json.dumps({"deviation": _deviation(d)}, sort_keys=True))
         print(json.dumps({"summary": summary}))
         return 0
     _print_table(plan, rows, total)
     if matrix:
         _print_machines(matrix, total)
+    study = study_of(args.plan)
+    if study is not None:
+        _print_deviations(study)
     return 0
+
+
+def study_of(plan_path: Path) -> Manifest | None:
+    """The fidelity manifest of the study whose plan this is (a derived plan: of its source)."""
+    source = derived_source(plan_path)
+    return manifest_for_plan(source or plan_path)
+
+
+def derived_source(plan_path: Path) -> Path | None:
+    """The source plan named in a derived plan's header, if ``plan_path`` is one."""
+    try:
+        with open(plan_path, encoding="utf-8", errors="replace") as fh:
+            first = fh.readline()
+    except OSError:
+        return None
+    m = re.match(r"# Derived from (\S+) \(sha256 ", first)
+    return Path(m.group(1)) if m else None
+
+
+def _deviation(d: Element) -> dict[str, Any]:
+    return {"id": d.id, "what": d.what, "source": d.source, "status": d.status, "reason": d.reason}
+
+
+def _print_deviations(study: Manifest) -> None:
+    counts = study.counts()
+    print()
+    print(
+        f"study {study.id} ({study.title}): {counts['exact']} exact, {counts['adapted']} adapted, "
+        f"{counts['not here']} not here (workloads/studies/{study.path.parent.name}/manifest.yml)"
+    )
+    dev = study.deviations()
+    if dev:
+        _print_columns(
+            ("status", "element", "source", "reason"),
+            [(d.status, d.what, d.source, d.reason) for d in dev],
+        )
 
 
 def _print_table(plan: Plan, rows: list[Execution], total: dict[str, Any]) -> None:

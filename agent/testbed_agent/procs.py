@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from testbed_agent.atomic import write_atomically
+from testbed_shared.atomic import write_atomically
 
 PR_SET_PDEATHSIG = 1
 CGROUP_ROOT = Path("/sys/fs/cgroup/pids")

@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from testbed_agent.atomic import write_atomically
 from testbed_agent.results import now_rfc3339
 from testbed_agent.telemetry import ProgressExporter
+from testbed_shared.atomic import write_atomically
 
 
 class ProgressFileExporter(ProgressExporter):

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from testbed_agent.schema import BETTER, EXECUTION_KEY, FINAL_STATUSES, SCHEMA_VERSION, STATUSES
+from testbed_shared.schema import BETTER, EXECUTION_KEY, FINAL_STATUSES, SCHEMA_VERSION, STATUSES
 
 
 def now_rfc3339() -> str:
@@ -108,7 +108,7 @@ class ResultWriter:
 
     One agent per results file: an exclusive lock on ``<dir>/<host>.lock`` is taken before
     anything else, so only the holder repairs a torn tail and appends. The loser raises
-    :class:`~testbed_agent.errors.TestbedError` (exit 2) naming the holder's pid.
+    :class:`~testbed_shared.errors.TestbedError` (exit 2) naming the holder's pid.
     """
 
     def __init__(self, path: Path) -> None:
@@ -153,7 +153,7 @@ class ResultWriter:
 
 def _take_lock(path: Path) -> Any:
     """Open and exclusively lock ``path`` (holding our pid); raise TestbedError if another holds it."""
-    from testbed_agent.errors import TestbedError
+    from testbed_shared.errors import TestbedError
 
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     fh = os.fdopen(fd, "r+", encoding="ascii")

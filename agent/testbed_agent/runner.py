@@ -23,8 +23,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from testbed_agent import scratch
 from testbed_agent.adaptive import decide
-from testbed_agent.atomic import write_atomically
-from testbed_agent.errors import BenchmarkTimeout, Interrupted, TestbedError, WorkloadError
 from testbed_agent.plan import Benchmark, Plan, load_plan
 from testbed_agent.procs import ProcessTracker
 from testbed_agent.progress import ProgressFileExporter
@@ -46,6 +44,8 @@ from testbed_agent.telemetry import (
 )
 from testbed_agent.workloads import REGISTRY
 from testbed_agent.workloads.base import RunContext
+from testbed_shared.atomic import write_atomically
+from testbed_shared.errors import BenchmarkTimeout, Interrupted, TestbedError, WorkloadError
 
 EXIT_FAILURES = 3  # the plan ran to the end, some benchmarks failed or timed out
 
@@ -124,7 +124,7 @@ class Runner:
         self._write_sysinfo()
         done, self.attempts = resume_state(self.results_path, self.plan.sha256, killed)
         self.history = _history(self.results_path, self.plan.sha256)
-        from testbed_agent.attest.binding import Binder  # evidence bound to the results (issue 14)
+        from testbed_shared.attest.binding import Binder  # evidence bound to the results (issue 14)
 
         binder = Binder(self.out, self.ident, self.results_path, self.options, self.console.print)
         binder.begin()

@@ -20,7 +20,7 @@ import stat
 from pathlib import Path
 from typing import IO
 
-from testbed_agent.errors import TestbedError
+from testbed_shared.errors import TestbedError
 
 MARKER = ".testbed-agent-dir"
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")

@@ -20,10 +20,10 @@ import pytest
 from attestforge import SAMPLES, AmdLikeChain, hcl_report, pem, snp_report
 from cryptography.hazmat.primitives import serialization
 
-from testbed_agent.attest.binding import Binder
-from testbed_agent.attest.probe import EvidenceProbe, ProbeError
-from testbed_agent.attest.verify import Options
 from testbed_reports.audit import audit_host
+from testbed_shared.attest.binding import Binder
+from testbed_shared.attest.probe import EvidenceProbe, ProbeError
+from testbed_shared.attest.verify import Options
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,10 @@ import pytest
 from attestforge import AmdLikeChain, flip, hcl_report, make_cert, pem, tpm_quote
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from testbed_agent.attest import binding
-from testbed_agent.attest.manifest import verify_manifest
-from testbed_agent.attest.verify import Options
 from testbed_reports.audit import audit_host
+from testbed_shared.attest import binding
+from testbed_shared.attest.manifest import verify_manifest
+from testbed_shared.attest.verify import Options
 
 PCRS = {i: hashlib.sha256(bytes([i])).digest() for i in range(8)}
 

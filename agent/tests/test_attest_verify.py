@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from attestforge import SAMPLES, IntelLikeChain, flip, hcl_report_tdx, pem, tdx_quote_v4
 
-from testbed_agent.attest.chain import load_cert_files
-from testbed_agent.attest.model import EvidenceError
-from testbed_agent.attest.verify import Options, verify_file
+from testbed_shared.attest.chain import load_cert_files
+from testbed_shared.attest.model import EvidenceError
+from testbed_shared.attest.verify import Options, verify_file
 
 SNP = SAMPLES / "sev-snp"
 TDX = SAMPLES / "tdx"

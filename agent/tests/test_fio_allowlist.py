@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from testbed_agent import fiojob
-from testbed_agent.errors import TargetRefused
 from testbed_agent.plan import Benchmark, ParamError
 from testbed_agent.workloads import REGISTRY
 from testbed_agent.workloads.base import RunContext
 from testbed_agent.workloads.fio import DEFAULTS, Fio, job_env
+from testbed_shared.errors import TargetRefused
 
 FIO = {"size": "1M", "runtime_s": 1, "ramp_s": 0, "ioengine": "psync", "iodepth": 1}
 HEAD = "[global]\nfilename=${FIO_FILENAME}\nsize=${FIO_SIZE}\n[j]\nrw=write\nbs=4k\n"

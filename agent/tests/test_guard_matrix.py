@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from testbed_agent import guard
-from testbed_agent.errors import TargetRefused
 from testbed_agent.guard import check_target, create_test_file, is_marked, staging_file
 from testbed_agent.plan import Benchmark, ParamError
 from testbed_agent.workloads.base import RunContext
 from testbed_agent.workloads.dd import Dd
 from testbed_agent.workloads.fio import Fio
+from testbed_shared.errors import TargetRefused
 
 FIO = {"size": "1M", "runtime_s": 1, "ramp_s": 0, "ioengine": "psync", "iodepth": 1}
 DD = {"bs": "4k", "count": 4, "source": "zero", "pause_s": 0}

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from agenttest import agent
 
-from testbed_agent.errors import TargetRefused
 from testbed_agent.guard import check_target, create_test_file
 from testbed_agent.plan import Benchmark
 from testbed_agent.workloads.base import RunContext
 from testbed_agent.workloads.dd import Dd, parse_summary
 from testbed_agent.workloads.fio import Fio, job_name
+from testbed_shared.errors import TargetRefused
 
 
 def ctx_for(bench: Benchmark, tmp_path: Path, timeout: float = 120) -> RunContext:

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from agenttest import agent
 
-from testbed_agent.errors import PlanError
 from testbed_agent.plan import load_plan
+from testbed_shared.errors import PlanError
 
 CLASSIC = """\
 # benchmark plan

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from testbed_agent.cli import main
-from testbed_agent.errors import PlanError
 from testbed_agent.plan import load_plan
 from testbed_agent.plan_derive import derive, derived_plan, parse_override
 from testbed_agent.plan_show import expand
+from testbed_shared.errors import PlanError
 
 ROOT = Path(__file__).resolve().parents[2]
 PLANS = ROOT / "workloads/plans"

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from testbed_agent.cli import main
-from testbed_agent.errors import TestbedError as AgentError
 from testbed_agent.plan import Benchmark, load_plan
 from testbed_agent.plan_show import (
     CRYPTO_MBPS,
@@ -25,6 +24,7 @@ from testbed_agent.plan_show import (
     repetition_range,
     totals,
 )
+from testbed_shared.errors import TestbedError as AgentError
 
 PLAN = """name: show
 defaults: {wait_s: 2}

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from testbed_agent.paths import cache_dir
 from testbed_agent.plan import Benchmark, ParamError
 from testbed_agent.workloads.base import RunContext
 from testbed_agent.workloads.pyperformance import Pyperformance
+from testbed_shared.paths import cache_dir
 
 
 @pytest.mark.slow

@@ -41,11 +41,13 @@ def run(plan: Path, out: Path, *extra: str, timeout: float = 300) -> subprocess.
 def test_failure_and_timeout_are_records_and_the_plan_goes_on(
     tmp_path: Path, write_plan, node_exporter
 ) -> None:
-    plan = write_plan("""\
+    foreign = tmp_path / "foreign.dat"
+    foreign.write_bytes(b"not the agent's")
+    plan = write_plan(f"""\
 benchmarks:
-  - {name: fio_4k_randread, type: fio, params: {size: 4M, runtime_s: 1, ramp_s: 0, ioengine: no_such_engine}}
-  - {name: dd_slow, type: dd, timeout_s: 1, params: {bs: 1k, count: 100000000, source: urandom, conv: ""}}
-  - {name: dd_ok, type: dd, repetitions: 2, params: {bs: 4k, count: 16, source: zero, pause_s: 0}}
+  - {{name: fio_4k_randread, type: fio, params: {{size: 4M, runtime_s: 1, ramp_s: 0, filename: {foreign}}}}}
+  - {{name: dd_slow, type: dd, timeout_s: 1, params: {{bs: 1k, count: 100000000, source: urandom, conv: ""}}}}
+  - {{name: dd_ok, type: dd, repetitions: 2, params: {{bs: 4k, count: 16, source: zero, pause_s: 0}}}}
 """)
     out = tmp_path / "results" / "run1"
     res = run(
@@ -59,7 +61,8 @@ benchmarks:
         ("dd_ok", 0, "ok"),
         ("dd_ok", 1, "ok"),
     ]
-    assert "fio exited" in recs[0]["error"] and recs[0]["metrics"] == {}
+    assert "refusing to overwrite" in recs[0]["error"] and recs[0]["metrics"] == {}
+    assert foreign.read_bytes() == b"not the agent's"
     ok = recs[2]
     assert ok["schema"] == 1 and ok["run_id"] == "run1" and ok["host"] == "h1" and ok["label"] == "Local"
     assert ok["groups"] == ["local"] and len(ok["plan_sha256"]) == 64

@@ -1,6 +1,6 @@
-"""The primary-metric rule of testbed_agent.schema."""
+"""The primary-metric rule of testbed_shared.schema."""
 
-from testbed_agent.schema import primary_metrics
+from testbed_shared.schema import primary_metrics
 
 
 def test_fio_primary_is_bandwidth_per_direction() -> None:

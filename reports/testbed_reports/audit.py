@@ -104,9 +104,9 @@ def audit_host(results: Path, options: Any = None) -> HostAudit:
 def _verify(a: HostAudit, live: list[tuple[Path, dict[str, Any]]], options: Any) -> None:
     from dataclasses import replace
 
-    from testbed_agent.attest.manifest import verify_manifest
-    from testbed_agent.attest.model import EvidenceError
-    from testbed_agent.attest.verify import Options
+    from testbed_shared.attest.manifest import verify_manifest
+    from testbed_shared.attest.model import EvidenceError
+    from testbed_shared.attest.verify import Options
 
     base = options or Options()
     ok = True

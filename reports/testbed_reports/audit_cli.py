@@ -42,9 +42,9 @@ def add_parser(sub: Any) -> None:
 def _cmd_audit(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
-    from testbed_agent.attest.verify import Options
     from testbed_reports.audit import as_json, audit, table
     from testbed_reports.errors import ReportError
+    from testbed_shared.attest.verify import Options
 
     when = None
     if args.as_of:

@@ -7,9 +7,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from testbed_agent.errors import cli_main
 from testbed_reports import __version__
 from testbed_reports.errors import ReportError
+from testbed_shared.errors import cli_main
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -143,6 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
     from testbed_reports.timeofday import add_parser as add_timeofday  # issue 17
 
     add_timeofday(sub)
+    from testbed_reports.study import add_parser as add_study  # study packs (DESIGN.md section 10)
+
+    add_study(sub)
     return parser
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from testbed_agent.errors import TestbedError
+from testbed_shared.errors import TestbedError
 
 
 class ReportError(TestbedError):

@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from testbed_agent.schema import primary_metrics
 from testbed_reports.numerics import group_moments
+from testbed_shared.schema import primary_metrics
 
 ALPHA = 0.05
 DEFAULT_MARGIN = 2.0

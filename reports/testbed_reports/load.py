@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from testbed_agent.schema import (
+from testbed_reports.errors import ReportError, SchemaError
+from testbed_shared.schema import (
     BETTER,
     EXECUTION_KEY,
     FINAL_STATUSES,
@@ -26,7 +27,6 @@ from testbed_agent.schema import (
     STATUSES,
     STRING_FIELDS,
 )
-from testbed_reports.errors import ReportError, SchemaError
 
 __all__ = ["BETTER", "FINAL_STATUSES", "STATUSES", "Dataset", "load", "read_csv_observations"]
 #: bound of the integer fields (repetition, index): they become int64 columns

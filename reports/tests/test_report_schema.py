@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from testbed_agent import results, schema
+from testbed_agent import results
 from testbed_reports import load
+from testbed_shared import schema
 
 
 def test_report_and_agent_share_the_record_schema() -> None:

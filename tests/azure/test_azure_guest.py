@@ -15,7 +15,8 @@ from typing import ClassVar
 
 import pytest
 
-from testbed_agent import azure, errors
+from testbed_agent import azure
+from testbed_shared import errors
 
 COMPUTE = {
     "vmSize": "Standard_DC4as_v5",

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from crypto_helpers import program
 
-from testbed_agent.faas import cgroups
 from testbed_agent.plan import Benchmark, ParamError
 from testbed_agent.workloads.base import RunContext
 from testbed_agent.workloads.crypto import Crypto, resolve
+from testbed_services.faas import cgroups
 
 
 def bench(name: str = "hmac-sha256", **params: Any) -> Benchmark:

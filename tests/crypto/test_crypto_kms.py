@@ -14,8 +14,10 @@ from urllib.parse import urlparse
 import pytest
 from crypto_helpers import CRYPTO, LANGUAGES, TOOLCHAIN
 
-from testbed_agent import errors
-from testbed_agent.kms import (
+from testbed_agent.plan import Benchmark, ParamError
+from testbed_agent.workloads.base import RunContext
+from testbed_agent.workloads.crypto import Crypto, resolve
+from testbed_services.kms import (
     KEYS,
     KmsConfig,
     call_metrics,
@@ -24,9 +26,7 @@ from testbed_agent.kms import (
     local_kms_server,
     make_client,
 )
-from testbed_agent.plan import Benchmark, ParamError
-from testbed_agent.workloads.base import RunContext
-from testbed_agent.workloads.crypto import Crypto, resolve
+from testbed_shared import errors
 
 pytestmark = pytest.mark.integration
 
@@ -104,7 +104,7 @@ def test_local_server_is_loopback_only() -> None:
 
 def test_every_language_and_key_kind_is_covered() -> None:
     assert set(LANGUAGES) == {"python", "go", "rust", "java", "node"}
-    assert sorted(ALL_KEYS) == sorted(KEYS), "the test covers every key kind of testbed_agent.kms"
+    assert sorted(ALL_KEYS) == sorted(KEYS), "the test covers every key kind of testbed_services.kms"
 
 
 def test_a_missing_client_fails_not_skips(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from crypto_helpers import CRYPTO, LANGUAGES, TOOLCHAIN, load_vectors, program, write_vectors
 
-from testbed_agent import cost
 from testbed_agent.plan import Benchmark, ParamError
 from testbed_agent.workloads.base import RunContext
 from testbed_agent.workloads.crypto import ALGS, Crypto, alg_from_name, json_payload, resolve
+from testbed_shared import cost
 
 sys.path.insert(0, str(CRYPTO / "python"))
 import testbed_crypto

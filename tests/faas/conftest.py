@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed_agent.faas.client import FaasClient
+from testbed_services.faas.client import FaasClient
 
 HERE = Path(__file__).resolve().parent
 TEST_PROFILE = HERE / "test-profile.yml"

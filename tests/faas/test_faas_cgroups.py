@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from testbed_agent.faas import cgroups
+from testbed_services.faas import cgroups
 
 
 def _v2_tree(root: Path, controllers: str = "cpuset cpu io memory pids") -> Path:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed_agent.faas.client import FaasClient
+from testbed_services.faas.client import FaasClient
 
 pytestmark = pytest.mark.integration
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from testbed_agent.faas.profiles import load_profile
-from testbed_agent.faas.retention import Retention
 from testbed_agent.workloads.faas import _host_regression, _observe, _retention_metrics, ols
+from testbed_services.faas.profiles import load_profile
+from testbed_services.faas.retention import Retention
 
 from .conftest import needs_root
 

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from testbed_agent.faas import cgroups
+from testbed_services.faas import cgroups
 
 from .conftest import TEST_PROFILE
 

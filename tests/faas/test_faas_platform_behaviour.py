@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from testbed_agent.faas.client import FaasClient
-from testbed_agent.faas.emulator import Deployment, Emulator
-from testbed_agent.faas.instance import Host
-from testbed_agent.faas.profiles import load_profile
+from testbed_services.faas.client import FaasClient
+from testbed_services.faas.emulator import Deployment, Emulator
+from testbed_services.faas.instance import Host
+from testbed_services.faas.profiles import load_profile
 
 from .conftest import TEST_PROFILE
 

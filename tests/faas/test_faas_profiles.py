@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from testbed_agent import errors
-from testbed_agent.faas.profiles import MIB, available, load_profile
+from testbed_services.faas.profiles import MIB, available, load_profile
+from testbed_shared import errors
 
 
 def test_shipped_profiles_load_with_sources():

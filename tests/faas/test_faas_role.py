@@ -16,7 +16,7 @@ import jinja2
 import pytest
 import yaml
 
-from testbed_agent.faas.client import FaasClient
+from testbed_services.faas.client import FaasClient
 
 ROOT = Path(__file__).resolve().parents[2]
 ROLE = ROOT / "roles" / "faas_emulator"

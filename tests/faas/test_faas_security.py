@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from testbed_agent.faas.logs import LOG_CAP
+from testbed_services.faas.logs import LOG_CAP
 
 pytestmark = pytest.mark.integration
 

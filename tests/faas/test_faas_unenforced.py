@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from testbed_agent.faas.emulator import Emulator
-from testbed_agent.faas.functions import default_dirs
-from testbed_agent.faas.profiles import load_profile
+from testbed_services.faas.emulator import Emulator
+from testbed_services.faas.functions import default_dirs
+from testbed_services.faas.profiles import load_profile
 
 
 def test_no_cgroups_still_serves_but_flags_results(tmp_path):

@@ -89,8 +89,8 @@ def test_smoke_plan_runs_through_the_agent(tmp_path):
 def test_unreachable_endpoint_is_a_clear_workload_error(tmp_path):
     import time
 
-    from testbed_agent.errors import WorkloadError
     from testbed_agent.workloads.base import RunContext
+    from testbed_shared.errors import WorkloadError
 
     bench = _bench(function="calcs", endpoint="http://127.0.0.1:9")
     ctx = RunContext(

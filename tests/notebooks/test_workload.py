@@ -14,10 +14,10 @@ import psutil
 import pytest
 from nbhelpers import NOTEBOOKS, ROOT, Runner, code_outputs, write_notebook
 
-from testbed_agent.errors import BenchmarkTimeout, Interrupted
 from testbed_agent.plan import Benchmark, ParamError, load_plan
 from testbed_agent.workloads import REGISTRY
 from testbed_agent.workloads.notebook import NotebookWorkload, locate
+from testbed_shared.errors import BenchmarkTimeout, Interrupted
 
 
 def _bench(name: str = "SimplePrime.ipynb", datasets: tuple[str, ...] = (), **params: object) -> Benchmark:

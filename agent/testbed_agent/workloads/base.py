@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from testbed_agent.errors import BenchmarkTimeout, Interrupted, WorkloadError
 from testbed_agent.plan import Benchmark, ParamError
 from testbed_agent.procs import ProcessTracker
 from testbed_agent.results import Outcome
+from testbed_shared.errors import BenchmarkTimeout, Interrupted, WorkloadError
 
 DEFAULT_TIMEOUT_S = 3600.0
 

@@ -19,15 +19,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from testbed_agent import cost
-from testbed_agent.errors import WorkloadError
-from testbed_agent.paths import workloads_dir
 from testbed_agent.plan import Benchmark, ParamError
 from testbed_agent.results import Outcome, metric
-from testbed_agent.units import parse_size
 from testbed_agent.workloads import register
 from testbed_agent.workloads.base import RunContext, Workload
 from testbed_agent.workloads.crypto_tiers import TierCells, resolve_tier, run_tiered, tier_params
+from testbed_shared import cost
+from testbed_shared.errors import WorkloadError
+from testbed_shared.paths import workloads_dir
+from testbed_shared.units import parse_size
 
 LANGUAGES = ("python", "go", "rust", "java", "node")
 _CIPHER = ("encrypt", "decrypt")
@@ -148,7 +148,7 @@ def _resolve_common(p: dict[str, Any], out: dict[str, Any]) -> None:
 
 def _resolve_kms_alg(p: dict[str, Any], out: dict[str, Any]) -> dict[str, Any]:
     """The kms-envelope benchmark: its KMS configuration, then the KMS-specific parameters."""
-    from testbed_agent.kms import KmsConfig
+    from testbed_services.kms import KmsConfig
 
     try:
         out["kms"] = KmsConfig.from_param(p.get("kms", True))
@@ -243,7 +243,7 @@ def _languages(p: dict[str, Any]) -> list[str]:
 
 def _resolve_kms(p: dict[str, Any], out: dict[str, Any]) -> dict[str, Any]:
     """Key-service parameters: languages, key names (kms.KEYS), calls before the warm ones."""
-    from testbed_agent.kms import KEYS
+    from testbed_services.kms import KEYS
 
     out["languages"] = _languages(p)
     keys = p.get("kms_keys", list(KEYS))

@@ -12,10 +12,10 @@ import json
 import os
 from typing import Any
 
-from testbed_agent import kms
 from testbed_agent.results import Outcome, metric
 from testbed_agent.workloads.base import RunContext
 from testbed_agent.workloads.crypto_tiers import TierCells, run_tiered
+from testbed_services import kms
 
 
 def _run_client(ctx: RunContext, argv: list[str], env: dict[str, str]) -> tuple[str, dict[str, Any]]:

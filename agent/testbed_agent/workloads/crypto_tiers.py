@@ -15,12 +15,12 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from testbed_agent.errors import TestbedError
-from testbed_agent.faas import cgroups
-from testbed_agent.faas.instance import JOIN_AND_EXEC
-from testbed_agent.faas.profiles import MIB, load_profile
 from testbed_agent.plan import ParamError
 from testbed_agent.results import metric
+from testbed_services.faas import cgroups
+from testbed_services.faas.instance import JOIN_AND_EXEC
+from testbed_services.faas.profiles import MIB, load_profile
+from testbed_shared.errors import TestbedError
 
 
 def resolve_tier(p: dict[str, Any], out: dict[str, Any]) -> None:

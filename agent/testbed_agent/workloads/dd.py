@@ -8,13 +8,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-from testbed_agent.errors import WorkloadError
 from testbed_agent.guard import check_target, create_test_file
 from testbed_agent.plan import Benchmark, ParamError
 from testbed_agent.results import Outcome, metric
-from testbed_agent.units import parse_size
 from testbed_agent.workloads import register
 from testbed_agent.workloads.base import RunContext, Workload, require
+from testbed_shared.errors import WorkloadError
+from testbed_shared.units import parse_size
 
 DEFAULTS: dict[str, Any] = {
     "bs": "128k",

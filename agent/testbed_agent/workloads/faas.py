@@ -22,14 +22,14 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from testbed_agent.cost import cost_efficiency
-from testbed_agent.errors import BenchmarkTimeout, Interrupted, TestbedError, WorkloadError
-from testbed_agent.faas import DEFAULT_PORT
-from testbed_agent.faas.client import FaasClient
 from testbed_agent.plan import Benchmark, ParamError
 from testbed_agent.results import Outcome, metric
 from testbed_agent.workloads import register
 from testbed_agent.workloads.base import RunContext, Workload, require
+from testbed_services.faas import DEFAULT_PORT
+from testbed_services.faas.client import FaasClient
+from testbed_shared.cost import cost_efficiency
+from testbed_shared.errors import BenchmarkTimeout, Interrupted, TestbedError, WorkloadError
 
 MODES = ("warm", "cold", "cold_warm", "scaling", "retention")
 DEFAULT_TIMEOUT_S = 1800.0
@@ -69,7 +69,7 @@ class FaasWorkload(Workload):
         if any(isinstance(g, bool) or not isinstance(g, (int, float)) or g < 0 for g in gaps):
             raise ParamError("params.gaps_s", "must be a list of seconds >= 0")
         if endpoint == "auto":
-            from testbed_agent.faas.profiles import load_profile
+            from testbed_services.faas.profiles import load_profile
 
             try:
                 profile = load_profile(require(p, "profile", str, default="aws-lambda"))

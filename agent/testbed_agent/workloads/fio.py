@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from testbed_agent import fiojob
-from testbed_agent.errors import TargetRefused, WorkloadError
 from testbed_agent.guard import (
     check_fio_filename,
     check_fio_job,
@@ -23,12 +22,13 @@ from testbed_agent.guard import (
     staging_file,
     unmark,
 )
-from testbed_agent.paths import workloads_dir
 from testbed_agent.plan import Benchmark, ParamError
 from testbed_agent.results import Outcome, metric
-from testbed_agent.units import parse_size
 from testbed_agent.workloads import register
 from testbed_agent.workloads.base import RunContext, Workload, require
+from testbed_shared.errors import TargetRefused, WorkloadError
+from testbed_shared.paths import workloads_dir
+from testbed_shared.units import parse_size
 
 DEFAULTS: dict[str, Any] = {"size": "1G", "runtime_s": 60, "ramp_s": 2, "ioengine": "libaio", "iodepth": 16}
 PERCENTILES = ("50.000000", "90.000000", "99.000000", "99.900000")

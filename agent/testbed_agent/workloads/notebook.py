@@ -15,11 +15,11 @@ import sys
 from pathlib import Path
 from typing import Any, ClassVar
 
-from testbed_agent.errors import BenchmarkTimeout, Interrupted, WorkloadError
 from testbed_agent.plan import Benchmark, ParamError
 from testbed_agent.results import Outcome, metric
 from testbed_agent.workloads import register
 from testbed_agent.workloads.base import RunContext, Workload
+from testbed_shared.errors import BenchmarkTimeout, Interrupted, WorkloadError
 
 SCALES = ("quick", "standard", "large")
 #: default timeout of one execution, by scale

@@ -9,12 +9,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from testbed_agent.errors import WorkloadError
-from testbed_agent.paths import cache_dir
 from testbed_agent.plan import Benchmark, ParamError
 from testbed_agent.results import Outcome, metric
 from testbed_agent.workloads import register
 from testbed_agent.workloads.base import RunContext, Workload, require
+from testbed_shared.errors import WorkloadError
+from testbed_shared.paths import cache_dir
 
 MODES = ("fast", "rigorous", "normal", "debug-single-value")
 

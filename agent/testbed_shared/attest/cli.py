@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from testbed_agent.errors import TestbedError
+from testbed_shared.errors import TestbedError
 
 
 def add_parser(subparsers: Any) -> None:
@@ -89,8 +89,8 @@ def _hex(text: str) -> bytes:
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
-    from testbed_agent.attest.model import EvidenceError
-    from testbed_agent.attest.verify import Options, dumps, verify_file
+    from testbed_shared.attest.model import EvidenceError
+    from testbed_shared.attest.verify import Options, dumps, verify_file
 
     opts = Options(
         chain=args.chain,

@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from testbed_agent import SCHEMA_VERSION
+#: version of the record layout (DESIGN.md section 4)
+SCHEMA_VERSION = 1
 
 __all__ = [
     "BETTER",

@@ -9,10 +9,10 @@ from typing import Any
 
 import yaml
 
-from testbed_agent.cost import PriceTable
-from testbed_agent.errors import TestbedError
-from testbed_agent.faas import faas_dir, retention
-from testbed_agent.faas.retention import Retention
+from testbed_services.faas import faas_dir, retention
+from testbed_services.faas.retention import Retention
+from testbed_shared.cost import PriceTable
+from testbed_shared.errors import TestbedError
 
 MIB = 1 << 20
 

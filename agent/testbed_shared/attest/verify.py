@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from testbed_agent.attest.model import EvidenceError, Result
+from testbed_shared.attest.model import EvidenceError, Result
 
 
 @dataclass
@@ -76,24 +76,24 @@ def verify_file(path: Path, opts: Options | None = None) -> Result:
     except EvidenceError as exc:
         raise EvidenceError(f"{path}: {exc}") from exc
     if kind == "manifest":
-        from testbed_agent.attest.manifest import verify_manifest
+        from testbed_shared.attest.manifest import verify_manifest
 
         return verify_manifest(path, opts)
     return verify_bytes(kind, data, opts, str(path))
 
 
 def verify_bytes(kind: str, data: bytes, opts: Options, source: str, pool: list[Any] | None = None) -> Result:
-    from testbed_agent.attest import chain
+    from testbed_shared.attest import chain
 
     pool = (pool or []) + chain.load_cert_files(opts.chain)
     roots = chain.load_cert_files(opts.roots)
     when = opts.when
     if kind == "sev-snp":
-        from testbed_agent.attest.snp import verify_snp
+        from testbed_shared.attest.snp import verify_snp
 
         res = verify_snp(data, pool, when, allow_debug=opts.allow_debug, extra_roots=roots, source=source)
     elif kind == "tdx":
-        from testbed_agent.attest.tdx import verify_tdx
+        from testbed_shared.attest.tdx import verify_tdx
 
         tcb = _read(opts.tcb_info, "--tcb-info")
         res = verify_tdx(
@@ -115,14 +115,14 @@ def _quote_pair(opts: Options) -> tuple[bytes, bytes] | None:
 
 
 def _pcrs(opts: Options) -> Any:
-    from testbed_agent.attest.tpm import load_pcrs
+    from testbed_shared.attest.tpm import load_pcrs
 
     raw = _read(opts.pcrs, "--pcrs")
     return load_pcrs(raw.decode(), str(opts.pcrs)) if raw is not None else None
 
 
 def _hcl(data: bytes, opts: Options, pool: list[Any], roots: list[Any]) -> Result:
-    from testbed_agent.attest.hcl import verify_hcl
+    from testbed_shared.attest.hcl import verify_hcl
 
     res, _ak = verify_hcl(
         data,
@@ -139,8 +139,8 @@ def _hcl(data: bytes, opts: Options, pool: list[Any], roots: list[Any]) -> Resul
 
 
 def _tpm(data: bytes, opts: Options, when: datetime) -> Result:
-    from testbed_agent.attest.keys import load_public_key
-    from testbed_agent.attest.tpm import verify_quote
+    from testbed_shared.attest.keys import load_public_key
+    from testbed_shared.attest.tpm import verify_quote
 
     ak_raw, sig = _read(opts.ak, "--ak"), _read(opts.signature, "--signature")
     if ak_raw is None or sig is None:

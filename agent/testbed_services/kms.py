@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from testbed_agent.errors import TestbedError
+from testbed_shared.errors import TestbedError
 
 #: dummy credentials the local server accepts; never sent anywhere but loopback
 _LOCAL_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}

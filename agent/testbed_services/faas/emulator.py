@@ -17,15 +17,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from testbed_agent.cost import invocation_cost
-from testbed_agent.errors import TestbedError
-from testbed_agent.faas import cgroups, inspector, sandbox
-from testbed_agent.faas.functions import FunctionCode, check_name, find_function
-from testbed_agent.faas.instance import CallTimeout, Host, Instance, InstanceDied
-from testbed_agent.faas.logs import LogCollector
-from testbed_agent.faas.profiles import MIB, Profile
-from testbed_agent.faas.storage import make_tmp
-from testbed_agent.paths import workloads_dir
+from testbed_services.faas import cgroups, inspector, sandbox
+from testbed_services.faas.functions import FunctionCode, check_name, find_function
+from testbed_services.faas.instance import CallTimeout, Host, Instance, InstanceDied
+from testbed_services.faas.logs import LogCollector
+from testbed_services.faas.profiles import MIB, Profile
+from testbed_services.faas.storage import make_tmp
+from testbed_shared.cost import invocation_cost
+from testbed_shared.errors import TestbedError
+from testbed_shared.paths import workloads_dir
 
 #: environment passed through to instances (nothing else of the emulator's leaks in)
 PASS_ENV = ("PATH", "LANG", "LC_ALL", "PYTHONPATH", "VIRTUAL_ENV")

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from testbed_agent.faas.cgroups import InstanceCgroup
-from testbed_agent.faas.logs import LogCollector, LogRing
-from testbed_agent.faas.storage import TmpStore
+from testbed_services.faas.cgroups import InstanceCgroup
+from testbed_services.faas.logs import LogCollector, LogRing
+from testbed_services.faas.storage import TmpStore
 
 START_TIMEOUT_S = 30.0
 JOIN_AND_EXEC = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 97; shift; done; shift; exec "$@"'
@@ -123,7 +123,7 @@ class Instance:
                 "--",
                 sys.executable,
                 "-m",
-                "testbed_agent.faas.worker",
+                "testbed_services.faas.worker",
                 json.dumps(cfg),
             ],
             stdin=subprocess.PIPE,

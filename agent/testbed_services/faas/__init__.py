@@ -13,6 +13,6 @@ def faas_dir() -> Path:
     env = os.environ.get("TESTBED_FAAS_DIR")
     if env:
         return Path(env)
-    from testbed_agent.paths import workloads_dir
+    from testbed_shared.paths import workloads_dir
 
     return workloads_dir() / "faas"

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from testbed_agent.attest.model import EvidenceError, Result
+from testbed_shared.attest.model import EvidenceError, Result
 
 TPM_GENERATED = 0xFF544347
 ST_ATTEST_QUOTE = 0x8018
@@ -142,7 +142,7 @@ def verify_quote(
     prefix: str = "tpm",
 ) -> Quote:
     """Add the quote checks (signature, nonce, PCR digest) to ``res``."""
-    from testbed_agent.attest import keys
+    from testbed_shared.attest import keys
 
     quote = parse_quote(msg)
     ok, detail = keys.verify_tpm_signature(ak, msg, sig)

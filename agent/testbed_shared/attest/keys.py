@@ -11,7 +11,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
-from testbed_agent.attest.model import EvidenceError
+from testbed_shared.attest.model import EvidenceError
 
 _HASH = {"sha1": hashes.SHA1, "sha256": hashes.SHA256, "sha384": hashes.SHA384, "sha512": hashes.SHA512}
 
@@ -67,7 +67,7 @@ def fingerprint(key: Any) -> str:
 
 def verify_tpm_signature(key: Any, msg: bytes, raw_sig: bytes) -> tuple[bool, str]:
     """A TPM quote signature (plain or TPMT_SIGNATURE) by ``key``."""
-    from testbed_agent.attest.tpm import parse_signature
+    from testbed_shared.attest.tpm import parse_signature
 
     size = key.key_size // 8 if isinstance(key, rsa.RSAPublicKey) else 0
     scheme, halg, sig = parse_signature(raw_sig, size)

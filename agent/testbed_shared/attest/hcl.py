@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from testbed_agent.attest.model import EvidenceError, Result
+from testbed_shared.attest.model import EvidenceError, Result
 
 MAGIC = b"HCLA"
 HEADER = 32
@@ -73,7 +73,7 @@ def verify_hcl(
 ) -> tuple[Result, Any]:
     """Verify the hardware report, the claims digest and (when given) a TPM quote by HCLAkPub.
     Returns the result and the AK (or None)."""
-    from testbed_agent.attest import keys, tpm
+    from testbed_shared.attest import keys, tpm
 
     rep = parse_hcl(blob)
     res = Result(f"azure-{rep.kind}", when)
@@ -108,7 +108,7 @@ def _hardware(
     extra_roots: Sequence[Any],
 ) -> None:
     if rep.kind == "sev-snp":
-        from testbed_agent.attest.snp import verify_snp
+        from testbed_shared.attest.snp import verify_snp
 
         inner = verify_snp(rep.hw, pool, when, allow_debug=allow_debug, extra_roots=extra_roots)
         res.measurement, res.report_data = inner.measurement, inner.report_data
@@ -120,7 +120,7 @@ def _hardware(
             "tdx: TDREPORT quoted", False, "the TDREPORT is MAC'd, not signed: give the TD quote made from it"
         )
         return
-    from testbed_agent.attest.tdx import verify_tdx
+    from testbed_shared.attest.tdx import verify_tdx
 
     inner = verify_tdx(tdx_quote, pool, when, allow_debug=allow_debug, extra_roots=extra_roots)
     res.merge(inner)

@@ -22,9 +22,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote
 
-from testbed_agent.errors import TestbedError
-from testbed_agent.faas.emulator import Emulator, FaasError
-from testbed_agent.faas.functions import check_name
+from testbed_services.faas.emulator import Emulator, FaasError
+from testbed_services.faas.functions import check_name
+from testbed_shared.errors import TestbedError
 
 MAX_BODY = 64 << 20
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import yaml
 
-from testbed_agent.errors import TestbedError
-from testbed_agent.faas import faas_dir
-from testbed_agent.paths import workloads_dir
+from testbed_services.faas import faas_dir
+from testbed_shared.errors import TestbedError
+from testbed_shared.paths import workloads_dir
 
 #: function and deployment names: a letter or digit, then letters, digits, ``_``, ``-``, ``.``
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")

@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from testbed_agent.atomic import write_atomically
-from testbed_agent.attest.probe import SEV_GUEST, TPM_DEVICE, TSM_REPORT, EvidenceProbe, ProbeError
+from testbed_shared.atomic import write_atomically
+from testbed_shared.attest.probe import SEV_GUEST, TPM_DEVICE, TSM_REPORT, EvidenceProbe, ProbeError
 
 HCL_NV = "0x01400001"
 USER_DATA_NV = "0x01400002"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from testbed_agent.attest.model import EvidenceError
+from testbed_shared.attest.model import EvidenceError
 
 
 def _length(data: bytes, pos: int) -> tuple[int, int]:

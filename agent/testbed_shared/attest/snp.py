@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from testbed_agent.attest.model import EvidenceError, Result
+from testbed_shared.attest.model import EvidenceError, Result
 
 REPORT_SIZE = 0x4A0  # 1184 bytes
 SIGNED_SIZE = 0x2A0
@@ -178,7 +178,7 @@ def verify_snp(
     source: str = "report",
 ) -> Result:
     """Verify an SEV-SNP report: the VCEK signature, the VCEK's chip and TCB, the AMD chain, policy."""
-    from testbed_agent.attest import chain
+    from testbed_shared.attest import chain
 
     rep = parse_report(raw, source)
     res = Result("sev-snp", when, measurement=rep.measurement.hex(), report_data=rep.report_data.hex())

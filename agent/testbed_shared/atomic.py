@@ -16,7 +16,7 @@ import secrets
 import stat
 from pathlib import Path
 
-from testbed_agent.errors import TestbedError
+from testbed_shared.errors import TestbedError
 
 #: filesystem types that hold kernel objects, not files: nothing is ever written there
 PSEUDO_FILESYSTEMS = frozenset(

@@ -11,7 +11,7 @@ def workloads_dir() -> Path:
     env = os.environ.get("TESTBED_WORKLOADS_DIR")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parent.parent.parent / "workloads"
+    return Path(__file__).resolve().parents[2] / "workloads"
 
 
 def cache_dir() -> Path:

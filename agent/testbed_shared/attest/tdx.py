@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from testbed_agent.attest.model import EvidenceError, Result
+from testbed_shared.attest.model import EvidenceError, Result
 
 HEADER = 48
 TEE_TDX = 0x81
@@ -107,7 +107,7 @@ def parse_quote(raw: bytes, source: str = "quote") -> TdxQuote:
 
 def pck_info(leaf: Any) -> dict[str, Any]:
     """FMSPC, TCB components and PCESVN from the PCK leaf's SGX extension."""
-    from testbed_agent.attest import chain, der
+    from testbed_shared.attest import chain, der
 
     raw = chain.raw_extensions(leaf).get(SGX_EXT)
     if raw is None:
@@ -132,7 +132,7 @@ def verify_tdx(
     """Verify a TDX quote; ``pool`` holds extra certificates (e.g. a TCB signing chain)."""
     from cryptography.hazmat.primitives import hashes
 
-    from testbed_agent.attest import chain, keys
+    from testbed_shared.attest import chain, keys
 
     q = parse_quote(raw, source)
     res = Result("tdx", when, measurement=q.mrtd.hex(), report_data=q.report_data.hex())
@@ -171,7 +171,7 @@ def verify_tdx(
 def _tcb_status(
     res: Result, q: TdxQuote, pck: dict[str, Any], blob: bytes, pool: Sequence[Any], when: datetime
 ) -> None:
-    from testbed_agent.attest import chain
+    from testbed_shared.attest import chain
 
     try:
         doc = json.loads(blob)
@@ -193,7 +193,7 @@ def _tcb_status(
     if signer is not None:
         from cryptography.hazmat.primitives import hashes
 
-        from testbed_agent.attest import keys
+        from testbed_shared.attest import keys
 
         text = blob.decode()
         body = text[text.index("{", text.index('"tcbInfo"')) : text.rindex(',"signature"')]

@@ -11,9 +11,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from testbed_agent.errors import TestbedError
-from testbed_agent.faas import DEFAULT_PORT
-from testbed_agent.faas.client import FaasClient
+from testbed_services.faas import DEFAULT_PORT
+from testbed_services.faas.client import FaasClient
+from testbed_shared.errors import TestbedError
 
 DEFAULT_URL = f"http://127.0.0.1:{DEFAULT_PORT}"
 
@@ -109,10 +109,10 @@ def add_parser(subparsers: Any) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from testbed_agent.faas.emulator import Emulator, log
-    from testbed_agent.faas.functions import default_dirs
-    from testbed_agent.faas.profiles import load_profile
-    from testbed_agent.faas.server import FaasServer
+    from testbed_services.faas.emulator import Emulator, log
+    from testbed_services.faas.functions import default_dirs
+    from testbed_services.faas.profiles import load_profile
+    from testbed_services.faas.server import FaasServer
 
     # The emulator shares code, mount points and instance stores with the unprivileged function user:
     # a caller's umask (the agent runs with 077) must not make them unreadable to it.
@@ -207,7 +207,7 @@ def _info(args: argparse.Namespace) -> int:
 
 
 def _profiles(args: argparse.Namespace) -> int:
-    from testbed_agent.faas.profiles import available, load_profile
+    from testbed_services.faas.profiles import available, load_profile
 
     for name in available(args.profiles_dir):
         p = load_profile(name, args.profiles_dir)

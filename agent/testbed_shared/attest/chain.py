@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
-from testbed_agent.attest.model import EvidenceError, Result
+from testbed_shared.attest.model import EvidenceError, Result
 
 _SPKI = (serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
 _PEM = re.compile(rb"-----BEGIN CERTIFICATE-----.+?-----END CERTIFICATE-----", re.S)
@@ -114,14 +114,14 @@ def check_chain(
 
 @cache
 def amd_roots() -> list[x509.Certificate]:
-    from testbed_agent.attest.roots import AMD_ARK
+    from testbed_shared.attest.roots import AMD_ARK
 
     return [load_certs(pem.encode())[0] for pem in AMD_ARK.values()]
 
 
 @cache
 def intel_roots() -> list[x509.Certificate]:
-    from testbed_agent.attest.roots import INTEL_SGX_ROOT_CA
+    from testbed_shared.attest.roots import INTEL_SGX_ROOT_CA
 
     return load_certs(INTEL_SGX_ROOT_CA.encode())
 

@@ -9,7 +9,7 @@ import time
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from testbed_agent.errors import TestbedError
+from testbed_shared.errors import TestbedError
 
 
 class FaasClient:

@@ -8,9 +8,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from testbed_agent.attest import binding
-from testbed_agent.attest.model import EvidenceError, Result
-from testbed_agent.attest.verify import Options, verify_bytes
+from testbed_shared.attest import binding
+from testbed_shared.attest.model import EvidenceError, Result
+from testbed_shared.attest.verify import Options, verify_bytes
 
 
 def load_manifest(path: Path) -> dict[str, Any]:

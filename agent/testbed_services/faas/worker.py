@@ -2,7 +2,7 @@
 namespace, private /tmp, read-only host, unprivileged user), loads the function once (init), then
 runs ``handler(event, context)`` for each request read from stdin (JSON lines).
 
-Started by the instance manager as ``python -m testbed_agent.faas.worker CONFIG_JSON``; the
+Started by the instance manager as ``python -m testbed_services.faas.worker CONFIG_JSON``; the
 function's own stdout/stderr go to fd 2 (a pipe whose tail the emulator keeps), the protocol uses
 the original stdin/stdout.
 """
@@ -66,8 +66,8 @@ def main(argv: list[str]) -> int:
 
     t0 = time.perf_counter()
     try:
-        from testbed_agent.faas import sandbox
-        from testbed_agent.paths import workloads_dir
+        from testbed_services.faas import sandbox
+        from testbed_shared.paths import workloads_dir
 
         python = [sys.prefix, sys.base_prefix, sys.exec_prefix, *(p for p in sys.path if os.path.isdir(p))]
         keep = [*python, str(workloads_dir()), *cfg.get("keep_dirs", [])]

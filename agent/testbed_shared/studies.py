@@ -1,0 +1,248 @@
+"""Study packs (DESIGN.md section 10): the fidelity manifest of a published study.
+
+A study pack lives in ``workloads/studies/<id>/`` (``S0`` ... ``S4``): its plans and
+``manifest.yml``. The manifest lists every design element of the paper (machines, factors and
+levels, commands and parameters, repetitions, metrics, analyses, tables and figures), each with
+its source in the paper (``S1 L637`` or ``S1 L680-687``), the value, and a status:
+
+* ``exact``: the toolkit does what the paper did;
+* ``adapted``: it does something else on purpose; ``reason`` says what differs and why;
+* ``not here``: it cannot be done here; ``reason`` says why and what would make it possible.
+
+It also transcribes the paper's published values a rerun can be compared with (``published``),
+each with its line. This module reads and checks manifests; ``plan show`` prints a study plan's
+deviations from it and ``testbed-report study`` puts the published values beside a rerun's.
+
+Manifest layout (YAML)::
+
+    id: S1
+    title: ...
+    paper: {file: S1-serverless-local-io-thesis.txt, lines: 1279, sha256: ..., cite: "..."}
+    plans: [faas-io.yml, timeofday-dd.yml]        # file names under workloads/plans/ or the pack
+    elements:
+      - {id: io.write, what: write command, source: S1 L637, value: ..., status: exact}
+      - {id: ..., status: adapted, reason: ...}
+    published:
+      - {id: t13.aws.write.mean, table: Table 13, source: S1 L800, value: 1.23, unit: ms, ...}
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from testbed_shared.errors import TestbedError
+
+STATUSES = ("exact", "adapted", "not here")
+STUDY_IDS = ("S0", "S1", "S2", "S3", "S4")
+#: a source in the paper: "S1 L637", "S1 L680-687", several separated by ", "
+SOURCE_RE = re.compile(r"(S[0-4]) L([0-9]{1,5})(?:-([0-9]{1,5}))?")
+_ID_RE = re.compile(r"[A-Za-z0-9_.:+-]{1,120}")
+
+
+class ManifestError(TestbedError):
+    """A manifest that cannot be read; names the file and the element."""
+
+
+@dataclass(frozen=True)
+class Element:
+    """One design element of the paper and how the toolkit treats it."""
+
+    id: str
+    what: str
+    source: str
+    value: Any
+    status: str
+    reason: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Published:
+    """One value the paper printed, which a rerun can be compared with."""
+
+    id: str
+    source: str
+    value: Any
+    unit: str = ""
+    table: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A study's fidelity manifest."""
+
+    id: str
+    title: str
+    path: Path
+    paper: dict[str, Any]
+    plans: tuple[str, ...]
+    elements: tuple[Element, ...]
+    published: tuple[Published, ...]
+
+    def counts(self) -> dict[str, int]:
+        """Elements per status."""
+        return {s: sum(1 for e in self.elements if e.status == s) for s in STATUSES}
+
+    def deviations(self) -> list[Element]:
+        """The elements that are not ``exact``."""
+        return [e for e in self.elements if e.status != "exact"]
+
+    def element(self, element_id: str) -> Element:
+        for e in self.elements:
+            if e.id == element_id:
+                return e
+        raise KeyError(element_id)
+
+    def published_value(self, value_id: str) -> Published:
+        for p in self.published:
+            if p.id == value_id:
+                return p
+        raise KeyError(value_id)
+
+
+def studies_dir() -> Path:
+    """``workloads/studies`` of the repository or of the deployed copy."""
+    from testbed_shared.paths import workloads_dir
+
+    return workloads_dir() / "studies"
+
+
+def source_lines(source: str) -> list[tuple[str, int, int]]:
+    """``(study, first, last)`` of every reference in ``source``; raise ValueError if none."""
+    refs = []
+    for part in source.split(","):
+        m = SOURCE_RE.fullmatch(part.strip())
+        if not m:
+            raise ValueError(f"not a source like 'S1 L637' or 'S1 L680-687': {part.strip()!r}")
+        first = int(m.group(2))
+        last = int(m.group(3) or first)
+        if last < first:
+            raise ValueError(f"line range runs backwards: {part.strip()!r}")
+        refs.append((m.group(1), first, last))
+    return refs
+
+
+def load_manifest(path: Path | str) -> Manifest:
+    """Read and check one manifest; raise :class:`ManifestError` naming the file and element."""
+    p = Path(path)
+    try:
+        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ManifestError(f"{p}: cannot read manifest: {' '.join(str(exc).split())[:160]}") from None
+    if not isinstance(doc, dict):
+        raise ManifestError(f"{p}: a manifest is a mapping with id, paper, plans, elements, published")
+    sid = doc.get("id")
+    if sid not in STUDY_IDS:
+        raise ManifestError(f"{p}: id must be one of {', '.join(STUDY_IDS)}, got {sid!r}")
+    paper = doc.get("paper") or {}
+    if not isinstance(paper, dict) or not isinstance(paper.get("lines"), int):
+        raise ManifestError(f"{p}: paper must give at least 'lines' (the line count of the cited text)")
+    elements = tuple(_element(e, i, p, sid, paper["lines"]) for i, e in enumerate(_list(doc, "elements", p)))
+    published = tuple(
+        _published(e, i, p, sid, paper["lines"]) for i, e in enumerate(_list(doc, "published", p))
+    )
+    for what, items in (("elements", elements), ("published", published)):
+        seen: set[str] = set()
+        for item in items:
+            if item.id in seen:
+                raise ManifestError(f"{p}: {what}: duplicate id {item.id!r}")
+            seen.add(item.id)
+    plans = doc.get("plans") or []
+    if not isinstance(plans, list) or not all(isinstance(x, str) for x in plans):
+        raise ManifestError(f"{p}: plans must be a list of plan file names")
+    return Manifest(
+        id=sid,
+        title=str(doc.get("title", "")),
+        path=p,
+        paper=paper,
+        plans=tuple(plans),
+        elements=elements,
+        published=published,
+    )
+
+
+def _list(doc: dict[str, Any], key: str, p: Path) -> list[Any]:
+    items = doc.get(key) or []
+    if not isinstance(items, list):
+        raise ManifestError(f"{p}: {key} must be a list")
+    return items
+
+
+def _common(item: Any, i: int, p: Path, what: str, sid: str, lines: int) -> tuple[str, str]:
+    if not isinstance(item, dict):
+        raise ManifestError(f"{p}: {what}[{i}] must be a mapping")
+    eid = item.get("id")
+    if not isinstance(eid, str) or not _ID_RE.fullmatch(eid):
+        raise ManifestError(f"{p}: {what}[{i}]: id must be a short name, got {eid!r}")
+    source = item.get("source")
+    if not isinstance(source, str):
+        raise ManifestError(f"{p}: {what} {eid}: source is missing (e.g. '{sid} L637')")
+    try:
+        refs = source_lines(source)
+    except ValueError as exc:
+        raise ManifestError(f"{p}: {what} {eid}: {exc}") from None
+    for study, first, last in refs:
+        if study != sid:
+            raise ManifestError(f"{p}: {what} {eid}: source {source!r} cites another study")
+        if not 1 <= first <= last <= lines:
+            raise ManifestError(f"{p}: {what} {eid}: line {last} is past the paper's {lines} lines")
+    if "value" not in item:
+        raise ManifestError(f"{p}: {what} {eid}: value is missing")
+    return eid, source
+
+
+def _element(item: Any, i: int, p: Path, sid: str, lines: int) -> Element:
+    eid, source = _common(item, i, p, "elements", sid, lines)
+    status = item.get("status")
+    if status not in STATUSES:
+        allowed = ", ".join(STATUSES)
+        raise ManifestError(f"{p}: element {eid}: status must be one of {allowed}, got {status!r}")
+    reason = item.get("reason") or ""
+    if status != "exact" and not (isinstance(reason, str) and reason.strip()):
+        raise ManifestError(f"{p}: element {eid}: status {status!r} needs a reason")
+    what = item.get("what")
+    if not isinstance(what, str) or not what.strip():
+        raise ManifestError(f"{p}: element {eid}: 'what' (the design element) is missing")
+    known = {"id", "what", "source", "value", "status", "reason"}
+    extra = {k: v for k, v in item.items() if k not in known}
+    return Element(eid, what, source, item["value"], status, str(reason), extra)
+
+
+def _published(item: Any, i: int, p: Path, sid: str, lines: int) -> Published:
+    eid, source = _common(item, i, p, "published", sid, lines)
+    known = {"id", "source", "value", "unit", "table"}
+    extra = {k: v for k, v in item.items() if k not in known}
+    return Published(eid, source, item["value"], str(item.get("unit", "")), str(item.get("table", "")), extra)
+
+
+def all_manifests(root: Path | None = None) -> list[Manifest]:
+    """Every ``workloads/studies/*/manifest.yml``, sorted by study id."""
+    base = root or studies_dir()
+    return sorted((load_manifest(m) for m in base.glob("*/manifest.yml")), key=lambda m: m.id)
+
+
+def manifest(study_id: str, root: Path | None = None) -> Manifest:
+    """The manifest of ``study_id`` (case-insensitive); raise :class:`ManifestError` naming it."""
+    sid = study_id.upper()
+    if sid not in STUDY_IDS:
+        raise ManifestError(f"unknown study {study_id!r}", hint="studies: " + ", ".join(STUDY_IDS))
+    base = root or studies_dir()
+    found = [m for m in base.glob("*/manifest.yml") if m.parent.name.upper() == sid]
+    if not found:
+        raise ManifestError(f"study {sid} has no manifest in {base}")
+    return load_manifest(found[0])
+
+
+def manifest_for_plan(plan_path: Path | str, root: Path | None = None) -> Manifest | None:
+    """The manifest that lists this plan (by file name), or None."""
+    name = Path(plan_path).name
+    for m in all_manifests(root):
+        if name in m.plans:
+            return m
+    return None

@@ -1,0 +1,108 @@
+"""``testbed-report study ID RESULTS... --out DIR``: a paper's own tables and figures, rebuilt.
+
+Each published study (DESIGN.md section 10) has a view module here, ``s0.py`` ... ``s4.py``,
+found by its id; adding one needs no edit to this file. A view module provides::
+
+    def build(ds: Dataset, manifest: Manifest) -> StudyView
+
+(``ds`` is what :func:`testbed_reports.load.load` read; ``manifest`` the study's fidelity
+manifest) and may provide ``build_csv(path: Path, manifest: Manifest) -> StudyView`` for a CSV
+of the paper's own raw observations (``--csv``). It raises :class:`StudyError` naming the cells
+the store lacks. This package renders every view the same way: ``study.html`` (self-contained),
+``study.md``, one CSV per table and ``study.json``, with the paper's published value beside each
+rebuilt one and whether the rerun's interval contains it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from testbed_reports.errors import ReportError
+from testbed_reports.study.view import Cell, StudyFigure, StudyTable, StudyView, render_html, render_md
+from testbed_shared.atomic import write_atomically
+from testbed_shared.studies import STUDY_IDS, manifest
+
+__all__ = ["Cell", "StudyError", "StudyFigure", "StudyTable", "StudyView", "add_parser", "run_study"]
+
+
+class StudyError(ReportError):
+    """The store cannot give a study's tables (cells missing, wrong study)."""
+
+
+def view_module(study_id: str) -> Any:
+    """The view module of ``study_id``; raise :class:`StudyError` naming what is missing."""
+    sid = study_id.upper()
+    if sid not in STUDY_IDS:
+        raise StudyError(f"unknown study {study_id!r}", hint="studies: " + ", ".join(STUDY_IDS))
+    name = f"testbed_reports.study.{sid.lower()}"
+    if importlib.util.find_spec(name) is None:
+        raise StudyError(f"study {sid} has no report view ({name})")
+    return importlib.import_module(name)
+
+
+def run_study(study_id: str, results: list[Path], out: Path, csv: Path | None = None) -> StudyView:
+    """Build and write the view of ``study_id`` from result directories (or the paper's CSV)."""
+    man = manifest(study_id)
+    mod = view_module(man.id)
+    if csv is not None:
+        if not hasattr(mod, "build_csv"):
+            raise StudyError(f"study {man.id} reads no CSV of published observations", hint="give RESULTS")
+        view = mod.build_csv(csv, man)
+    else:
+        if not results:
+            raise StudyError(f"study {man.id}: give result directories (or --csv FILE)")
+        from testbed_reports.load import load
+
+        view = mod.build(load(results), man)
+    write_view(view, out)
+    return view
+
+
+def write_view(view: StudyView, out: Path) -> None:
+    """``study.html``, ``study.md``, ``study.json`` and ``<table id>.csv`` under ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomically(out / "study.html", render_html(view), what="study report")
+    write_atomically(out / "study.md", render_md(view), what="study summary")
+    write_atomically(out / "study.json", json.dumps(view.as_json(), indent=1, default=_json) + "\n")
+    for table in view.tables:
+        write_atomically(out / f"{table.slug}.csv", table.csv(), what="study table")
+
+
+def _json(x: Any) -> Any:
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return str(x)
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``study`` on ``testbed-report``."""
+    p = subparsers.add_parser(
+        "study",
+        help="a published study's own tables and figures, rebuilt from results, beside the paper's",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("study", metavar="ID", help="study id: " + ", ".join(STUDY_IDS))
+    p.add_argument("results", nargs="*", type=Path, metavar="RESULTS", help="result directories of the rerun")
+    p.add_argument(
+        "--csv", type=Path, metavar="FILE", help="the paper's own raw observations (where supported)"
+    )
+    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="output directory")
+    p.set_defaults(func=_cmd_study)
+
+
+def _cmd_study(args: argparse.Namespace) -> int:
+    view = run_study(args.study, args.results, args.out, args.csv)
+    inside = sum(1 for c in view.cells() if c.contains is True)
+    compared = sum(1 for c in view.cells() if c.contains is not None)
+    print(
+        f"{view.manifest.id}: {len(view.tables)} tables, {len(view.figures)} figures; "
+        f"{inside} of {compared} published values inside the rerun's interval -> {args.out / 'study.html'}"
+    )
+    return 0

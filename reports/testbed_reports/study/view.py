@@ -1,0 +1,264 @@
+"""What a study view holds (tables of cells, figures) and how it is written (HTML, Markdown, CSV).
+
+A :class:`Cell` is one rebuilt number: the rerun's estimate with its interval, the paper's
+published value (from the manifest, with its line) and whether the interval contains it. Tables
+keep the paper's layout: rows and columns as the paper printed them, units as the paper used.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from testbed_shared.studies import Manifest, Published
+
+
+@dataclass
+class Cell:
+    """One rebuilt value beside the paper's: estimate, interval, published value, containment."""
+
+    rerun: float | None
+    low: float | None = None
+    high: float | None = None
+    paper: Published | None = None
+    #: a note on how the rerun value was computed (n, method), shown in a tooltip and the JSON
+    note: str = ""
+
+    @property
+    def contains(self) -> bool | None:
+        """True/False when there is a paper value and an interval; None otherwise."""
+        if self.paper is None or self.low is None or self.high is None:
+            return None
+        try:
+            value = float(self.paper.value)
+        except (TypeError, ValueError):
+            return None
+        if not (math.isfinite(self.low) and math.isfinite(self.high)):
+            return None
+        return self.low <= value <= self.high
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "rerun": self.rerun,
+            "low": self.low,
+            "high": self.high,
+            "paper": None if self.paper is None else self.paper.value,
+            "paper_source": None if self.paper is None else self.paper.source,
+            "contains": self.contains,
+            "note": self.note,
+        }
+
+
+@dataclass
+class StudyTable:
+    """A table in the paper's layout; row values are text, numbers or :class:`Cell`."""
+
+    id: str
+    title: str
+    columns: list[str]
+    rows: list[dict[str, Any]]
+    source: str = ""
+    note: str = ""
+
+    @property
+    def slug(self) -> str:
+        return re.sub(r"[^a-z0-9]+", "-", self.id.lower()).strip("-") or "table"
+
+    def cells(self) -> list[Cell]:
+        return [v for row in self.rows for v in row.values() if isinstance(v, Cell)]
+
+    def csv(self) -> str:
+        """One row per table row; a Cell becomes four columns (rerun, low, high, paper, contains)."""
+        buf = io.StringIO()
+        header: list[str] = []
+        for c in self.columns:
+            if any(isinstance(r.get(c), Cell) for r in self.rows):
+                header += [f"{c}", f"{c} low", f"{c} high", f"{c} paper", f"{c} contains"]
+            else:
+                header.append(c)
+        w = csv.writer(buf)
+        w.writerow([_safe_csv(h) for h in header])
+        for r in self.rows:
+            line: list[Any] = []
+            for c in self.columns:
+                v = r.get(c)
+                if any(isinstance(x.get(c), Cell) for x in self.rows):
+                    cell = v if isinstance(v, Cell) else Cell(None)
+                    paper = None if cell.paper is None else cell.paper.value
+                    line += [cell.rerun, cell.low, cell.high, paper, cell.contains]
+                else:
+                    line.append(_safe_csv(v))
+            w.writerow(["" if x is None else x for x in line])
+        return buf.getvalue()
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "title": self.title,
+            "source": self.source,
+            "note": self.note,
+            "columns": self.columns,
+            "rows": [{k: v.as_json() if isinstance(v, Cell) else v for k, v in r.items()} for r in self.rows],
+        }
+
+
+@dataclass
+class StudyFigure:
+    """A figure of the paper, rebuilt as inline SVG."""
+
+    id: str
+    title: str
+    svg: str
+    source: str = ""
+    note: str = ""
+
+
+@dataclass
+class StudyView:
+    """Everything ``testbed-report study`` writes for one study."""
+
+    manifest: Manifest
+    tables: list[StudyTable] = field(default_factory=list)
+    figures: list[StudyFigure] = field(default_factory=list)
+    #: what the rerun's data were (store paths, run ids, reduced or full)
+    provenance: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def cells(self) -> list[Cell]:
+        return [c for t in self.tables for c in t.cells()]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "study": self.manifest.id,
+            "title": self.manifest.title,
+            "fidelity": self.manifest.counts(),
+            "provenance": self.provenance,
+            "notes": self.notes,
+            "tables": [t.as_json() for t in self.tables],
+            "figures": [{"id": f.id, "title": f.title, "source": f.source} for f in self.figures],
+        }
+
+
+def _safe_csv(v: Any) -> Any:
+    """OWASP: a text cell starting with = + - @ tab or CR is prefixed with ' (numbers stay numbers)."""
+    if isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + v
+    return v
+
+
+def fmt(x: Any, digits: int = 4) -> str:
+    """A number with ``digits`` significant digits; text as it is; empty for None/NaN."""
+    if x is None:
+        return ""
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, (int, float)):
+        if isinstance(x, float) and not math.isfinite(x):
+            return ""
+        return f"{x:.{digits}g}"
+    return str(x)
+
+
+def _cell_text(c: Cell) -> str:
+    text = fmt(c.rerun)
+    if c.low is not None and c.high is not None:
+        text += f" [{fmt(c.low)}, {fmt(c.high)}]"
+    if c.paper is not None:
+        mark = {True: "inside", False: "outside", None: "no interval"}[c.contains]
+        text += f" | paper {fmt(c.paper.value)} ({mark})"
+    return text
+
+
+def render_md(view: StudyView) -> str:
+    m = view.manifest
+    counts = m.counts()
+    out = [
+        f"# {m.id}: {m.title}",
+        "",
+        f"Fidelity: {counts['exact']} exact, {counts['adapted']} adapted, {counts['not here']} not here "
+        f"(workloads/studies/{m.path.parent.name}/manifest.yml).",
+        "",
+    ]
+    out += [f"- {p}" for p in view.provenance] + ([""] if view.provenance else [])
+    out += [f"> {n}" for n in view.notes] + ([""] if view.notes else [])
+    for t in view.tables:
+        out += [f"## {t.id}: {t.title}", ""]
+        if t.source or t.note:
+            out += [" ".join(x for x in (f"Paper: {t.source}." if t.source else "", t.note) if x), ""]
+        out.append("| " + " | ".join(t.columns) + " |")
+        out.append("|" + "---|" * len(t.columns))
+        for r in t.rows:
+            vals = [_cell_text(v) if isinstance(v, Cell) else fmt(v) for v in (r.get(c) for c in t.columns)]
+            out.append("| " + " | ".join(v.replace("|", "\\|") for v in vals) + " |")
+        out.append("")
+    for f in view.figures:
+        out += [f"## {f.id}: {f.title}", "", f"(figure in study.html){' ' + f.note if f.note else ''}", ""]
+    return "\n".join(out)
+
+
+def render_html(view: StudyView) -> str:
+    m = view.manifest
+    e = html.escape
+    counts = m.counts()
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'>",
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>",
+        f"<title>{e(m.id)}: {e(m.title)}</title>",
+        "<style>body{font-family:system-ui,sans-serif;margin:1rem;max-width:80rem}"
+        "table{border-collapse:collapse;margin:.5rem 0;display:block;overflow-x:auto}"
+        "td,th{border:1px solid #ccc;padding:.2rem .4rem;text-align:right}"
+        "td:first-child,th:first-child{text-align:left}.in{background:#e6f4e6}.out{background:#fbe3e3}"
+        ".paper{color:#555;font-size:.85em}svg{max-width:100%;height:auto}</style></head><body>",
+        f"<h1>{e(m.id)}: {e(m.title)}</h1>",
+        f"<p>Fidelity manifest: {counts['exact']} exact, {counts['adapted']} adapted, "
+        f"{counts['not here']} not here.</p>",
+    ]
+    if view.provenance:
+        parts.append("<ul>" + "".join(f"<li>{e(p)}</li>" for p in view.provenance) + "</ul>")
+    for n in view.notes:
+        parts.append(f"<p><em>{e(n)}</em></p>")
+    for t in view.tables:
+        parts.append(f"<h2>{e(t.id)}: {e(t.title)}</h2>")
+        if t.source or t.note:
+            parts.append(f"<p>{e('Paper: ' + t.source + '. ' if t.source else '')}{e(t.note)}</p>")
+        parts.append("<table><tr>" + "".join(f"<th>{e(c)}</th>" for c in t.columns) + "</tr>")
+        for r in t.rows:
+            tds = []
+            for c in t.columns:
+                v = r.get(c)
+                if isinstance(v, Cell):
+                    cls = {True: "in", False: "out", None: ""}[v.contains]
+                    ci = f" [{e(fmt(v.low))}, {e(fmt(v.high))}]" if v.low is not None else ""
+                    paper = (
+                        f"<br><span class='paper'>paper {e(fmt(v.paper.value))} ({e(v.paper.source)})</span>"
+                        if v.paper is not None
+                        else ""
+                    )
+                    tds.append(f"<td class='{cls}' title='{e(v.note)}'>{e(fmt(v.rerun))}{ci}{paper}</td>")
+                else:
+                    tds.append(f"<td>{e(fmt(v))}</td>")
+            parts.append("<tr>" + "".join(tds) + "</tr>")
+        parts.append("</table>")
+    for f in view.figures:
+        parts.append(f"<h2>{e(f.id)}: {e(f.title)}</h2>")
+        if f.source or f.note:
+            parts.append(f"<p>{e('Paper: ' + f.source + '. ' if f.source else '')}{e(f.note)}</p>")
+        parts.append(f.svg)
+    dev = m.deviations()
+    if dev:
+        parts.append(
+            "<h2>Deviations from the paper</h2><table><tr><th>element</th><th>status</th>"
+            "<th>source</th><th>reason</th></tr>"
+        )
+        for d in dev:
+            parts.append(
+                f"<tr><td>{e(d.what)}</td><td>{e(d.status)}</td><td>{e(d.source)}</td><td>{e(d.reason)}</td></tr>"
+            )
+        parts.append("</table>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
