@@ -9,7 +9,6 @@ import pytest
 
 from testbed_shared.studies import ManifestError, load_manifest
 
-
 H = "id: S1\npaper: {lines: 10}\n"
 
 
