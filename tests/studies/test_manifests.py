@@ -41,7 +41,7 @@ def test_a_good_manifest_counts_its_statuses(tmp_path: Path) -> None:
         HEAD
         + "plans: [x.yml]\nelements:\n"
         + "  - {id: a, what: w, source: S1 L1-3, value: 1, status: exact}\n"
-        + "  - {id: b, what: w, source: 'S1 L2, S1 L4', value: 2, status: adapted, reason: emulator not cloud}\n"
+        + "  - {id: b, what: w, source: 'S1 L2, S1 L4', value: 2, status: adapted, reason: emulated}\n"
         + "published:\n  - {id: t1, source: S1 L9, value: 1.5, unit: ms, table: Table 1}\n"
     )
     m = load_manifest(p)
