@@ -1,0 +1,254 @@
+"""What a plan's real run would cost: invocations, GB-seconds and price per platform.
+
+Prices come from ``workloads/faas/pricing.yml`` (list prices with their date and source). A
+benchmark runs on the platform its ``profile`` models (aws-lambda -> AWS Lambda, gcf-gen2 ->
+Google Cloud Functions, azure-consumption -> Azure Functions). Its invocations follow from its mode
+(warm: warm-up + calls; cold: calls; cold_warm: 2 x calls; scaling: concurrency x calls;
+retention: gaps x concurrency x 2) times its repetitions. The duration of one call is a rough
+figure from the function and its event (:func:`typical_call_s`), capped by the function's timeout;
+the *ceiling* assumes every call runs to its timeout. Both are estimates for a cost cap, not
+results: the run's own ledger charges what the platforms report.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from testbed_services.faas import faas_dir
+from testbed_shared.errors import TestbedError
+
+#: emulator profile -> the real platform it models
+PLATFORM_OF_PROFILE = {
+    "aws-lambda": "aws-lambda",
+    "aws-lambda-timescaled": "aws-lambda",
+    "gcf-gen2": "gcf-gen2",
+    "azure-consumption": "azure-functions",
+}
+#: Python calcs per second at one full vCPU (the calcs function's loop; measured on the development
+#: machine at 0.57e6/s on a shared vCPU, rounded down)
+CALCS_PER_VCPU_S = 5e5
+#: local /tmp throughput assumed for dd on the platforms, B/s
+DD_BPS = 100e6
+#: seconds of one call by function when the event says nothing more precise
+FUNCTION_S = {"crypto": 0.5, "fio": 5.0}
+DEFAULT_CALL_S = 1.0
+#: init seconds of a cold call (Python runtime start and the function's imports), for billing
+COLD_INIT_S = 0.3
+#: default memory and timeout of a deployment per platform when the plan gives none
+PLATFORM_DEFAULTS = {
+    "aws-lambda": {"memory_mb": 128, "timeout_s": 3.0},
+    "gcf-gen2": {"memory_mb": 256, "timeout_s": 60.0},
+    "azure-functions": {"memory_mb": 1536, "timeout_s": 300.0},
+}
+SIZE = re.compile(r"^(\d+)([kKmMgG]?)$")
+
+
+@dataclass(frozen=True)
+class Pricing:
+    """The pricing table: its date, currency and per-platform rates."""
+
+    date: str
+    currency: str
+    platforms: dict[str, dict[str, Any]]
+    path: str
+
+    def rates(self, platform: str) -> dict[str, Any]:
+        if platform not in self.platforms:
+            raise TestbedError(f"{self.path}: no prices for platform {platform!r}")
+        return self.platforms[platform]
+
+
+@lru_cache(maxsize=4)
+def load_pricing(path: str | None = None) -> Pricing:
+    """``workloads/faas/pricing.yml`` (or ``path``)."""
+    p = Path(path) if path else faas_dir() / "pricing.yml"
+    try:
+        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+        platforms = doc["platforms"]
+        for name, rates in platforms.items():
+            if not rates.get("source"):
+                raise ValueError(f"platform {name} has no source")
+        return Pricing(str(doc["date"]), str(doc.get("currency", "USD")), platforms, str(p))
+    except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise TestbedError(f"{p}: invalid pricing table: {exc}") from None
+
+
+def platform_of(profile: str) -> str | None:
+    """The real platform an emulator profile models (None for test profiles)."""
+    return PLATFORM_OF_PROFILE.get(profile)
+
+
+def vcpus(rates: dict[str, Any], memory_mb: float) -> float:
+    """vCPUs a platform gives this memory size (GCF's table; Lambda 1 per 1769 MB; Azure 1)."""
+    table = rates.get("vcpus")
+    if table:
+        for size in sorted(int(k) for k in table):
+            if memory_mb <= size:
+                return float(table[size] if size in table else table[str(size)])
+        return float(max(table.values()))
+    if "arm64" in (rates.get("per_gb_second") or {}):
+        return min(6.0, memory_mb / 1769.0)
+    return 1.0
+
+
+def billed_s(duration_s: float, rates: dict[str, Any]) -> float:
+    """Duration rounded up to the billing granularity, at least the minimum."""
+    ms = max(duration_s * 1000.0, float(rates.get("minimum_ms", 0)))
+    step = float(rates.get("granularity_ms", 1))
+    return math.ceil(ms / step - 1e-9) * step / 1000.0 if step > 0 else ms / 1000.0
+
+
+def call_price(
+    platform: str, memory_mb: float, duration_s: float, arch: str = "x86_64", pricing: Pricing | None = None
+) -> dict[str, float]:
+    """GB-seconds and price of one call of ``duration_s`` billed seconds at ``memory_mb``."""
+    rates = (pricing or load_pricing()).rates(platform)
+    seconds = billed_s(duration_s, rates)
+    memory = memory_mb
+    if rates.get("memory") == "observed":
+        step = float(rates.get("memory_step_mb", 128))
+        memory = max(step, math.ceil(memory_mb / step) * step)
+    gb_s = memory / 1024.0 * seconds
+    if "per_vcpu_second" in rates:
+        price = vcpus(rates, memory) * seconds * float(rates["per_vcpu_second"])
+        price += gb_s * float(rates["per_gib_second"])
+    else:
+        per = rates["per_gb_second"]
+        if arch not in per:
+            raise TestbedError(f"{platform} has no price for architecture {arch!r} ({', '.join(per)})")
+        price = gb_s * float(per[arch])
+    return {"gb_seconds": gb_s, "price": price + float(rates.get("per_request", 0.0))}
+
+
+# -- one benchmark ------------------------------------------------------------------------------
+
+
+def invocations(p: dict[str, Any]) -> tuple[int, int]:
+    """(calls, of which forced cold) one execution of a faas benchmark makes."""
+    mode = p.get("mode", "warm")
+    calls, conc = int(p.get("calls", 5)), int(p.get("concurrency", 1))
+    if mode == "cold":
+        return calls, calls
+    if mode == "cold_warm":
+        return 2 * calls, calls
+    if mode == "scaling":
+        return conc * calls, conc
+    if mode == "retention":
+        gaps = len(p.get("gaps_s") or [])
+        return 2 * gaps * conc, gaps * conc
+    return int(p.get("warmup", 1)) + calls, 1
+
+
+def typical_call_s(function: str, event: dict[str, Any], cpu: float) -> float:
+    """A rough duration of one call of ``function`` with ``event`` at ``cpu`` vCPUs."""
+    share = max(min(cpu, 1.0), 0.05)
+    if function == "calcs":
+        return _calcs(event) / CALCS_PER_VCPU_S / share + 0.001
+    if function == "dd":
+        steps = event.get("steps") or [{"args": event.get("args") or []}]
+        nbytes = sum(_dd_bytes(s.get("args") or []) for s in steps)
+        return nbytes / DD_BPS + 0.01
+    if function == "fio":
+        return float(event.get("runtime_s") or FUNCTION_S["fio"])
+    if function in FUNCTION_S:
+        return FUNCTION_S[function] / share
+    return DEFAULT_CALL_S
+
+
+@lru_cache(maxsize=1)
+def _calcs_levels() -> tuple[tuple[int, int, int], ...]:
+    """The calcs function's stress levels, read from its module."""
+    path = faas_dir() / "functions" / "calcs" / "handler.py"
+    spec = importlib.util.spec_from_file_location("_testbed_calcs_levels", path)
+    if spec is None or spec.loader is None:
+        return ()
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return tuple(getattr(module, "LEVELS", ()))
+
+
+def _calcs(event: dict[str, Any]) -> float:
+    if "level" in event:
+        levels = _calcs_levels()
+        level = int(event["level"])
+        return float(levels[level][0]) if 0 <= level < len(levels) else 0.0
+    return float(int(event.get("array_size", 20)) * int(event.get("function_calls", 1000)))
+
+
+def _size(text: str) -> int:
+    m = SIZE.match(text.strip())
+    if not m:
+        return 0
+    return int(m.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[m.group(2).lower()]
+
+
+def _dd_bytes(args: list[Any]) -> int:
+    ops = dict(str(a).partition("=")[::2] for a in args)
+    return _size(ops.get("bs", "512")) * int(ops.get("count", "0") or 0)
+
+
+def benchmark_cost(
+    params: dict[str, Any], repetitions: int, platform: str, pricing: Pricing | None = None
+) -> dict[str, Any]:
+    """Invocations, GB-seconds and price (estimate and ceiling) of a faas benchmark on ``platform``."""
+    pricing = pricing or load_pricing()
+    rates = pricing.rates(platform)
+    base = PLATFORM_DEFAULTS[platform]
+    memory = float(params.get("memory_mb") or base["memory_mb"])
+    if platform == "azure-functions":
+        memory = float(rates.get("instance_memory_mb", 1536))
+    timeout = float(params.get("function_timeout_s") or base["timeout_s"])
+    arch = str(params.get("architecture") or "x86_64")
+    n, cold = invocations(params)
+    n, cold = n * repetitions, cold * repetitions
+    one = min(
+        typical_call_s(str(params.get("function")), params.get("event") or {}, vcpus(rates, memory)), timeout
+    )
+    init = COLD_INIT_S if rates.get("init_billed") else 0.0
+    warm_price = call_price(platform, memory, one, arch, pricing)
+    cold_price = call_price(platform, memory, one + init, arch, pricing)
+    worst = call_price(platform, memory, timeout + init, arch, pricing)
+    return {
+        "platform": platform,
+        "invocations": n,
+        "cold_invocations": cold,
+        "memory_mb": memory,
+        "architecture": arch,
+        "call_s": one,
+        "gb_seconds": (n - cold) * warm_price["gb_seconds"] + cold * cold_price["gb_seconds"],
+        "price": (n - cold) * warm_price["price"] + cold * cold_price["price"],
+        "price_ceiling": n * worst["price"],
+    }
+
+
+def plan_cost(benchmarks: list[Any], pricing: Pricing | None = None) -> dict[str, dict[str, Any]]:
+    """Per platform: the faas benchmarks that would run there and their summed cost."""
+    pricing = pricing or load_pricing()
+    out: dict[str, dict[str, Any]] = {}
+    for b in benchmarks:
+        if b.type != "faas":
+            continue
+        platform = platform_of(str(b.params.get("profile", "aws-lambda")))
+        if platform is None:
+            continue
+        reps = b.adaptive.max if getattr(b, "adaptive", None) else b.repetitions
+        cost = benchmark_cost(b.params, reps, platform, pricing)
+        row = out.setdefault(
+            platform,
+            {"benchmarks": 0, "invocations": 0, "gb_seconds": 0.0, "price": 0.0, "price_ceiling": 0.0},
+        )
+        row["benchmarks"] += 1
+        for key in ("invocations", "gb_seconds", "price", "price_ceiling"):
+            row[key] += cost[key]
+    for platform, row in out.items():
+        rates = pricing.rates(platform)
+        row.update(currency=pricing.currency, pricing_date=pricing.date, source=rates["source"])
+    return out
