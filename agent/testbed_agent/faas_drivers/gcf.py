@@ -1,0 +1,406 @@
+"""Google Cloud Functions (2nd gen) with the official clients: google-cloud-functions (REST
+transport) for the control plane, google-cloud-storage for the source upload, google-auth for the
+ID token a function's URL requires and for Cloud Logging's REST ``entries:list``.
+
+Credentials and project come from Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS,
+``gcloud auth application-default login``, the metadata server). A deployment uploads the package
+(``main.py`` with the Functions Framework entry point ``testbed_entry`` around the function) to
+``gs://<options.source_bucket>/testbed/<run>/<function>.zip`` and creates the function from it;
+both carry the run's labels (GCP label values are lower case: the run id is lower-cased and the
+deadline is seconds since the epoch). Per call the shim reports the instance, cold/warm, init
+and handler time; the platform's own figure is the request log's latency and instance id, read
+after the calls (:meth:`GcfDriver.settle`). A forced cold start is a new revision (an updated
+environment variable); host scope does not exist.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import threading
+import time
+import uuid
+from typing import Any
+
+from testbed_agent.faas_drivers.base import Call, Driver, FunctionSpec
+from testbed_agent.faas_drivers.ledger import Budget, Journal
+from testbed_agent.faas_drivers.pricing import call_price, load_pricing
+from testbed_agent.faas_drivers.target import OWNER, TAG_DEADLINE, TAG_OWNER, TAG_RUN, Target, label_value
+from testbed_services.faas import package
+from testbed_services.faas.functions import default_dirs, find_function
+from testbed_shared.errors import TestbedError, WorkloadError
+
+SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+LOGGING_URL = "https://logging.googleapis.com/v2/entries:list"
+OPERATION_TIMEOUT_S = 900.0
+
+
+def labels(target: Target) -> dict[str, str]:
+    """The run's tags as GCP labels."""
+    return {
+        TAG_RUN: label_value(target.run_id),
+        TAG_DEADLINE: str(int(target.deadline.timestamp())),
+        TAG_OWNER: OWNER,
+        "testbed-host": label_value(target.host),
+    }
+
+
+class GcfDriver(Driver):
+    """Cloud Functions 2nd gen in ``options.project`` (else the credentials' project), region
+    ``target.region``, sources in ``options.source_bucket``."""
+
+    platform = "gcf-gen2"
+
+    def __init__(self, target: Target, *, dry_run: bool = False, out: Any = None) -> None:
+        super().__init__(target, dry_run=dry_run, out=out)
+        self.bucket_name = str(target.options.get("source_bucket") or "")
+        if not self.bucket_name:
+            raise TestbedError(
+                f"{target.path}: gcf-gen2 needs options.source_bucket (a bucket for the sources)"
+            )
+        self.journal = Journal(target.journal_path())
+        self.budget = Budget(target.cost_cap_usd, target.journal_path().with_suffix(".cost.json"))
+        self.pricing = load_pricing()
+        self.deployed: dict[str, dict[str, Any]] = {}
+        self.project = str(target.options.get("project") or "")
+        self._local = threading.local()
+        self._tokens: dict[str, tuple[str, float]] = {}
+        self._lock = threading.Lock()
+        self.credentials: Any = None
+        if dry_run and not self.project:
+            raise TestbedError(f"{target.path}: a dry run needs options.project (no credentials are read)")
+        if not dry_run:
+            self._connect()
+
+    def _connect(self) -> None:
+        import google.auth
+        from google.auth.transport.requests import AuthorizedSession
+        from google.cloud import functions_v2, storage
+
+        self.credentials, project = google.auth.default(scopes=[SCOPE])
+        self.project = self.project or str(project or "")
+        if not self.project:
+            raise TestbedError("no GCP project: set options.project (faas_platform_gcp_project)")
+        self.functions = functions_v2.FunctionServiceClient(credentials=self.credentials, transport="rest")
+        self.storage = storage.Client(project=self.project, credentials=self.credentials)
+        self.session = AuthorizedSession(self.credentials)
+        self.types = functions_v2
+
+    @property
+    def parent(self) -> str:
+        return f"projects/{self.project}/locations/{self.target.region}"
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "platform": self.platform,
+            "region": self.target.region,
+            "architecture": "x86_64",
+            "runtime": self.target.runtime,
+            "real": not self.dry_run,
+            "driver": self.platform,
+            "endpoint": f"https://cloudfunctions.googleapis.com/v2/{self.parent}",
+            "project": self.project,
+        }
+
+    # -- deployment ---------------------------------------------------------------------------
+
+    def deploy(self, spec: FunctionSpec) -> dict[str, Any]:
+        fid = self.target.resource_name(spec.name, limit=63, lower=True)
+        path = f"{self.parent}/functions/{fid}"
+        code = find_function(spec.function, default_dirs())
+        zipped = package.package(code, "gcf-gen2")
+        memory = int(spec.memory_mb or 256)
+        timeout = int(spec.timeout_s or 60)
+        env = {**spec.env, "TESTBED_MEMORY_MB": str(memory), "TESTBED_TIMEOUT_S": str(timeout)}
+        obj = f"testbed/{self.target.run_id}/{fid}.zip"
+        generation = self._upload(obj, zipped)
+        body = {
+            "name": path,
+            "description": f"testbed {spec.function} (run {self.target.run_id})",
+            "environment": "GEN_2",
+            "labels": labels(self.target),
+            "build_config": {
+                "runtime": spec.runtime or self.target.runtime,
+                "entry_point": package.GCF_ENTRY_POINT,
+                "source": {
+                    "storage_source": {"bucket": self.bucket_name, "object_": obj, "generation": generation}
+                },
+            },
+            "service_config": {
+                "available_memory": f"{memory}Mi",
+                "timeout_seconds": timeout,
+                "environment_variables": env,
+                "max_instance_count": int(self.target.options.get("max_instances", 100)),
+                "max_instance_request_concurrency": 1,
+                "ingress_settings": "ALLOW_ALL",
+                "all_traffic_on_latest_revision": True,
+            },
+        }
+        if self.target.options.get("service_account"):
+            body["service_config"]["service_account_email"] = self.target.options["service_account"]
+        self.journal.creating("function", path)
+        result = self._operation(
+            "functions.create", "create_function", parent=self.parent, function=body, function_id=fid
+        )
+        uri = result.service_config.uri if result is not None else f"https://{fid}-dryrun.a.run.app"
+        self.deployed[spec.name] = {
+            "name": path,
+            "function_id": fid,
+            "function": spec.function,
+            "memory_mb": memory,
+            "timeout_s": timeout,
+            "env": env,
+            "uri": uri,
+            "object": obj,
+            "since": dt.datetime.now(dt.UTC),
+        }
+        return {
+            **{k: v for k, v in self.deployed[spec.name].items() if k != "since"},
+            "platform": self.platform,
+        }
+
+    def _upload(self, obj: str, data: bytes) -> int:
+        self.journal.creating("source-object", f"{self.bucket_name}/{obj}")
+        params = {
+            "bucket": self.bucket_name,
+            "name": obj,
+            "bytes": len(data),
+            "metadata": labels(self.target),
+        }
+        self.log.record("storage objects.insert", params)
+        if self.dry_run:
+            return 0
+        blob = self.storage.bucket(self.bucket_name).blob(obj)
+        blob.metadata = labels(self.target)
+        blob.upload_from_string(data, content_type="application/zip")
+        return int(blob.generation or 0)
+
+    def _operation(self, op: str, method: str, **params: Any) -> Any:
+        """A long-running call: sent, then polled to its end; the response (None in a dry run)."""
+        self.log.record(op, params)
+        if self.dry_run:
+            return None
+        request = {k: (self.types.Function(v) if k == "function" else v) for k, v in params.items()}
+        operation = getattr(self.functions, method)(**request)
+        try:
+            return operation.result(timeout=OPERATION_TIMEOUT_S)
+        except Exception as exc:
+            raise WorkloadError(f"{op}: {exc}") from exc
+
+    # -- calls --------------------------------------------------------------------------------
+
+    def _deployed(self, name: str) -> dict[str, Any]:
+        if name not in self.deployed:
+            raise WorkloadError(f"function {name} was not deployed by this driver")
+        return self.deployed[name]
+
+    def _id_token(self, audience: str) -> str:
+        with self._lock:
+            token, until = self._tokens.get(audience, ("", 0.0))
+            if token and until > time.time():
+                return token
+        import google.auth.exceptions
+        from google.auth.transport.requests import Request
+        from google.oauth2 import id_token
+
+        try:
+            token = id_token.fetch_id_token(Request(), audience)
+        except google.auth.exceptions.DefaultCredentialsError:
+            self.credentials.refresh(Request())  # user credentials carry an ID token of their own
+            token = getattr(self.credentials, "id_token", None)
+            if not token:
+                raise TestbedError(
+                    "no ID token for the function's URL from these credentials",
+                    hint="use a service account key (GOOGLE_APPLICATION_CREDENTIALS) or gcloud user login",
+                ) from None
+        with self._lock:
+            self._tokens[audience] = (token, time.time() + 3000)
+        return token
+
+    def _http(self) -> Any:
+        session = getattr(self._local, "session", None)
+        if session is None:
+            import requests
+
+            session = self._local.session = requests.Session()
+        return session
+
+    def invoke(self, name: str, event: Any) -> Call:
+        dep = self._deployed(name)
+        trace = uuid.uuid4().hex
+        self.log.record("function invoke", {"url": dep["uri"], "trace": trace})
+        if self.dry_run:
+            return Call(200, True, 0.0, inspector={"new_instance": False, "handler_s": 0.0})
+        headers = {
+            "Authorization": f"Bearer {self._id_token(dep['uri'])}",
+            "Content-Type": "application/json",
+            "X-Cloud-Trace-Context": f"{trace}/1;o=1",
+        }
+        t0 = time.perf_counter()
+        resp = self._http().post(
+            dep["uri"], data=json.dumps(event), headers=headers, timeout=dep["timeout_s"] + 60
+        )
+        rtt = time.perf_counter() - t0
+        return self._call(dep, resp, rtt, trace)
+
+    def _call(self, dep: dict[str, Any], resp: Any, rtt: float, trace: str) -> Call:
+        try:
+            envelope = resp.json()
+        except ValueError:
+            envelope = None
+        if not isinstance(envelope, dict) or "testbed" not in envelope:
+            text = resp.text[:300].replace("\n", " ")
+            return Call(
+                resp.status_code,
+                False,
+                rtt,
+                error=f"HTTP {resp.status_code}: {text}",
+                platform={"trace": trace},
+            )
+        shim = envelope["testbed"]
+        err = envelope.get("error")
+        cold = bool(shim.get("cold"))
+        inspector = {
+            "new_instance": cold,
+            "instance_id": shim.get("instance_id"),
+            "handler_s": shim.get("handler_s", 0.0),
+            "init_s": shim.get("init_s", 0.0),
+            "cold_start_s": shim.get("init_s", 0.0) if cold else 0.0,
+            "cpu_user_s": shim.get("cpu_user_s"),
+            "cpu_system_s": shim.get("cpu_system_s"),
+            "memory_peak_bytes": shim.get("max_rss_bytes"),
+            "instance_uptime_s": shim.get("instance_uptime_s"),
+            "instance_invocations": shim.get("instance_invocations"),
+        }
+        billed = float(shim.get("handler_s", 0.0)) + (float(shim.get("init_s", 0.0)) if cold else 0.0)
+        cost = call_price(self.platform, dep["memory_mb"], billed, "x86_64", self.pricing)
+        billing = {
+            "duration_s": billed,
+            "memory_mb": dep["memory_mb"],
+            "currency": self.pricing.currency,
+            **cost,
+        }
+        error = f"{err.get('type')}: {err.get('message')}" if err else None
+        ok = resp.status_code == 200 and not err
+        call = Call(
+            resp.status_code, ok, rtt, envelope.get("result"), error, inspector, billing, {"trace": trace}
+        )
+        self.budget.charge(cost["price"])
+        return call
+
+    def settle(self, name: str, calls: list[Call], wait_s: float | None = None) -> None:
+        """Add the request log's latency, status and instance id to each call (matched by trace)."""
+        dep = self._deployed(name)
+        pending = {c.platform.get("trace"): c for c in calls if c.platform.get("trace")}
+        if self.dry_run or not pending:
+            return
+        since = dep["since"].strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        log_name = f"projects/{self.project}/logs/run.googleapis.com%2Frequests"
+        flt = (
+            f'resource.type="cloud_run_revision" AND resource.labels.service_name="{dep["function_id"]}" '
+            f'AND logName="{log_name}" AND timestamp>="{since}"'
+        )
+        end = time.monotonic() + (
+            wait_s if wait_s is not None else float(self.target.options.get("log_wait_s", 120))
+        )
+        while pending:
+            token = None
+            while True:
+                body = {"resourceNames": [f"projects/{self.project}"], "filter": flt, "pageSize": 1000}
+                if token:
+                    body["pageToken"] = token
+                self.log.record("logging entries.list", {"filter": flt})
+                page = self.session.post(LOGGING_URL, json=body, timeout=60)
+                page.raise_for_status()
+                data = page.json()
+                for entry in data.get("entries", []):
+                    trace = str(entry.get("trace", "")).rsplit("/", 1)[-1]
+                    call = pending.pop(trace, None)
+                    if call is not None:
+                        req = entry.get("httpRequest") or {}
+                        call.platform.update(
+                            latency_s=float(str(req.get("latency", "0s")).rstrip("s") or 0),
+                            status=req.get("status"),
+                            instance_id=(entry.get("labels") or {}).get("instanceId"),
+                            revision=(entry.get("resource") or {}).get("labels", {}).get("revision_name"),
+                        )
+                token = data.get("nextPageToken")
+                if not token:
+                    break
+            if not pending or time.monotonic() > end:
+                break
+            time.sleep(5)
+
+    def cold(self, name: str | None, scope: str = "function") -> dict[str, Any]:
+        from google.protobuf import field_mask_pb2
+
+        names = [name] if name else list(self.deployed)
+        for n in names:
+            dep = self._deployed(n)
+            dep["env"] = {**dep["env"], "TESTBED_COLD": uuid.uuid4().hex[:12]}
+            body = {"name": dep["name"], "service_config": {"environment_variables": dep["env"]}}
+            result = self._operation(
+                "functions.patch (new revision)",
+                "update_function",
+                function=body,
+                update_mask=field_mask_pb2.FieldMask(paths=["service_config.environment_variables"]),
+            )
+            if result is not None:
+                dep["uri"] = result.service_config.uri
+        return {"retired": len(names), "scope": "function", "host_scope": scope == "host" and "not available"}
+
+    # -- deletion -----------------------------------------------------------------------------
+
+    def delete(self, name: str) -> None:
+        dep = self._deployed(name)
+        self._delete_function(dep["name"])
+        self._delete_object(dep["object"])
+        del self.deployed[name]
+
+    def _delete_function(self, path: str) -> None:
+        from google.api_core import exceptions
+
+        try:
+            self._operation("functions.delete", "delete_function", name=path)
+        except WorkloadError as exc:
+            if not isinstance(exc.__cause__, exceptions.NotFound):
+                raise
+        self.journal.deleted("function", path)
+
+    def _delete_object(self, obj: str) -> None:
+        from google.api_core import exceptions
+
+        self.log.record("storage objects.delete", {"bucket": self.bucket_name, "name": obj})
+        if not self.dry_run:
+            with contextlib.suppress(exceptions.NotFound):
+                self.storage.bucket(self.bucket_name).blob(obj).delete()
+        self.journal.deleted("source-object", f"{self.bucket_name}/{obj}")
+
+    def owned(self, run_id: str | None, now: float | None = None) -> list[dict[str, Any]]:
+        """Functions and source objects labelled as this toolkit's, of ``run_id`` or expired."""
+        found = []
+        self.log.record("functions.list", {"parent": self.parent})
+        for fn in self.functions.list_functions(parent=self.parent):
+            if _selected(dict(fn.labels), run_id, now):
+                found.append({"kind": "function", "id": fn.name})
+        self.log.record("storage objects.list", {"bucket": self.bucket_name, "prefix": "testbed/"})
+        for blob in self.storage.list_blobs(self.bucket_name, prefix="testbed/"):
+            if _selected(blob.metadata or {}, run_id, now):
+                found.append({"kind": "source-object", "id": f"{self.bucket_name}/{blob.name}"})
+        return found
+
+    def remove(self, resource: dict[str, Any]) -> None:
+        if resource["kind"] == "function":
+            self._delete_function(resource["id"])
+        elif resource["kind"] == "source-object":
+            self._delete_object(resource["id"].split("/", 1)[1])
+
+
+def _selected(tags: dict[str, str], run_id: str | None, now: float | None) -> bool:
+    if tags.get(TAG_OWNER) != OWNER:
+        return False
+    if run_id is not None:
+        return tags.get(TAG_RUN) == label_value(run_id)
+    deadline = tags.get(TAG_DEADLINE, "")
+    return deadline.isdigit() and int(deadline) < (now if now is not None else time.time())
