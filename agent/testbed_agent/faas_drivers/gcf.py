@@ -25,7 +25,8 @@ from typing import Any
 
 from testbed_agent.faas_drivers.base import Call, Driver, FunctionSpec
 from testbed_agent.faas_drivers.ledger import Budget, Journal
-from testbed_agent.faas_drivers.pricing import call_price, load_pricing
+from testbed_agent.faas_drivers.pricing import load_pricing
+from testbed_agent.faas_drivers.shim import shim_call
 from testbed_agent.faas_drivers.target import OWNER, TAG_DEADLINE, TAG_OWNER, TAG_RUN, Target, label_value
 from testbed_services.faas import package
 from testbed_services.faas.functions import default_dirs, find_function
@@ -249,44 +250,20 @@ class GcfDriver(Driver):
             envelope = resp.json()
         except ValueError:
             envelope = None
-        if not isinstance(envelope, dict) or "testbed" not in envelope:
-            text = resp.text[:300].replace("\n", " ")
-            return Call(
-                resp.status_code,
-                False,
-                rtt,
-                error=f"HTTP {resp.status_code}: {text}",
-                platform={"trace": trace},
-            )
-        shim = envelope["testbed"]
-        err = envelope.get("error")
-        cold = bool(shim.get("cold"))
-        inspector = {
-            "new_instance": cold,
-            "instance_id": shim.get("instance_id"),
-            "handler_s": shim.get("handler_s", 0.0),
-            "init_s": shim.get("init_s", 0.0),
-            "cold_start_s": shim.get("init_s", 0.0) if cold else 0.0,
-            "cpu_user_s": shim.get("cpu_user_s"),
-            "cpu_system_s": shim.get("cpu_system_s"),
-            "memory_peak_bytes": shim.get("max_rss_bytes"),
-            "instance_uptime_s": shim.get("instance_uptime_s"),
-            "instance_invocations": shim.get("instance_invocations"),
-        }
-        billed = float(shim.get("handler_s", 0.0)) + (float(shim.get("init_s", 0.0)) if cold else 0.0)
-        cost = call_price(self.platform, dep["memory_mb"], billed, "x86_64", self.pricing)
-        billing = {
-            "duration_s": billed,
-            "memory_mb": dep["memory_mb"],
-            "currency": self.pricing.currency,
-            **cost,
-        }
-        error = f"{err.get('type')}: {err.get('message')}" if err else None
-        ok = resp.status_code == 200 and not err
-        call = Call(
-            resp.status_code, ok, rtt, envelope.get("result"), error, inspector, billing, {"trace": trace}
+        extra = {"trace": trace}
+        call = shim_call(
+            self.platform,
+            resp.status_code,
+            envelope,
+            resp.text,
+            rtt,
+            dep["memory_mb"],
+            self.pricing,
+            None,
+            extra,
         )
-        self.budget.charge(cost["price"])
+        if call.billing:
+            self.budget.charge(call.billing["price"])
         return call
 
     def settle(self, name: str, calls: list[Call], wait_s: float | None = None) -> None:
