@@ -318,6 +318,8 @@ def show(args: argparse.Namespace) -> int:
         for m in matrix:
             print(json.dumps({"machine": m}, sort_keys=True))
         summary = {"plan": plan.name, "sha256": plan.sha256, "machines": len(matrix), **total}
+        for platform, cost in _faas_cost(plan).items():
+            print(json.dumps({"faas_cost": {"platform": platform, **cost}}, sort_keys=True))
         study = study_of(args.plan)
         if study is not None:
             summary["study"] = {"id": study.id, "fidelity": study.counts()}
@@ -326,12 +328,28 @@ def show(args: argparse.Namespace) -> int:
         print(json.dumps({"summary": summary}))
         return 0
     _print_table(plan, rows, total)
+    faas = _faas_cost(plan)
+    if faas:
+        from testbed_agent.faas_drivers.cli import print_cost
+        from testbed_agent.faas_drivers.pricing import load_pricing
+
+        print("\nOn real FaaS platforms (each benchmark on the platform its profile models):")
+        print_cost(plan.name, faas, load_pricing())
     if matrix:
         _print_machines(matrix, total)
     study = study_of(args.plan)
     if study is not None:
         _print_deviations(study)
     return 0
+
+
+def _faas_cost(plan: Plan) -> dict[str, Any]:
+    """A real run's invocations, GB-seconds and price per platform (faas_drivers.pricing)."""
+    if not any(b.type == "faas" for b in plan.benchmarks):
+        return {}
+    from testbed_agent.faas_drivers.pricing import plan_cost
+
+    return plan_cost(plan.benchmarks)
 
 
 def study_of(plan_path: Path) -> Manifest | None:

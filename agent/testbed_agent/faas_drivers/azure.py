@@ -66,9 +66,10 @@ class AzureFunctionsDriver(Driver):
         self._base: dict[str, Any] | None = None
         self._local = threading.local()
         if not dry_run:
-            self._connect()
+            self.connect()
 
-    def _connect(self) -> None:
+    def connect(self) -> None:
+        """Read the credentials and make the clients (a dry run of a plan needs none)."""
         from azure.identity import DefaultAzureCredential
         from azure.mgmt.monitor import MonitorManagementClient
         from azure.mgmt.resource import ResourceManagementClient

@@ -72,9 +72,10 @@ class GcfDriver(Driver):
         if dry_run and not self.project:
             raise TestbedError(f"{target.path}: a dry run needs options.project (no credentials are read)")
         if not dry_run:
-            self._connect()
+            self.connect()
 
-    def _connect(self) -> None:
+    def connect(self) -> None:
+        """Read the credentials and make the clients (a dry run of a plan needs none)."""
         import google.auth
         from google.auth.transport.requests import AuthorizedSession
         from google.cloud import functions_v2, storage
