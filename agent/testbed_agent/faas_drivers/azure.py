@@ -58,6 +58,8 @@ class AzureFunctionsDriver(Driver):
         self.budget = Budget(target.cost_cap_usd, target.journal_path().with_suffix(".cost.json"))
         self.pricing = load_pricing()
         self.deployed: dict[str, dict[str, Any]] = {}
+        #: set when the answering endpoint is one of the toolkit's local stand-ins (it says so)
+        self.standin: str | None = None
         tag = hashlib.sha256(f"{self.subscription}/{target.run_id}/{target.host}".encode()).hexdigest()
         self.suffix = tag[:10]
         self.group = f"{target.prefix}-{self.suffix}-rg"
@@ -88,7 +90,8 @@ class AzureFunctionsDriver(Driver):
             "region": self.target.region,
             "architecture": "x86_64",
             "runtime": f"python{self.target.runtime}",
-            "real": not self.dry_run,
+            "real": not self.dry_run and self.standin is None,
+            **({"standin": self.standin} if self.standin else {}),
             "driver": self.platform,
             "endpoint": f"https://management.azure.com/subscriptions/{self.subscription}/resourceGroups/{self.group}",
             "plan": "Consumption (Y1, Linux)",
@@ -303,6 +306,7 @@ class AzureFunctionsDriver(Driver):
             timeout=dep["timeout_s"] + 60,
         )
         rtt = time.perf_counter() - t0
+        self.standin = resp.headers.get("X-Testbed-Standin") or self.standin
         try:
             envelope = resp.json()
         except ValueError:

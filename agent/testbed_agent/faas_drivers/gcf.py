@@ -64,6 +64,8 @@ class GcfDriver(Driver):
         self.budget = Budget(target.cost_cap_usd, target.journal_path().with_suffix(".cost.json"))
         self.pricing = load_pricing()
         self.deployed: dict[str, dict[str, Any]] = {}
+        #: set when the answering endpoint is one of the toolkit's local stand-ins (it says so)
+        self.standin: str | None = None
         self.project = str(target.options.get("project") or "")
         self._local = threading.local()
         self._tokens: dict[str, tuple[str, float]] = {}
@@ -99,7 +101,8 @@ class GcfDriver(Driver):
             "region": self.target.region,
             "architecture": "x86_64",
             "runtime": self.target.runtime,
-            "real": not self.dry_run,
+            "real": not self.dry_run and self.standin is None,
+            **({"standin": self.standin} if self.standin else {}),
             "driver": self.platform,
             "endpoint": f"https://cloudfunctions.googleapis.com/v2/{self.parent}",
             "project": self.project,
@@ -244,6 +247,7 @@ class GcfDriver(Driver):
             dep["uri"], data=json.dumps(event), headers=headers, timeout=dep["timeout_s"] + 60
         )
         rtt = time.perf_counter() - t0
+        self.standin = resp.headers.get("X-Testbed-Standin") or self.standin
         return self._call(dep, resp, rtt, trace)
 
     def _call(self, dep: dict[str, Any], resp: Any, rtt: float, trace: str) -> Call:

@@ -98,6 +98,7 @@ class Handler(BaseHTTPRequestHandler):
         for k, v in {"Content-Type": "application/json; charset=utf-8", **(headers or {})}.items():
             self.send_header(k, v)
         self.send_header("x-ms-request-id", str(uuid.uuid4()))
+        self.send_header("X-Testbed-Standin", "azure")  # records can say they were rehearsed, not real
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)

@@ -101,6 +101,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         for k, v in {"Content-Type": "application/json; charset=UTF-8", **(headers or {})}.items():
             self.send_header(k, v)
+        self.send_header("X-Testbed-Standin", "gcp")  # records can say they were rehearsed, not real
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
