@@ -61,7 +61,7 @@ def _parse_all(cert: x509.Certificate, source: str) -> None:
     try:
         with warnings.catch_warnings():  # AMD's VCEKs carry a zero serial number
             warnings.simplefilter("ignore")
-            _ = (cert.subject.rfc4514_string(), cert.issuer.rfc4514_string(), cert.public_key())
+            _ = (list(cert.subject), list(cert.issuer), cert.public_key())
             _ = (cert.not_valid_before_utc, cert.not_valid_after_utc, list(cert.extensions))
             _ = (cert.signature_hash_algorithm, cert.signature_algorithm_oid, cert.serial_number)
     except Exception as exc:
