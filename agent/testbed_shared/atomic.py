@@ -85,8 +85,10 @@ def _statfs_type(path: Path | str | int) -> str | None:
     buf = Statfs()
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        rc = libc.fstatfs(path, ctypes.byref(buf)) if isinstance(path, int) else libc.statfs(
-            os.fsencode(str(path)), ctypes.byref(buf)
+        rc = (
+            libc.fstatfs(path, ctypes.byref(buf))
+            if isinstance(path, int)
+            else libc.statfs(os.fsencode(str(path)), ctypes.byref(buf))
         )
     except (OSError, AttributeError):
         return None

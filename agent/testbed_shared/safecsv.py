@@ -72,7 +72,7 @@ def frame_text(frame: Any, index: bool = False) -> str:
     from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
     safe = frame.copy()
-    for i, col in enumerate(safe.columns):
+    for i in range(len(safe.columns)):
         column = safe.iloc[:, i]
         if not (is_numeric_dtype(column) or is_bool_dtype(column)):  # text (object, str, category)
             safe.isetitem(i, column.astype(object).map(neutralise))
