@@ -36,6 +36,7 @@ from scipy import stats as sps
 from testbed_reports.errors import ReportError
 from testbed_reports.inference import ALPHA, Estimate, estimate, sides, units_needed
 from testbed_shared.atomic import write_atomically
+from testbed_shared.safecsv import write_frame
 
 DEFAULT_TOLERANCE = 25.0
 #: the profile's model of a platform: the metrics a profile is fitted to (others are compared too)
@@ -144,7 +145,8 @@ def compare(obs: pd.DataFrame, alpha: float = ALPHA, tolerance: float = DEFAULT_
     out: list[Check] = []
     for platform, part in obs.groupby("platform", observed=True):
         frame = part.assign(label=part["side"])
-        moments = sides(frame[["benchmark", "metric", "label", "host", "value"]])
+        cols = ["benchmark", "metric", "label", "host", "value", *(["record"] if "record" in frame else [])]
+        moments = sides(frame[cols])
         units = frame.drop_duplicates("metric").set_index("metric")["unit"].to_dict()
         for plat, bench, metric in keys:
             if plat != platform:
@@ -231,9 +233,7 @@ def run(results: list[Path], out: Path, tolerance: float = DEFAULT_TOLERANCE) ->
     write_atomically(out / "platform-check.md", render_md(checks, tolerance))
     payload = {"tolerance_percent": tolerance, "alpha": ALPHA, "checks": [asdict(c) for c in checks]}
     write_atomically(out / "platform-check.json", json.dumps(payload, indent=1, allow_nan=True) + "\n")
-    write_atomically(
-        out / "platform-check.csv", pd.DataFrame([asdict(c) for c in checks]).to_csv(index=False)
-    )
+    write_frame(pd.DataFrame([asdict(c) for c in checks]), out / "platform-check.csv")
     return checks
 
 
