@@ -83,12 +83,13 @@ def _estimate(args: argparse.Namespace) -> int:
     cap = args.cap if args.cap is not None else (target.cost_cap_usd if target else None)
     over = [p for p, row in cost.items() if cap is not None and row["price"] > cap]
     if args.json:
-        print(json.dumps({"plan": plan.name, "cap_usd": cap, "platforms": cost, "over_cap": over}, sort_keys=True))
+        doc = {"plan": plan.name, "cap_usd": cap, "platforms": cost, "over_cap": over}
+        print(json.dumps(doc, sort_keys=True))
     else:
         print_cost(plan.name, cost, pricing)
         if cap is not None:
-            verdict = f"over the cap of ${cap:.2f}: {', '.join(over)}" if over else f"within the cap of ${cap:.2f}"
-            print(f"cost cap: {verdict}")
+            verdict = f"over it: {', '.join(over)}" if over else "within it"
+            print(f"cost cap ${cap:.2f}: {verdict}")
     if over:
         print(
             f"refusing: the estimate exceeds the cost cap (${cap:.2f}); raise it explicitly "
@@ -154,7 +155,12 @@ def _smoke(args: argparse.Namespace) -> int:
         out["deployment"] = driver.deploy(FunctionSpec(name, args.function, memory_mb=args.memory))
         calls = [driver.invoke(name, event) for _ in range(2)]
         out["calls"] = [
-            {"ok": c.ok, "cold": c.inspector.get("new_instance"), "round_trip_s": c.round_trip_s, "platform": c.platform}
+            {
+                "ok": c.ok,
+                "cold": c.inspector.get("new_instance"),
+                "rtt_s": c.round_trip_s,
+                "platform": c.platform,
+            }
             for c in calls
         ]
         driver.delete(name)

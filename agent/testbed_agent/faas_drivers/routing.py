@@ -1,0 +1,105 @@
+"""Which driver a ``faas`` benchmark runs through, and what its record says about the target.
+
+A host whose environment names a real target (``TESTBED_FAAS_TARGET``, written by the
+``faas_platform`` role) runs every faas benchmark of its plan on that platform, unchanged: the
+benchmark's ``profile`` names the platform it is about, and a benchmark about another platform is
+recorded as skipped (a plan comparing AWS with GCF runs each half on the host of its platform).
+Otherwise the benchmark's ``endpoint`` decides, as before: a private emulator (``auto``), this
+host's emulator service (``local``) or a URL, all through the emulator's own API.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from testbed_agent.faas_drivers.base import Driver, FunctionSpec
+from testbed_agent.faas_drivers.pricing import platform_of
+from testbed_agent.faas_drivers.target import Target, target_from, target_from_env
+
+
+def real_target(options: dict[str, Any] | None = None) -> Target | None:
+    """The host's real FaaS target (``TESTBED_FAAS_TARGET``), if any."""
+    target = (options or {}).get("faas_target") or target_from_env()
+    return target if target is not None and target.platform != "emulator" else None
+
+
+def skip_reason(target: Target, profile: str) -> str | None:
+    """Why a benchmark about ``profile`` does not run on ``target`` (None: it runs)."""
+    modelled = platform_of(profile)
+    if modelled == target.platform:
+        return None
+    about = f"the {modelled} platform" if modelled else f"the emulator profile {profile!r} only"
+    return f"this host's FaaS target is {target.platform}; the benchmark (profile {profile}) is about {about}"
+
+
+@contextlib.contextmanager
+def driver_for(
+    params: dict[str, Any],
+    options: dict[str, Any],
+    emulator_url: Callable[[], contextlib.AbstractContextManager[str]],
+    timeout_s: float,
+) -> Iterator[Driver]:
+    """The driver of one execution: the host's real target, else the emulator at the benchmark's
+    endpoint (``emulator_url()`` yields its URL, starting a private emulator for ``auto``)."""
+    target = real_target(options)
+    if target is not None:
+        from testbed_agent.faas_drivers import open_driver
+
+        driver = open_driver(target, dry_run=bool(options.get("faas_dry_run")))
+        try:
+            yield driver
+        finally:
+            driver.close()
+        return
+    from testbed_agent.faas_drivers.emulator import EmulatorDriver
+
+    with emulator_url() as url:
+        driver = EmulatorDriver(
+            target_from({"platform": "emulator", "options": {"url": url}}), timeout_s=timeout_s
+        )
+        try:
+            yield driver
+        finally:
+            driver.close()
+
+
+def function_spec(name: str, params: dict[str, Any], tags: dict[str, str] | None = None) -> FunctionSpec:
+    """What a faas benchmark deploys, from its parameters."""
+    return FunctionSpec(
+        name=name,
+        function=str(params["function"]),
+        memory_mb=params.get("memory_mb"),
+        timeout_s=params.get("function_timeout_s"),
+        architecture=params.get("architecture"),
+        runtime=params.get("runtime"),
+        tags=dict(tags or {}),
+        env={str(k): str(v) for k, v in (params.get("env") or {}).items()},
+        tmp_mb=params.get("tmp_mb"),
+        keep_alive_s=params.get("keep_alive_s"),
+    )
+
+
+def record_params(driver: Driver, info: dict[str, Any]) -> dict[str, Any]:
+    """What the record says about where the benchmark ran: platform, region, architecture,
+    runtime, real or emulated (and, emulated, the platform the profile models)."""
+    desc = driver.describe()
+    out = {
+        "platform": desc["platform"],
+        "region": desc.get("region"),
+        "architecture": desc.get("architecture"),
+        "runtime": desc.get("runtime"),
+        "real": bool(desc.get("real")),
+        "driver": desc.get("driver"),
+    }
+    if driver.platform == "emulator":
+        profile = (info.get("profile") or {}).get("name", "")
+        out |= {
+            "models": platform_of(profile),
+            "limits_enforced": info.get("limits_enforced"),
+            "cgroup": info.get("cgroup"),
+        }
+    elif not out["real"]:
+        out["rehearsal"] = desc.get("emulator_profile") or desc.get("standin") or "dry run"
+    return out
