@@ -112,8 +112,8 @@ def print_cost(plan_name: str, cost: dict[str, dict[str, Any]], pricing: Any) ->
             str(r["benchmarks"]),
             f"{r['invocations']:,}",
             f"{r['gb_seconds']:,.1f}",
-            f"${r['price']:,.2f}",
-            f"${r['price_ceiling']:,.2f}",
+            usd(r["price"]),
+            usd(r["price_ceiling"]),
         )
         for p, r in sorted(cost.items())
     ]
@@ -121,6 +121,11 @@ def print_cost(plan_name: str, cost: dict[str, dict[str, Any]], pricing: Any) ->
     for line in (head, *rows):
         print("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip())
     print(f"(list prices of {pricing.date}, {pricing.path}; free tiers not deducted)")
+
+
+def usd(x: float) -> str:
+    """Dollars: cents from $1 up, four decimals below."""
+    return f"${x:,.2f}" if x >= 1 else f"${x:.4f}"
 
 
 def _dry_run(args: argparse.Namespace) -> int:

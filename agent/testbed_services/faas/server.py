@@ -11,7 +11,8 @@ POST   /cold                       retire instances
 GET    /keys/ID                    local key service stand-in: a stable random 256-bit key per ID
 
 /2015-03-31/..., /2017-03-31/tags/...: the AWS Lambda API on the paths boto3 uses (lambda_api.py);
-GET /_lambda/packages/NAME.zip is a function's package (GetFunction's Code.Location).
+GET /_lambda/packages/NAME.zip is a function's package (GetFunction's Code.Location);
+GET /_lambda/stats the Lambda API's request counts per operation.
 """
 
 from __future__ import annotations
@@ -91,6 +92,9 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send_raw(exc.status, {"x-amzn-ErrorType": "InvalidRequestContentException"}, b"")
         api = self.server.lambda_api()
         path = self.path.split("?", 1)[0]
+        if path == "/_lambda/stats" and method == "GET":
+            data = json.dumps({"requests": api.stats()}).encode()
+            return self._send_raw(200, {"Content-Type": "application/json"}, data)
         if path.startswith("/_lambda/packages/") and method == "GET":
             data = api.package_zip(unquote(path.removeprefix("/_lambda/packages/").removesuffix(".zip")))
             if data is None:
