@@ -2,7 +2,7 @@
 
 A plan says ``repetitions: {min: 5, max: 30, target_ci_percent: 1}``: the runner executes at least
 ``min`` and at most ``max`` repetitions and stops as soon as the 95 % t-interval of the mean of the
-log values of every primary metric (schema.primary_metrics) has a half-width of at most
+log values of every primary metric (workloads.primary_metrics) has a half-width of at most
 ``target_ci_percent`` percent (``exp(t * sd / sqrt(n)) - 1``). Interval on the log scale, because
 overheads are ratios; the stopping rule's coverage at stop is measured by a seeded simulation
 (agent/tests/test_adaptive.py).
@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from testbed_shared.schema import primary_metrics
+from testbed_agent.workloads import primary_metrics
 
 MAX_REPETITIONS = 10_000
 _KEYS = ("min", "max", "target_ci_percent")

@@ -98,9 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _parsers() -> dict[str, Callable[[Path], dict]]:
-    from testbed_agent.workloads import REGISTRY
+    from testbed_agent import workloads
 
-    return {w.parse_kind: w.parse_file for w in REGISTRY.values() if getattr(w, "parse_kind", "")}
+    return {w.parse_kind: w.parse_file for w in workloads.registry().values() if w.parse_kind}
 
 
 def _cmd_run(args: argparse.Namespace) -> int:

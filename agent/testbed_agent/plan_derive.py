@@ -27,8 +27,8 @@ from typing import Any
 
 import yaml
 
+from testbed_agent import workloads
 from testbed_agent.plan import (
-    TYPE_ALIASES,
     Benchmark,
     Plan,
     check_number,
@@ -76,7 +76,7 @@ def parse_override(text: str) -> Override:
         value = yaml.safe_load(raw) if raw.strip() else ""
     except yaml.YAMLError as exc:
         raise PlanError(where, None, key, f"value is not YAML: {' '.join(str(exc).split())[:120]}") from None
-    resolved = TYPE_ALIASES.get(wtype.lower(), wtype.lower()) if dot else None
+    resolved = workloads.canonical_type(wtype.lower()) if dot else None
     if resolved is None and key not in FIELDS:
         raise PlanError(
             where,

@@ -11,19 +11,32 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from testbed_shared.schema import BETTER, EXECUTION_KEY, FINAL_STATUSES, SCHEMA_VERSION, STATUSES
+from testbed_shared.schema import BETTER, EXECUTION_KEY, FINAL_STATUSES, SCHEMA_VERSION, STATUSES, metric
+
+__all__ = [
+    "BETTER",
+    "FINAL_STATUSES",
+    "MAX_ATTEMPTS",
+    "STATUSES",
+    "Dedupe",
+    "Identity",
+    "Outcome",
+    "ResultWriter",
+    "completed_executions",
+    "dedupe",
+    "execution_key",
+    "make_record",
+    "metric",
+    "now_rfc3339",
+    "read_records",
+    "resume_state",
+    "retryable",
+]
 
 
 def now_rfc3339() -> str:
     """Current UTC time, RFC 3339 with microseconds."""
     return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
-
-
-def metric(value: float, unit: str, better: str) -> dict[str, Any]:
-    """One metric entry: SI base unit named, direction that wins."""
-    if better not in BETTER:
-        raise ValueError(f"better must be one of {BETTER}, got {better!r}")
-    return {"value": float(value), "unit": unit, "better": better}
 
 
 @dataclass

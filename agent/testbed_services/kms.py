@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed_shared.errors import TestbedError
+from testbed_shared.schema import metric
 
 #: dummy credentials the local server accepts; never sent anywhere but loopback
 _LOCAL_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
@@ -204,8 +205,6 @@ def client_env(cfg: KmsConfig) -> dict[str, str]:
 
 def call_metrics(prefix: str, times_ns: dict[str, list[int]], warm_after: int) -> dict[str, Any]:
     """Cold (first call) and warm (median of the calls after ``warm_after``) seconds per call name."""
-    from testbed_agent.results import metric
-
     out: dict[str, Any] = {}
     for call, values in times_ns.items():
         secs = [v / 1e9 for v in values]

@@ -52,7 +52,7 @@ def run(tmp_path: Path, **params: object) -> Any:
     ctx = RunContext(
         bench=b, repetition=0, scratch=tmp_path, artifacts=tmp_path / "art", deadline=time.monotonic() + 600
     )
-    return Crypto().run(ctx)
+    return Crypto().run(ctx, Crypto.parse(ctx.bench))
 
 
 def clients() -> list[str]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from testbed_agent.results import Outcome, metric
 from testbed_agent.workloads.base import RunContext
-from testbed_agent.workloads.crypto_tiers import TierCells, run_tiered
+from testbed_agent.workloads.crypto.tiers import TierCells, run_tiered
 from testbed_services import kms
 
 
