@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed_shared.errors import TestbedError
-from testbed_shared.schema import metric
+from testbed_shared.records import metric
 
 #: dummy credentials the local server accepts; never sent anywhere but loopback
 _LOCAL_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}

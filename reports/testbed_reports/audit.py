@@ -16,6 +16,8 @@ import pandas as pd
 
 from testbed_reports.errors import ReportError
 from testbed_reports.fingerprint import claimed_technology
+from testbed_shared import records
+from testbed_shared.records import RecordError
 
 _NOT_COLLECTED = ("unavailable", "failed", "missing")
 
@@ -49,25 +51,19 @@ class HostAudit:
 
 
 def _result_files(paths: Sequence[Path]) -> list[Path]:
-    files: list[Path] = []
-    for p in map(Path, paths):
-        if p.is_dir():
-            files += sorted(p.rglob("*.jsonl"))
-        elif p.suffix == ".jsonl" and p.exists():
-            files.append(p)
-        elif not p.exists():
-            raise ReportError(f"{p}: no such file or directory")
-    return files
+    try:
+        return records.result_files(paths)
+    except RecordError as exc:
+        raise ReportError(exc.message) from None
 
 
 def _identity(path: Path) -> dict[str, Any]:
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if line.strip():
-                try:
-                    return json.loads(line)
-                except ValueError as exc:
-                    raise ReportError(f"{path}:{n}: not JSON ({exc.msg})") from exc
+    """The first record of a results file (checked): whose run, host and plan the file is."""
+    try:
+        for n, _, rec in records.read_lines(path):
+            return records.validate(rec, str(path), n, metrics=False)
+    except RecordError as exc:
+        raise ReportError(exc.message) from None
     return {}
 
 

@@ -1,16 +1,15 @@
-"""One record schema: the report reads the agent's schema module (issue 13 item 9)."""
+"""One record schema: the report and the agent read testbed_shared.records (issues 13 and 28)."""
 
 from __future__ import annotations
 
 from testbed_agent import results, workloads
 from testbed_reports import load
-from testbed_shared import schema
+from testbed_shared import records as schema
 
 
 def test_report_and_agent_share_the_record_schema() -> None:
     assert load.STATUSES is schema.STATUSES and load.BETTER is schema.BETTER
     assert load.FINAL_STATUSES is schema.FINAL_STATUSES
-    # the agent's writer uses the same values (it imports them from schema once the runner switches)
     assert tuple(results.STATUSES) == schema.STATUSES and tuple(results.BETTER) == schema.BETTER
     assert frozenset(results.FINAL_STATUSES) == schema.FINAL_STATUSES
 
