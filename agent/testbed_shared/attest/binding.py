@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import tempfile
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from testbed_shared.atomic import write_atomically
+from testbed_shared.atomic import OutputRefused, write_atomically
 from testbed_shared.attest.probe import SEV_GUEST, TPM_DEVICE, TSM_REPORT, EvidenceProbe, ProbeError
 
 HCL_NV = "0x01400001"
@@ -70,6 +72,26 @@ def cert_table_pem(table: bytes) -> str:
     return "".join(out)
 
 
+def hcl_kind(hcl: bytes) -> str:
+    """'tdx', 'sev-snp' or 'unknown': the report type in the HCL report's request data."""
+    rtype = int.from_bytes(hcl[1216 + 8 : 1216 + 12], "little") if len(hcl) >= 1236 else 0
+    return {2: "sev-snp", 4: "tdx"}.get(rtype, "unknown")
+
+
+def _evidence_dir(target: Path) -> None:
+    """Create the phase directory; it and ``<host>.evidence`` must be real directories, not links."""
+    import stat
+
+    target.mkdir(parents=True, exist_ok=True)
+    for d in (target.parent, target):
+        if not stat.S_ISDIR(os.lstat(d).st_mode):
+            raise OutputRefused(f"refusing to write evidence into {d}: not a directory (a symbolic link?)")
+
+
+def _put(path: Path, data: str | bytes) -> None:
+    write_atomically(path, data, what="evidence")
+
+
 class Binder:
     """Collects begin/end evidence for one host's run; never stops the run if evidence fails."""
 
@@ -99,7 +121,7 @@ class Binder:
         c = claims(self.ident.run_id, self.ident.host, self.ident.plan_sha256, phase, self.results)
         existing = sorted(self.dir.glob("[0-9]*-*")) if self.dir.exists() else []
         target = self.dir / f"{len(existing):02d}-{phase}"
-        target.mkdir(parents=True, exist_ok=True)
+        _evidence_dir(target)
         started = time.perf_counter()
         manifest: dict[str, Any] = {"format": FORMAT, "version": 1, "phase": phase, "binding": c}
         try:
@@ -121,7 +143,7 @@ class Binder:
         if p.exists(TSM_REPORT):
             return self._tsm(c, target)
         if p.exists(SEV_GUEST):
-            (target / "report.bin").write_bytes(p.sev_guest_report(report_data(c)))
+            _put(target / "report.bin", p.sev_guest_report(report_data(c)))
             return {"technology": "sev-snp", "method": "sev-guest", "files": {"report": "report.bin"}}
         if p.exists(TPM_DEVICE) and p.has_tool("tpm2_nvread") and self._azure_hcl_present():
             return self._azure(c, target)
@@ -132,16 +154,16 @@ class Binder:
         got = self.probe.tsm_report(report_data(c))
         provider = got["provider"].decode().strip()
         if provider.startswith("tdx"):
-            (target / "quote.dat").write_bytes(got["outblob"])
+            _put(target / "quote.dat", got["outblob"])
             return {
                 "technology": "tdx",
                 "method": f"configfs-tsm ({provider})",
                 "files": {"quote": "quote.dat"},
             }
-        (target / "report.bin").write_bytes(got["outblob"])
+        _put(target / "report.bin", got["outblob"])
         files = {"report": "report.bin"}
         if got.get("auxblob"):
-            (target / "certs.pem").write_text(cert_table_pem(got["auxblob"]))
+            _put(target / "certs.pem", cert_table_pem(got["auxblob"]))  # plain PEM blocks
             files["certs"] = "certs.pem"
         return {"technology": "sev-snp", "method": f"configfs-tsm ({provider})", "files": files}
 
@@ -168,30 +190,43 @@ class Binder:
                 "ownerread|ownerwrite|authread|authwrite",
             )
         p.tpm2("nvwrite", USER_DATA_NV, "-C", "o", "-i", "-", data=report_data(c))
-        (target / "hcl-report.bin").write_bytes(p.tpm2("nvread", HCL_NV, "-C", "o"))
+        hcl = p.tpm2("nvread", HCL_NV, "-C", "o")
+        _put(target / "hcl-report.bin", hcl)
         q = ("quote.msg", "quote.sig")
-        p.tpm2(
-            "quote",
-            "-c",
-            AZURE_AK,
-            "-l",
-            QUOTE_PCRS,
-            "-q",
-            tpm_nonce(c).hex(),
-            "-m",
-            str(target / q[0]),
-            "-s",
-            str(target / q[1]),
-            "-g",
-            "sha256",
-        )
-        (target / "pcrs.yaml").write_bytes(p.tpm2("pcrread", QUOTE_PCRS))
+        with tempfile.TemporaryDirectory(prefix="testbed-quote-") as private:  # the tool writes here
+            tmp = Path(private)
+            p.tpm2(
+                "quote",
+                "-c",
+                AZURE_AK,
+                "-l",
+                QUOTE_PCRS,
+                "-q",
+                tpm_nonce(c).hex(),
+                "-m",
+                str(tmp / q[0]),
+                "-s",
+                str(tmp / q[1]),
+                "-g",
+                "sha256",
+            )
+            for name in q:
+                _put(target / name, (tmp / name).read_bytes())
+        _put(target / "pcrs.yaml", p.tpm2("pcrread", QUOTE_PCRS))
         files = {"hcl": "hcl-report.bin", "quote_msg": q[0], "quote_sig": q[1], "pcrs": "pcrs.yaml"}
         out: dict[str, Any] = {"technology": "azure-hcl", "method": "azure-vtpm", "files": files}
-        if self.cloud == "azure":
+        if self.cloud != "azure":
+            return out
+        if hcl_kind(hcl) == "tdx":  # the TDREPORT is MAC'd: Azure's quote service signs it
             try:
-                (target / "certs.pem").write_text(p.thim_certs())
-                files["certs"] = "certs.pem"
+                _put(target / "td-quote.bin", p.tdx_quote(hcl[32 : 32 + 1024]))
+                files["td_quote"] = "td-quote.bin"
             except ProbeError as exc:
-                out["certs_error"] = str(exc)
+                out["td_quote_error"] = str(exc)
+            return out
+        try:
+            _put(target / "certs.pem", p.thim_certs())
+            files["certs"] = "certs.pem"
+        except ProbeError as exc:
+            out["certs_error"] = str(exc)
         return out

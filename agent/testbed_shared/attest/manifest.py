@@ -40,6 +40,7 @@ def verify_manifest(path: Path, opts: Options) -> Result:
             tpm_quote=files.get("quote_msg"),
             signature=files.get("quote_sig"),
             pcrs=files.get("pcrs"),
+            tdx_quote=files.get("td_quote"),
             nonce=want_nonce,
         )
         res = verify_bytes("azure-hcl", _read(files, "hcl"), o, str(files["hcl"]))
