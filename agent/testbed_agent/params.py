@@ -6,10 +6,7 @@ carry their constraint in ``metadata`` through :func:`spec` (kind, bounds, choic
 returns the typed, defaults-filled dataclass. This module knows no workload type and imports
 neither the plan nor the workloads (they import it).
 
-Sizes (fio ``size``, dd ``bs``): a whole number of bytes, or digits with ``k``/``m``/``g``/``t``
-(any case) or ``KiB``/``MiB``/``GiB``/``TiB``, all binary (k = 1024) as fio's and dd's ``K`` are.
-``kB``/``KB``/``MB`` are refused: dd reads them as powers of 1000 and fio as powers of 1024, so
-one plan would mean two sizes.
+Sizes (kind ``size``) follow the one size grammar of :mod:`testbed_shared.units`.
 """
 
 from __future__ import annotations
@@ -19,6 +16,8 @@ import math
 import re
 from dataclasses import field
 from typing import Any, TypeVar
+
+from testbed_shared.units import SizeError, parse_size
 
 T = TypeVar("T")
 
@@ -41,9 +40,6 @@ class ParamError(Exception):
         self.problem = problem
 
 
-_SIZE_RE = re.compile(r"([0-9]{1,15})\s*(?:([kmgt])|([KMGT])iB)?", re.ASCII | re.IGNORECASE)
-_AMBIGUOUS_SIZE_RE = re.compile(r"[0-9]+\s*[kmgtKMGT]B", re.ASCII)
-_SIZE_MULT = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 NAME_RE = r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,127}"
 
 
@@ -212,23 +208,11 @@ def _as_size(where: str, value: Any, meta: dict[str, Any]) -> int:
 
 
 def size_bytes(value: Any, where: str = "size") -> int:
-    """Bytes of a size as a plan writes it; k = 1024; ambiguous ``kB``/``MB`` refused."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if not isinstance(value, str):
-        raise ParamError(where, f"expected a size such as 4k, 64M or 1GiB, got {value!r:.60}")
-    text = value.strip()
-    if _AMBIGUOUS_SIZE_RE.fullmatch(text):
-        raise ParamError(
-            where,
-            f"ambiguous size {text!r}: dd reads kB as 1000, fio as 1024; "
-            f"write {text[:-1]} or {text[:-1]}iB (1024)",
-        )
-    m = _SIZE_RE.fullmatch(text)
-    if not m:
-        raise ParamError(where, f"not a size: {value!r:.60} (digits with k, m, g, t or KiB, MiB, GiB, TiB)")
-    unit = (m.group(2) or m.group(3) or "").lower()
-    return int(m.group(1)) * _SIZE_MULT[unit]
+    """Bytes of a size in the one size grammar (:mod:`testbed_shared.units`); ParamError at ``where``."""
+    try:
+        return parse_size(value)
+    except SizeError as exc:
+        raise ParamError(where, str(exc)) from None
 
 
 _CONVERTERS = {

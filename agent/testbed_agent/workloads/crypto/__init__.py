@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed_agent.benchmark import Benchmark
-from testbed_agent.params import ParamError, check_tree
+from testbed_agent.params import ParamError, check_tree, size_bytes
 from testbed_agent.results import Outcome, metric
 from testbed_agent.workloads.base import RunContext, Workload
 from testbed_agent.workloads.crypto import estimate
@@ -29,7 +29,6 @@ from testbed_agent.workloads.crypto.tiers import TierCells, resolve_tier, run_ti
 from testbed_shared import cost
 from testbed_shared.errors import WorkloadError
 from testbed_shared.paths import workloads_dir
-from testbed_shared.units import parse_size
 
 LANGUAGES = ("python", "go", "rust", "java", "node")
 _CIPHER = ("encrypt", "decrypt")
@@ -99,10 +98,7 @@ def _int_list(params: dict[str, Any], key: str, default: list[int]) -> list[int]
 def _sizes(params: dict[str, Any], key: str) -> list[int]:
     value = params[key]
     values = value if isinstance(value, list) else [value]
-    try:
-        sizes = [parse_size(v) for v in values]
-    except (ValueError, TypeError) as exc:
-        raise ParamError(f"params.{key}", str(exc)) from None
+    sizes = [size_bytes(v, f"params.{key}") for v in values]
     if not sizes:
         raise ParamError(f"params.{key}", "is empty")
     return sizes
