@@ -35,6 +35,9 @@ class Benchmark:
     params: dict[str, Any] = field(default_factory=dict)
     #: adaptive repetitions (``repetitions`` is then their max); None: a fixed count
     adaptive: Adaptive | None = None
+    #: the equivalence margin of the report's decisions in percent (the entry's or the plan
+    #: defaults' ``margin_percent``; records carry it); None: the report's default
+    margin_percent: float | None = None
 
     @property
     def key(self) -> str:

@@ -25,9 +25,9 @@ MAX_REPETITIONS = 100_000
 MAX_NAME_BYTES = 160
 _DATASET_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,127}", re.ASCII)
 
-_BENCH_KEYS = {"name", "type", "datasets", "wait_s", "repetitions", "timeout_s", "params"}
+_BENCH_KEYS = {"name", "type", "datasets", "wait_s", "repetitions", "timeout_s", "margin_percent", "params"}
 _PLAN_KEYS = {"name", "description", "defaults", "benchmarks"}
-_DEFAULT_KEYS = {"wait_s", "repetitions", "timeout_s", "params"}
+_DEFAULT_KEYS = {"wait_s", "repetitions", "timeout_s", "margin_percent", "params"}
 
 
 @dataclass(frozen=True)
@@ -363,6 +363,7 @@ class _Defaults:
     wait_s: float
     repetitions: tuple[int, Adaptive | None]
     timeout_s: float | None
+    margin_percent: float | None
     params: dict[str, Any]
     line: int | None
 
@@ -390,6 +391,13 @@ def _parse_defaults(raw: Any, path: str, line: int | None) -> _Defaults:
         timeout_s=check_timeout(
             defaults.get("timeout_s"), path, dlines.get("timeout_s"), "defaults.timeout_s", None
         ),
+        margin_percent=check_margin(
+            defaults.get("margin_percent"),
+            path,
+            dlines.get("margin_percent"),
+            "defaults.margin_percent",
+            None,
+        ),
         params=_strip(params or {}),
         line=dlines.get("params", line),
     )
@@ -402,6 +410,19 @@ def check_timeout(
     if value is not None and value <= 0:
         raise PlanError(path, line, field_name, f"must be > 0, got {_short(raw)}")
     return value
+
+
+def check_margin(
+    raw: Any, path: str, line: int | None, field_name: str, default: float | None
+) -> float | None:
+    """An equivalence margin in percent: a number between 0 and 100 (exclusive)."""
+    if raw is None:
+        return default
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not math.isfinite(raw):
+        raise PlanError(path, line, field_name, f"expected a percentage, got {_short(raw)}")
+    if not 0 < raw < 100:
+        raise PlanError(path, line, field_name, f"must be between 0 and 100 (percent), got {_short(raw)}")
+    return float(raw)
 
 
 def _parse_item(item: Any, i: int, path: str, d: _Defaults) -> Benchmark:
@@ -435,6 +456,13 @@ def _parse_item(item: Any, i: int, path: str, d: _Defaults) -> Benchmark:
         adaptive=reps[1],
         timeout_s=check_timeout(
             item.get("timeout_s"), path, klines.get("timeout_s", line), "timeout_s", d.timeout_s
+        ),
+        margin_percent=check_margin(
+            item.get("margin_percent"),
+            path,
+            klines.get("margin_percent", line),
+            "margin_percent",
+            d.margin_percent,
         ),
         params={**_defaults_for(wtype, d.params), **_strip(params or {})},
     )

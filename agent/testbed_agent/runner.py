@@ -283,6 +283,7 @@ class Runner:
             artifacts=[f"{self.artifacts.name}/{a}" for a in ctx.artifact_files()],
             attempt=self.attempts.get((bench.index, bench.name, rep), 1),
             session=self.session,
+            margin_percent=bench.margin_percent,
         )
 
     # -- helpers --------------------------------------------------------------------------
