@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from testbed_agent import workloads
+from testbed_agent import clouds, workloads
 from testbed_agent.plan import Benchmark, Plan, load_plan
 from testbed_agent.plan_derive import add_derive_parser, add_set_argument, derived_plan
 from testbed_shared.errors import TestbedError
@@ -35,18 +35,8 @@ from testbed_shared.studies import Element, Manifest, manifest_for_plan
 
 #: typical seconds of one execution of a type this agent does not know
 UNKNOWN_TYPE_S = 60.0
-#: GiB of memory per vCPU of an Azure size family (D: general purpose, E: memory, F: compute)
-MEMORY_PER_VCPU_GIB = {"D": 4, "E": 8, "F": 2}
-#: the host variables the machine matrix shows, in order
-MACHINE_VARS = (
-    "testbed_label",
-    "azure_vm_size",
-    "azure_vm_os_disk_type",
-    "azure_vm_os_disk_size_gb",
-    "azure_vm_security_type",
-    "azure_vm_security_encryption_type",
-    "testbed_disk_encryption",
-)
+#: the plan-level host variables the machine matrix shows (each cloud adds its own)
+HOST_VARS = ("testbed_label", "testbed_disk_encryption")
 GROUPS = ("sev", "tdx", "amd_baseline", "intel_baseline", "kvm", "hyperv", "faas", "local")
 
 
@@ -131,19 +121,6 @@ def human(seconds: float) -> str:
 # -- machines --------------------------------------------------------------------------------
 
 
-def azure_memory_gib(size: str, vcpus: int) -> int | None:
-    """Memory of an Azure size from its family letter (Standard_DC2as_v5 -> D -> 4 GiB/vCPU)."""
-    m = re.match(r"(?:Standard|Basic)_([A-Z])", size)
-    per = MEMORY_PER_VCPU_GIB.get(m.group(1)) if m else None
-    return per * vcpus if per else None
-
-
-def azure_vcpus(size: str) -> int | None:
-    """vCPUs from an Azure size name (Standard_DC4as_v5 -> 4; constrained E8-2as_v5 -> 2)."""
-    m = re.match(r"^(?:Standard|Basic)_[A-Za-z]+?(\d+)(?:-(\d+))?[a-z]*(?:_v\d+)?$", size)
-    return int(m.group(2) or m.group(1)) if m else None
-
-
 def machines(inventories: list[Path]) -> list[dict[str, Any]]:
     """The machine matrix of the inventories, resolved by ``ansible-inventory``."""
     tool = ansible_inventory()
@@ -167,32 +144,24 @@ def ansible_inventory() -> str | None:
     return shutil.which("ansible-inventory")
 
 
-def role_defaults() -> dict[str, Any]:
-    """Literal values of roles/azure_vm/defaults (what a host gets when its inventory is silent)."""
-    import yaml
-
-    path = Path(__file__).resolve().parents[2] / "roles" / "azure_vm" / "defaults" / "main.yml"
-    if not path.is_file():
-        return {}
-    values = yaml.safe_load(path.read_text()) or {}
-    return {k: v for k, v in values.items() if k in MACHINE_VARS and not (isinstance(v, str) and "{{" in v)}
-
-
 def _matrix(inv: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per host: its groups, label, its cloud's machine variables (over the defaults of
+    the role that makes that cloud's machines), vCPUs and memory where the size name says."""
     hostvars = inv.get("_meta", {}).get("hostvars", {})
-    defaults = role_defaults()
     groups: dict[str, list[str]] = {}
     for group in GROUPS:
         for host in inv.get(group, {}).get("hosts", []):
             groups.setdefault(host, []).append(group)
+    columns = (*HOST_VARS, *clouds.all_machine_vars())
     rows = []
     for host in sorted(hostvars):
-        hv = {**defaults, **hostvars[host]} if hostvars[host].get("azure_vm_size") else hostvars[host]
-        row = {"host": host, "groups": groups.get(host, [])}
-        row.update({k: hv.get(k) for k in MACHINE_VARS})
-        size = str(hv.get("azure_vm_size") or "")
-        row["vcpus"] = azure_vcpus(size)
-        row["memory_gib"] = azure_memory_gib(size, row["vcpus"]) if row["vcpus"] else None
+        hv = hostvars[host]
+        cloud = clouds.of_host(hv)
+        row = {"host": host, "groups": groups.get(host, []), "cloud": cloud.name if cloud else None}
+        row.update({k: hv.get(k) for k in columns})
+        row.update(dict.fromkeys(("size", "vcpus", "memory_gib", "os_disk", "security", "encryption")))
+        if cloud is not None:
+            row.update(cloud.machine(hv))
         rows.append(row)
     return rows
 
@@ -303,14 +272,12 @@ def _print_machines(matrix: list[dict[str, Any]], total: dict[str, Any]) -> None
             m["host"],
             str(m["testbed_label"] or ""),
             ",".join(m["groups"]),
-            str(m["azure_vm_size"] or ""),
+            str(m["size"] or ""),
             str(m["vcpus"] or ""),
             f"{m['memory_gib']} GiB" if m["memory_gib"] else "",
-            f"{m['azure_vm_os_disk_size_gb'] or ''} GB {m['azure_vm_os_disk_type'] or ''}".strip(),
-            str(m["azure_vm_security_type"] or ""),
-            str(m["azure_vm_security_encryption_type"] or "")
-            if m["azure_vm_security_type"] == "ConfidentialVM"
-            else "-",
+            str(m["os_disk"] or ""),
+            str(m["security"] or ""),
+            str(m["encryption"] or "-"),
         )
         for m in matrix
     ]
