@@ -17,11 +17,10 @@ from crypto_helpers import CRYPTO, LANGUAGES, TOOLCHAIN
 from testbed_agent.plan import Benchmark, ParamError
 from testbed_agent.workloads.base import RunContext
 from testbed_agent.workloads.crypto import Crypto, resolve
+from testbed_agent.workloads.crypto.kms import call_metrics, client_command
 from testbed_services.kms import (
     KEYS,
     KmsConfig,
-    call_metrics,
-    client_command,
     create_keys,
     local_kms_server,
     make_client,

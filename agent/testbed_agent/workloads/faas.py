@@ -13,10 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import statistics
-import subprocess
-import sys
 import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -27,6 +24,7 @@ from testbed_agent.benchmark import Benchmark
 from testbed_agent.params import ParamError, spec
 from testbed_agent.results import Outcome, metric
 from testbed_agent.workloads.base import RunContext, Workload
+from testbed_services import launcher
 from testbed_services.faas import DEFAULT_PORT
 from testbed_services.faas.client import FaasClient
 from testbed_shared.cost import cost_efficiency
@@ -150,40 +148,19 @@ def _endpoint(ctx: RunContext, p: FaasParams) -> Iterator[str]:
         return
     ctx.scratch.mkdir(parents=True, exist_ok=True)
     url_file = ctx.scratch / f"faas-{os.getpid()}-{ctx.bench.index}.url"
-    url_file.unlink(missing_ok=True)
-    log = ctx.artifact("emulator.log")
-    cmd = [
-        sys.executable,
-        "-m",
-        "testbed_agent",
-        "faas",
-        "serve",
-        "--port",
-        "0",
+    svc = launcher.emulator(
+        url_file,
+        ctx.scratch / "faas-state",
         "--profile",
         p.profile,
-        "--url-file",
-        str(url_file),
-        "--state-dir",
-        str(ctx.scratch / "faas-state"),
-    ]
-    with open(log, "w") as fh:
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+        tracker=ctx.tracker,
+        log=ctx.artifact("emulator.log"),
+        stop=ctx.stop,
+    )
     try:
-        end = time.monotonic() + 30
-        while not url_file.exists() or not url_file.read_text().strip():
-            if proc.poll() is not None or time.monotonic() > end:
-                raise WorkloadError(f"FaaS emulator did not start: {log.read_text().strip()[-300:]}")
-            ctx.sleep(0.05)
-        yield url_file.read_text().strip()
+        yield svc.url
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        svc.stop(timeout_s=20)
         url_file.unlink(missing_ok=True)
 
 
