@@ -177,3 +177,13 @@ def test_each_room_imports_only_the_rooms_below_it(room: str) -> None:
         if dep.split(".")[0] not in ALLOWED[room] | {room}
     )
     assert not wrong
+
+
+def test_every_package_says_what_it_holds() -> None:
+    """Each package and subpackage opens with a docstring (README "Where the code is")."""
+    missing = [
+        name
+        for name, path in modules().items()
+        if path.name == "__init__.py" and not ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
+    ]
+    assert not missing
