@@ -4,14 +4,19 @@ certificate's unsigned outer algorithm, and Intel's collateral without or agains
 
 from __future__ import annotations
 
+import base64
 import json
 import struct
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from attestforge import AmdLikeChain, ak_jwk, hcl_report
 from attestsamples import AZ_TDX_WHEN, SAMPLES, SNP, TDX, TDX_WHEN, evidence_sets
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 from testbed_shared.attest.hcl import parse_hcl
 from testbed_shared.attest.model import EvidenceError
@@ -192,3 +197,55 @@ def test_hcl_header_and_layout_fields_are_checked(
     bad = _edit(az / "hcl-report.bin", tmp_path, "h", lambda b: _set(b, at, value))
     with pytest.raises(EvidenceError, match=message):
         verify_file(bad, Options(tdx_quote=az / "td-quote.bin", as_of=AZ_TDX_WHEN))
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "testbed_agent", "attest", "verify", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=120)
+
+
+def _tlv(tag: int, body: bytes) -> bytes:
+    return bytes([tag, len(body)]) + body
+
+
+#: an EC public key on brainpoolP160r1, a curve the verifier's library does not implement
+_BP160 = _tlv(
+    0x30,
+    _tlv(0x30, _tlv(6, bytes.fromhex("2a8648ce3d0201")) + _tlv(6, bytes.fromhex("2b2403030208010101")))
+    + _tlv(3, b"\0\x04" + bytes(40)),
+)
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        b"-----BEGIN PUBLIC KEY-----\nnot base64 at all\n-----END PUBLIC KEY-----\n",
+        b"\x30\x82\x01\x22garbage-der",
+        _BP160,
+        b"-----BEGIN PUBLIC KEY-----\n" + base64.b64encode(_BP160) + b"\n-----END PUBLIC KEY-----\n",
+    ],
+    ids=["bad PEM", "bad DER", "DER unsupported curve", "PEM unsupported curve"],
+)
+def test_bad_attestation_key_is_a_one_line_error(tmp_path: Path, key: bytes) -> None:
+    """Issue 26 finding 10: a bad PEM/DER key was a traceback."""
+    ak = tmp_path / "ak.pem"
+    ak.write_bytes(key)
+    az = SAMPLES / "azure-cvm"
+    proc = _cli(
+        str(az / "quote_msg"), "--ak", str(ak), "--signature", str(az / "quote_sig"), "--nonce", "010203"
+    )
+    assert proc.returncode == 2 and proc.stderr.startswith("error: ") and "Traceback" not in proc.stderr
+    assert "ak.pem" in proc.stderr and len(proc.stderr.strip().splitlines()) <= 2
+
+
+@pytest.mark.parametrize("value", ["!!!not-base64!!!", "", "A" * 5000, 12])
+def test_bad_jwk_base64_is_a_one_line_error(tmp_path: Path, value) -> None:
+    """Issue 26 finding 10: bad JWK base64 in the claims was a traceback."""
+    ak = rsa.generate_private_key(65537, 2048).public_key()
+    old = b'"n":"' + ak_jwk(ak)["n"].encode() + b'"'
+    new = b'"n":' + json.dumps(value).encode()
+    path = tmp_path / "hcl.bin"
+    path.write_bytes(hcl_report(AmdLikeChain().vcek_key, ak, claims_edit=lambda b: b.replace(old, new)))
+    proc = _cli(str(path))
+    assert proc.returncode == 2 and proc.stderr.startswith("error: ") and "JWK" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -1,6 +1,14 @@
-"""Binding results to hardware: before the plan starts and after it ends the agent asks the
-hardware for fresh evidence whose REPORT_DATA / TPM nonce is a digest of (run id, host, plan
-sha256, phase, SHA-256 of the results file so far), and keeps it in ``<host>.evidence/``."""
+"""Binding results to hardware: before the plan starts, at checkpoints while it runs and after it
+ends the agent asks the hardware for fresh evidence whose REPORT_DATA / TPM nonce is a digest of
+(run id, host, plan sha256, phase, sequence number, digest of the previous evidence's claims,
+SHA-256 of the results file so far), and keeps it in ``<host>.evidence/NN-phase/``.
+
+The claims form a chain: evidence NN names NN-1's claims, so the audit can prove the sequence is
+complete (begin, checkpoints, end; a resumed run adds begin ... end), and a missing end, a gap, a
+reordering or a rollback (results lines removed together with the evidence after them) shows as
+such. On machines without confidential hardware the manifests are written all the same (with
+``"attestation": "unavailable"``): the results digests and the chain are checked, only nothing
+vouches for them."""
 
 from __future__ import annotations
 
@@ -24,18 +32,41 @@ QUOTE_PCRS = "sha256:0,1,2,3,4,5,6,7"
 FORMAT = "testbed-evidence"
 
 
-def claims(run_id: str, host: str, plan_sha256: str, phase: str, results: Path) -> dict[str, Any]:
-    """What the evidence binds: identity of the run and the digest of the results so far."""
+PHASES = ("begin", "checkpoint", "end")
+CHECKPOINT_S = 600.0
+
+
+def claims(
+    run_id: str,
+    host: str,
+    plan_sha256: str,
+    phase: str,
+    results: Path,
+    seq: int = 0,
+    prev: str = "",
+    complete: bool = False,
+) -> dict[str, Any]:
+    """What the evidence binds: identity of the run, its place in the sequence (``seq``; ``prev``
+    is :func:`link` of the previous evidence's claims, empty for the first), whether the plan ran
+    to its end (``complete``, only an end can say so) and the digest of the results so far."""
     data = results.read_bytes() if results.exists() else b""
     return {
         "run_id": run_id,
         "host": host,
         "plan_sha256": plan_sha256,
         "phase": phase,
+        "seq": seq,
+        "prev": prev,
+        "complete": bool(complete and phase == "end"),
         "results_file": results.name,
         "results_bytes": len(data),
         "results_sha256": hashlib.sha256(data).hexdigest(),
     }
+
+
+def link(c: dict[str, Any]) -> str:
+    """What the next evidence names as ``prev``: SHA-256 of these claims."""
+    return hashlib.sha256(canonical(c)).hexdigest()
 
 
 def canonical(c: dict[str, Any]) -> bytes:
@@ -93,7 +124,8 @@ def _put(path: Path, data: str | bytes) -> None:
 
 
 class Binder:
-    """Collects begin/end evidence for one host's run; never stops the run if evidence fails."""
+    """Collects begin, checkpoint and end evidence for one host's run; never stops the run if
+    collecting evidence fails (that is recorded as ``"attestation": "failed"``)."""
 
     def __init__(
         self,
@@ -110,20 +142,46 @@ class Binder:
         self.cloud = options.get("cloud") or "none"
         self.probe: EvidenceProbe = options.get("evidence_probe") or EvidenceProbe()
         self.log = log or (lambda _msg: None)
+        every = options.get("attest_checkpoint_s", CHECKPOINT_S)
+        self.every = None if every is None else float(every)
+        self.last = time.monotonic()
 
     def begin(self) -> dict[str, Any]:
         return self.collect("begin")
 
-    def end(self) -> dict[str, Any]:
-        return self.collect("end")
+    def end(self, complete: bool = True) -> dict[str, Any]:
+        """``complete``: the plan ran to its end (false when the run was interrupted)."""
+        return self.collect("end", complete)
 
-    def collect(self, phase: str) -> dict[str, Any]:
-        c = claims(self.ident.run_id, self.ident.host, self.ident.plan_sha256, phase, self.results)
-        existing = sorted(self.dir.glob("[0-9]*-*")) if self.dir.exists() else []
-        target = self.dir / f"{len(existing):02d}-{phase}"
+    def checkpoint_if_due(self) -> dict[str, Any] | None:
+        """Evidence over the results so far, at most every ``attest_checkpoint_s`` seconds."""
+        if self.every is None or time.monotonic() - self.last < self.every:
+            return None
+        return self.collect("checkpoint")
+
+    def _previous(self) -> tuple[int, str]:
+        """(sequence number of the next evidence, link to the last one)."""
+        last, prev = -1, ""
+        for d in sorted(self.dir.glob("[0-9]*-*")) if self.dir.is_dir() else []:
+            index = d.name.split("-", 1)[0]
+            if index.isdigit() and int(index) > last:
+                last = int(index)
+                try:
+                    doc = json.loads((d / "manifest.json").read_text(encoding="utf-8"))
+                    prev = link(doc["binding"]) if isinstance(doc.get("binding"), dict) else "unreadable"
+                except (OSError, ValueError, AttributeError):
+                    prev = "unreadable"
+        return last + 1, prev
+
+    def collect(self, phase: str, complete: bool = False) -> dict[str, Any]:
+        seq, prev = self._previous()
+        i = self.ident
+        c = claims(i.run_id, i.host, i.plan_sha256, phase, self.results, seq, prev, complete)
+        target = self.dir / f"{seq:02d}-{phase}"
         _evidence_dir(target)
         started = time.perf_counter()
-        manifest: dict[str, Any] = {"format": FORMAT, "version": 1, "phase": phase, "binding": c}
+        self.last = time.monotonic()
+        manifest: dict[str, Any] = {"format": FORMAT, "version": 2, "phase": phase, "binding": c}
         try:
             manifest.update(self._gather(c, target))
         except (ProbeError, OSError, ValueError) as exc:
