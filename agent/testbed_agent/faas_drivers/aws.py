@@ -84,7 +84,7 @@ class LambdaDriver(Driver):
         self.lam = self.session.client("lambda", endpoint_url=endpoint, config=config)
         self.iam = self.session.client("iam", config=config)
         self.logs = self.session.client("logs", config=config)
-        self.journal = Journal(target.journal_path())
+        self.journal = Journal(target.journal_path(), enabled=not dry_run)
         self.budget = Budget(target.cost_cap_usd, target.journal_path().with_suffix(".cost.json"))
         self.pricing = load_pricing()
         self.emulator: str | None = None

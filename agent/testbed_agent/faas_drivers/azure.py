@@ -54,7 +54,7 @@ class AzureFunctionsDriver(Driver):
             raise TestbedError(
                 f"{target.path}: azure-functions needs options.subscription_id (or AZURE_SUBSCRIPTION_ID)"
             )
-        self.journal = Journal(target.journal_path())
+        self.journal = Journal(target.journal_path(), enabled=not dry_run)
         self.budget = Budget(target.cost_cap_usd, target.journal_path().with_suffix(".cost.json"))
         self.pricing = load_pricing()
         self.deployed: dict[str, dict[str, Any]] = {}

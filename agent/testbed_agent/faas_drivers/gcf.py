@@ -60,7 +60,7 @@ class GcfDriver(Driver):
             raise TestbedError(
                 f"{target.path}: gcf-gen2 needs options.source_bucket (a bucket for the sources)"
             )
-        self.journal = Journal(target.journal_path())
+        self.journal = Journal(target.journal_path(), enabled=not dry_run)
         self.budget = Budget(target.cost_cap_usd, target.journal_path().with_suffix(".cost.json"))
         self.pricing = load_pricing()
         self.deployed: dict[str, dict[str, Any]] = {}

@@ -27,11 +27,15 @@ class CostCapExceeded(WorkloadError):
 class Journal:
     """Create/delete records of one run on one target."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, enabled: bool = True) -> None:
         self.path = path
+        #: a dry run creates nothing and journals nothing
+        self.enabled = enabled
         self._lock = threading.Lock()
 
     def _append(self, entry: dict[str, Any]) -> None:
+        if not self.enabled:
+            return
         entry = {"at": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), **entry}
         with self._lock:
             check_output_path(self.path, "resource journal", make_parents=True)

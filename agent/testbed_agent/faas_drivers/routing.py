@@ -15,34 +15,40 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from testbed_agent.faas_drivers.base import Driver, FunctionSpec
-from testbed_agent.faas_drivers.pricing import platform_of
+from testbed_agent.faas_drivers.pricing import benchmark_cost, platform_of
 from testbed_agent.faas_drivers.target import Target, target_from, target_from_env
 
 
 def real_target(options: dict[str, Any] | None = None) -> Target | None:
     """The host's real FaaS target (``TESTBED_FAAS_TARGET``), if any."""
-    target = (options or {}).get("faas_target") or target_from_env()
+    given = (options or {}).get("faas_driver")
+    target = given.target if given is not None else (options or {}).get("faas_target") or target_from_env()
     return target if target is not None and target.platform != "emulator" else None
 
 
-def skip_reason(target: Target, profile: str) -> str | None:
-    """Why a benchmark about ``profile`` does not run on ``target`` (None: it runs)."""
+def skip_reason(target: Target, profile: str, architecture: str | None = None) -> str | None:
+    """Why a benchmark about ``profile`` (and ``architecture``) does not run on ``target``."""
     modelled = platform_of(profile)
-    if modelled == target.platform:
-        return None
-    about = f"the {modelled} platform" if modelled else f"the emulator profile {profile!r} only"
-    return f"this host's FaaS target is {target.platform}; the benchmark (profile {profile}) is about {about}"
+    if modelled != target.platform:
+        about = f"the {modelled} platform" if modelled else f"the emulator profile {profile!r} only"
+        return f"this host's FaaS target is {target.platform}; the benchmark ({profile}) is about {about}"
+    if architecture and architecture != target.architecture:
+        return f"this host's FaaS target runs {target.architecture}; the benchmark asks for {architecture}"
+    return None
 
 
 @contextlib.contextmanager
 def driver_for(
-    params: dict[str, Any],
     options: dict[str, Any],
     emulator_url: Callable[[], contextlib.AbstractContextManager[str]],
     timeout_s: float,
 ) -> Iterator[Driver]:
     """The driver of one execution: the host's real target, else the emulator at the benchmark's
     endpoint (``emulator_url()`` yields its URL, starting a private emulator for ``auto``)."""
+    given = options.get("faas_driver")
+    if given is not None:  # one driver for many executions (the dry run's)
+        yield given
+        return
     target = real_target(options)
     if target is not None:
         from testbed_agent.faas_drivers import open_driver
@@ -65,20 +71,39 @@ def driver_for(
             driver.close()
 
 
-def function_spec(name: str, params: dict[str, Any], tags: dict[str, str] | None = None) -> FunctionSpec:
-    """What a faas benchmark deploys, from its parameters."""
+def function_spec(name: str, p: Any, tags: dict[str, str] | None = None) -> FunctionSpec:
+    """What a faas benchmark deploys, from its typed parameters (``FaasParams``)."""
     return FunctionSpec(
         name=name,
-        function=str(params["function"]),
-        memory_mb=params.get("memory_mb"),
-        timeout_s=params.get("function_timeout_s"),
-        architecture=params.get("architecture"),
-        runtime=params.get("runtime"),
+        function=str(p.function),
+        memory_mb=p.memory_mb,
+        timeout_s=p.function_timeout_s,
+        architecture=p.architecture,
+        runtime=p.runtime,
         tags=dict(tags or {}),
-        env={str(k): str(v) for k, v in (params.get("env") or {}).items()},
-        tmp_mb=params.get("tmp_mb"),
-        keep_alive_s=params.get("keep_alive_s"),
+        env={str(k): str(v) for k, v in (p.env or {}).items()},
+        tmp_mb=p.tmp_mb,
+        keep_alive_s=p.keep_alive_s,
     )
+
+
+def check_budget(driver: Driver, p: Any, what: str) -> None:
+    """Refuse an execution whose estimated price would take the run over its cost cap."""
+    budget = getattr(driver, "budget", None)
+    if budget is None:
+        return
+    params = {k: getattr(p, k) for k in ("function", "mode", "calls", "concurrency", "warmup", "gaps_s")}
+    params |= {"event": p.event, "memory_mb": p.memory_mb, "function_timeout_s": p.function_timeout_s}
+    params["architecture"] = p.architecture or driver.target.architecture
+    budget.check(benchmark_cost(params, 1, driver.platform)["price"], what)
+
+
+def settle(driver: Driver, name: str, calls: list[dict[str, Any]]) -> dict[str, Any]:
+    """The platform's late figures of the calls (request logs, metrics), where the driver reads any."""
+    read = getattr(driver, "settle", None)
+    if read is None or driver.dry_run:
+        return {}
+    return read(name, [c["call"] for c in calls if "call" in c]) or {}
 
 
 def record_params(driver: Driver, info: dict[str, Any]) -> dict[str, Any]:

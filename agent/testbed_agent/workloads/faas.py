@@ -7,6 +7,10 @@ instances, stay idle for a gap of ``gaps_s``, count those still in the pool, cal
 the recycled calls; each gap from freshly warmed instances).
 ``endpoint: auto`` starts a private emulator on 127.0.0.1 with ``profile`` for the benchmark;
 ``endpoint: local`` uses this host's emulator service ($TESTBED_FAAS_URL, default port 8650).
+Every call goes through a FaaS driver (``testbed_agent.faas_drivers``): the emulator's, or - on a
+host whose ``TESTBED_FAAS_TARGET`` names AWS Lambda, Google Cloud Functions or Azure Functions -
+that platform's, with the plan unchanged (a benchmark whose ``profile`` models another platform, or
+whose ``architecture`` is not the target's, is recorded as skipped there).
 """
 
 from __future__ import annotations
@@ -21,12 +25,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from testbed_agent.benchmark import Benchmark
+from testbed_agent.faas_drivers import routing
+from testbed_agent.faas_drivers.base import Driver
 from testbed_agent.params import ParamError, spec
 from testbed_agent.results import Outcome, metric
 from testbed_agent.workloads.base import RunContext, Workload
 from testbed_services import launcher
 from testbed_services.faas import DEFAULT_PORT
-from testbed_services.faas.client import FaasClient
 from testbed_shared.cost import cost_efficiency
 from testbed_shared.errors import BenchmarkTimeout, Interrupted, TestbedError, WorkloadError
 
@@ -50,6 +55,10 @@ class FaasParams:
     function_timeout_s: float | None = spec(None, "num", lo=1e-3, hi=86_400)
     event: dict = field(default_factory=dict, metadata={"kind": "map"})
     env: dict = field(default_factory=dict, metadata={"kind": "map", "pattern": r"[A-Za-z_]\w{0,127}"})
+    #: instruction set and runtime id on a real platform (the emulator runs on this machine's CPU
+    #: and Python; its record names those)
+    architecture: str | None = spec(None, choices=("x86_64", "arm64"))
+    runtime: str | None = spec(None, pattern=r"[A-Za-z0-9.|_-]{1,32}")
     gaps_s: tuple[float, ...] = spec((), "nums", lo=0, hi=86_400)
     #: design factors of a study (file size, I/O size, ...): kept in the record for the report's
     #: parameter ANOVA, not used by the run
@@ -106,20 +115,16 @@ class FaasWorkload(Workload):
             raise WorkloadError(exc.message, exc.hint) from exc
 
     def _run(self, ctx: RunContext, p: FaasParams) -> Outcome:
-        with _endpoint(ctx, p) as url:
-            client = FaasClient(url, timeout_s=max(1.0, ctx.remaining()))
-            info = client.info()
+        target = routing.real_target(ctx.options)
+        reason = routing.skip_reason(target, p.profile, p.architecture) if target else None
+        if target is not None and reason:
+            return Outcome(status="skipped", error=reason, params={"platform": target.platform})
+        timeout = max(1.0, ctx.remaining())
+        with routing.driver_for(ctx.options, lambda: _endpoint(ctx, p), timeout) as driver:
+            info = driver.info()
             name = f"{p.function}-{ctx.bench.index}"
-            fields = {
-                "function": p.function,
-                "memory_mb": p.memory_mb,
-                "tmp_mb": p.tmp_mb,
-                "keep_alive_s": p.keep_alive_s,
-                "timeout_s": p.function_timeout_s,
-                "env": p.env,
-            }
-            deployment = client.deploy(name, **{k: v for k, v in fields.items() if v is not None})
-            mode = p.mode
+            routing.check_budget(driver, p, ctx.bench.name)
+            deployment = driver.deploy(routing.function_spec(name, p))
             modes = {
                 "warm": _mode_warm,
                 "cold": _mode_cold,
@@ -128,10 +133,13 @@ class FaasWorkload(Workload):
                 "retention": _mode_retention,
             }
             try:
-                calls = modes[mode](ctx, p, client, name)
+                calls = modes[p.mode](ctx, p, driver, name)
+                settled = routing.settle(driver, name, calls)
+                where = routing.record_params(driver, info)
             finally:
-                client.close()
-        return _outcome(ctx, info, deployment, calls, mode)
+                if driver.platform != "emulator":
+                    driver.delete(name)  # what the benchmark deployed; teardown takes the rest
+        return _outcome(ctx, info, deployment, calls, p.mode, where, settled, driver)
 
 
 # -- the emulator for the benchmark ---------------------------------------------------------
@@ -167,71 +175,67 @@ def _endpoint(ctx: RunContext, p: FaasParams) -> Iterator[str]:
 # -- modes: each returns the list of calls (one dict per call) -------------------------------
 
 
-def _call(client: FaasClient, name: str, event: Any, phase: str) -> dict[str, Any]:
-    status, body, rtt = client.invoke(name, event)
-    insp = body.get("inspector") or {}
-    err = body.get("error") or {}
+def _call(driver: Driver, name: str, event: Any, phase: str) -> dict[str, Any]:
+    c = driver.invoke(name, event)
     return {
         "phase": phase,
-        "status": status,
-        "round_trip_s": rtt,
-        "ok": status == 200,
-        "error": f"{err.get('type')}: {err.get('message')}" if status != 200 else None,
-        "result": body.get("result"),
-        "inspector": insp,
-        "billing": body.get("billing") or {},
+        "status": c.status,
+        "round_trip_s": c.round_trip_s,
+        "ok": c.ok,
+        "error": c.error if not c.ok else None,
+        "result": c.result,
+        "inspector": c.inspector,
+        "billing": c.billing,
+        "platform": c.platform,
+        "call": c,
     }
 
 
-def _mode_warm(ctx: RunContext, p: FaasParams, client: FaasClient, name: str) -> list[dict[str, Any]]:
+def _mode_warm(ctx: RunContext, p: FaasParams, driver: Driver, name: str) -> list[dict[str, Any]]:
     event, out = p.event, []
     for _ in range(p.warmup):
-        out.append(_call(client, name, event, "warmup"))
+        out.append(_call(driver, name, event, "warmup"))
     for _ in range(p.calls):
         _check_stop(ctx)
-        out.append(_call(client, name, event, "measured"))
+        out.append(_call(driver, name, event, "measured"))
     return out
 
 
-def _mode_cold(ctx: RunContext, p: FaasParams, client: FaasClient, name: str) -> list[dict[str, Any]]:
+def _mode_cold(ctx: RunContext, p: FaasParams, driver: Driver, name: str) -> list[dict[str, Any]]:
     event, out = p.event, []
     for _ in range(p.calls):
         _check_stop(ctx)
-        client.cold(name)
-        out.append(_call(client, name, event, "measured"))
+        driver.cold(name)
+        out.append(_call(driver, name, event, "measured"))
     return out
 
 
-def _mode_cold_warm(ctx: RunContext, p: FaasParams, client: FaasClient, name: str) -> list[dict[str, Any]]:
+def _mode_cold_warm(ctx: RunContext, p: FaasParams, driver: Driver, name: str) -> list[dict[str, Any]]:
     event, out = p.event, []
     for _ in range(p.calls):
         _check_stop(ctx)
-        client.cold(name)
-        out.append(_call(client, name, event, "cold"))
-        out.append(_call(client, name, event, "warm"))
+        driver.cold(name)
+        out.append(_call(driver, name, event, "cold"))
+        out.append(_call(driver, name, event, "warm"))
     return out
 
 
 def _parallel(
-    client: FaasClient, name: str, event: Any, callers: int, per_caller: int, phase: str
+    driver: Driver, name: str, event: Any, callers: int, per_caller: int, phase: str
 ) -> list[dict[str, Any]]:
-    def worker(_: int) -> list[dict[str, Any]]:
-        own = FaasClient(client.url, client.timeout_s)
-        try:
-            return [_call(own, name, event, phase) for _ in range(per_caller)]
-        finally:
-            own.close()
+    def worker(_: int) -> list[dict[str, Any]]:  # the drivers are thread-safe
+        return [_call(driver, name, event, phase) for _ in range(per_caller)]
 
     with ThreadPoolExecutor(max_workers=callers) as pool:
         return [c for batch in pool.map(worker, range(callers)) for c in batch]
 
 
-def _mode_scaling(ctx: RunContext, p: FaasParams, client: FaasClient, name: str) -> list[dict[str, Any]]:
-    client.cold(None, "host")
-    return _parallel(client, name, p.event, p.concurrency, p.calls, "measured")
+def _mode_scaling(ctx: RunContext, p: FaasParams, driver: Driver, name: str) -> list[dict[str, Any]]:
+    driver.cold(None, "host")
+    return _parallel(driver, name, p.event, p.concurrency, p.calls, "measured")
 
 
-def _mode_retention(ctx: RunContext, p: FaasParams, client: FaasClient, name: str) -> list[dict[str, Any]]:
+def _mode_retention(ctx: RunContext, p: FaasParams, driver: Driver, name: str) -> list[dict[str, Any]]:
     """Per idle gap, from fresh containers (the study's separate runs): warm ``concurrency`` of
     them, stay idle for the gap, look which are still in the pool (without calling them), call
     again. Each gap's retained share samples the survival of drawn idle lifetimes, independently
@@ -240,23 +244,26 @@ def _mode_retention(ctx: RunContext, p: FaasParams, client: FaasClient, name: st
     out: list[dict[str, Any]] = []
     for gap in p.gaps_s:
         _check_stop(ctx)
-        client.cold(name)
+        driver.cold(name)
         start = time.monotonic()
-        warm = _parallel(client, name, event, n, 1, "warmup")
+        warm = _parallel(driver, name, event, n, 1, "warmup")
         ctx.sleep(float(gap))
-        out += [*warm, _observe(client, gap, warm, start)]
-        out += _parallel(client, name, event, n, 1, f"gap_{_num(gap)}s")
+        out += [*warm, _observe(driver, gap, warm, start)]
+        out += _parallel(driver, name, event, n, 1, f"gap_{_num(gap)}s")
     return out
 
 
-def _observe(client: FaasClient, gap: float, warm: list[dict[str, Any]], start: float) -> dict[str, Any]:
+def _observe(driver: Driver, gap: float, warm: list[dict[str, Any]], start: float) -> dict[str, Any]:
     """The warmed containers in the emulator's pool after the gap: idle seconds and whether each is
     still usable (listed, within its idle lifetime, on a live host; the reaper lags up to 0.1 s).
-    ``max_idle_s`` (since the warm-up started) bounds the idle time of those no longer listed."""
+    ``max_idle_s`` (since the warm-up started) bounds the idle time of those no longer listed.
+    A real platform shows no pool: no containers are observed there (only the recycled calls)."""
     max_idle = time.monotonic() - start
-    pool = {i["id"]: i for i in client.info()["instances"]}
+    info = driver.info()
+    pool = {i["id"]: i for i in info.get("instances", [])}
     seen = []
-    for iid in dict.fromkeys(c["inspector"]["instance_id"] for c in warm if c["ok"]):
+    warmed = [c["inspector"].get("instance_id") for c in warm if c["ok"]] if "instances" in info else []
+    for iid in dict.fromkeys(warmed):
         inst = pool.get(iid)
         keep = inst.get("keep_alive_s") if inst else None
         alive = inst is not None and not inst.get("host_expired") and (keep is None or inst["idle_s"] <= keep)
@@ -294,7 +301,14 @@ def _quantile(values: list[float], q: float) -> float:
 
 
 def _outcome(
-    ctx: RunContext, info: dict[str, Any], deployment: dict[str, Any], calls: list[dict[str, Any]], mode: str
+    ctx: RunContext,
+    info: dict[str, Any],
+    deployment: dict[str, Any],
+    calls: list[dict[str, Any]],
+    mode: str,
+    where: dict[str, Any],
+    settled: dict[str, Any],
+    driver: Driver,
 ) -> Outcome:
     observed = [c for c in calls if c.get("observation")]
     calls = [c for c in calls if not c.get("observation")]
@@ -304,25 +318,27 @@ def _outcome(
         raise WorkloadError(f"every call failed; first error: {measured[0]['error']}")
     m: dict[str, dict[str, Any]] = {}
 
-    def add(key: str, values: list[float], unit: str, better: str) -> None:
-        if values:
-            m[key] = metric(_mean(values), unit, better)
+    def add(key: str, values: list[float | None], unit: str, better: str) -> None:
+        known = [v for v in values if v is not None]  # a real platform does not report everything
+        if known:
+            m[key] = metric(_mean(known), unit, better)
 
     ins = [c["inspector"] for c in ok]
     add("round_trip_s", [c["round_trip_s"] for c in ok], "s", "lower")
     m["round_trip_p50_s"] = metric(_quantile([c["round_trip_s"] for c in ok], 0.5), "s", "lower")
     m["round_trip_p99_s"] = metric(_quantile([c["round_trip_s"] for c in ok], 0.99), "s", "lower")
-    add("handler_s", [i["handler_s"] for i in ins], "s", "lower")
-    add("emulator_overhead_s", [c["round_trip_s"] - c["inspector"]["handler_s"] for c in ok], "s", "lower")
-    add("cpu_user_s", [i["cpu_user_s"] for i in ins], "s", "lower")
-    add("cpu_system_s", [i["cpu_system_s"] for i in ins], "s", "lower")
-    add("cpu_throttled_s", [i["cpu_throttled_s"] for i in ins], "s", "lower")
+    add("handler_s", [i.get("handler_s") for i in ins], "s", "lower")
+    overhead = "emulator_overhead_s" if driver.platform == "emulator" else "platform_overhead_s"
+    add(overhead, [c["round_trip_s"] - c["inspector"].get("handler_s", 0.0) for c in ok], "s", "lower")
+    add("cpu_user_s", [i.get("cpu_user_s") for i in ins], "s", "lower")
+    add("cpu_system_s", [i.get("cpu_system_s") for i in ins], "s", "lower")
+    add("cpu_throttled_s", [i.get("cpu_throttled_s") for i in ins], "s", "lower")
     add(
         "memory_peak_bytes", [i["memory_peak_bytes"] for i in ins if i.get("memory_peak_bytes")], "B", "lower"
     )
-    cold = [i for i in ins if i["new_instance"]]
-    add("cold_start_s", [i["cold_start_s"] for i in cold], "s", "lower")
-    add("init_s", [i["init_s"] for i in cold], "s", "lower")
+    cold = [i for i in ins if i.get("new_instance")]
+    add("cold_start_s", [i.get("cold_start_s") for i in cold], "s", "lower")
+    add("init_s", [i.get("init_s") for i in cold], "s", "lower")
     m["cold_fraction"] = metric(len(cold) / len(ins), "1", "lower")
     m["error_fraction"] = metric((len(measured) - len(ok)) / len(measured), "1", "lower")
     bills = [c["billing"] for c in ok if c["billing"]]
@@ -347,7 +363,7 @@ def _outcome(
             add(f"{phase}_round_trip_s", [c["round_trip_s"] for c in ok if c["phase"] == phase], "s", "lower")
             add(
                 f"{phase}_handler_s",
-                [c["inspector"]["handler_s"] for c in ok if c["phase"] == phase],
+                [c["inspector"].get("handler_s") for c in ok if c["phase"] == phase],
                 "s",
                 "lower",
             )
@@ -356,25 +372,39 @@ def _outcome(
     if mode == "retention":
         _retention_metrics(m, measured, observed)
     m |= _host_regression(ok)
-    samples = {
-        "calls": [_sample(c) for c in calls],
-        "emulator": _emulator_summary(info),
-        "deployment": deployment,
-    }
-    if observed:
-        samples["retention"] = observed
+    samples, tool = _samples(info, deployment, calls, observed, settled, driver)
     errors = [c["error"] for c in measured if not c["ok"]]
     return Outcome(
         metrics=m,
         samples=samples,
-        tool={"name": "testbed-faas-emulator", "version": _version(), "profile": info["profile"]["name"]},
-        params={
-            "limits_enforced": info["limits_enforced"],
-            "platform": info["profile"]["name"],
-            "cgroup": info["cgroup"],
-        },
+        tool=tool,
+        params=where,
         error=f"{len(errors)} of {len(measured)} calls failed; first: {errors[0]}" if errors else None,
     )
+
+
+def _samples(
+    info: dict[str, Any],
+    deployment: dict[str, Any],
+    calls: list[dict[str, Any]],
+    observed: list[dict[str, Any]],
+    settled: dict[str, Any],
+    driver: Driver,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The record's samples and tool: per-call figures, and the emulator's or the target's state."""
+    samples = {"calls": [_sample(c) for c in calls], "deployment": deployment}
+    if driver.platform == "emulator":
+        samples["emulator"] = _emulator_summary(info)
+        tool = {"name": "testbed-faas-emulator", "version": _version(), "profile": info["profile"]["name"]}
+    else:
+        samples["target"] = driver.describe()
+        samples["requests"] = driver.counts()  # the platform API requests, per operation
+        tool = {"name": f"testbed-faas-driver-{driver.platform}", "version": _version()}
+    if settled:
+        samples["platform"] = settled
+    if observed:
+        samples["retention"] = observed
+    return samples, tool
 
 
 def _retention_metrics(
@@ -392,7 +422,7 @@ def _retention_metrics(
         batch = [c for c in measured if c["phase"] == phase and c["ok"]]
         if batch:
             m[f"recycled_fraction_{phase}"] = metric(
-                sum(not c["inspector"]["new_instance"] for c in batch) / len(batch), "1", "higher"
+                sum(not c["inspector"].get("new_instance") for c in batch) / len(batch), "1", "higher"
             )
 
 
@@ -420,7 +450,7 @@ def _host_regression(ok: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         return {}
     out: dict[str, dict[str, Any]] = {}
     for name, y in (
-        ("handler_s", [c["inspector"]["handler_s"] for c in ok]),
+        ("handler_s", [c["inspector"].get("handler_s", 0.0) for c in ok]),
         ("round_trip_s", [c["round_trip_s"] for c in ok]),
     ):
         fit = ols(x, y)
@@ -433,12 +463,16 @@ def _host_regression(ok: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def _pool_metrics(m: dict[str, dict[str, Any]], ok: list[dict[str, Any]]) -> None:
+    if any(c["inspector"].get("instance_id") is None for c in ok):
+        return  # Lambda names no instance in its answer: no pool figures there
     per_instance: dict[str, int] = {}
     for c in ok:
         iid = c["inspector"]["instance_id"]
         per_instance[iid] = per_instance.get(iid, 0) + 1
     counts = list(per_instance.values())
     m["instances_used"] = metric(len(counts), "1", "lower")
+    if any(c["inspector"].get("host_id") is None for c in ok):
+        return  # hosts are the emulator's; real platforms do not show theirs
     m["hosts_used"] = metric(len({c["inspector"]["host_id"] for c in ok}), "1", "lower")
     m["requests_per_instance_mean"] = metric(_mean(counts), "1", "higher")
     m["requests_per_instance_sd"] = metric(statistics.stdev(counts) if len(counts) > 1 else 0.0, "1", "lower")
@@ -481,7 +515,7 @@ def _sample(c: dict[str, Any]) -> dict[str, Any]:
         "started_at",
         "ended_at",
     )
-    return {
+    out = {
         "phase": c["phase"],
         "status": c["status"],
         "round_trip_s": c["round_trip_s"],
@@ -489,6 +523,9 @@ def _sample(c: dict[str, Any]) -> dict[str, Any]:
         **{k: i.get(k) for k in keep},
         "price": c["billing"].get("price"),
     }
+    if c.get("platform"):  # the platform's own figures of the call (REPORT line, request log)
+        out["platform"] = {k: v for k, v in c["platform"].items() if k != "report"}
+    return out
 
 
 def _emulator_summary(info: dict[str, Any]) -> dict[str, Any]:
