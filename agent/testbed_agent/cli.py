@@ -8,7 +8,8 @@ import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from testbed_agent import __version__
+from testbed_agent import __version__, clouds
+from testbed_shared.atomic import write_atomically
 from testbed_shared.errors import TestbedError, cli_main
 
 #: modules that add a subcommand through ``add_parser(subparsers)``
@@ -59,9 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--sample-interval", type=float, default=1.0, help="telemetry sampling period in s")
     run.add_argument(
         "--cloud",
-        choices=("none", "azure"),
-        default="none",
-        help="cloud the machine is in (azure: sysinfo reads IMDS)",
+        choices=clouds.names(),
+        default=clouds.NONE,
+        help="cloud the machine is in (sysinfo then reads its metadata and evidence, e.g. Azure IMDS)",
     )
     run.add_argument("--host-facts", type=Path, help="JSON of hypervisor-side facts to attach to sysinfo")
     run.add_argument(
@@ -75,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     si = sub.add_parser("sysinfo", help="print this machine's fingerprint (JSON)")
     si.add_argument("--out", type=Path, help="write to this file instead of stdout")
-    si.add_argument("--cloud", choices=("none", "azure"), default="none")
+    si.add_argument("--cloud", choices=clouds.names(), default=clouds.NONE, help="cloud the machine is in")
     si.add_argument("--host-facts", type=Path, help="JSON of hypervisor-side facts to attach")
     si.set_defaults(func=_cmd_sysinfo)
 
@@ -98,9 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _parsers() -> dict[str, Callable[[Path], dict]]:
-    from testbed_agent.workloads import REGISTRY
+    from testbed_agent import workloads
 
-    return {w.parse_kind: w.parse_file for w in REGISTRY.values() if getattr(w, "parse_kind", "")}
+    return {w.parse_kind: w.parse_file for w in workloads.registry().values() if w.parse_kind}
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -116,8 +117,7 @@ def _cmd_sysinfo(args: argparse.Namespace) -> int:
     info = collect(cloud=args.cloud, host_facts=host_facts)
     text = json.dumps(info, indent=2, sort_keys=True, default=str)
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
+        write_atomically(args.out, text + "\n", what="sysinfo --out", make_parents=True)
     else:
         print(text)
     return 0

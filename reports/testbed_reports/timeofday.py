@@ -51,6 +51,7 @@ from scipy import stats
 
 from testbed_reports.anova import sequential_anova
 from testbed_reports.errors import ReportError
+from testbed_shared.atomic import write_atomically
 from testbed_shared.intervals import mean_interval
 
 WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
@@ -101,7 +102,7 @@ def _cmd_timeofday(args: argparse.Namespace) -> int:
     print(render(res))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(_clean(res), indent=2) + "\n")
+        write_atomically(args.json, json.dumps(_clean(res), indent=2) + "\n", what="--json")
     return 0
 
 
