@@ -708,8 +708,8 @@ class LambdaApi:
         fn, _ = self._function(name, region)
         raw = p.get("Payload") or b""
         try:
-            event = json.loads(raw) if raw.strip() else {}
-        except ValueError as exc:
+            event = _strict_json(raw) if raw.strip() else {}
+        except (ValueError, RecursionError) as exc:
             raise LambdaError(
                 400, "InvalidRequestContentException", f"Could not parse request body into json: {exc}"
             ) from None
@@ -838,10 +838,25 @@ def _snake(op: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", op).lower()
 
 
+def _strict_json(raw: bytes) -> Any:
+    """JSON as Lambda reads it: no NaN/Infinity, no number beyond the float range."""
+
+    def constant(name: str) -> None:
+        raise ValueError(f"{name} is not a JSON number")
+
+    def finite(text: str) -> float:
+        value = float(text)
+        if not math.isfinite(value):
+            raise ValueError(f"number {text[:40]} is out of range")
+        return value
+
+    return json.loads(raw, parse_constant=constant, parse_float=finite)
+
+
 def _json_object(raw: bytes) -> dict[str, Any]:
     try:
-        body = json.loads(raw)
-    except ValueError as exc:
+        body = _strict_json(raw)
+    except (ValueError, RecursionError) as exc:
         raise LambdaError(
             400, "InvalidRequestContentException", f"Could not parse request body into json: {exc}"
         ) from None
