@@ -203,8 +203,8 @@ def test_requests_are_validated_as_lambda_validates_them(served):
     )
     lam.create_function(FunctionName="dup", **base)
     assert _error(lam.create_function, FunctionName="dup", **base)[:2] == (409, "ResourceConflictException")
-    assert _error(lam.invoke, FunctionName="dup", Payload=b"{not json")[1] == "InvalidRequestContentException"
-    assert _error(lam.invoke, FunctionName="dup", Payload=b'{"x": NaN}')[1] == "InvalidRequestContentException"
+    for payload in (b"{not json", b'{"x": NaN}', b'{"x": 1e999}'):
+        assert _error(lam.invoke, FunctionName="dup", Payload=payload)[1] == "InvalidRequestContentException"
     assert _error(lam.invoke, FunctionName="dup", Qualifier="7")[1] == "ResourceNotFoundException"
     lam.delete_function(FunctionName="dup")
     unsigned = urllib.request.Request(f"{served.url}/2015-03-31/functions/", method="GET")
