@@ -12,10 +12,7 @@ Each yields what the test needs and leaves nothing running.
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,28 +21,22 @@ from typing import Any
 
 import pytest
 
+from testbed_services import launcher
+
 ROOT = Path(__file__).resolve().parents[2]
 AZURE_PY = ROOT / ".venv/azure/bin/python"
 NO_PROXY = "127.0.0.1,localhost"
 
 
-def _wait(path: Path, proc: subprocess.Popen, what: str, log: Path) -> dict[str, Any]:
-    end = time.monotonic() + 60
-    while not path.exists():
-        if proc.poll() is not None or time.monotonic() > end:
-            raise RuntimeError(f"{what} did not start: {log.read_text()[-2000:]}")
-        time.sleep(0.1)
-    return json.loads(path.read_text())
+def _start(cmd: list[str], work: Path, what: str) -> tuple[launcher.Service, dict[str, Any]]:
+    """A stand-in started by the toolkit's launcher; ready once it wrote its endpoint.json."""
+    endpoint = work / "endpoint.json"
 
+    def ready() -> str | None:
+        return json.loads(endpoint.read_text())["proxy"] if endpoint.exists() else None
 
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    svc = launcher.start(cmd, name=what, ready=ready, log=work / "standin.log", timeout_s=60)
+    return svc, json.loads(endpoint.read_text())
 
 
 def stats(endpoint: dict[str, Any]) -> dict[str, Any]:
@@ -57,22 +48,16 @@ def stats(endpoint: dict[str, Any]) -> dict[str, Any]:
 @contextmanager
 def gcp_standin(work: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     work.mkdir(parents=True, exist_ok=True)
-    log = work / "standin.log"
-    with open(log, "w") as fh:
-        proc = subprocess.Popen(
-            [sys.executable, str(ROOT / "tests/gcp/standin/server.py"), "--dir", str(work)],
-            stdout=fh,
-            stderr=subprocess.STDOUT,
-        )
+    cmd = [sys.executable, str(ROOT / "tests/gcp/standin/server.py"), "--dir", str(work)]
+    svc, endpoint = _start(cmd, work, "the Google Cloud stand-in")
     try:
-        endpoint = _wait(work / "endpoint.json", proc, "the Google Cloud stand-in", log)
         monkeypatch.setenv("HTTPS_PROXY", endpoint["proxy"])
         monkeypatch.setenv("REQUESTS_CA_BUNDLE", endpoint["ca"])
         monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", endpoint["credentials"])
         monkeypatch.setenv("NO_PROXY", NO_PROXY)
         yield endpoint
     finally:
-        _stop(proc)
+        svc.stop(timeout_s=30)
 
 
 @contextmanager
@@ -80,14 +65,9 @@ def azure_standin(work: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[
     if not AZURE_PY.exists():
         pytest.fail(".venv/azure is missing: `make test` installs it (make azure-deps)")
     work.mkdir(parents=True, exist_ok=True)
-    log = work / "standin.log"
     cmd = [str(AZURE_PY), str(ROOT / "tests/azure/arm/server.py"), "--dir", str(work)]
-    with open(log, "w") as fh:
-        proc = subprocess.Popen(
-            [*cmd, "--functions-python", sys.executable], stdout=fh, stderr=subprocess.STDOUT
-        )
+    svc, endpoint = _start([*cmd, "--functions-python", sys.executable], work, "the ARM stand-in")
     try:
-        endpoint = _wait(work / "endpoint.json", proc, "the ARM stand-in", log)
         for key, value in {
             "HTTPS_PROXY": endpoint["proxy"],
             "REQUESTS_CA_BUNDLE": endpoint["ca"],
@@ -100,16 +80,16 @@ def azure_standin(work: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[
             monkeypatch.setenv(key, value)
         yield endpoint
     finally:
-        _stop(proc)
+        svc.stop(timeout_s=30)
 
 
 @contextmanager
 def aws_env(emulator_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Lambda at the emulator, IAM and Logs at a moto server; yields moto's URL."""
-    from testbed_services.kms import local_kms_server
-
     monkeypatch.setenv("MOTO_IAM_LOAD_MANAGED_POLICIES", "true")  # AWSLambdaBasicExecutionRole exists
-    with local_kms_server() as moto:
+    svc = launcher.moto_server()
+    moto = svc.url
+    try:
         for key, value in {
             "AWS_ENDPOINT_URL_LAMBDA": emulator_url,
             "AWS_ENDPOINT_URL_IAM": moto,
@@ -122,6 +102,8 @@ def aws_env(emulator_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]
             monkeypatch.setenv(key, value)
         monkeypatch.delenv("AWS_PROFILE", raising=False)
         yield moto
+    finally:
+        svc.stop()
 
 
 def target(platform: str, work: Path, **options: Any) -> Any:
