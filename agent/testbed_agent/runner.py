@@ -37,6 +37,8 @@ from testbed_agent.results import (
     resume_state,
 )
 from testbed_agent.scratch import check_name, default_scratch
+from testbed_agent.sysinfo import collect
+from testbed_agent.sysinfo.cc import label_mismatch
 from testbed_agent.telemetry import (
     ResourceMeter,
     Sampler,
@@ -45,6 +47,7 @@ from testbed_agent.telemetry import (
 )
 from testbed_agent.workloads.base import RunContext
 from testbed_shared.atomic import write_atomically
+from testbed_shared.attest.binding import Binder  # evidence bound to the results (issue 14)
 from testbed_shared.errors import BenchmarkTimeout, Interrupted, TestbedError, WorkloadError
 
 EXIT_FAILURES = 3  # the plan ran to the end, some benchmarks failed or timed out
@@ -124,7 +127,6 @@ class Runner:
         self._write_sysinfo()
         done, self.attempts = resume_state(self.results_path, self.plan.sha256, killed)
         self.history = _history(self.results_path, self.plan.sha256)
-        from testbed_shared.attest.binding import Binder  # evidence bound to the results (issue 14)
 
         self.binder = binder = Binder(
             self.out, self.ident, self.results_path, self.options, self.console.print
@@ -291,8 +293,6 @@ class Runner:
 
     # -- helpers --------------------------------------------------------------------------
     def _write_sysinfo(self) -> None:
-        from testbed_agent.sysinfo import collect
-
         path = self.out / f"{self.ident.host}.sysinfo.json"
         if path.exists():
             return
@@ -308,7 +308,6 @@ class Runner:
             "plan": self.plan.name,
             "plan_sha256": self.plan.sha256,
         }
-        from testbed_agent.sysinfo.cc import label_mismatch
 
         info["cc"]["label_mismatch"] = label_mismatch(self.ident.groups, info["cc"]["technology"])
         if info["cc"]["label_mismatch"]:

@@ -11,6 +11,7 @@ import shutil
 import socket
 import subprocess
 import sys
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +81,7 @@ def _run(cmd: list[str], timeout: float = 10) -> str | None:
     if not shutil.which(cmd[0]):
         return None
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)  # noqa: S603 - a read-only version probe, bounded by its timeout
     except (OSError, subprocess.TimeoutExpired):
         return None
     if out.returncode != 0:
@@ -195,8 +196,6 @@ def tool_versions() -> dict[str, str | None]:
         out = _run(cmd)
         versions[name] = out.splitlines()[0] if out else None
     try:
-        from importlib.metadata import version
-
         for pkg in ("pyperformance", "pyperf", "nbclient", "cryptography", "psutil"):
             try:
                 versions[pkg] = version(pkg)

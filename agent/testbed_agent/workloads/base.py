@@ -89,7 +89,7 @@ class RunContext:
         if remaining <= 0:
             raise BenchmarkTimeout("timed out before start")
         try:
-            proc = subprocess.Popen(
+            proc = subprocess.Popen(  # noqa: S603 - RunContext.exec: the tracked path every benchmark tool takes
                 cmd,
                 cwd=cwd,
                 env=env,

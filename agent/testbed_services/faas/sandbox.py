@@ -62,7 +62,7 @@ def function_user() -> tuple[int, int, str] | None:
 
 
 def _create_user() -> None:
-    subprocess.run(
+    subprocess.run(  # noqa: S603 - the emulator's sandbox setup, inside the launcher-tracked service
         ["useradd", "--system", "--no-create-home", "--home-dir", "/nonexistent", "--shell", NOLOGIN, USER],
         capture_output=True,
         check=False,
