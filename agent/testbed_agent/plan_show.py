@@ -31,13 +31,13 @@ from testbed_agent import clouds, workloads
 from testbed_agent.plan import Benchmark, Plan, load_plan
 from testbed_agent.plan_derive import add_derive_parser, add_set_argument, derived_plan
 from testbed_shared.errors import TestbedError
+from testbed_shared.groups import GROUPS
 from testbed_shared.studies import Element, Manifest, manifest_for_plan
 
 #: typical seconds of one execution of a type this agent does not know
 UNKNOWN_TYPE_S = 60.0
 #: the plan-level host variables the machine matrix shows (each cloud adds its own)
 HOST_VARS = ("testbed_label", "testbed_disk_encryption")
-GROUPS = ("sev", "tdx", "amd_baseline", "intel_baseline", "kvm", "hyperv", "faas", "local")
 
 
 @dataclass(frozen=True)

@@ -309,7 +309,9 @@ class Runner:
             "plan_sha256": self.plan.sha256,
         }
 
-        info["cc"]["label_mismatch"] = label_mismatch(self.ident.groups, info["cc"]["technology"])
+        info["cc"]["label_mismatch"] = label_mismatch(
+            self.ident.groups, info["cc"]["technology"], self.ident.label
+        )
         if info["cc"]["label_mismatch"]:
             self.console.print(f"[bold red]WARNING: {info['cc']['label_mismatch']}[/]")
         write_atomically(path, json.dumps(info, indent=2, sort_keys=True, default=str) + "\n")
