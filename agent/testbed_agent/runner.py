@@ -37,7 +37,7 @@ from testbed_agent.results import (
     resume_state,
 )
 from testbed_agent.scratch import check_name, default_scratch
-from testbed_agent.sysinfo import collect
+from testbed_agent.sysinfo import fingerprint, options_from_args
 from testbed_agent.sysinfo.cc import label_mismatch
 from testbed_agent.telemetry import (
     ResourceMeter,
@@ -296,11 +296,7 @@ class Runner:
         path = self.out / f"{self.ident.host}.sysinfo.json"
         if path.exists():
             return
-        host_facts = self.options.get("host_facts")
-        facts = json.loads(Path(host_facts).read_text()) if host_facts else None
-        info = collect(
-            cloud=self.options.get("cloud") or "none", host_facts=facts, declared=self.options.get("declared")
-        )
+        info = fingerprint(self.options)
         info["testbed"] = {
             "label": self.ident.label,
             "groups": list(self.ident.groups),
@@ -388,13 +384,7 @@ def run_plan_cli(args: argparse.Namespace) -> int:
         plan_sha256=plan.sha256,
         plan_name=plan.name,
     )
-    options = {
-        "cloud": args.cloud,
-        "host_facts": str(args.host_facts) if args.host_facts else None,
-        "keep_scratch": False,
-    }
-    if args.disk_encryption is not None:
-        options["declared"] = {"disk_encryption": args.disk_encryption == "true"}
+    options = {**options_from_args(args), "keep_scratch": False}
     runner = Runner(
         plan,
         args.out,
