@@ -253,8 +253,10 @@ def _print_table(plan: Plan, rows: list[Execution], total: dict[str, Any]) -> No
     ]
     _print_columns(head, table)
     span = human(total["estimated_s"])
-    if any(r.type == "crypto" for r in rows):
-        print("(crypto: estimated from file bytes and measured cipher rates, docs/crypto.md)")
+    for wtype in dict.fromkeys(r.type for r in rows):
+        workload = workloads.get(wtype)
+        if workload is not None and workload.estimate_note:
+            print(f"({wtype}: {workload.estimate_note})")
     if total["executions_max"] != total["executions"]:
         span += f" .. {human(total['estimated_max_s'])}"
         print("(* adaptive: runs only while the confidence interval is wider than its target)")

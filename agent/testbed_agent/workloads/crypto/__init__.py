@@ -521,6 +521,7 @@ class Crypto(Workload):
     #: throughput per cell (time per operation where a cell has no byte size)
     primary = (r".+\.throughput", r".+\.time_per_op")
     default_timeout_s = 3600.0
+    estimate_note = "estimated from file bytes and measured cipher rates, docs/crypto.md"
 
     @classmethod
     def parse(cls, bench: Benchmark) -> dict[str, Any]:
