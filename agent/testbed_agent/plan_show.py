@@ -28,16 +28,18 @@ from pathlib import Path
 from typing import Any
 
 from testbed_agent import clouds, workloads
+from testbed_agent.faas_drivers.cli import print_cost
+from testbed_agent.faas_drivers.pricing import load_pricing, plan_cost
 from testbed_agent.plan import Benchmark, Plan, load_plan
 from testbed_agent.plan_derive import add_derive_parser, add_set_argument, derived_plan
 from testbed_shared.errors import TestbedError
+from testbed_shared.groups import GROUPS
 from testbed_shared.studies import Element, Manifest, manifest_for_plan
 
 #: typical seconds of one execution of a type this agent does not know
 UNKNOWN_TYPE_S = 60.0
 #: the plan-level host variables the machine matrix shows (each cloud adds its own)
 HOST_VARS = ("testbed_label", "testbed_disk_encryption")
-GROUPS = ("sev", "tdx", "amd_baseline", "intel_baseline", "kvm", "hyperv", "faas", "local")
 
 
 @dataclass(frozen=True)
@@ -129,7 +131,7 @@ def machines(inventories: list[Path]) -> list[dict[str, Any]]:
     cmd = [tool, "--list"]
     for inv in inventories:
         cmd += ["-i", str(inv)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)  # noqa: S603 - ansible-inventory on the controller, bounded, before any run
     if proc.returncode != 0:
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise TestbedError(f"ansible-inventory failed on {', '.join(map(str, inventories))}: {tail[:300]}")
@@ -196,9 +198,6 @@ def show(args: argparse.Namespace) -> int:
     _print_table(plan, rows, total)
     faas = _faas_cost(plan)
     if faas:
-        from testbed_agent.faas_drivers.cli import print_cost
-        from testbed_agent.faas_drivers.pricing import load_pricing
-
         print("\nOn real FaaS platforms (each benchmark on the platform its profile models):")
         print_cost(plan.name, faas, load_pricing())
     if matrix:
@@ -213,8 +212,6 @@ def _faas_cost(plan: Plan) -> dict[str, Any]:
     """A real run's invocations, GB-seconds and price per platform (faas_drivers.pricing)."""
     if not any(b.type == "faas" for b in plan.benchmarks):
         return {}
-    from testbed_agent.faas_drivers.pricing import plan_cost
-
     return plan_cost(plan.benchmarks)
 
 
@@ -271,8 +268,10 @@ def _print_table(plan: Plan, rows: list[Execution], total: dict[str, Any]) -> No
     ]
     _print_columns(head, table)
     span = human(total["estimated_s"])
-    if any(r.type == "crypto" for r in rows):
-        print("(crypto: estimated from file bytes and measured cipher rates, docs/crypto.md)")
+    for wtype in dict.fromkeys(r.type for r in rows):
+        workload = workloads.get(wtype)
+        if workload is not None and workload.estimate_note:
+            print(f"({wtype}: {workload.estimate_note})")
     if total["executions_max"] != total["executions"]:
         span += f" .. {human(total['estimated_max_s'])}"
         print("(* adaptive: runs only while the confidence interval is wider than its target)")

@@ -35,6 +35,7 @@ from scipy import stats as sps
 
 from testbed_reports.errors import ReportError
 from testbed_reports.inference import ALPHA, Estimate, estimate, sides, units_needed
+from testbed_reports.load import load
 from testbed_shared.atomic import write_atomically
 from testbed_shared.safecsv import write_frame
 
@@ -215,8 +216,6 @@ def render_md(checks: list[Check], tolerance: float) -> str:
 
 def run(results: list[Path], out: Path, tolerance: float = DEFAULT_TOLERANCE) -> list[Check]:
     """Load the results, compare, write platform-check.{md,json,csv} under ``out``."""
-    from testbed_reports.load import load
-
     ds = load(results)
     obs = observations(ds)
     have = set(obs["side"]) if not obs.empty else set()

@@ -14,12 +14,16 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import datetime as dt
 import json
 import math
 import re
 import time
 import uuid
 from typing import Any
+
+import boto3
+from botocore.config import Config
 
 from testbed_agent.faas_drivers.base import Call, Driver, FunctionSpec
 from testbed_agent.faas_drivers.ledger import Budget, Journal
@@ -75,9 +79,6 @@ class LambdaDriver(Driver):
         self, target: Target, *, dry_run: bool = False, out: Any = None, session: Any = None
     ) -> None:
         super().__init__(target, dry_run=dry_run, out=out)
-        import boto3
-        from botocore.config import Config
-
         self.session = session or boto3.session.Session(region_name=target.region)
         config = Config(retries={"mode": "standard", "max_attempts": 4}, read_timeout=905, connect_timeout=10)
         endpoint = target.options.get("endpoint_url")
@@ -405,8 +406,6 @@ def _selected(tags: dict[str, str], run_id: str | None, now: float | None) -> bo
         return tags.get(TAG_RUN) == run_id
     deadline = tags.get(TAG_DEADLINE, "")
     try:
-        import datetime as dt
-
         when = dt.datetime.fromisoformat(deadline.replace("Z", "+00:00")).timestamp()
     except ValueError:
         return False

@@ -25,6 +25,13 @@ import threading
 import time
 from typing import Any
 
+import requests
+from azure.identity import DefaultAzureCredential
+from azure.mgmt.monitor import MonitorManagementClient
+from azure.mgmt.resource import ResourceManagementClient
+from azure.mgmt.storage import StorageManagementClient
+from azure.mgmt.web import WebSiteManagementClient
+
 from testbed_agent.faas_drivers.base import Call, Driver, FunctionSpec
 from testbed_agent.faas_drivers.ledger import Budget, Journal
 from testbed_agent.faas_drivers.pricing import load_pricing
@@ -72,12 +79,6 @@ class AzureFunctionsDriver(Driver):
 
     def connect(self) -> None:
         """Read the credentials and make the clients (a dry run of a plan needs none)."""
-        from azure.identity import DefaultAzureCredential
-        from azure.mgmt.monitor import MonitorManagementClient
-        from azure.mgmt.resource import ResourceManagementClient
-        from azure.mgmt.storage import StorageManagementClient
-        from azure.mgmt.web import WebSiteManagementClient
-
         self.credential = DefaultAzureCredential(exclude_interactive_browser_credential=True)
         self.resources = ResourceManagementClient(self.credential, self.subscription)
         self.storage = StorageManagementClient(self.credential, self.subscription)
@@ -222,8 +223,6 @@ class AzureFunctionsDriver(Driver):
     def _http(self) -> Any:
         session = getattr(self._local, "session", None)
         if session is None:
-            import requests
-
             session = self._local.session = requests.Session()
         return session
 

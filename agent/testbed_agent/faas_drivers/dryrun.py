@@ -18,7 +18,9 @@ from typing import Any, TextIO
 from testbed_agent.faas_drivers import open_driver
 from testbed_agent.faas_drivers.routing import skip_reason
 from testbed_agent.faas_drivers.target import Target
+from testbed_agent.plan import load_plan
 from testbed_agent.workloads.base import RunContext
+from testbed_agent.workloads.faas import FaasWorkload
 from testbed_shared.errors import TestbedError
 
 
@@ -31,9 +33,6 @@ class DryContext(RunContext):
 
 def dry_run_plan(plan_path: Path, target: Target, out: TextIO | None = None) -> dict[str, int]:
     """Print the calls of ``plan_path``'s faas benchmarks on ``target``; their counts per operation."""
-    from testbed_agent.plan import load_plan
-    from testbed_agent.workloads.faas import FaasWorkload
-
     out = out or sys.stdout
     if target.platform == "emulator":
         raise TestbedError("a dry run is for real platforms: the emulator costs nothing to call")

@@ -23,6 +23,15 @@ import time
 import uuid
 from typing import Any
 
+import google.auth
+import google.auth.exceptions
+import requests
+from google.api_core import exceptions
+from google.auth.transport.requests import AuthorizedSession, Request
+from google.cloud import functions_v2, storage
+from google.oauth2 import id_token
+from google.protobuf import field_mask_pb2
+
 from testbed_agent.faas_drivers.base import Call, Driver, FunctionSpec
 from testbed_agent.faas_drivers.ledger import Budget, Journal
 from testbed_agent.faas_drivers.pricing import load_pricing
@@ -78,10 +87,6 @@ class GcfDriver(Driver):
 
     def connect(self) -> None:
         """Read the credentials and make the clients (a dry run of a plan needs none)."""
-        import google.auth
-        from google.auth.transport.requests import AuthorizedSession
-        from google.cloud import functions_v2, storage
-
         self.credentials, project = google.auth.default(scopes=[SCOPE])
         self.project = self.project or str(project or "")
         if not self.project:
@@ -205,10 +210,6 @@ class GcfDriver(Driver):
             token, until = self._tokens.get(audience, ("", 0.0))
             if token and until > time.time():
                 return token
-        import google.auth.exceptions
-        from google.auth.transport.requests import Request
-        from google.oauth2 import id_token
-
         try:
             token = id_token.fetch_id_token(Request(), audience)
         except google.auth.exceptions.DefaultCredentialsError:
@@ -226,8 +227,6 @@ class GcfDriver(Driver):
     def _http(self) -> Any:
         session = getattr(self._local, "session", None)
         if session is None:
-            import requests
-
             session = self._local.session = requests.Session()
         return session
 
@@ -315,8 +314,6 @@ class GcfDriver(Driver):
             time.sleep(5)
 
     def cold(self, name: str | None, scope: str = "function") -> dict[str, Any]:
-        from google.protobuf import field_mask_pb2
-
         names = [name] if name else list(self.deployed)
         for n in names:
             dep = self._deployed(n)
@@ -341,8 +338,6 @@ class GcfDriver(Driver):
         del self.deployed[name]
 
     def _delete_function(self, path: str) -> None:
-        from google.api_core import exceptions
-
         try:
             self._operation("functions.delete", "delete_function", name=path)
         except WorkloadError as exc:
@@ -351,8 +346,6 @@ class GcfDriver(Driver):
         self.journal.deleted("function", path)
 
     def _delete_object(self, obj: str) -> None:
-        from google.api_core import exceptions
-
         self.log.record("storage objects.delete", {"bucket": self.bucket_name, "name": obj})
         if not self.dry_run:
             with contextlib.suppress(exceptions.NotFound):

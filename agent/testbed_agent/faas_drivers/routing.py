@@ -14,7 +14,9 @@ import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from testbed_agent.faas_drivers import open_driver
 from testbed_agent.faas_drivers.base import Driver, FunctionSpec
+from testbed_agent.faas_drivers.emulator import EmulatorDriver
 from testbed_agent.faas_drivers.pricing import benchmark_cost, platform_of
 from testbed_agent.faas_drivers.target import Target, target_from, target_from_env
 
@@ -51,16 +53,12 @@ def driver_for(
         return
     target = real_target(options)
     if target is not None:
-        from testbed_agent.faas_drivers import open_driver
-
         driver = open_driver(target, dry_run=bool(options.get("faas_dry_run")))
         try:
             yield driver
         finally:
             driver.close()
         return
-    from testbed_agent.faas_drivers.emulator import EmulatorDriver
-
     with emulator_url() as url:
         driver = EmulatorDriver(
             target_from({"platform": "emulator", "options": {"url": url}}), timeout_s=timeout_s

@@ -44,6 +44,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
+import regex
+
 from testbed_services.faas import package
 from testbed_services.faas.emulator import Emulator, FaasError
 from testbed_services.faas.functions import FunctionCode, find_function
@@ -263,8 +265,6 @@ class Validator:
 @functools.lru_cache(maxsize=256)
 def _pattern(text: str) -> Any:
     """A model pattern compiled by ``regex`` (the models use Java classes such as ``\\p{L}``)."""
-    import regex
-
     return regex.compile(text, regex.DOTALL)
 
 
@@ -276,7 +276,7 @@ class LambdaApi:
     """The Lambda front of one :class:`Emulator` (thread-safe)."""
 
     def __init__(self, emulator: Emulator, base_url: str = "") -> None:
-        import botocore.session
+        import botocore.session  # noqa: PLC0415 - its model loads on the first Lambda request, not at every start
 
         self.emu = emulator
         self.base_url = base_url
@@ -328,12 +328,12 @@ class LambdaApi:
         return status, out_headers, body
 
     def _find(self, method: str, path: str) -> tuple[str, dict[str, str]]:
-        for op, verb, regex in self.routes:
-            found = regex.fullmatch(path)
+        for op, verb, route in self.routes:
+            found = route.fullmatch(path)
             if found and verb == method:
                 return op, {k: unquote(v) for k, v in found.groupdict().items()}
-        for op, verb, regex in self.others:
-            if verb == method and regex.fullmatch(path):
+        for op, verb, route in self.others:
+            if verb == method and route.fullmatch(path):
                 raise LambdaError(501, "NotImplemented", f"{op} is not served by the testbed emulator")
         raise LambdaError(404, "UnknownOperationException", f"no Lambda operation {method} {path}")
 
