@@ -12,6 +12,7 @@ from typing import Any
 
 from testbed_agent.faas_drivers.base import Call, Driver, FunctionSpec
 from testbed_agent.faas_drivers.target import Target, load_target, target_from, target_from_env
+from testbed_shared.errors import TestbedError
 
 __all__ = [
     "Call",
@@ -39,22 +40,28 @@ DELETE_ORDER = (
 
 
 def open_driver(target: Target, *, dry_run: bool = False, out: Any = None) -> Driver:
-    """The driver of ``target``'s platform."""
-    if target.platform == "emulator":
-        from testbed_agent.faas_drivers.emulator import EmulatorDriver  # noqa: PLC0415 - per platform
+    """The driver of ``target``'s platform (its SDK is imported here, when first needed)."""
+    try:
+        if target.platform == "emulator":
+            from testbed_agent.faas_drivers.emulator import EmulatorDriver  # noqa: PLC0415 - per platform
 
-        return EmulatorDriver(target, dry_run=dry_run, out=out)
-    if target.platform == "aws-lambda":
-        from testbed_agent.faas_drivers.aws import LambdaDriver  # noqa: PLC0415 - its SDK only when used
+            return EmulatorDriver(target, dry_run=dry_run, out=out)
+        if target.platform == "aws-lambda":
+            from testbed_agent.faas_drivers.aws import LambdaDriver  # noqa: PLC0415 - its SDK only when used
 
-        return LambdaDriver(target, dry_run=dry_run, out=out)
-    if target.platform == "gcf-gen2":
-        from testbed_agent.faas_drivers.gcf import GcfDriver  # noqa: PLC0415 - its SDK only when used
+            return LambdaDriver(target, dry_run=dry_run, out=out)
+        if target.platform == "gcf-gen2":
+            from testbed_agent.faas_drivers.gcf import GcfDriver  # noqa: PLC0415 - its SDK only when used
 
-        return GcfDriver(target, dry_run=dry_run, out=out)
-    from testbed_agent.faas_drivers.azure import AzureFunctionsDriver  # noqa: PLC0415 - its SDK only when used
+            return GcfDriver(target, dry_run=dry_run, out=out)
+        from testbed_agent.faas_drivers.azure import AzureFunctionsDriver  # noqa: PLC0415 - its SDK only when used
 
-    return AzureFunctionsDriver(target, dry_run=dry_run, out=out)
+        return AzureFunctionsDriver(target, dry_run=dry_run, out=out)
+    except ModuleNotFoundError as exc:
+        raise TestbedError(
+            f"{target.platform}: its SDK is not installed here ({exc.name})",
+            hint="install the agent with its platforms extra: pip install 'testbed-agent[platforms]'",
+        ) from exc
 
 
 def teardown(driver: Any, run_id: str | None, now: float | None = None) -> dict[str, Any]:
