@@ -12,11 +12,13 @@ from pathlib import Path
 import boto3
 import pytest
 import yaml
-from repotest import ansible_playbook
+from repotest import ROOT, ansible_playbook
 
 from .standins import aws_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
+#: the embedded inventory first: its group_vars (testbed_root, plan, results dirs) apply, as in a real run
+LOCAL = str(ROOT / "inventory/local.yml")
 
 PLAN = """\
 name: faas-platforms
@@ -92,8 +94,9 @@ def test_run_yml_on_a_real_and_an_emulated_faas_host(served, tmp_path, monkeypat
             "AWS_SECRET_ACCESS_KEY": "rehearsal-not-checked",
         }
         inv = _inventory(tmp_path, env, cap=5.0)
+        extra = f"@{_extra(tmp_path)}"
         res = ansible_playbook(
-            "run.yml", "-i", str(inv), "-l", "faas", "-e", f"@{_extra(tmp_path)}", "-e", "run_id=faas-1"
+            "run.yml", "-i", LOCAL, "-i", str(inv), "-l", "faas", "-e", extra, "-e", "run_id=faas-1"
         )
         assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-2000:]
         assert "AKIDTESTBEDREHEARSAL" not in res.stdout and "rehearsal-not-checked" not in res.stdout
@@ -126,7 +129,17 @@ def test_a_plan_above_the_cost_cap_does_not_start(served, tmp_path, monkeypatch)
     with aws_env(served.url, monkeypatch):
         inv = _inventory(tmp_path, {}, cap=0.0)
         res = ansible_playbook(
-            "run.yml", "-i", str(inv), "-l", "faas-aws", "-e", f"@{_extra(tmp_path)}", "-e", "run_id=faas-2"
+            "run.yml",
+            "-i",
+            LOCAL,
+            "-i",
+            str(inv),
+            "-l",
+            "faas-aws",
+            "-e",
+            f"@{_extra(tmp_path)}",
+            "-e",
+            "run_id=faas-2",
         )
         assert res.returncode != 0
         assert "exceeds the cost cap" in res.stdout + res.stderr

@@ -118,6 +118,7 @@ class Handler(BaseHTTPRequestHandler):
         query = {k: v[0] for k, v in parse_qs(url.query).items()}
         headers: dict[str, str] = {}
         op = f"{self.host or 'control'} {method}"
+        self.op: str | None = None  # the operation, once the path names one (errors count under it)
         try:
             if not self.host:
                 status, body = self._control(method, url.path)
@@ -132,8 +133,7 @@ class Handler(BaseHTTPRequestHandler):
                     op, status, body, headers = self._api(method, url.path, query, raw)
         except ApiError as err:
             status, body = err.code, err.body()
-            if op.endswith((" GET", " POST", " PATCH", " DELETE")):
-                op += f" {url.path}"
+            op = self.op or f"{op} {url.path}"
         except TokenError as err:
             status, body = (
                 401,
@@ -162,6 +162,7 @@ class Handler(BaseHTTPRequestHandler):
         if self.host == FUNCTIONS:
             return self._functions(method, path, query, raw)
         if self.host == LOGGING and method == "POST" and path == "/v2/entries:list":
+            self.op = "logging entries.list"
             return "logging entries.list", 200, srv.log.query(self._json(raw)), {}
         if self.host == STORAGE:
             return self._storage(method, path, query, raw)
@@ -173,6 +174,7 @@ class Handler(BaseHTTPRequestHandler):
         fns = self.server.functions
         found = OP_PATH.match(path)
         if found and method == "GET":
+            self.op = "functions operations.get"
             return "functions operations.get", 200, fns.operation(found.group(1)), {}
         found = FN_PATH.match(path)
         if not found:
@@ -187,8 +189,10 @@ class Handler(BaseHTTPRequestHandler):
                 {},
             )
         if fid is None and method == "GET":
+            self.op = "functions.list"
             return "functions.list", 200, fns.listing(project, location, query.get("filter", "")), {}
         if fid and method == "GET":
+            self.op = "functions.get"
             return "functions.get", 200, fns.get(project, location, fid), {}
         if fid and method == "PATCH":
             body = self._json(raw)
@@ -199,6 +203,7 @@ class Handler(BaseHTTPRequestHandler):
                 {},
             )
         if fid and method == "DELETE":
+            self.op = "functions.delete"
             return "functions.delete", 200, fns.delete(project, location, fid), {}
         raise ApiError(404, f"The requested URL {path} was not found on this server.")
 
@@ -209,15 +214,18 @@ class Handler(BaseHTTPRequestHandler):
         found = UPLOAD_PATH.match(path)
         if found and method == "POST":
             ctype = self.headers.get("Content-Type", "")
+            self.op = "storage objects.insert"
             return "storage objects.insert", 200, st.upload(found.group(1), query, ctype, raw), {}
         found = BUCKET_PATH.match(path)
         if found and method == "GET":
+            self.op = "storage buckets.get"
             return "storage buckets.get", 200, st.bucket(found.group(1)), {}
         found = OBJ_PATH.match(path)
         if not found:
             raise ApiError(404, f"The requested URL {path} was not found on this server.")
         bucket, name = found.group(1), unquote(found.group(2) or "")
         if not name and method == "GET":
+            self.op = "storage objects.list"
             return "storage objects.list", 200, st.listing(bucket, query.get("prefix", "")), {}
         if name and method == "GET" and query.get("alt") == "media":
             return (
@@ -227,9 +235,11 @@ class Handler(BaseHTTPRequestHandler):
                 {"Content-Type": "application/zip"},
             )
         if name and method == "GET":
+            self.op = "storage objects.get"
             return "storage objects.get", 200, st.resource(bucket, name), {}
         if name and method == "DELETE":
             st.delete(bucket, name)
+            self.op = "storage objects.delete"
             return "storage objects.delete", 204, None, {}
         raise ApiError(404, f"The requested URL {path} was not found on this server.")
 
