@@ -138,17 +138,17 @@ def check_output_path(path: Path | str, what: str = "output", make_parents: bool
     p = Path(text)
     _check_existing(p, what)
     parent = p.parent
-    if os.path.islink(parent):
-        raise OutputRefused(
-            f"refusing to write {what} {p}: its directory {parent} is a symbolic link",
-            hint="name the real directory",
-        )
     existing = parent
     while make_parents and not os.path.lexists(existing) and existing != existing.parent:
         existing = existing.parent
     if not existing.is_dir():
         raise OutputRefused(f"cannot write {what} {p}: directory {existing} does not exist")
     _check_real_fs(existing, p, what)
+    if os.path.islink(parent):
+        raise OutputRefused(
+            f"refusing to write {what} {p}: its directory {parent} is a symbolic link",
+            hint="name the real directory",
+        )
     if existing != parent:
         try:
             parent.mkdir(parents=True, exist_ok=True)

@@ -43,17 +43,22 @@ def _agent(plan: Path, out: Path, scratch: Path) -> list[str]:
 
 
 def _dd_writing_to(scratch: Path) -> int | None:
-    """The pid of a dd process writing into ``scratch`` (this test's own), or None."""
+    """The pid of a dd process writing into ``scratch`` (this test's own), or None. dd gets the
+    file the agent opened as ``of=/proc/self/fd/N`` (issue 26): the descriptor names the file."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
+            if Path(argv[0].decode(errors="replace")).name != "dd":
+                continue
+            for a in argv:
+                if a.startswith(b"of=/proc/self/fd/"):
+                    fd = a.rsplit(b"/", 1)[1].decode()
+                    if os.readlink(entry / "fd" / fd).startswith(str(scratch)):
+                        return int(entry.name)
+        except (OSError, ValueError):
             continue
-        target = f"of={scratch}".encode()
-        if Path(argv[0].decode(errors="replace")).name == "dd" and any(a.startswith(target) for a in argv):
-            return int(entry.name)
     return None
 
 
