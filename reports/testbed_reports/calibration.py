@@ -288,7 +288,8 @@ def anova_setting(machines: tuple[int, int, int, int], sets: int, seed: int, run
     for _ in range(sets):
         v = np.exp(rng.normal(0, 0.03, sum(machines))[host] + rng.normal(0, SIGMA, len(host)))
         out = label_anova(v, lab, host, code_a, code_b, True, ("protection", "vendor"))
-        assert out is not None
+        if out is None:
+            raise RuntimeError("the label ANOVA refused a balanced simulated design")
         table, _, unit, _ = out
         hit = bool(table[0]["F"] is not None and table[0]["F"] > table[0]["F_crit"])
         res.rate("type-level protection effect").add(hit and unit == "machine mean")
