@@ -17,7 +17,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from matplotlib.colors import to_hex
 
 from testbed_reports import __version__, crypto_tables, figures, plots, svgplot
-from testbed_reports.anova import ANOVA_NOTE, anova_codes
+from testbed_reports.anova import ANOVA_NOTE, label_anova
 from testbed_reports.audit import attest_column
 from testbed_reports.compare import auto_pairs, compare, headline, parse_pairs
 from testbed_reports.diagnostics import diagnostics, windows
@@ -26,6 +26,7 @@ from testbed_reports.export import parameter_anova
 from testbed_reports.fingerprint import fingerprints, label_factors, mismatches
 from testbed_reports.inference import DEFAULT_MARGIN, MachineSpread, primary_set
 from testbed_reports.load import Dataset, load
+from testbed_reports.runs import runs
 from testbed_reports.stats import MIN_N_CV_CI, describe
 from testbed_shared.atomic import write_atomically
 from testbed_shared.safecsv import write_frame
@@ -36,15 +37,18 @@ FACTOR_PAIRS = (("protection", "vendor"), ("protection", "disk"))
 MAX_CV_METRICS = 16
 METHOD = [
     (
-        "n, mean, median, sd and CV are computed over the ok runs of each label; failed, timed-out, skipped "
-        "and interrupted runs are listed, never used as values; a duplicated record (same run, host, "
+        "n, mean, median, sd and CV are computed over the ok runs of each label (a run's pyperf values are "
+        "first summarised by their mean: a run, not a value inside it, is the unit); failed, timed-out, "
+        "skipped and interrupted runs are listed, never used as values; a duplicated record (same run, host, "
         "benchmark, index and repetition) counts once. Means and sds are two-pass on values scaled by "
         "their group's largest magnitude, so they are finite and exact at any scale."
     ),
     (
-        "95% CI of the mean: Student t over runs for a label measured on one machine; with several machines "
-        "the machine is the unit of replication: t over the machine means. CV CI: Vangel's modified McKay "
-        f"interval (none below {MIN_N_CV_CI} runs)."
+        "95% CI: for a positive quantity (times, rates, sizes) the t interval of the mean log value, "
+        "transformed back (the geometric mean's interval, never below zero); otherwise of the mean. Student "
+        "t over runs for a label measured on one machine; with several machines the machine is the unit of "
+        f"replication: t over the machine means. CV CI: Vangel's modified McKay interval (none below "
+        f"{MIN_N_CV_CI} runs)."
     ),
     (
         "Overhead estimand: the ratio of geometric means a/b (log scale), shown as (a/b - 1) x 100 for "
@@ -52,10 +56,13 @@ METHOD = [
         "positive. Ratios are refused, with the reason, when a label has zero or negative values."
     ),
     (
-        "Interval: Welch t on log values: on the machine means when both labels have at least 2 machines "
-        "(the machine is the unit), otherwise on runs (the verdict then speaks about those machines, not "
-        "their VM types). Measured coverage of the 95% interval (tests/test_report_calibration.py, 2000 "
-        "simulated data sets each): see docs/report.md."
+        "Interval and scope: Welch t on log values: on the machine means when both labels have at least 2 "
+        "machines (scope types: the statement is about the VM types), otherwise on runs (scope machines: "
+        "the statement is about these machines, with the machines per label a type-level decision would "
+        "need), or on runs plus a stated machine-spread prior (scope types via the prior, named in the "
+        "verdict). A machine whose runs drift (Spearman trend or KPSS level stability) gets the variance "
+        "of a wandering level in run-level intervals. Coverage and error rates of every rule are measured "
+        "by seeded simulations (reports/tests/test_calibration_*.py): see docs/report.md."
     ),
     (
         "Decision, read from the printed interval: equivalent when it lies within +-margin (default 2%, "
@@ -69,10 +76,12 @@ METHOD = [
         "crypto throughput, each pyperformance benchmark's time, FaaS latency) over all comparisons of "
         "the report forms one family; its intervals are Bonferroni-adjusted (level 1 - 0.05/m, p adjusted "
         "= m p), so the chance of any false slower/faster among them is at most 5%. Other metrics are "
-        "secondary: unadjusted 95% intervals, shown for exploration."
+        "secondary: unadjusted 95% intervals, listed under their benchmark and never counted in the "
+        "headline, whose counts are of primary metrics per scope."
     ),
     (
-        "Diagnostics beside each verdict, per machine: drift with run order (Spearman, p < 0.01, 6+ runs), "
+        "Diagnostics beside each verdict, per machine: drift with run order (Spearman, p < 0.01, 6+ runs; "
+        "KPSS level stability, p < 0.05, 8+ runs), "
         "outliers beyond robust z 5 (8+ runs; flagged, never removed), bimodality coefficient of the log "
         "values > 0.555 (20+ runs), "
         "fewer than 5 runs, and whether the compared labels' time windows overlap."
@@ -119,17 +128,18 @@ def factorial(ds: Dataset, factors: pd.DataFrame, log: bool = True) -> list[dict
     """Two-way ANOVA per benchmark metric for each pair of fully crossed label factors.
 
     On the log scale by default (multiplicative effects; raw when a value is not positive or on
-    request). With several machines per label the machine means are the observations, so the
-    residual is machine-to-machine variation (machines nested in labels).
+    request), over runs (runs.py). Wherever labels have machines as replicates the machine means
+    are the observations (anova.label_anova), so the residual is machine-to-machine variation.
     """
     out: list[dict[str, Any]] = []
     if ds.obs.empty:
         return out
-    labels = ds.obs["label"].cat.categories
-    label_codes = ds.obs["label"].cat.codes.to_numpy()
-    host_codes = ds.obs["host"].cat.codes.to_numpy()
-    values = ds.obs["value"].to_numpy()
-    groups = ds.obs.groupby(["benchmark", "metric"], observed=True, sort=True).indices
+    obs = runs(ds.obs)
+    labels = obs["label"].cat.categories
+    label_codes = obs["label"].cat.codes.to_numpy()
+    host_codes = obs["host"].cat.codes.to_numpy()
+    values = obs["value"].to_numpy()
+    groups = obs.groupby(["benchmark", "metric"], observed=True, sort=True).indices
     for fa, fb in FACTOR_PAIRS:
         f = factors.dropna(subset=[fa, fb])
         levels_a, levels_b = sorted(set(f[fa])), sorted(set(f[fb]))
@@ -144,12 +154,12 @@ def factorial(ds: Dataset, factors: pd.DataFrame, log: bool = True) -> list[dict
                 k = labels.get_loc(lab)
                 code_a[k], code_b[k] = levels_a.index(va), levels_b.index(vb)
         for (bench, metric), rows in groups.items():
-            entry = _one_anova(
+            entry = label_anova(
                 values[rows], label_codes[rows], host_codes[rows], code_a, code_b, log, (fa, fb)
             )
             if entry is None:
                 continue
-            table, scale, unit = entry
+            table, scale, unit, single = entry
             out.append(
                 {
                     "benchmark": bench,
@@ -158,9 +168,25 @@ def factorial(ds: Dataset, factors: pd.DataFrame, log: bool = True) -> list[dict
                     "scale": scale,
                     "unit_of_replication": unit,
                     "table": table,
+                    "note": _anova_note(unit, [str(labels[k]) for k in single]),
                 }
             )
     return out
+
+
+def _anova_note(unit: str, single: list[str]) -> str:
+    """What a label ANOVA speaks about (anova.label_anova's unit and its one-machine labels)."""
+    if unit != "machine mean":
+        return (
+            "every label has one machine: the runs are the observations, so the table speaks about these "
+            "machines; label effects are not separable from machine effects (no statement about VM types)"
+        )
+    if single:
+        return (
+            f"machine means (machines nested in labels); {', '.join(single)} with one machine: not separable "
+            "from its machine (its cell rests on one machine)"
+        )
+    return "machine means (machines nested in labels): the residual is the machine-to-machine variation"
 
 
 def _one_anova(
@@ -172,24 +198,9 @@ def _one_anova(
     log: bool,
     names: tuple[str, str],
 ) -> tuple[list[dict], str, str] | None:
-    """One metric's ANOVA table, its scale and its unit of replication (None when not estimable)."""
-    ca, cb = code_a[lab], code_b[lab]
-    keep = (ca >= 0) & (cb >= 0)
-    v, lab, host, ca, cb = v[keep], lab[keep], host[keep], ca[keep], cb[keep]
-    scale = "log" if log and len(v) and (v > 0).all() else "raw"
-    y = np.log(v) if scale == "log" else v
-    unit = "run"
-    key = lab.astype(np.int64) * (int(host.max()) + 1 if len(host) else 1) + host
-    uniq, first, g = np.unique(key, return_index=True, return_inverse=True)
-    machines = np.bincount(lab[first])
-    if len(uniq) and (machines[np.unique(lab)] >= 2).all():
-        y = np.bincount(g, weights=y) / np.bincount(g)
-        ca, cb, unit = ca[first], cb[first], "machine mean"
-    la, lb = int(code_a.max()) + 1, int(code_b.max()) + 1
-    try:
-        return anova_codes(y, ca, cb, la, lb, *names), scale, unit
-    except ReportError:
-        return None
+    """One metric's ANOVA table, its scale and its unit of replication (anova.label_anova)."""
+    res = label_anova(v, lab, host, code_a, code_b, log, names)
+    return None if res is None else res[:3]
 
 
 def _labels(ds: Dataset) -> list[str]:

@@ -42,23 +42,19 @@ def _agent(plan: Path, out: Path, scratch: Path) -> list[str]:
     ]  # fmt: skip
 
 
-def _dd_writing_to(scratch: Path) -> int | None:
-    """The pid of a dd process writing into ``scratch`` (this test's own), or None. dd gets the
-    file the agent opened as ``of=/proc/self/fd/N`` (issue 26): the descriptor names the file."""
+def _dd_child_of(agent: int) -> int | None:
+    """The pid of a dd process the agent ``agent`` started (its benchmark), or None."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
-            if Path(argv[0].decode(errors="replace")).name != "dd":
-                continue
-            for a in argv:
-                if a.startswith(b"of=/proc/self/fd/"):
-                    fd = a.rsplit(b"/", 1)[1].decode()
-                    if os.readlink(entry / "fd" / fd).startswith(str(scratch)):
-                        return int(entry.name)
-        except (OSError, ValueError):
+            stat = (entry / "stat").read_text()
+        except OSError:
             continue
+        ppid = int(stat[stat.rfind(")") + 2 :].split()[1])
+        if ppid == agent and Path(argv[0].decode(errors="replace")).name == "dd":
+            return int(entry.name)
     return None
 
 
@@ -76,7 +72,7 @@ def test_a_retried_execution_counts_its_final_attempt(tmp_path: Path) -> None:
     killed = None
     deadline = time.monotonic() + 120
     while killed is None and time.monotonic() < deadline and proc.poll() is None:
-        pid = _dd_writing_to(scratch)
+        pid = _dd_child_of(proc.pid)
         if pid is not None:
             os.kill(pid, signal.SIGKILL)
             killed = pid
