@@ -98,6 +98,8 @@ def _wait_for_dd(proc: subprocess.Popen, timeout: float = 120) -> None:
             if ppid == proc.pid and Path(argv[0].decode(errors="replace")).name == "dd":
                 return
         time.sleep(0.05)
+    proc.kill()  # nothing of the test outlives it
+    proc.communicate()
     raise AssertionError("the agent never started dd")
 
 
