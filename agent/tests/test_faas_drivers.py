@@ -137,6 +137,11 @@ def test_benchmarks_run_on_the_platform_their_profile_models():
     assert "gcf-gen2" in skip_reason(aws, "gcf-gen2")
     assert "arm64" in skip_reason(aws, "aws-lambda", "arm64")
     assert skip_reason(target_from({"platform": "azure-functions"}), "azure-consumption") is None
+    # the era profiles of the study packs model their platform too; a test profile models none
+    assert skip_reason(aws, "aws-lambda-2017") is None and skip_reason(aws, "aws-lambda-2024") is None
+    assert skip_reason(target_from({"platform": "gcf-gen2"}), "gcf-gen2-2024") is None
+    assert skip_reason(target_from({"platform": "azure-functions"}), "azure-functions-2017") is None
+    assert "emulator profile 'aws-lambdax' only" in skip_reason(aws, "aws-lambdax")
 
 
 @pytest.mark.parametrize(

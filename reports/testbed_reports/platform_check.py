@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from testbed_agent.faas_drivers.pricing import platform_of
 from testbed_reports.errors import ReportError
 from testbed_reports.inference import ALPHA, Estimate, estimate, sides, units_needed
 from testbed_reports.load import load
@@ -53,13 +54,6 @@ MODELLED = (
     "gb_seconds",
     "price_per_call",
 )
-#: emulator profile -> the platform it models (records from before resolved_models carried only the profile)
-PROFILE_PLATFORM = {
-    "aws-lambda": "aws-lambda",
-    "aws-lambda-timescaled": "aws-lambda",
-    "gcf-gen2": "gcf-gen2",
-    "azure-consumption": "azure-functions",
-}
 SIDES = ("platform", "emulator")
 
 
@@ -88,7 +82,7 @@ def side_of(params: dict[str, Any] | None) -> tuple[str, str] | None:
     if real is True:
         return "platform", str(p.get("resolved_platform", ""))
     profile = str(p.get("resolved_platform") or p.get("profile") or "")
-    modelled = p.get("resolved_models") or PROFILE_PLATFORM.get(profile)
+    modelled = p.get("resolved_models") or platform_of(profile)
     if real is False or (real is None and modelled):
         return ("emulator", str(modelled)) if modelled else None
     return None

@@ -25,12 +25,13 @@ import yaml
 from testbed_services.faas import faas_dir
 from testbed_shared.errors import TestbedError
 
-#: emulator profile -> the real platform it models
+#: emulator profile -> the real platform it models (by name prefix: the era profiles
+#: ``aws-lambda-2017``, ``gcf-gen2-2024``, ``azure-functions-2017`` model their platform too)
 PLATFORM_OF_PROFILE = {
     "aws-lambda": "aws-lambda",
-    "aws-lambda-timescaled": "aws-lambda",
     "gcf-gen2": "gcf-gen2",
     "azure-consumption": "azure-functions",
+    "azure-functions": "azure-functions",
 }
 #: Python calcs per second at one full vCPU (the calcs function's loop; measured on the development
 #: machine at 0.57e6/s on a shared vCPU, rounded down)
@@ -82,8 +83,12 @@ def load_pricing(path: str | None = None) -> Pricing:
 
 
 def platform_of(profile: str) -> str | None:
-    """The real platform an emulator profile models (None for test profiles)."""
-    return PLATFORM_OF_PROFILE.get(profile)
+    """The real platform an emulator profile models (None for test profiles): its name is a key of
+    :data:`PLATFORM_OF_PROFILE` or starts with one and a dash."""
+    for prefix, platform in PLATFORM_OF_PROFILE.items():
+        if profile == prefix or profile.startswith(prefix + "-"):
+            return platform
+    return None
 
 
 def vcpus(rates: dict[str, Any], memory_mb: float) -> float:

@@ -40,19 +40,19 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "region": "us-east-1",
         "runtime": "python3.12",
         "arch": ("x86_64", "arm64"),
-        "models": ("aws-lambda", "aws-lambda-timescaled"),
+        "models": ("aws-lambda", "aws-lambda-timescaled", "aws-lambda-2017", "aws-lambda-2024"),
     },
     "gcf-gen2": {
         "region": "us-central1",
         "runtime": "python312",
         "arch": ("x86_64",),
-        "models": ("gcf-gen2",),
+        "models": ("gcf-gen2", "gcf-gen2-2024"),
     },
     "azure-functions": {
         "region": "westeurope",
         "runtime": "3.11",
         "arch": ("x86_64",),
-        "models": ("azure-consumption",),
+        "models": ("azure-consumption", "azure-functions-2017"),
     },
 }
 ENV = "TESTBED_FAAS_TARGET"
