@@ -101,6 +101,16 @@ def test_invocations_and_estimates_per_mode():
     assert invocations({"mode": "cold_warm", "calls": 3}) == (6, 3)
     assert invocations({"mode": "scaling", "calls": 2, "concurrency": 10}) == (20, 10)
     assert invocations({"mode": "retention", "concurrency": 4, "gaps_s": [1, 2, 3]}) == (24, 12)
+    # the study modes
+    assert invocations({"mode": "warm", "calls": 20, "warmup": 9, "first": "cold"}) == (30, 1)
+    assert invocations({"mode": "scaling", "ladder": [1, 10], "warmup": 1, "cold": "none"}) == (12, 11)
+    seq = invocations({"mode": "retention", "concurrency": 4, "gaps_s": [1, 2], "fresh_per_gap": False})
+    assert seq == (12, 4)
+    sweep = {"mode": "sets", "sets": 3, "warmup_sets": 1, "concurrency": 5, "memory_sweep": [128, 256]}
+    assert invocations(sweep | {"batches": 2}) == (80, 20)
+    sequence = [{"phase": "w"}, {"pause_s": 1}, {"phase": "r"}]
+    assert invocations({"mode": "sequence", "sequence": sequence}) == (2, 1)
+    assert invocations({"mode": "ramp", "steps": [1, 4], "step_s": [10]}, call_s=2.0) == (25, 4)
     cost = benchmark_cost(
         {"function": "calcs", "mode": "warm", "calls": 9, "event": {"level": 8}}, 10, "aws-lambda"
     )

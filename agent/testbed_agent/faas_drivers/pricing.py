@@ -3,8 +3,10 @@
 Prices come from ``workloads/faas/pricing.yml`` (list prices with their date and source). A
 benchmark runs on the platform its ``profile`` models (aws-lambda -> AWS Lambda, gcf-gen2 ->
 Google Cloud Functions, azure-consumption -> Azure Functions). Its invocations follow from its mode
-(warm: warm-up + calls; cold: calls; cold_warm: 2 x calls; scaling: concurrency x calls;
-retention: gaps x concurrency x 2) times its repetitions. The duration of one call is a rough
+(warm: warm-up + calls; cold: calls; cold_warm: 2 x calls; scaling: concurrency x calls per level;
+retention: gaps x concurrency x 2; sets: (warm-up sets + sets) x concurrency per memory size and
+batch; sequence: its calls; ramp: each step's callers calling back to back for its seconds) times
+its repetitions. The duration of one call is a rough
 figure from the function and its event (:func:`typical_call_s`), capped by the function's timeout;
 the *ceiling* assumes every call runs to its timeout. Both are estimates for a cost cap, not
 results: the run's own ledger charges what the platforms report.
@@ -136,20 +138,38 @@ def call_price(
 # -- one benchmark ------------------------------------------------------------------------------
 
 
-def invocations(p: dict[str, Any]) -> tuple[int, int]:
-    """(calls, of which forced cold) one execution of a faas benchmark makes."""
+def invocations(p: dict[str, Any], call_s: float = DEFAULT_CALL_S) -> tuple[int, int]:
+    """(calls, of which cold) one execution of a faas benchmark makes; ``call_s`` (one call's
+    seconds) sizes a ramp's continuous load."""
     mode = p.get("mode", "warm")
-    calls, conc = int(p.get("calls", 5)), int(p.get("concurrency", 1))
+    calls = int(p.get("calls") or (1 if mode in ("scaling", "ramp") else 5))
+    conc = int(p.get("concurrency") or 1)
     if mode == "cold":
         return calls, calls
     if mode == "cold_warm":
         return 2 * calls, calls
     if mode == "scaling":
-        return conc * calls, conc
+        levels = [int(x) for x in p.get("ladder") or ()] or [conc]
+        warm = int(p.get("warmup", 1)) if p.get("ladder") else 0
+        cold = sum(levels) if p.get("cold", "host") != "none" else max(levels)
+        return warm + sum(levels) * calls, min(warm, 1) + cold
     if mode == "retention":
-        gaps = len(p.get("gaps_s") or [])
+        gaps = len(p.get("gaps_s") or ())
+        if p.get("fresh_per_gap", True) is False:  # one sequence: each set warms the next gap's
+            return (gaps + 1) * conc, conc
         return 2 * gaps * conc, gaps * conc
-    return int(p.get("warmup", 1)) + calls, 1
+    if mode == "sets":
+        configs = len(p.get("memory_sweep") or ()) * int(p.get("batches", 1)) or 1
+        per_config = (int(p.get("warmup_sets", 1)) + int(p.get("sets", 0))) * conc
+        return configs * per_config, configs * conc
+    if mode == "sequence":
+        return sum("phase" in item for item in p.get("sequence") or ()), 1
+    if mode == "ramp":
+        steps = [int(x) for x in p.get("steps") or ()]
+        per_caller = [max(1, math.ceil(float(d) / max(call_s, 1e-3))) for d in p.get("step_s") or ()]
+        return sum(n * k for n in steps for k in per_caller), max(steps, default=0)
+    first = 1 if p.get("first") == "cold" else 0
+    return first + int(p.get("warmup", 1)) + calls, 1
 
 
 def typical_call_s(function: str, event: dict[str, Any], cpu: float) -> float:
@@ -212,11 +232,11 @@ def benchmark_cost(
         memory = float(rates.get("instance_memory_mb", 1536))
     timeout = float(params.get("function_timeout_s") or base["timeout_s"])
     arch = str(params.get("architecture") or "x86_64")
-    n, cold = invocations(params)
-    n, cold = n * repetitions, cold * repetitions
     one = min(
         typical_call_s(str(params.get("function")), params.get("event") or {}, vcpus(rates, memory)), timeout
     )
+    n, cold = invocations(params, one)
+    n, cold = n * repetitions, cold * repetitions
     init = COLD_INIT_S if rates.get("init_billed") else 0.0
     warm_price = call_price(platform, memory, one, arch, pricing)
     cold_price = call_price(platform, memory, one + init, arch, pricing)
