@@ -11,6 +11,7 @@ host's emulator service (``local``) or a URL, all through the emulator's own API
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -90,8 +91,7 @@ def check_budget(driver: Driver, p: Any, what: str) -> None:
     budget = getattr(driver, "budget", None)
     if budget is None:
         return
-    params = {k: getattr(p, k) for k in ("function", "mode", "calls", "concurrency", "warmup", "gaps_s")}
-    params |= {"event": p.event, "memory_mb": p.memory_mb, "function_timeout_s": p.function_timeout_s}
+    params = {f.name: getattr(p, f.name) for f in dataclasses.fields(p)}  # every mode's parameters
     params["architecture"] = p.architecture or driver.target.architecture
     budget.check(benchmark_cost(params, 1, driver.platform)["price"], what)
 
