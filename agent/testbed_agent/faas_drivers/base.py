@@ -141,6 +141,9 @@ class Driver(ABC):
     def close(self) -> None:  # noqa: B027 - optional: most drivers hold nothing to release
         """Release clients (the deployed functions stay until :meth:`delete` or teardown)."""
 
+    def release_thread(self) -> None:  # noqa: B027 - optional: most drivers share one client
+        """Release what the calling thread holds (a caller thread of a parallel phase ends)."""
+
     def counts(self) -> dict[str, int]:
         return dict(self.log.counts)
 

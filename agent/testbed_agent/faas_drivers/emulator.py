@@ -95,6 +95,14 @@ class EmulatorDriver(Driver):
     def delete(self, name: str) -> None:
         self.api("DeleteFunction", lambda **b: self._client().delete(b["name"]), None, name=name)
 
+    def release_thread(self) -> None:
+        client = getattr(self._local, "client", None)
+        if client is not None:
+            self._local.client = None
+            with self._lock:
+                self._clients.remove(client)
+            client.close()
+
     def close(self) -> None:
         with self._lock:
             clients, self._clients = self._clients, []

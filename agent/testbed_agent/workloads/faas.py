@@ -224,7 +224,10 @@ def _parallel(
     driver: Driver, name: str, event: Any, callers: int, per_caller: int, phase: str
 ) -> list[dict[str, Any]]:
     def worker(_: int) -> list[dict[str, Any]]:  # the drivers are thread-safe
-        return [_call(driver, name, event, phase) for _ in range(per_caller)]
+        try:
+            return [_call(driver, name, event, phase) for _ in range(per_caller)]
+        finally:
+            driver.release_thread()
 
     with ThreadPoolExecutor(max_workers=callers) as pool:
         return [c for batch in pool.map(worker, range(callers)) for c in batch]
