@@ -26,11 +26,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_targets_are_checked_field_by_field():
     t = target_from({"platform": "aws-lambda", "architecture": "arm64", "run_id": "r1", "deadline_h": 2})
-    assert (t.region, t.runtime, t.models) == (
-        "us-east-1",
-        "python3.12",
-        ("aws-lambda", "aws-lambda-timescaled"),
-    )
+    assert (t.region, t.runtime) == ("us-east-1", "python3.12")
+    assert "aws-lambda" in t.models and not any(m.startswith(("gcf", "azure")) for m in t.models)
     assert t.tags()["testbed-run"] == "r1" and t.tags()["testbed-owner"] == "testbed"
     assert t.resource_name("calcs-0").startswith("tb-") and len(t.resource_name("x" * 80)) <= 64
     for doc, field in (

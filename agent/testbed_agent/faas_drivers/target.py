@@ -29,30 +29,31 @@ from typing import Any
 
 import yaml
 
+from testbed_services.faas import faas_dir
 from testbed_shared.errors import TestbedError
 
 PLATFORMS = ("emulator", "aws-lambda", "gcf-gen2", "azure-functions")
-#: per platform: default region, runtime, the architectures it offers, and the emulator profiles that
-#: model it (a plan's ``profile`` names the platform its benchmark is about)
+#: per platform: default region, runtime and the architectures it offers
 DEFAULTS: dict[str, dict[str, Any]] = {
-    "emulator": {"region": "local", "runtime": "", "arch": ("x86_64", "arm64"), "models": ()},
+    "emulator": {
+        "region": "local",
+        "runtime": "",
+        "arch": ("x86_64", "arm64"),
+    },
     "aws-lambda": {
         "region": "us-east-1",
         "runtime": "python3.12",
         "arch": ("x86_64", "arm64"),
-        "models": ("aws-lambda", "aws-lambda-timescaled", "aws-lambda-2017", "aws-lambda-2024"),
     },
     "gcf-gen2": {
         "region": "us-central1",
         "runtime": "python312",
         "arch": ("x86_64",),
-        "models": ("gcf-gen2", "gcf-gen2-2024"),
     },
     "azure-functions": {
         "region": "westeurope",
         "runtime": "3.11",
         "arch": ("x86_64",),
-        "models": ("azure-consumption", "azure-functions-2017"),
     },
 }
 ENV = "TESTBED_FAAS_TARGET"
@@ -83,8 +84,11 @@ class Target:
 
     @property
     def models(self) -> tuple[str, ...]:
-        """The emulator profiles that model this platform."""
-        return DEFAULTS[self.platform]["models"]
+        """The emulator profiles (in ``workloads/faas/profiles``) that model this platform."""
+        from testbed_agent.faas_drivers.pricing import platform_of  # noqa: PLC0415 - pricing reads the faas dir
+
+        names = sorted(f.stem for f in (faas_dir() / "profiles").glob("*.yml"))
+        return tuple(n for n in names if platform_of(n) == self.platform)
 
     @property
     def run_hash(self) -> str:
