@@ -189,23 +189,25 @@ def typical_call_s(function: str, event: dict[str, Any], cpu: float) -> float:
 
 
 @lru_cache(maxsize=1)
-def _calcs_levels() -> tuple[tuple[int, int, int], ...]:
-    """The calcs function's stress levels, read from its module."""
+def _calcs_levels() -> dict[int, tuple[int, ...]]:
+    """The calcs function's stress levels, read from its module (a mapping level -> (calcs, ...),
+    or a list indexed by level)."""
     path = faas_dir() / "functions" / "calcs" / "handler.py"
     spec = importlib.util.spec_from_file_location("_testbed_calcs_levels", path)
     if spec is None or spec.loader is None:
-        return ()
+        return {}
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return tuple(getattr(module, "LEVELS", ()))
+    levels = getattr(module, "LEVELS", {})
+    return dict(levels) if isinstance(levels, dict) else dict(enumerate(levels))
 
 
 def _calcs(event: dict[str, Any]) -> float:
     if "level" in event:
-        levels = _calcs_levels()
-        level = int(event["level"])
-        return float(levels[level][0]) if 0 <= level < len(levels) else 0.0
-    return float(int(event.get("array_size", 20)) * int(event.get("function_calls", 1000)))
+        row = _calcs_levels().get(int(event["level"]))
+        return float(row[0]) if row else 0.0
+    size, calls = int(event.get("array_size", 20)), int(event.get("function_calls", 1000))
+    return float(event.get("calcs", size * calls))
 
 
 def _size(text: str) -> int:
