@@ -64,6 +64,11 @@ def test_deploy_call_cold_warm_and_teardown_exactly_the_run(served, tmp_path, mo
         )
         spent = json.loads((tmp_path / "aws-lambda.journal.cost.json").read_text())
         assert spent["calls"] == 3 and spent["spent_usd"] > 0
+        # the same function deployed again with another memory size: a configuration change
+        again = driver.deploy(FunctionSpec("calcs-0", "calcs", memory_mb=512, timeout_s=10))
+        assert again["name"] == name and again["memory_mb"] == 512
+        resized = driver.invoke("calcs-0", {"level": 1})
+        assert resized.inspector["new_instance"] and resized.platform["memory_size_mb"] == 512
 
         # someone else's function (no testbed tags) and another run's stay untouched
         other = open_driver(target("aws-lambda", tmp_path / "other", run_id="rehearsal-2"))
@@ -87,7 +92,7 @@ def test_deploy_call_cold_warm_and_teardown_exactly_the_run(served, tmp_path, mo
         assert driver.journal.live() == []
         teardown(other, "rehearsal-2")
         lam.delete_function(FunctionName="untagged")
-        assert result["requests"]["lambda:CreateFunction"] == 1 and result["requests"]["lambda:Invoke"] == 3
+        assert result["requests"]["lambda:CreateFunction"] == 1 and result["requests"]["lambda:Invoke"] == 4
 
 
 def test_teardown_after_the_deploying_process_was_killed(served, tmp_path, monkeypatch):

@@ -148,6 +148,8 @@ class LambdaDriver(Driver):
             raise TestbedError(f"{what} exists and is not this run's ({TAG_RUN}={values.get(TAG_RUN)!r})")
 
     def deploy(self, spec: FunctionSpec) -> dict[str, Any]:
+        if spec.name in self.deployed and self.deployed[spec.name]["function"] == spec.function:
+            return self._reconfigure(spec)  # the same code: a configuration change (memory sweep)
         name = self.target.resource_name(spec.name)
         code = find_function(spec.function, default_dirs())
         zipped = package.package(code, "aws-lambda")
@@ -205,6 +207,32 @@ class LambdaDriver(Driver):
             "platform": self.platform,
             "code_sha256": config.get("CodeSha256"),
         }
+
+    def _reconfigure(self, spec: FunctionSpec) -> dict[str, Any]:
+        """UpdateFunctionConfiguration of a function this driver deployed: memory, timeout,
+        environment (Lambda retires the old configuration's instances)."""
+        dep = self.deployed[spec.name]
+        params: dict[str, Any] = {"FunctionName": dep["name"], "Environment": {"Variables": dict(spec.env)}}
+        if spec.memory_mb:
+            params["MemorySize"] = int(spec.memory_mb)
+        if spec.timeout_s:
+            params["Timeout"] = math.ceil(spec.timeout_s)
+        update = self.lam.update_function_configuration
+        resp = self.api("lambda:UpdateFunctionConfiguration", update, {}, **params)
+        self._seen(resp or {})
+        self.api(
+            "lambda:GetFunction (wait updated)",
+            self._wait,
+            None,
+            waiter="function_updated_v2",
+            FunctionName=dep["name"],
+        )
+        dep.update(
+            memory_mb=(resp or {}).get("MemorySize", params.get("MemorySize", dep["memory_mb"])),
+            timeout_s=(resp or {}).get("Timeout", params.get("Timeout", dep["timeout_s"])),
+            env=dict(spec.env),
+        )
+        return {**dep, "platform": self.platform, "code_sha256": (resp or {}).get("CodeSha256")}
 
     def _create(self, params: dict[str, Any]) -> dict[str, Any]:
         end = time.monotonic() + ROLE_PROPAGATION_S
