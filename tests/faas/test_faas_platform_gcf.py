@@ -47,6 +47,11 @@ def test_deploy_calls_cold_warm_logs_and_teardown(tmp_path, monkeypatch):
         assert all(c.platform.get("latency_s", 0) > 0 for c in calls)
         assert calls[0].platform["revision"] != after.platform["revision"]  # a new revision: cold
         assert calls[0].billing["gb_seconds"] == pytest.approx(0.5 * 0.1)  # 512 MiB x the 100 ms minimum
+        # the same function deployed again with another memory size: a new revision's configuration
+        driver.deploy(FunctionSpec("calcs-0", "calcs", memory_mb=1024, timeout_s=30))
+        assert driver.functions.get_function(name=dep["name"]).service_config.available_memory == "1024Mi"
+        resized = driver.invoke("calcs-0", {"level": 1})
+        assert resized.ok and resized.inspector["new_instance"]
 
         # the URL wants an ID token for itself, as Cloud Run does
         assert requests.post(dep["uri"], json={}, timeout=30).status_code == 403

@@ -116,6 +116,8 @@ class GcfDriver(Driver):
     # -- deployment ---------------------------------------------------------------------------
 
     def deploy(self, spec: FunctionSpec) -> dict[str, Any]:
+        if spec.name in self.deployed and self.deployed[spec.name]["function"] == spec.function:
+            return self._reconfigure(spec)  # the same code: a configuration change (memory sweep)
         fid = self.target.resource_name(spec.name, limit=63, lower=True)
         path = f"{self.parent}/functions/{fid}"
         code = find_function(spec.function, default_dirs())
@@ -169,6 +171,34 @@ class GcfDriver(Driver):
             **{k: v for k, v in self.deployed[spec.name].items() if k != "since"},
             "platform": self.platform,
         }
+
+    def _reconfigure(self, spec: FunctionSpec) -> dict[str, Any]:
+        """A new revision of a function this driver deployed with another memory, timeout or
+        environment (functions.patch with its update mask; the old revision's instances retire)."""
+        dep = self.deployed[spec.name]
+        memory = int(spec.memory_mb or dep["memory_mb"])
+        timeout = int(spec.timeout_s or dep["timeout_s"])
+        env = {**spec.env, "TESTBED_MEMORY_MB": str(memory), "TESTBED_TIMEOUT_S": str(timeout)}
+        body = {
+            "name": dep["name"],
+            "service_config": {
+                "available_memory": f"{memory}Mi",
+                "timeout_seconds": timeout,
+                "environment_variables": env,
+            },
+        }
+        fields = ("available_memory", "timeout_seconds", "environment_variables")
+        paths = [f"service_config.{k}" for k in fields]
+        result = self._operation(
+            "functions.patch (configuration)",
+            "update_function",
+            function=body,
+            update_mask=field_mask_pb2.FieldMask(paths=paths),
+        )
+        dep.update(memory_mb=memory, timeout_s=timeout, env=env)
+        if result is not None:
+            dep["uri"] = result.service_config.uri
+        return {**{k: v for k, v in dep.items() if k != "since"}, "platform": self.platform}
 
     def _upload(self, obj: str, data: bytes) -> int:
         self.journal.creating("source-object", f"{self.bucket_name}/{obj}")
