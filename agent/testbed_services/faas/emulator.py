@@ -499,7 +499,7 @@ class Emulator:
                 with self._lock:
                     self._packages[key] = path
             package = self._packages[key]
-        return package, not built, time.perf_counter() - t0
+        return package, not built, 0.0 if built else time.perf_counter() - t0
 
     def _fetch(self, dep: Deployment, host: Host, package: Path) -> tuple[Path, bool, float]:
         """Host path: boot the host's directory and unpack the package there once per content.
@@ -518,7 +518,7 @@ class Emulator:
                 target.chmod(0o755)
                 self._modelled("host")
                 host.code[key] = target
-            return host.code[key], not fetched, time.perf_counter() - t0
+            return host.code[key], not fetched, 0.0 if fetched else time.perf_counter() - t0
 
     def _start(self, dep: Deployment, host: Host) -> Instance:
         t0 = time.perf_counter()
