@@ -140,56 +140,79 @@ def day_blocked_test(tod: pd.DataFrame, factor: str, alpha: float = ALPHA) -> di
 
     Slots of one campaign are autocorrelated, so an ANOVA over slots overstates the evidence.
     ``dow``: the statistic is the difference between the mean day-median of weekend days and of
-    weekdays, tested by exact permutation of the day labels. ``tod``: per weekday the difference
-    between its business-hours and off-hours medians, tested by exact sign flips across days.
-    Exact under the null whatever the within-day correlation, provided days are exchangeable;
-    with few days the smallest attainable p-value (``p_min``) may exceed ``alpha``, and the
-    verdict says so instead of deciding. ``tod`` needs a ``date`` column (local calendar day).
+    weekdays, tested by permutation of the day labels. ``tod``: per weekday the difference between
+    its business-hours and off-hours medians, tested by sign flips across days. Exact enumeration up
+    to :data:`EXACT_LIMIT` arrangements, else that many random ones (seeded; p = (1 + hits) / (1 +
+    draws)). Valid under the null whatever the within-day correlation, provided days are
+    exchangeable; with few days the smallest attainable p-value (``p_min``) may exceed ``alpha``,
+    and the verdict says so instead of deciding. Needs a ``date`` column (local calendar day).
     """
+    rng = np.random.default_rng(0)
+    day = pd.factorize(tod["date"])[0]
     if factor == "dow":
-        days = tod.groupby("date").agg(
-            med=("latency_ms", "median"), weekend=("dow", lambda s: s.iloc[0] == "weekend")
+        frame = pd.DataFrame(
+            {"day": day, "v": tod["latency_ms"].to_numpy(), "we": (tod["dow"] == "weekend").to_numpy()}
         )
-        k, d = int(days["weekend"].sum()), len(days)
+        days = frame.groupby("day").agg(med=("v", "median"), weekend=("we", "first"))
+        weekend = days["weekend"].to_numpy(dtype=bool)
+        k, d = int(weekend.sum()), len(days)
         if k in (0, d):
             return {"test": "day permutation", "days": d, "verdict": "needs weekend days and weekdays"}
         med = days["med"].to_numpy(dtype=float)
-        obs = med[days["weekend"].to_numpy()].mean() - med[~days["weekend"].to_numpy()].mean()
-        stats = []
-        for pick in itertools.combinations(range(d), k):
-            m = np.zeros(d, dtype=bool)
-            m[list(pick)] = True
-            stats.append(med[m].mean() - med[~m].mean())
-        stats_a = np.abs(np.asarray(stats))
-        p = float(np.mean(stats_a >= abs(obs) - 1e-12))
-        p_min = float(np.mean(stats_a >= stats_a.max() - 1e-12))
-        return _verdict(
-            {"test": "day permutation", "days": d, "effect_ms": float(obs), "p": p, "p_min": p_min}, alpha
-        )
-    weekdays = tod[tod["dow"] == "weekday"]
-    diffs = []
-    for _, part in weekdays.groupby("date"):
-        bus, off = part[part["tod"] == "business"], part[part["tod"] == "off"]
-        if len(bus) and len(off):
-            diffs.append(float(bus["latency_ms"].median() - off["latency_ms"].median()))
+        if math.comb(d, k) <= EXACT_LIMIT:
+            masks = np.zeros((math.comb(d, k), d), dtype=bool)
+            for i, pick in enumerate(itertools.combinations(range(d), k)):
+                masks[i, list(pick)] = True
+        else:
+            masks = weekend[np.argsort(rng.random((EXACT_LIMIT, d)), axis=1)]
+        res = _permutation(med, weekend, masks, exact=math.comb(d, k) <= EXACT_LIMIT)
+        return _verdict({"test": "day permutation", "days": d, **res}, alpha)
+    wd = (tod["dow"] == "weekday").to_numpy()
+    frame = pd.DataFrame(
+        {"day": day[wd], "tod": tod["tod"].to_numpy()[wd], "v": tod["latency_ms"].to_numpy()[wd]}
+    )
+    med = frame.groupby(["day", "tod"])["v"].median().unstack()
+    diffs = (
+        (med["business"] - med["off"]).dropna().tolist() if {"business", "off"} <= set(med.columns) else []
+    )
     d = len(diffs)
     if d == 0:
         return {"test": "sign flips over weekdays", "days": 0, "verdict": "needs weekdays with both levels"}
     dv = np.asarray(diffs)
-    flips = np.array(list(itertools.product((1.0, -1.0), repeat=d)))
-    stats_a = np.abs((flips * dv).mean(axis=1))
-    p = float(np.mean(stats_a >= abs(dv.mean()) - 1e-12))
-    p_min = float(np.mean(stats_a >= stats_a.max() - 1e-12))
-    return _verdict(
-        {
-            "test": "sign flips over weekdays",
-            "days": d,
-            "effect_ms": float(dv.mean()),
-            "p": p,
-            "p_min": p_min,
-        },
-        alpha,
+    exact = 2**d <= EXACT_LIMIT
+    flips = (
+        np.array(list(itertools.product((1.0, -1.0), repeat=d)))
+        if exact
+        else rng.choice((1.0, -1.0), size=(EXACT_LIMIT, d))
     )
+    stats_a = np.abs((flips * dv).mean(axis=1))
+    obs = abs(float(dv.mean()))
+    res = _p_values(stats_a, obs, exact)
+    return _verdict(
+        {"test": "sign flips over weekdays", "days": d, "effect_ms": float(dv.mean()), **res}, alpha
+    )
+
+
+#: arrangements enumerated exactly up to this many; beyond it, this many random ones
+EXACT_LIMIT = 4999
+
+
+def _permutation(med: np.ndarray, weekend: np.ndarray, masks: np.ndarray, exact: bool) -> dict[str, Any]:
+    counts = masks.sum(axis=1)
+    mean_in = (masks * med).sum(axis=1) / counts
+    mean_out = (~masks * med).sum(axis=1) / (len(med) - counts)
+    stats_a = np.abs(mean_in - mean_out)
+    obs = float(med[weekend].mean() - med[~weekend].mean())
+    return {"effect_ms": obs, **_p_values(stats_a, abs(obs), exact)}
+
+
+def _p_values(stats_a: np.ndarray, obs: float, exact: bool) -> dict[str, Any]:
+    """Two-sided p of ``obs`` among the arrangements' statistics, and the smallest attainable p."""
+    tol = 1e-12 * max(1.0, obs)
+    hits = int(np.sum(stats_a >= obs - tol))
+    if exact:
+        return {"p": hits / len(stats_a), "p_min": float(np.mean(stats_a >= stats_a.max() - tol))}
+    return {"p": (1 + hits) / (1 + len(stats_a)), "p_min": 1 / (1 + len(stats_a))}
 
 
 def _verdict(res: dict[str, Any], alpha: float) -> dict[str, Any]:
@@ -292,7 +315,7 @@ def _classify(df: pd.DataFrame) -> pd.DataFrame:
     """The thesis's levels (TimeOfDay.java, WeekPeriod.java): weekends are off-hours; on weekdays
     business hours are strictly between 09:00 and 18:00."""
     at = pd.to_datetime(df["at"])
-    weekend = at.dt.dayofweek >= 5
+    weekend = at.dt.day_of_week >= 5
     tod_sec = at.dt.hour * 3600 + at.dt.minute * 60 + at.dt.second + at.dt.microsecond / 1e6
     business = ~weekend & (tod_sec > 9 * 3600) & (tod_sec < 18 * 3600)
     out = df.copy()
