@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from testbed_shared.safecsv import neutralise as _safe_csv
 from testbed_shared.studies import Manifest, Published
 
 
@@ -108,7 +109,7 @@ class StudyTable:
                 header += [f"{c}", f"{c} low", f"{c} high", f"{c} paper", f"{c} contains", f"{c} matches"]
             else:
                 header.append(c)
-        w = csv.writer(buf)
+        w = csv.writer(buf, lineterminator="\r\n")  # RFC 4180: a cell with CR or LF is quoted
         w.writerow([_safe_csv(h) for h in header])
         for r in self.rows:
             line: list[Any] = []
@@ -180,13 +181,6 @@ def printed_half_unit(value: Any) -> float:
     mantissa, _, exp = text.lower().partition("e")
     decimals = len(mantissa.partition(".")[2]) if "." in mantissa else 0
     return 0.5 * 10.0 ** (-decimals + (int(exp) if exp else 0))
-
-
-def _safe_csv(v: Any) -> Any:
-    """OWASP: a text cell starting with = + - @ tab or CR is prefixed with ' (numbers stay numbers)."""
-    if isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + v
-    return v
 
 
 def fmt(x: Any, digits: int = 4) -> str:
