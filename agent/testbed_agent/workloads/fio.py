@@ -2,35 +2,37 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from testbed_agent import fiojob
+from testbed_agent.benchmark import Benchmark
 from testbed_agent.guard import (
+    SIDECAR,
+    OpenTarget,
     check_fio_filename,
     check_fio_job,
-    check_target,
-    create_test_file,
-    install_staged,
-    is_marked,
-    remove_stale_staging,
-    staging_file,
-    unmark,
+    install_staging,
+    is_marked_fd,
+    open_staging,
+    open_target,
+    remove_stale_staging_fd,
 )
-from testbed_agent.plan import Benchmark, ParamError
+from testbed_agent.params import ParamError, spec
 from testbed_agent.results import Outcome, metric
-from testbed_agent.workloads import register
-from testbed_agent.workloads.base import RunContext, Workload, require
+from testbed_agent.workloads.base import RunContext, Workload
 from testbed_shared.errors import TargetRefused, WorkloadError
 from testbed_shared.paths import workloads_dir
-from testbed_shared.units import parse_size
 
-DEFAULTS: dict[str, Any] = {"size": "1G", "runtime_s": 60, "ramp_s": 2, "ioengine": "libaio", "iodepth": 16}
+#: sequential throughput assumed for the layout of the test file (duration estimate), B/s
+DISK_BPS = 200e6
 PERCENTILES = ("50.000000", "90.000000", "99.000000", "99.900000")
 _ALIASES = (("sequential", ""), ("seq", ""), ("random", "rand"))
 
@@ -48,22 +50,40 @@ def job_name(name: str) -> str:
     return f"fio_{m.group(1).lower()}_{rw}"
 
 
-def job_file(bench: Benchmark) -> Path:
-    custom = bench.params.get("job")
-    return Path(custom) if custom else workloads_dir() / "fio" / f"{job_name(bench.name)}.fio"
+@dataclass(frozen=True)
+class FioParams:
+    job: str | None = spec(None, pattern=r"[^\x00-\x1f:]+")
+    size: int = spec("1G", "size", lo=4096, hi=2**50)
+    runtime_s: int = spec(60, "int", lo=1, hi=86_400)
+    ramp_s: int = spec(2, "int", lo=0, hi=3600)
+    #: an engine name (which engines exist depends on fio's build: an unknown one fails at run time)
+    ioengine: str = spec("libaio", pattern=r"[a-z][a-z0-9_]{0,31}")
+    iodepth: int = spec(16, "int", lo=1, hi=65_536)
+    allow_device: bool = spec(False, "bool")
+    filename: str | None = spec(None, pattern=r"[^\x00-\x1f\\]+")
+
+    def __post_init__(self) -> None:
+        # fio reads ':' as a list of files: a name with one could write elsewhere
+        if self.filename is not None and ":" in self.filename:
+            raise ParamError("params.filename", "fio reads ':' as a separator between files")
 
 
-def job_env(p: dict[str, Any], target: str, size: int) -> dict[str, str]:
+def job_file(bench: Benchmark, p: FioParams) -> Path:
+    """The job file of a benchmark: ``params.job``, else the classic job its name says."""
+    return Path(p.job) if p.job else workloads_dir() / "fio" / f"{job_name(bench.name)}.fio"
+
+
+def job_env(p: FioParams, target: str, size: int) -> dict[str, str]:
     """The whole environment fio runs with: ``${VAR}`` in a job expands only to these."""
     return {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "LC_ALL": "C",
         "FIO_FILENAME": target,
         "FIO_SIZE": str(size),
-        "FIO_IOENGINE": str(p["ioengine"]),
-        "FIO_IODEPTH": str(p["iodepth"]),
-        "FIO_RUNTIME": str(p["runtime_s"]),
-        "FIO_RAMP": str(p["ramp_s"]),
+        "FIO_IOENGINE": str(p.ioengine),
+        "FIO_IODEPTH": str(p.iodepth),
+        "FIO_RUNTIME": str(p.runtime_s),
+        "FIO_RAMP": str(p.ramp_s),
     }
 
 
@@ -85,115 +105,111 @@ def _showcmd(ctx: RunContext, cmd: list[str], env: dict[str, str]) -> str:
     return res.stdout
 
 
-@register
 class Fio(Workload):
     type = "fio"
     tool = "fio"
     parse_kind = "fio"
+    name_prefixes = ("fio_",)
+    Params = FioParams
+    #: bandwidth per direction
+    primary = (r"(read|write|trim)_bw_bytes",)
 
     @classmethod
-    def check(cls, bench: Benchmark) -> None:
-        p = bench.params
-        if not job_file(bench).is_file():
-            raise ParamError("name" if "job" not in p else "params.job", f"no fio job file {job_file(bench)}")
-        try:
-            parse_size(p.get("size", DEFAULTS["size"]))
-        except ValueError as exc:
-            raise ParamError("params.size", str(exc)) from None
-        for key in ("runtime_s", "ramp_s", "iodepth"):
-            require(p, key, int, default=DEFAULTS[key])
-        require(p, "ioengine", str, default=DEFAULTS["ioengine"])
-        require(p, "allow_device", bool, default=False)
-        if "filename" in p:
-            require(p, "filename", str)
-            if ":" in p["filename"]:
-                raise ParamError("params.filename", "fio reads ':' as a separator between files")
-        if p.get("ioengine", DEFAULTS["ioengine"]) not in fiojob.ENGINES:
+    def check_environment(cls, bench: Benchmark, params: FioParams) -> None:
+        p = params
+        job = job_file(bench, p)
+        if not job.is_file():
+            raise ParamError("name" if p.job is None else "params.job", f"no fio job file {job}")
+        if p.ioengine not in fiojob.ENGINES:
             raise ParamError(
                 "params.ioengine", f"not an allowed I/O engine (allowed: {', '.join(fiojob.ENGINES)})"
             )
-        if "job" in p:
+        if p.job is not None:
             try:
-                check_fio_job(job_file(bench).read_text(), str(job_file(bench)))
+                check_fio_job(job.read_text(), str(job))
                 if shutil.which("fio"):
                     placeholder = "/var/tmp/testbed-agent/check/testfile.dat"
-                    fiojob.check_job(
-                        str(job_file(bench)),
-                        job_env({**DEFAULTS, **p}, placeholder, 4096),
-                        placeholder,
-                        _check_run,
-                    )
+                    fiojob.check_job(str(job), job_env(p, placeholder, 4096), placeholder, _check_run)
             except TargetRefused as exc:
                 raise ParamError("params.job", exc.message) from None
 
     @classmethod
-    def timeout_s(cls, bench: Benchmark) -> float:
-        p = {**DEFAULTS, **bench.params}
-        return bench.timeout_s or float(p["runtime_s"] + p["ramp_s"]) * 2 + 600
+    def default_timeout(cls, params: FioParams) -> float:
+        return float(params.runtime_s + params.ramp_s) * 2 + 600
 
-    def run(self, ctx: RunContext) -> Outcome:
-        p = {**DEFAULTS, **ctx.params}
-        allow = bool(p.get("allow_device", False))
-        size = parse_size(p["size"])
-        target = Path(p["filename"]) if p.get("filename") else ctx.scratch / "fio" / "testfile.dat"
-        job = job_file(ctx.bench)
+    @classmethod
+    def estimate_s(cls, params: FioParams) -> float:
+        p = params
+        return p.runtime_s + p.ramp_s + 2 * p.size / DISK_BPS / 10 + 2
+
+    def run(self, ctx: RunContext, params: FioParams) -> Outcome:
+        p = params
+        target = Path(p.filename) if p.filename else ctx.scratch / "fio" / "testfile.dat"
+        job = job_file(ctx.bench, p)
         check_fio_job(job.read_text(), str(job))
-        real = check_fio_filename(check_target(target, allow))
-        env = job_env(p, str(real), size)
-        # fio's own parser decides what the job means: checked before anything is laid out or run
-        fiojob.check_job(str(job), env, str(real), lambda cmd, e: _showcmd(ctx, cmd, e))
-        target = self._prepare_target(ctx, real, size, allow)
-        if str(target) != str(real):
-            raise TargetRefused(f"fio target moved from {real} to {target} while it was prepared")
-        out = ctx.artifact("fio.json")
-        ctx.exec(["fio", "--output-format=json", f"--output={out}", str(job)], env=env, cwd=target.parent)
-        parsed = self.parse_file(out)
-        return Outcome(
-            metrics=parsed["metrics"],
-            samples=parsed["samples"],
-            tool=parsed["tool"],
-            artifacts=[out.name],
-            params={"size_bytes": size, "target": str(target)},
-        )
+        # the agent opens the target itself (no links, beneath its scratch, type and mark checked on
+        # the descriptor) and fio gets /proc/self/fd/N: a name swapped afterwards redirects nothing
+        with open_target(check_fio_filename(Path(target)), p.allow_device) as t:
+            env = job_env(p, t.proc_path, p.size)
+            # fio's own parser decides what the job means, checked before anything is laid out or
+            # run; the run then uses the checked options, not the job file (no second reading)
+            args = fiojob.check_job(str(job), env, t.proc_path, lambda cmd, e: _showcmd(ctx, cmd, e))
+            self._layout(ctx, t, p.size)
+            out = ctx.artifact("fio.json")
+            cmd = ["fio", "--output-format=json", f"--output={out}", *args]
+            ctx.exec(cmd, env=env, cwd=ctx.artifacts, pass_fds=(t.fd,))
+            parsed = self.parse_file(out)
+            return Outcome(
+                metrics=parsed["metrics"],
+                samples=parsed["samples"],
+                tool=parsed["tool"],
+                artifacts=[out.name],
+                params={"size_bytes": p.size, "target": str(t.path)},
+            )
 
     @staticmethod
-    def _prepare_target(ctx: RunContext, target: Path, size: int, allow: bool) -> Path:
-        """Guard the target and lay it out fully once, so writes do not measure allocation.
+    def _layout(ctx: RunContext, t: OpenTarget, size: int) -> None:
+        """Lay the target out fully once, so writes do not measure allocation.
 
-        The layout is written to a marked staging file beside the target and moved over it
-        atomically, so a kill during the layout never leaves an unmarked file behind.
-        """
-        target = check_fio_filename(check_target(target, allow))
-        if target.exists() and not target.is_file():
-            return target  # an explicitly allowed device: nothing to lay out
-        if target.exists() and (not is_marked(target) or target.stat().st_size >= size):
-            return target  # an allowed foreign file, or ours and laid out already
-        target.parent.mkdir(parents=True, exist_ok=True)
-        remove_stale_staging(target)
-        staged = staging_file(target)
+        The layout is written to a marked staging file beside the target (opened beneath the same
+        directory descriptor) and moved over it atomically; the target's descriptor then refers to
+        the laid-out file. A kill during the layout leaves only a marked staging file, removed by
+        the next run. Nothing is laid out on a device or over a file that is already large enough
+        (one of the agent's, or a foreign one the plan allows)."""
+        st = os.fstat(t.fd)
+        if t.device or st.st_size >= size or not is_marked_fd(t.fd, t.dir_fd, t.name):
+            return
+        remove_stale_staging_fd(t)
+        staged = open_staging(t)
         try:
+            # at its full size already, fio writes it over instead of unlinking and recreating it
+            # (which it cannot do through /proc/self/fd/N, and which would leave an unmarked file)
+            os.ftruncate(staged.fd, size)
             ctx.exec(
                 [
                     "fio",
                     "--name=layout",
-                    f"--filename={check_fio_filename(staged)}",
+                    f"--filename={staged.proc_path}",
                     f"--size={size}",
                     "--rw=write",
-                    "--bs=1M",
+                    f"--bs={'1M' if size >= 1 << 20 else '4k'}",  # fio refuses a size below bs
                     "--direct=1",
                     "--ioengine=psync",
                     "--end_fsync=1",
                     "--output-format=json",
-                    f"--output={staged}.json",
+                    f"--output={ctx.artifact('layout.json')}",
                 ],
-                cwd=target.parent,
+                cwd=ctx.artifacts,
+                pass_fds=(staged.fd,),
             )
-            install_staged(staged, target)
-        finally:
-            for leftover in (staged, Path(f"{staged}.json")):
-                leftover.unlink(missing_ok=True)
-            unmark(staged)
-        return create_test_file(target, allow)
+            install_staging(staged, t)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(staged.name, dir_fd=staged.dir_fd)
+            with contextlib.suppress(OSError):
+                os.unlink(staged.name + SIDECAR, dir_fd=staged.dir_fd)
+            staged.close()
+            raise
 
     @staticmethod
     def parse_file(path: Path) -> dict[str, Any]:
