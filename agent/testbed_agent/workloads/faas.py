@@ -34,6 +34,7 @@ of that many bytes (seeded) in every event's ``payload``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import random
@@ -45,13 +46,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from testbed_agent import __version__
 from testbed_agent.benchmark import Benchmark
 from testbed_agent.params import ParamError, spec
 from testbed_agent.results import Outcome, metric
+from testbed_agent.workloads import _faas_estimate as faas_estimate
 from testbed_agent.workloads.base import RunContext, Workload
 from testbed_services import launcher
 from testbed_services.faas import DEFAULT_PORT
 from testbed_services.faas.client import FaasClient
+from testbed_services.faas.profiles import load_profile
+from testbed_services.kms import KmsConfig, create_keys, local_kms_server, make_client
 from testbed_shared.cost import cost_efficiency
 from testbed_shared.errors import BenchmarkTimeout, Interrupted, TestbedError, WorkloadError
 
@@ -166,8 +171,6 @@ class FaasWorkload(Workload):
     @classmethod
     def check_environment(cls, bench: Benchmark, params: FaasParams) -> None:
         if params.endpoint == "auto":
-            from testbed_services.faas.profiles import load_profile
-
             try:
                 profile = load_profile(params.profile)
                 if params.memory_mb is not None:
@@ -181,9 +184,7 @@ class FaasWorkload(Workload):
     def estimate_s(cls, params: FaasParams) -> float:
         """Seconds of one execution: the emulator's start, the calls (from their work: dd bytes,
         calcs levels, concurrent calls sharing this machine's CPUs) and the idle times."""
-        from testbed_agent.workloads.faas_estimate import estimate
-
-        return estimate(params)
+        return faas_estimate.estimate(params)
 
     @classmethod
     def primary_metrics(cls, names: Iterable[str]) -> list[str]:
@@ -204,8 +205,6 @@ class FaasWorkload(Workload):
             p = _with_payload(p)
         with _key_service(ctx, p) as kms_env, _endpoint(ctx, p) as url:
             if kms_env:
-                import dataclasses
-
                 p = dataclasses.replace(p, env={**p.env, **kms_env})
             client = FaasClient(url, timeout_s=max(1.0, ctx.remaining()))
             info = client.info()
@@ -266,8 +265,6 @@ def _key_service(ctx: RunContext, p: FaasParams) -> Iterator[dict[str, str]]:
     if not p.key_service:
         yield {}
         return
-    from testbed_services.kms import KmsConfig, create_keys, local_kms_server, make_client
-
     with local_kms_server(tracker=ctx.tracker) as url:
         cfg = KmsConfig()
         keys = create_keys(make_client(cfg, url), list(KMS_KEYS))
@@ -295,8 +292,6 @@ def payload(size: int, seed: int | None) -> str:
 
 
 def _with_payload(p: FaasParams) -> FaasParams:
-    import dataclasses
-
     data = payload(p.payload_bytes, p.seed)
     seq = tuple(
         {**it, "event": {**it.get("event", {}), "payload": data}} if "phase" in it else it
@@ -703,7 +698,7 @@ def ols(x: list[float], y: list[float]) -> dict[str, float] | None:
     confidence interval. None where scipy is not installed (it comes with the agent's notebooks
     extra; the agent's core has no numerical library)."""
     try:
-        from scipy import stats
+        from scipy import stats  # noqa: PLC0415 - scipy comes with the notebooks extra; without it the regression is left out
     except ImportError:
         return None
     n = len(x)  # >= 3, with two distinct x at least
@@ -812,6 +807,4 @@ def _emulator_summary(info: dict[str, Any]) -> dict[str, Any]:
 
 
 def _version() -> str:
-    from testbed_agent import __version__
-
     return __version__

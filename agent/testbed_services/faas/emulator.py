@@ -157,7 +157,7 @@ class Emulator:
                 continue
             self.backend.reclaim(d.name.removeprefix("emu-"))
             for point in sorted(_mounts_under(d), key=len, reverse=True):
-                subprocess.run(["umount", "-l", point], capture_output=True, check=False)
+                subprocess.run(["umount", "-l", point], capture_output=True, check=False)  # noqa: S603 - the emulator's own cleanup (umount), inside the launcher-tracked service
             shutil.rmtree(d, ignore_errors=True)
             count += 1
         return count

@@ -176,7 +176,7 @@ def img(uri: str, alt: str) -> str:
     return f'<img alt="{escape(alt)}" src="{uri}">'
 
 
-def line_plot(  # noqa: PLR0912 - one chart: axes, bands, lines, marks, legend
+def line_plot(
     series: dict[str, tuple[list[float], list[float]]],
     title: str,
     xlabel: str,
@@ -189,91 +189,135 @@ def line_plot(  # noqa: PLR0912 - one chart: axes, bands, lines, marks, legend
 ) -> str:
     """An inline SVG of y over x, one polyline (or point set) per series, optional shaded bands
     (low, high per x) and hollow marks (e.g. a paper's published points)."""
-    w, h, left, right, top, bottom = 520, 300, 62, 130, 30, 42
-    xs = [x for xv, _ in series.values() for x in xv] + [x for xv, _ in (marks or {}).values() for x in xv]
-    ys = [y for _, yv in series.values() for y in yv] + [y for _, yv in (marks or {}).values() for y in yv]
-    for lo, hi in (bands or {}).values():
-        ys += [y for y in lo + hi if math.isfinite(y)]
-    xs = [x for x in xs if math.isfinite(x) and (x > 0 or not logx)]
-    ys = [y for y in ys if math.isfinite(y)]
-    if not xs or not ys:
+    frame = _Frame.fit(series, marks or {}, bands or {}, logx)
+    if frame is None:
         return f"<p><em>{escape(title)}: no data</em></p>"
-    fx = math.log10 if logx else float
-    x0, x1 = fx(min(xs)), fx(max(xs))
-    y0, y1 = min(0.0, *ys), max(ys) * 1.08 or 1.0
-    x1 = x1 if x1 > x0 else x0 + 1
-    y1 = y1 if y1 > y0 else y0 + 1
-
-    def px(x: float) -> float:
-        return left + (fx(x) - x0) / (x1 - x0) * (w - left - right)
-
-    def py(y: float) -> float:
-        return h - bottom - (y - y0) / (y1 - y0) * (h - top - bottom)
-
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" '
-        f'font-family="DejaVu Sans, Arial, sans-serif" font-size="10"><rect width="100%" height="100%" '
-        f'fill="white"/><text x="{(w - right + left) / 2:.0f}" y="16" text-anchor="middle" '
-        f'font-weight="bold" font-size="11">{escape(title)}</text>'
-        f'<rect x="{left}" y="{top}" width="{w - left - right}" height="{h - top - bottom}" fill="none" '
-        f'stroke="#444" stroke-width="0.8"/>'
-    ]
-    for t in np.linspace(y0, y1, 5):
-        parts.append(
-            f'<line x1="{left - 4}" y1="{py(t):.1f}" x2="{w - right}" y2="{py(t):.1f}" stroke="#eee"/>'
-            f'<text x="{left - 6}" y="{py(t) + 3:.1f}" text-anchor="end">{_num(t)}</text>'
-        )
-    xt = sorted({x for x in xs})
-    if len(xt) > 8:
-        xt = [xt[int(i)] for i in np.linspace(0, len(xt) - 1, 8)]
-    for t in xt:
-        parts.append(f'<text x="{px(t):.1f}" y="{h - bottom + 14}" text-anchor="middle">{_num(t)}</text>')
-    parts.append(
-        f'<text x="{(w - right + left) / 2:.0f}" y="{h - 6}" text-anchor="middle">{escape(xlabel)}</text>'
-    )
-    parts.append(
-        f'<text x="14" y="{(h - bottom + top) / 2:.0f}" text-anchor="middle" '
-        f'transform="rotate(-90 14 {(h - bottom + top) / 2:.0f})">{escape(ylabel)}</text>'
-    )
+    parts = frame.axes(title, xlabel, ylabel)
     colours = palette([*series, *(marks or {})])
     for name, (lo, hi) in (bands or {}).items():
-        xv = series.get(name, ([], []))[0]
+        parts.append(frame.band(series.get(name, ([], []))[0], lo, hi, colours[name]))
+    for name, (xv, yv) in series.items():
+        parts.append(frame.series(name, xv, yv, colours[name], points_only))
+    for name, (xv, yv) in (marks or {}).items():
+        parts.append(frame.marks(name, xv, yv, colours[name]))
+    parts.append(frame.legend([*series, *(marks or {})], colours))
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+@dataclass(frozen=True)
+class _Frame:
+    """The plotting area of :func:`line_plot`: its data limits and pixel mapping."""
+
+    x0: float
+    x1: float
+    y0: float
+    y1: float
+    logx: bool
+    xs: tuple[float, ...]
+    w: int = 520
+    h: int = 300
+    left: int = 62
+    right: int = 130
+    top: int = 30
+    bottom: int = 42
+
+    @classmethod
+    def fit(
+        cls,
+        series: dict[str, tuple[list[float], list[float]]],
+        marks: dict[str, tuple[list[float], list[float]]],
+        bands: dict[str, tuple[list[float], list[float]]],
+        logx: bool,
+    ) -> _Frame | None:
+        pairs = [*series.values(), *marks.values()]
+        xs = [x for xv, _ in pairs for x in xv if math.isfinite(x) and (x > 0 or not logx)]
+        ys = [y for _, yv in pairs for y in yv if math.isfinite(y)]
+        ys += [y for lo, hi in bands.values() for y in lo + hi if math.isfinite(y)]
+        if not xs or not ys:
+            return None
+        fx = math.log10 if logx else float
+        x0, x1 = fx(min(xs)), fx(max(xs))
+        y0, y1 = min(0.0, *ys), max(ys) * 1.08 or 1.0
+        return cls(x0, x1 if x1 > x0 else x0 + 1, y0, y1 if y1 > y0 else y0 + 1, logx, tuple(sorted(set(xs))))
+
+    def px(self, x: float) -> float:
+        fx = math.log10(x) if self.logx else x
+        return self.left + (fx - self.x0) / (self.x1 - self.x0) * (self.w - self.left - self.right)
+
+    def py(self, y: float) -> float:
+        return self.h - self.bottom - (y - self.y0) / (self.y1 - self.y0) * (self.h - self.top - self.bottom)
+
+    def axes(self, title: str, xlabel: str, ylabel: str) -> list[str]:
+        w, h, left, right, top, bottom = self.w, self.h, self.left, self.right, self.top, self.bottom
+        mid_x, mid_y = (w - right + left) / 2, (h - bottom + top) / 2
+        parts = [
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" '
+            f'font-family="DejaVu Sans, Arial, sans-serif" font-size="10"><rect width="100%" height="100%" '
+            f'fill="white"/><text x="{mid_x:.0f}" y="16" text-anchor="middle" font-weight="bold" '
+            f'font-size="11">{escape(title)}</text><rect x="{left}" y="{top}" width="{w - left - right}" '
+            f'height="{h - top - bottom}" fill="none" stroke="#444" stroke-width="0.8"/>'
+        ]
+        for t in np.linspace(self.y0, self.y1, 5):
+            parts.append(
+                f'<line x1="{left - 4}" y1="{self.py(t):.1f}" x2="{w - right}" y2="{self.py(t):.1f}" '
+                f'stroke="#eee"/><text x="{left - 6}" y="{self.py(t) + 3:.1f}" text-anchor="end">'
+                f"{_num(t)}</text>"
+            )
+        ticks = list(self.xs)
+        if len(ticks) > 8:
+            ticks = [ticks[int(i)] for i in np.linspace(0, len(ticks) - 1, 8)]
+        for t in ticks:
+            parts.append(
+                f'<text x="{self.px(t):.1f}" y="{h - bottom + 14}" text-anchor="middle">{_num(t)}</text>'
+            )
+        parts.append(f'<text x="{mid_x:.0f}" y="{h - 6}" text-anchor="middle">{escape(xlabel)}</text>')
+        parts.append(
+            f'<text x="14" y="{mid_y:.0f}" text-anchor="middle" transform="rotate(-90 14 {mid_y:.0f})">'
+            f"{escape(ylabel)}</text>"
+        )
+        return parts
+
+    def band(self, xv: list[float], lo: list[float], hi: list[float], colour: str) -> str:
         pts = [
             (x, a, b) for x, a, b in zip(xv, lo, hi, strict=False) if math.isfinite(a) and math.isfinite(b)
         ]
-        if len(pts) > 1:
-            up = " ".join(f"{px(x):.1f},{py(b):.1f}" for x, _, b in pts)
-            down = " ".join(f"{px(x):.1f},{py(a):.1f}" for x, a, _ in reversed(pts))
-            parts.append(
-                f'<polygon points="{up} {down}" fill="{colours[name]}" fill-opacity="0.18" stroke="none"/>'
-            )
-    for name, (xv, yv) in series.items():
+        if len(pts) < 2:
+            return ""
+        up = " ".join(f"{self.px(x):.1f},{self.py(b):.1f}" for x, _, b in pts)
+        down = " ".join(f"{self.px(x):.1f},{self.py(a):.1f}" for x, a, _ in reversed(pts))
+        return f'<polygon points="{up} {down}" fill="{colour}" fill-opacity="0.18" stroke="none"/>'
+
+    def series(self, name: str, xv: list[float], yv: list[float], colour: str, points_only: bool) -> str:
         pts = [(x, y) for x, y in zip(xv, yv, strict=True) if math.isfinite(x) and math.isfinite(y)]
+        out = []
         if not points_only and len(pts) > 1:
-            path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in pts)
-            parts.append(
-                f'<polyline points="{path}" fill="none" stroke="{colours[name]}" stroke-width="1.6"/>'
-            )
-        for x, y in pts:
-            parts.append(
-                f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="2.6" fill="{colours[name]}">'
-                f"<title>{escape(name)}: {_num(x)}, {_num(y)}</title></circle>"
-            )
-    for name, (xv, yv) in (marks or {}).items():
-        for x, y in zip(xv, yv, strict=True):
-            parts.append(
-                f'<rect x="{px(x) - 3.5:.1f}" y="{py(y) - 3.5:.1f}" width="7" height="7" fill="none" '
-                f'stroke="{colours[name]}" stroke-width="1.4"><title>{escape(name)}: {_num(x)}, {_num(y)}'
-                f"</title></rect>"
-            )
-    for i, name in enumerate([*series, *(marks or {})]):
-        y = top + 12 + 14 * i
-        parts.append(
-            f'<rect x="{w - right + 8}" y="{y - 8}" width="10" height="10" fill="{colours[name]}"/>'
-            f'<text x="{w - right + 22}" y="{y + 1}">{escape(name[:18])}</text>'
+            path = " ".join(f"{self.px(x):.1f},{self.py(y):.1f}" for x, y in pts)
+            out.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="1.6"/>')
+        out += [
+            f'<circle cx="{self.px(x):.1f}" cy="{self.py(y):.1f}" r="2.6" fill="{colour}">'
+            f"<title>{escape(name)}: {_num(x)}, {_num(y)}</title></circle>"
+            for x, y in pts
+        ]
+        return "".join(out)
+
+    def marks(self, name: str, xv: list[float], yv: list[float], colour: str) -> str:
+        return "".join(
+            f'<rect x="{self.px(x) - 3.5:.1f}" y="{self.py(y) - 3.5:.1f}" width="7" height="7" fill="none" '
+            f'stroke="{colour}" stroke-width="1.4"><title>{escape(name)}: {_num(x)}, {_num(y)}</title></rect>'
+            for x, y in zip(xv, yv, strict=True)
         )
-    parts.append("</svg>")
-    return "".join(parts)
+
+    def legend(self, names: list[str], colours: dict[str, str]) -> str:
+        out = []
+        for i, name in enumerate(names):
+            y = self.top + 12 + 14 * i
+            out.append(
+                f'<rect x="{self.w - self.right + 8}" y="{y - 8}" width="10" height="10" '
+                f'fill="{colours[name]}"/>'
+                f'<text x="{self.w - self.right + 22}" y="{y + 1}">{escape(name[:18])}</text>'
+            )
+        return "".join(out)
 
 
 def _num(v: float) -> str:

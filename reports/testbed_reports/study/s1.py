@@ -24,6 +24,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -300,8 +301,6 @@ def _tz_name() -> str:
 
 
 def _local_tz() -> Any:
-    from datetime import datetime
-
     return datetime.now().astimezone().tzinfo
 
 
@@ -353,8 +352,7 @@ def build_csv(path: Path, manifest: Manifest) -> StudyView:
                 hint="found: " + ", ".join(sorted(cols))[:200],
             )
         main = _main_from_table(table, p) if kind == "main" else None
-    if kind == "main":
-        assert main is not None
+    if kind == "main" and main is not None:
         cells, sel75 = _thesis_selection(main)
         _check_cells(cells, source=str(p))
         view.provenance.append(

@@ -11,6 +11,8 @@ import os
 import shlex
 from typing import Any
 
+from testbed_services.faas.profiles import load_profile
+
 #: seconds to start a private emulator and deploy (both sides of a benchmark)
 START_S = 3.0
 #: seconds of one call besides its work (HTTP, worker, inspector)
@@ -90,8 +92,6 @@ def estimate(p: Any) -> float:
 def _profile(p: Any) -> tuple[float, str]:
     """(vCPUs of the benchmark's memory size, /tmp kind) from its profile."""
     try:
-        from testbed_services.faas.profiles import load_profile
-
         prof = load_profile(p.profile)
         return max(0.01, prof.vcpus(p.memory_mb or prof.memory_default_mb)), prof.tmp_kind
     except Exception:  # noqa: BLE001 - an estimate: an unreadable profile counts as one vCPU on disk
