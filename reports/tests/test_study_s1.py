@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from testbed_reports.anova import two_way_anova
+from testbed_reports.anova import sequential_anova
 from testbed_reports.study import StudyError, run_study
-from testbed_reports.study.s1 import day_blocked_test, thesis_anova
+from testbed_reports.study.s1 import _classify
 from testbed_reports.study.view import Cell, printed_half_unit
 from testbed_shared.studies import Published, manifest
 
@@ -31,72 +31,27 @@ def _balanced(rng: np.random.Generator, n: int = 40) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def test_thesis_anova_equals_type_ii_on_a_balanced_design() -> None:
-    df = _balanced(np.random.default_rng(RNG_SEED))
-    ours = {r["source"]: r for r in thesis_anova(df, "v", "A", "B")}
-    ref = {r["source"]: r for r in two_way_anova(df, "v", "A", "B")}
-    assert ours["Residuals"]["df"] == 160 - 4 and ours["Total"]["ss_percent"] == 100.0
-    for src, key in (("A", "A"), ("B", "B"), ("A:B", "A:B")):
-        assert ours[src]["ss_percent"] == pytest.approx(ref[key]["ss_percent"], rel=1e-9)
-        assert ours[src]["F"] == pytest.approx(ref[key]["F"], rel=1e-9)
-        assert ours[src]["F_crit"] == pytest.approx(ref[key]["F_crit"], rel=1e-9)
-
-
-def test_thesis_anova_drops_an_aliased_interaction_like_r() -> None:
-    """The preliminary design: weekends are always off-hours, so R's aov has no interaction term."""
+def test_the_preliminary_anova_is_r_aov_with_the_aliased_interaction_dropped() -> None:
+    """Weekends are always off-hours (the thesis's TimeOfDay.java): the weekend x business cell is
+    empty, R's aov drops the interaction, and sequential_anova without it gives the same table."""
     rng = np.random.default_rng(RNG_SEED)
     rows = [
-        {"tod": t, "dow": d, "v": rng.normal()}
-        for t, d in (("b", "wd"), ("o", "wd"), ("o", "we"))
+        {"tod": t, "dow": d, "v": rng.normal() + (0.5 if t == "business" else 0.0)}
+        for t, d in (("business", "weekday"), ("off", "weekday"), ("off", "weekend"))
         for _ in range(30)
     ]
-    table = thesis_anova(pd.DataFrame(rows), "v", "tod", "dow")
-    assert [r["source"] for r in table] == ["tod", "dow", "Residuals", "Total"]
-    assert table[2]["df"] == 90 - 3
-    assert sum(r["ss_percent"] for r in table[:3]) == pytest.approx(100)
+    table = sequential_anova(pd.DataFrame(rows), "v", "tod", "dow", interaction=False)
+    assert [r["source"] for r in table] == ["tod", "dow", "residual", "total"]
+    assert table[2]["df"] == 90 - 3 and sum(r["ss_percent"] for r in table[:3]) == pytest.approx(100)
 
 
-def _campaign(rng: np.random.Generator, days: int, effect_ms: float, phi: float = 0.9) -> pd.DataFrame:
-    """Slots every 2 minutes from a Saturday: a day effect, AR(1) noise within the day, and
-    ``effect_ms`` added in business hours."""
-    start = pd.Timestamp("2024-01-06 00:00")  # a Saturday
-    at = start + pd.to_timedelta(np.arange(days * 720) * 120, unit="s")
-    from scipy.signal import lfilter
-
-    noise = lfilter([1.0], [1.0, -phi], rng.normal(0, 5, len(at)))
-    day = np.repeat(rng.normal(0, 4, days), 720)
-    from testbed_reports.study.s1 import _classify
-
-    df = _classify(pd.DataFrame({"at": at, "latency_ms": 750 + day + noise, "platform": "aws"}))
-    df.loc[df["tod"] == "business", "latency_ms"] += effect_ms
-    return df
-
-
-@pytest.mark.slow
-def test_day_blocked_test_is_calibrated_and_has_power() -> None:
-    """Under no effect the day-level tests reject at most alpha (+ Monte Carlo error) although slots
-    are autocorrelated; the slot-level ANOVA the thesis used rejects far more often. With a real
-    business-hours effect and four weeks of days the test finds it."""
-    rng = np.random.default_rng(RNG_SEED)
-    sims, rejections, anova_rejections = 150, {"tod": 0, "dow": 0}, 0
-    for _ in range(sims):
-        df = _campaign(rng, days=21, effect_ms=0.0)
-        for factor in ("tod", "dow"):
-            res = day_blocked_test(df, factor)
-            rejections[factor] += res["p"] <= 0.05
-        tod_row = thesis_anova(df, "latency_ms", "tod", "dow")[0]
-        anova_rejections += tod_row["F"] > tod_row["F_crit"]
-    mc = 3 * math.sqrt(0.05 * 0.95 / sims)
-    assert rejections["tod"] / sims <= 0.05 + mc and rejections["dow"] / sims <= 0.05 + mc
-    assert anova_rejections / sims > 0.2, "the slot-level F test is anti-conservative on a campaign"
-    power = sum(day_blocked_test(_campaign(rng, 21, 12.0), "tod")["p"] <= 0.05 for _ in range(30)) / 30
-    assert power >= 0.8
-
-
-def test_day_blocked_test_refuses_to_decide_from_four_days() -> None:
-    df = _campaign(np.random.default_rng(1), days=4, effect_ms=50.0)
-    res = day_blocked_test(df, "tod")
-    assert res["p_min"] == 0.5 and res["verdict"].startswith("cannot be decided from 2 days")
+def test_the_thesis_classification_of_slots() -> None:
+    at = pd.to_datetime(
+        ["2023-11-11 10:00:00", "2023-11-13 09:00:00", "2023-11-13 09:00:01", "2023-11-13 18:00:00"]
+    )
+    out = _classify(pd.DataFrame({"at": at}))
+    assert list(out["dow"]) == ["weekend", "weekday", "weekday", "weekday"]
+    assert list(out["tod"]) == ["off", "off", "business", "off"]  # strictly between 9:00 and 18:00
 
 
 def test_published_values_stand_for_their_printed_range() -> None:
@@ -192,7 +147,7 @@ def test_the_thesis_dump_rebuilds_tables_13_to_19_with_its_selection(tmp_path: P
     df["at"] = pd.to_datetime(df["at"])
     large = df[(df["op"] == "WRITE") & (df["file"] == 1_024_000_000) & (df["at"] < "2024-05-11")]
     large = large.sort_values("at", ascending=False).groupby(["sys", "io"]).head(150)
-    ref = {r["source"]: r for r in thesis_anova(large, "lat", "sys", "io")}
+    ref = {r["source"]: r for r in sequential_anova(large, "lat", "sys", "io")}
     t13 = next(t for t in view.tables if t.id == "Table 13")
     assert t13.rows[3]["Degrees of freedom"] == 596
     assert t13.rows[1]["Sum of squares (%)"].rerun == pytest.approx(ref["io"]["ss_percent"])
@@ -265,7 +220,12 @@ def test_the_preliminary_csv_rebuilds_tables_8_to_11(tmp_path: Path) -> None:
     assert t8.rows[2]["Degrees of freedom"].rerun == 4 * 720 - 3
     assert t8.rows[0]["F value"].rerun > t8.rows[0]["F crit"].rerun  # the business-hours shift is there
     calibrated = next(t for t in view.tables if t.id == "Tables 8-9, calibrated")
-    assert all("cannot be decided" in r["Verdict"] for r in calibrated.rows)  # 2 weekdays, 4 days
+    assert "NOT the thesis" in calibrated.title
+    weekday = [r for r in calibrated.rows if r["Test"] == "weekday"]
+    assert len(weekday) == 2 and all(
+        r["Verdict"].startswith("not testable") for r in weekday
+    )  # one date each
+    assert {r["Test"] for r in calibrated.rows} == {"hour", "business hours", "weekday", "workday"}
     t11 = next(t for t in view.tables if t.id == "Table 11")
     assert t11.rows[0]["GCF median difference (%)"].paper.value == 1.65
 

@@ -9,7 +9,6 @@ import pytest
 from testbed_services.faas.profiles import MIB, available, load_profile
 from testbed_shared import errors
 
-
 #: the physics parameters an era profile (a platform as a paper measured it) must source
 ERA_PHYSICS = ("memory", "cpu.mb_per_vcpu", "tmp", "timeout_s", "retention.container", "retention.host")
 
