@@ -134,7 +134,7 @@ def test_s3_reduced_reruns_rebuild_the_research_questions(tmp_path: Path) -> Non
                 fast,
             ],
             name="rq5",
-        ),  # fmt: skip
+        ),
         _rerun(
             tmp_path,
             "faas-factors-azure.yml",
