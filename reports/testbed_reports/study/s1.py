@@ -46,7 +46,7 @@ from testbed_reports.study.faas_helpers import (
     value_cell,
 )
 from testbed_reports.study.view import Cell, StudyFigure, StudyTable, StudyView
-from testbed_reports.timeofday import calibrated
+from testbed_reports.timeofday import calibrated, thesis_levels
 from testbed_shared.studies import Manifest
 
 PLATFORMS = {"aws": "AWS Lambda", "gcf": "GCF"}
@@ -180,15 +180,13 @@ def local_zone() -> str:
 
 
 def _classify(df: pd.DataFrame) -> pd.DataFrame:
-    """The thesis's levels (TimeOfDay.java, WeekPeriod.java): weekends are off-hours; on weekdays
-    business hours are strictly between 09:00 and 18:00."""
+    """The thesis's levels of each slot's local time (:func:`testbed_reports.timeofday.thesis_levels`:
+    weekends are off-hours; on weekdays business hours are strictly between 09:00 and 18:00)."""
     at = pd.to_datetime(df["at"])
-    weekend = at.dt.day_of_week >= 5
-    tod_sec = at.dt.hour * 3600 + at.dt.minute * 60 + at.dt.second + at.dt.microsecond / 1e6
-    business = ~weekend & (tod_sec > 9 * 3600) & (tod_sec < 18 * 3600)
+    tod, dow = thesis_levels(at)
     out = df.copy()
-    out["dow"] = np.where(weekend, "weekend", "weekday")
-    out["tod"] = np.where(business, "business", "off")
+    out["dow"] = np.where(dow == "weekends", "weekend", "weekday")
+    out["tod"] = np.where(tod == "business hours", "business", "off")
     out["date"] = at.dt.date
     return out
 
