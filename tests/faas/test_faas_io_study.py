@@ -92,4 +92,8 @@ def test_cv_and_ci_per_cell(study):
         assert c["n"] == len(vals) == 8
         assert c["mean"] == pytest.approx(sum(vals) / 8)
         assert c["cv_percent"] > 0 and math.isfinite(c["cv_percent"])
-        assert c["ci95_low"] < c["mean"] < c["ci95_high"]
+        # latency is positive: the cell's interval is the geometric mean's (log scale), printed
+        # beside it; a right-skewed cell's arithmetic mean may lie above that interval
+        assert c["ci_scale"] == "log"
+        assert c["geomean"] == pytest.approx(math.exp(sum(math.log(v) for v in vals) / 8))
+        assert c["ci95_low"] < c["geomean"] < c["ci95_high"]
