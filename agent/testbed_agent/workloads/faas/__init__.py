@@ -50,8 +50,8 @@ from testbed_agent import __version__
 from testbed_agent.benchmark import Benchmark
 from testbed_agent.params import ParamError, spec
 from testbed_agent.results import Outcome, metric
-from testbed_agent.workloads import _faas_estimate as faas_estimate
 from testbed_agent.workloads.base import RunContext, Workload
+from testbed_agent.workloads.faas import estimate as faas_estimate
 from testbed_services import launcher
 from testbed_services.faas import DEFAULT_PORT
 from testbed_services.faas.client import FaasClient
