@@ -108,6 +108,8 @@ def test_invocations_and_estimates_per_mode():
     sequence = [{"phase": "w"}, {"pause_s": 1}, {"phase": "r"}]
     assert invocations({"mode": "sequence", "sequence": sequence}) == (2, 1)
     assert invocations({"mode": "ramp", "steps": [1, 4], "step_s": [10]}, call_s=2.0) == (25, 4)
+    # a ramp of short calls: the caller's round trip bounds its rate
+    assert invocations({"mode": "ramp", "steps": [2], "step_s": [1]}, call_s=0.001) == (40, 2)
     cost = benchmark_cost(
         {"function": "calcs", "mode": "warm", "calls": 9, "event": {"level": 8}}, 10, "aws-lambda"
     )

@@ -43,6 +43,9 @@ DD_BPS = 100e6
 #: seconds of one call by function when the event says nothing more precise
 FUNCTION_S = {"crypto": 0.5, "fio": 5.0}
 DEFAULT_CALL_S = 1.0
+#: the shortest a caller's call takes end to end on a real platform (a client's HTTPS round trip to
+#: the region): a ramp's back-to-back callers make at most one call per this many seconds each
+ROUND_TRIP_FLOOR_S = 0.05
 #: init seconds of a cold call (Python runtime start and the function's imports), for billing
 COLD_INIT_S = 0.3
 #: default memory and timeout of a deployment per platform when the plan gives none
@@ -166,7 +169,8 @@ def invocations(p: dict[str, Any], call_s: float = DEFAULT_CALL_S) -> tuple[int,
         return sum("phase" in item for item in p.get("sequence") or ()), 1
     if mode == "ramp":
         steps = [int(x) for x in p.get("steps") or ()]
-        per_caller = [max(1, math.ceil(float(d) / max(call_s, 1e-3))) for d in p.get("step_s") or ()]
+        each = max(call_s, ROUND_TRIP_FLOOR_S)
+        per_caller = [max(1, math.ceil(float(d) / each)) for d in p.get("step_s") or ()]
         return sum(n * k for n in steps for k in per_caller), max(steps, default=0)
     first = 1 if p.get("first") == "cold" else 0
     return first + int(p.get("warmup", 1)) + calls, 1
@@ -243,6 +247,7 @@ def benchmark_cost(
     warm_price = call_price(platform, memory, one, arch, pricing)
     cold_price = call_price(platform, memory, one + init, arch, pricing)
     worst = call_price(platform, memory, timeout + init, arch, pricing)
+    n_worst = invocations(params, timeout)[0] * repetitions  # a ramp makes fewer calls of its timeout
     return {
         "platform": platform,
         "invocations": n,
@@ -252,7 +257,7 @@ def benchmark_cost(
         "call_s": one,
         "gb_seconds": (n - cold) * warm_price["gb_seconds"] + cold * cold_price["gb_seconds"],
         "price": (n - cold) * warm_price["price"] + cold * cold_price["price"],
-        "price_ceiling": n * worst["price"],
+        "price_ceiling": n_worst * worst["price"],
     }
 
 
