@@ -15,7 +15,13 @@ from testbed_agent.faas_drivers import target_from
 from testbed_agent.faas_drivers.aws import parse_report
 from testbed_agent.faas_drivers.dryrun import dry_run_plan
 from testbed_agent.faas_drivers.ledger import Budget, CostCapExceeded, Journal
-from testbed_agent.faas_drivers.pricing import benchmark_cost, call_price, invocations, load_pricing
+from testbed_agent.faas_drivers.pricing import (
+    benchmark_cost,
+    call_price,
+    emulator_only,
+    invocations,
+    load_pricing,
+)
 from testbed_agent.faas_drivers.routing import skip_reason
 from testbed_services.faas import package
 from testbed_services.faas.functions import default_dirs, find_function
@@ -151,6 +157,10 @@ def test_benchmarks_run_on_the_platform_their_profile_models():
     assert skip_reason(target_from({"platform": "gcf-gen2"}), "gcf-gen2-2024") is None
     assert skip_reason(target_from({"platform": "azure-functions"}), "azure-functions-2017") is None
     assert "emulator profile 'aws-lambdax' only" in skip_reason(aws, "aws-lambdax")
+    # a benchmark needing the emulator itself is skipped on a real platform (and not priced)
+    assert emulator_only({"time_scale": 1, "key_service": False}) is None
+    assert "time_scale 100" in emulator_only({"time_scale": 100})
+    assert "loopback" in emulator_only({"key_service": True})
 
 
 @pytest.mark.parametrize(

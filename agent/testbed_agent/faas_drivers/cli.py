@@ -121,6 +121,12 @@ def print_cost(plan_name: str, cost: dict[str, dict[str, Any]], pricing: Any) ->
     for line in (head, *rows):
         print("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip())
     print(f"(list prices of {pricing.date}, {pricing.path}; free tiers not deducted)")
+    skipped = sum(r.get("emulator_only", 0) for r in cost.values())
+    if skipped:
+        print(
+            f"({skipped} benchmarks need the emulator itself - key_service, time_scale - and are "
+            "skipped on a real platform: not counted)"
+        )
 
 
 def usd(x: float) -> str:

@@ -87,6 +87,17 @@ def load_pricing(path: str | None = None) -> Pricing:
         raise TestbedError(f"{p}: invalid pricing table: {exc}") from None
 
 
+def emulator_only(params: dict[str, Any]) -> str | None:
+    """Why a faas benchmark needs the emulator itself and is skipped on a real platform, if it does:
+    a faster clock (``time_scale``) or the key service on the agent's loopback (``key_service``)."""
+    scale = float(params.get("time_scale") or 1)
+    if scale != 1:
+        return f"time_scale {scale:g} speeds up the emulator's clock; a platform runs in real time"
+    if params.get("key_service"):
+        return "key_service runs on this host's loopback, which a real platform cannot reach"
+    return None
+
+
 def platform_of(profile: str) -> str | None:
     """The real platform an emulator profile models (None for test profiles): its name is a key of
     :data:`PLATFORM_OF_PROFILE` or starts with one and a dash."""
@@ -261,6 +272,17 @@ def benchmark_cost(
     }
 
 
+def _empty_row() -> dict[str, Any]:
+    return {
+        "benchmarks": 0,
+        "invocations": 0,
+        "gb_seconds": 0.0,
+        "price": 0.0,
+        "price_ceiling": 0.0,
+        "emulator_only": 0,
+    }
+
+
 def plan_cost(benchmarks: list[Any], pricing: Pricing | None = None) -> dict[str, dict[str, Any]]:
     """Per platform: the faas benchmarks that would run there and their summed cost."""
     pricing = pricing or load_pricing()
@@ -271,12 +293,13 @@ def plan_cost(benchmarks: list[Any], pricing: Pricing | None = None) -> dict[str
         platform = platform_of(str(b.params.get("profile", "aws-lambda")))
         if platform is None:
             continue
+        if emulator_only(b.params):
+            row = out.setdefault(platform, _empty_row())
+            row["emulator_only"] += 1
+            continue
         reps = b.adaptive.max if getattr(b, "adaptive", None) else b.repetitions
         cost = benchmark_cost(b.params, reps, platform, pricing)
-        row = out.setdefault(
-            platform,
-            {"benchmarks": 0, "invocations": 0, "gb_seconds": 0.0, "price": 0.0, "price_ceiling": 0.0},
-        )
+        row = out.setdefault(platform, _empty_row())
         row["benchmarks"] += 1
         for key in ("invocations", "gb_seconds", "price", "price_ceiling"):
             row[key] += cost[key]

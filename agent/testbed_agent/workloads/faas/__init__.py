@@ -55,6 +55,7 @@ from testbed_agent import __version__
 from testbed_agent.benchmark import Benchmark
 from testbed_agent.faas_drivers import routing
 from testbed_agent.faas_drivers.base import Driver
+from testbed_agent.faas_drivers.pricing import emulator_only
 from testbed_agent.params import ParamError, spec
 from testbed_agent.results import Outcome, metric
 from testbed_agent.workloads.base import RunContext, Workload
@@ -247,11 +248,7 @@ def _real_skip_reason(target: Any, p: FaasParams) -> str | None:
     """Why a benchmark does not run on this host's real target: it is about another platform or
     architecture, or it needs the emulator itself (a faster clock, a key service on loopback)."""
     reason = routing.skip_reason(target, p.profile, p.architecture)
-    if reason is None and p.time_scale != 1:
-        reason = f"time_scale {p.time_scale:g} speeds up the emulator's clock; a platform runs in real time"
-    if reason is None and p.key_service:
-        reason = "key_service runs on this host's loopback, which a real platform cannot reach"
-    return reason
+    return reason or emulator_only({"time_scale": p.time_scale, "key_service": p.key_service})
 
 
 # -- the emulator for the benchmark ---------------------------------------------------------
