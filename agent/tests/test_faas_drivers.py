@@ -21,8 +21,10 @@ from testbed_agent.faas_drivers.pricing import (
     emulator_only,
     invocations,
     load_pricing,
+    plan_cost,
 )
 from testbed_agent.faas_drivers.routing import skip_reason
+from testbed_agent.plan import load_plan
 from testbed_services.faas import package
 from testbed_services.faas.functions import default_dirs, find_function
 from testbed_shared import errors
@@ -198,3 +200,61 @@ def test_dry_run_prints_every_call_of_a_plan(platform, options, first_ops, tmp_p
     assert sum(counts.values()) == len(lines) and counts
     assert "skipped" in out.getvalue()  # the smoke plan's benchmarks about other platforms
     assert not (tmp_path / "j").exists()  # nothing created, nothing journalled
+
+
+STUDY_MODES = """
+name: modes
+defaults: {repetitions: 1}
+benchmarks:
+- {name: first_cold, type: faas, params: {profile: aws-lambda-2024, function: calcs, first: cold,
+   warmup: 2, calls: 3}}
+- {name: ladder, type: faas, params: {profile: aws-lambda-2017, function: calcs, mode: scaling,
+   ladder: [1, 3], warmup: 1, cold: container}}
+- {name: retention, type: faas, params: {profile: aws-lambda-2017, function: calcs, mode: retention,
+   concurrency: 2, gaps_s: [60, 120], fresh_per_gap: false}}
+- {name: sweep, type: faas, params: {profile: aws-lambda-2017, function: calcs, mode: sets, sets: 2,
+   warmup_sets: 1, concurrency: 2, memory_sweep: [128, 256], batches: 1}}
+- {name: sequence, type: faas, params: {profile: aws-lambda-2024, function: dd, mode: sequence,
+   sequence: [{phase: write, event: {}}, {pause_s: 5}, {phase: read, event: {}}]}}
+- {name: ramp, type: faas, params: {profile: aws-lambda-2017, function: calcs, mode: ramp, steps: [1, 2],
+   step_s: [0.2]}}
+- {name: keys, type: faas, params: {profile: aws-lambda-2024, function: calcs, key_service: true}}
+- {name: fast_clock, type: faas, params: {profile: aws-lambda-2017, function: calcs, time_scale: 100}}
+"""
+
+
+def test_study_modes_run_through_the_driver_as_the_estimate_counts(tmp_path, monkeypatch):
+    """Every study mode's calls go through the platform's driver (here Lambda's, dry): the invokes
+    and configuration changes each benchmark makes are those the cost estimate counts."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "x")
+    plan = tmp_path / "modes.yml"
+    plan.write_text(STUDY_MODES)
+    target = target_from(
+        {"platform": "aws-lambda", "run_id": "dry", "options": {"role_arn": "arn:aws:iam::1:role/r"}}
+    )
+    out = io.StringIO()
+    dry_run_plan(plan, target, out)
+    per_bench: dict[str, list[str]] = {}
+    bench = ""
+    for line in out.getvalue().splitlines():
+        if line.startswith("# "):
+            bench = line[2:].split(",")[0].split(":")[0]
+            per_bench.setdefault(bench, [])
+        elif line.startswith("[dry-run]"):
+            per_bench[bench].append(line.split()[2])
+    expected = {"first_cold": 6, "ladder": 5, "retention": 6, "sweep": 12, "sequence": 2, "ramp": 3}
+    for name, n in expected.items():
+        assert per_bench[name].count("lambda:Invoke") == n, (name, per_bench[name])
+    assert per_bench["ladder"].count("lambda:UpdateFunctionConfiguration") == 2  # container-cold per level
+    # the memory sweep's second size is a configuration change of the same function, not a new one
+    assert per_bench["sweep"].count("lambda:CreateFunction") == 1
+    assert per_bench["sweep"].count("lambda:UpdateFunctionConfiguration") == 2  # 128 MB, then 256 MB
+    assert per_bench["keys"] == [] and per_bench["fast_clock"] == []
+    assert "key_service" in out.getvalue() and "time_scale 100" in out.getvalue()
+    benches = {b.name: b for b in load_plan(plan).benchmarks}
+    for name, n in expected.items():
+        if name != "ramp":  # a ramp's calls depend on their speed
+            assert invocations(benches[name].params)[0] == n, name
+    cost = plan_cost(list(benches.values()))["aws-lambda"]
+    assert cost["emulator_only"] == 2 and cost["benchmarks"] == 6

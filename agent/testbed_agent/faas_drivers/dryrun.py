@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from testbed_agent.faas_drivers import open_driver
+from testbed_agent.faas_drivers.pricing import emulator_only
 from testbed_agent.faas_drivers.routing import skip_reason
 from testbed_agent.faas_drivers.target import Target
 from testbed_agent.plan import load_plan
@@ -44,7 +45,9 @@ def dry_run_plan(plan_path: Path, target: Target, out: TextIO | None = None) -> 
             if bench.type != "faas":
                 continue
             params = FaasWorkload.parse(bench)
-            reason = skip_reason(target, params.profile, params.architecture)
+            reason = skip_reason(target, params.profile, params.architecture) or emulator_only(
+                {"time_scale": params.time_scale, "key_service": params.key_service}
+            )
             if reason:
                 print(f"# {bench.name}: skipped ({reason})", file=out)
                 continue

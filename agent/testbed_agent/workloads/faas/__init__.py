@@ -520,6 +520,8 @@ def _mode_ramp(ctx: RunContext, p: FaasParams, driver: Driver, name: str) -> lis
                 try:
                     while time.monotonic() < end and not ctx.stop.is_set():
                         got.append(_call(driver, name, p.event, phase))
+                        if driver.dry_run:
+                            break  # a dry run shows each caller's call once, not the load
                 finally:
                     driver.release_thread()
                 return got
