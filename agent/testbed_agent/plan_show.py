@@ -317,6 +317,8 @@ def show(args: argparse.Namespace) -> int:
             print(json.dumps(row, sort_keys=True))
         for m in matrix:
             print(json.dumps({"machine": m}, sort_keys=True))
+        for row in notebook_datasets(plan):
+            print(json.dumps({"dataset": row}, sort_keys=True))
         summary = {"plan": plan.name, "sha256": plan.sha256, "machines": len(matrix), **total}
         study = study_of(args.plan)
         if study is not None:
@@ -326,12 +328,38 @@ def show(args: argparse.Namespace) -> int:
         print(json.dumps({"summary": summary}))
         return 0
     _print_table(plan, rows, total)
+    _print_datasets(plan)
     if matrix:
         _print_machines(matrix, total)
     study = study_of(args.plan)
     if study is not None:
         _print_deviations(study)
     return 0
+
+
+def notebook_datasets(plan: Plan) -> list[dict[str, Any]]:
+    """Each notebook benchmark's data sets: generator and where the files come from here."""
+    from testbed_agent.workloads.nbaliases import dataset_source
+    from testbed_agent.workloads.notebook import locate, notebook_datasets
+
+    return [
+        {"index": b.index, "benchmark": b.name, **dataset_source(name)}
+        for b in plan.benchmarks
+        if b.type == "kaggle_notebook"
+        for name in notebook_datasets(b, locate(b.name))
+    ]
+
+
+def _print_datasets(plan: Plan) -> None:
+    rows = notebook_datasets(plan)
+    if not rows:
+        return
+    print()
+    _print_columns(
+        ("#", "notebook", "data set", "generator", "files here"),
+        [(str(r["index"]), r["benchmark"], r["dataset"], r["generator"], r["source"]) for r in rows],
+    )
+    print("(real files: kaggle_notebooks/datasets/real/<generator>/, with the names docs/notebooks.md lists)")
 
 
 def study_of(plan_path: Path) -> Manifest | None:

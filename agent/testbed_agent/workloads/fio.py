@@ -49,8 +49,12 @@ def job_name(name: str) -> str:
 
 
 def job_file(bench: Benchmark) -> Path:
+    """The job of a benchmark: ``params.job`` (a relative path is under workloads/, e.g. a study
+    pack's ``studies/S2/fio/...``), else ``workloads/fio/<canonical name>.fio``."""
     custom = bench.params.get("job")
-    return Path(custom) if custom else workloads_dir() / "fio" / f"{job_name(bench.name)}.fio"
+    if custom:
+        return Path(custom) if Path(custom).is_absolute() else workloads_dir() / custom
+    return workloads_dir() / "fio" / f"{job_name(bench.name)}.fio"
 
 
 def job_env(p: dict[str, Any], target: str, size: int) -> dict[str, str]:
