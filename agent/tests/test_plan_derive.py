@@ -54,7 +54,9 @@ def test_overrides_change_only_what_they_name() -> None:
         (b.name, b.type, b.datasets) for b in source.benchmarks
     ]
     by_type = {b.type: b for b in derived.benchmarks}
-    assert by_type["fio"].params == {"runtime_s": 1, "ramp_s": 0, "size": "8M"}
+    # the study pack's parameters of the text plan's names (S2 manifest, realize), then the overrides
+    was = {b.type: b.params for b in source.benchmarks}
+    assert by_type["fio"].params == {**was["fio"], "runtime_s": 1, "ramp_s": 0, "size": "8M"}
     assert by_type["kaggle_notebook"].params == {"scale": "quick"}
     assert by_type["pyperformance"].params == {"benchmarks": ["float"], "mode": "fast"}
     assert by_type["sysinfo"].params == {}

@@ -87,6 +87,8 @@ def _make_op(
 ) -> Callable[[int], object]:
     """A function of the operation number doing one operation (setup done here, untimed)."""
     name = alg.name
+    if alg.kind == "raw":
+        return _raw_op(name, op, key_bits, payload, stream, chunk, vectors)
     if alg.kind in ("sign", "hybrid"):
         vec = next((v for v in vectors if v["alg"] == name and v.get("key_bits", key_bits) == key_bits), None)
         if vec is None:
@@ -104,6 +106,18 @@ def _make_op(
                 return prefix + n.to_bytes(4, "big") + bytes(4)
             return os.urandom(alg.block)
 
+        if stream and op == "decrypt":
+            iv0 = iv_for(0)
+            ciphertext = _ciphertext_file(
+                stream, lambda src, out: A.stream_encrypt(name, key, iv0, src, chunk, out)
+            )
+
+            def op_stream_decrypt(n: int) -> object:
+                with open(ciphertext, "rb", buffering=0) as src:
+                    A.stream_decrypt(name, key, iv0, src, chunk, len)
+                return None
+
+            return op_stream_decrypt
         if stream:
 
             def op_stream(n: int) -> object:
@@ -142,6 +156,19 @@ def _make_op(
 
         return op_verify
     # hybrid
+    if stream and op == "decrypt":
+        data_key, iv0 = os.urandom(32), os.urandom(12)
+        wrapped = A.wrap(pub, data_key)
+        ciphertext = _ciphertext_file(
+            stream, lambda src, out: A.stream_encrypt("aes-gcm", data_key, iv0, src, chunk, out)
+        )
+
+        def hybrid_stream_decrypt(n: int) -> object:
+            with open(ciphertext, "rb", buffering=0) as src:
+                A.stream_decrypt("aes-gcm", A.unwrap(priv, wrapped), iv0, src, chunk, len)
+            return None
+
+        return hybrid_stream_decrypt
     if stream:
 
         def hybrid_stream(n: int) -> object:
@@ -156,6 +183,60 @@ def _make_op(
         return lambda n: A.hybrid_encrypt(pub, payload or b"")
     blob = A.hybrid_encrypt(pub, payload or b"")
     return lambda n: A.hybrid_decrypt(priv, blob, key_bits // 8)
+
+
+#: ciphertext files a streamed decryption made before timing (removed when the run ends)
+_TEMP_FILES: list[Path] = []
+
+
+def _ciphertext_file(stream: str, encrypt: Callable[[Any, Callable[[bytes], object]], None]) -> Path:
+    """Encrypt ``stream`` once, before timing, into a file beside it (streamed, never in memory)."""
+    path = Path(f"{stream}.{os.getpid()}.enc")
+    _TEMP_FILES.append(path)
+    with open(stream, "rb", buffering=0) as src, open(path, "wb") as out:
+        encrypt(src, out.write)
+    return path
+
+
+def _raw_op(
+    name: str,
+    op: str,
+    key_bits: int,
+    payload: bytes | None,
+    stream: str | None,
+    chunk: int,
+    vectors: list[dict[str, Any]],
+) -> Callable[[int], object]:
+    """Textbook RSA on the data itself (``rsa-raw``): the vector file's key of that size."""
+    vec = next((v for v in vectors if v["alg"] == name and v.get("key_bits") == key_bits), None)
+    if vec is None:
+        raise SpecError(f"no vector with a {key_bits}-bit key for {name} in the vector file")
+    key = A.RawKey.from_vector(vec)
+    if stream:
+        total = os.path.getsize(stream)
+        if op == "encrypt":
+
+            def raw_stream(n: int) -> object:
+                with open(stream, "rb", buffering=0) as src:
+                    A.raw_encrypt_stream(key, total, src, chunk, len)
+                return None
+
+            return raw_stream
+        ciphertext = _ciphertext_file(
+            stream, lambda src, out: A.raw_encrypt_stream(key, total, src, chunk, out)
+        )
+
+        def raw_stream_decrypt(n: int) -> object:
+            with open(ciphertext, "rb", buffering=0) as src:
+                A.raw_decrypt_stream(key, src, chunk, len)
+            return None
+
+        return raw_stream_decrypt
+    data = payload or b""
+    if op == "encrypt":
+        return lambda n: A.raw_encrypt(key, data)
+    blob = A.raw_encrypt(key, data)
+    return lambda n: A.raw_decrypt(key, blob)
 
 
 def steady_warmup(
@@ -217,8 +298,8 @@ def _spec_input(spec: dict[str, Any], op: str) -> tuple[bytes | None, str | None
         payload = Path(spec["input"]).read_bytes()
     else:
         stream = str(spec["stream"])
-        if op not in ("encrypt", "mac"):
-            raise SpecError("stream takes op encrypt or mac")
+        if op not in ("encrypt", "decrypt", "mac"):
+            raise SpecError("stream takes op encrypt, decrypt or mac")
         os.stat(stream)
     return payload, stream
 
@@ -291,7 +372,11 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
         do = _bulk_gcm(key_bits, payload, update)
     else:
         do = _make_op(alg, op, key_bits, payload, stream, chunk, vectors)
-    timed = _timed(do, iterations, warmup, warmup_s, tolerance)
+    try:
+        timed = _timed(do, iterations, warmup, warmup_s, tolerance)
+    finally:
+        while _TEMP_FILES:
+            _TEMP_FILES.pop().unlink(missing_ok=True)
     return {
         "contract": CONTRACT,
         **{k: v for k, v in info().items() if k in ("language", "runtime", "library")},
