@@ -89,7 +89,8 @@ def test_plan_show_set_prints_the_derived_plan(capsys: pytest.CaptureFixture[str
     assert main(["plan", "show", str(STUDY), "--json", "--set", "notebook.scale=quick"]) == 0
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     notebooks = [r for r in lines if r.get("type") == "kaggle_notebook"]
-    assert len(notebooks) == 10 and all(r["params"] == {"scale": "quick"} for r in notebooks)
+    # the study's 11 notebooks, SimplePrime x5, movie x2, energy x3 (S2 L348-368)
+    assert len(notebooks) == 18 and all(r["params"] == {"scale": "quick"} for r in notebooks)
     assert lines[-1]["summary"]["plan"] == "cc-datascience-study.derived"
 
 

@@ -35,17 +35,50 @@ def write(root: Path, slowdown: float = 1.15, reps: int = 3, run_id: str = "s4-s
                         name = f"python.{op}.cpu{c}"
                         t = size / 2e8 * factor * float(np.exp(rng.normal(0, 0.02)))
                         metrics[f"{name}.time_per_op"] = {"value": t, "unit": "s", "better": "lower"}
-                        metrics[f"{name}.system_cpu_percent"] = {"value": 50 * factor, "unit": "%", "better": "lower"}
-                        cells.append({"cell": name, "language": "python", "op": op, "key_bits": key, "bytes": size,
-                                      "cpus": c, "status": "ok", "reason": None})
-                    lines.append(json.dumps({
-                        "schema": 1, "run_id": run_id, "host": host, "label": f"{hyp}-{cores}", "groups": [hyp],
-                        "plan_sha256": "0" * 64, "plan": "crypto-hypervisor", "benchmark": f"{alg}-{i}", "type": "crypto",
-                        "index": i, "params": {"alg": alg, "payload": kind}, "repetition": rep,
-                        "started_at": "2026-01-01T00:00:00Z", "ended_at": "2026-01-01T00:00:01Z", "status": "ok",
-                        "error": None, "metrics": metrics, "samples": {"cells": cells}, "telemetry": {},
-                        "tool": {"name": "testbed-crypto"}, "artifacts": [],
-                    }))
+                        metrics[f"{name}.system_cpu_percent"] = {
+                            "value": 50 * factor,
+                            "unit": "%",
+                            "better": "lower",
+                        }
+                        cells.append(
+                            {
+                                "cell": name,
+                                "language": "python",
+                                "op": op,
+                                "key_bits": key,
+                                "bytes": size,
+                                "cpus": c,
+                                "status": "ok",
+                                "reason": None,
+                            }
+                        )
+                    lines.append(
+                        json.dumps(
+                            {
+                                "schema": 1,
+                                "run_id": run_id,
+                                "host": host,
+                                "label": f"{hyp}-{cores}",
+                                "groups": [hyp],
+                                "plan_sha256": "0" * 64,
+                                "plan": "crypto-hypervisor",
+                                "benchmark": f"{alg}-{i}",
+                                "type": "crypto",
+                                "index": i,
+                                "params": {"alg": alg, "payload": kind},
+                                "repetition": rep,
+                                "started_at": "2026-01-01T00:00:00Z",
+                                "ended_at": "2026-01-01T00:00:01Z",
+                                "status": "ok",
+                                "error": None,
+                                "metrics": metrics,
+                                "samples": {"cells": cells},
+                                "telemetry": {},
+                                "tool": {"name": "testbed-crypto"},
+                                "artifacts": [],
+                            }
+                        )
+                    )
             if lines:
                 (out / f"{host}.jsonl").write_text("\n".join(lines) + "\n")
     return out

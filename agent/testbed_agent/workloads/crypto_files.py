@@ -108,7 +108,9 @@ def write_file(path: Path, kind: str, size: int, seed: int = 0) -> Path:
         raise FileKindError(f"a {kind} file needs at least {least} bytes, asked for {size}")
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as fh:
-        {"pdf": _write_pdf, "image": _write_png, "archive": _write_zip}[kind](fh, size, _Source(kind, size, seed))
+        {"pdf": _write_pdf, "image": _write_png, "archive": _write_zip}[kind](
+            fh, size, _Source(kind, size, seed)
+        )
     got = tmp.stat().st_size
     if got != size:  # a defect of this module, never of the input
         tmp.unlink()
@@ -125,8 +127,7 @@ def _pdf_parts(payload: int, size: int) -> list[bytes]:
     objs = [
         b"<</Type/Catalog/Pages 2 0 R/Names<</EmbeddedFiles<</Names[(data.bin) 6 0 R]>>>>>>",
         b"<</Type/Pages/Kids[3 0 R]/Count 1>>",
-        b"<</Type/Page/Parent 2 0 R/MediaBox[0 0 612 792]/Contents 4 0 R"
-        b"/Resources<</Font<</F1 5 0 R>>>>>>",
+        b"<</Type/Page/Parent 2 0 R/MediaBox[0 0 612 792]/Contents 4 0 R/Resources<</Font<</F1 5 0 R>>>>>>",
         None,  # 4: the page's content stream
         b"<</Type/Font/Subtype/Type1/BaseFont/Helvetica>>",
         b"<</Type/Filespec/F(data.bin)/EF<</F 7 0 R>>>>",

@@ -26,7 +26,9 @@ from testbed_shared.studies import Published
 NAN = float("nan")
 
 
-def level(values: Iterable[float], paper: Published | None = None, scale: float = 1.0, note: str = "") -> Cell:
+def level(
+    values: Iterable[float], paper: Published | None = None, scale: float = 1.0, note: str = ""
+) -> Cell:
     """The mean of ``values`` (times ``scale``) with its 95 % t interval; None when there are none."""
     v = np.asarray([x * scale for x in values if x is not None and math.isfinite(x)], dtype=float)
     if not len(v):
@@ -53,14 +55,16 @@ class Overhead:
             return Cell(None, paper=paper, note=self.reason)
         low = self.low if math.isfinite(self.low) else None
         high = self.high if math.isfinite(self.high) else None
-        return Cell(self.point, low, high, paper=paper, note=f"{self.decision}: {self.reason} (unit: {self.unit})")
+        return Cell(
+            self.point, low, high, paper=paper, note=f"{self.decision}: {self.reason} (unit: {self.unit})"
+        )
 
 
 def overhead(a: pd.DataFrame, b: pd.DataFrame, better: str = "lower") -> Overhead:
     """Overhead of ``a`` over ``b``: frames with columns host and value (one row per run)."""
-    frame = pd.concat(
-        [a.assign(label="a"), b.assign(label="b")], ignore_index=True
-    ).assign(benchmark="x", metric="m")
+    frame = pd.concat([a.assign(label="a"), b.assign(label="b")], ignore_index=True).assign(
+        benchmark="x", metric="m"
+    )
     if frame.empty or a.empty or b.empty:
         return Overhead(NAN, NAN, NAN, "inconclusive", "a side has no runs", "run")
     sides = inference.sides(frame[["benchmark", "metric", "label", "host", "value"]])

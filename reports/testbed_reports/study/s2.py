@@ -81,9 +81,12 @@ def _obs(ds: Any) -> pd.DataFrame:
         raise StudyError("S2: the results hold no observations")
     keys = obs[["run_id", "host", "label", "groups"]].astype(str).drop_duplicates()
     names = {
-        (r.run_id, r.host): paper_label(r.label, r.groups, _disk(ds, r.run_id, r.host)) for r in keys.itertuples()
+        (r.run_id, r.host): paper_label(r.label, r.groups, _disk(ds, r.run_id, r.host))
+        for r in keys.itertuples()
     }
-    obs["paper"] = [names.get((r, h)) for r, h in zip(obs["run_id"].astype(str), obs["host"].astype(str), strict=True)]
+    obs["paper"] = [
+        names.get((r, h)) for r, h in zip(obs["run_id"].astype(str), obs["host"].astype(str), strict=True)
+    ]
     obs = obs[obs["paper"].notna()]
     if obs.empty:
         raise StudyError(
@@ -100,7 +103,12 @@ def _published(man: Manifest) -> dict[tuple[str, str, str, str], Published]:
     out = {}
     for p in man.published:
         if p.table.startswith("Figure"):
-            key = (p.table, str(p.extra.get("label")), str(p.extra.get("benchmark")), str(p.extra.get("metric")))
+            key = (
+                p.table,
+                str(p.extra.get("label")),
+                str(p.extra.get("benchmark")),
+                str(p.extra.get("metric")),
+            )
             out[key] = p
     return out
 
@@ -121,8 +129,9 @@ def build(ds: Any, manifest: Manifest) -> StudyView:
         f"runs: {', '.join(sorted(set(obs['run_id'].astype(str))))}",
     ]
     view.notes.append(
-        "Bars of the paper are the study's raw results (jarali/CCC_Benchmark 4ddd3ca, Paper_Results) drawn as "
-        "its render_graphs.py did; a rerun value is the mean of its runs with a 95 % t interval (none from one run)."
+        "Bars of the paper are the study's raw results (jarali/CCC_Benchmark 4ddd3ca, Paper_Results) "
+        "drawn as its render_graphs.py did; a rerun value is the mean of its runs with a 95 % t "
+        "interval (none from one run)."
     )
     view.tables.append(_machines(obs, ds))
     view.tables.append(_pyperf(obs, pub))
@@ -190,7 +199,9 @@ def _fio(obs: pd.DataFrame, pub: dict) -> list[StudyTable]:
             for lab in LABELS:
                 fig = fa if lab in AMD else fi
                 paper = pub.get((f"Figure {fig}", lab, bench, metric))
-                row[lab] = level(_values(obs, lab, bench, template.format(d=direction))["value"], paper, scale)
+                row[lab] = level(
+                    _values(obs, lab, bench, template.format(d=direction))["value"], paper, scale
+                )
             rows.append(row)
         tables.append(
             StudyTable(
@@ -204,7 +215,20 @@ def _fio(obs: pd.DataFrame, pub: dict) -> list[StudyTable]:
     return tables
 
 
-_FIG_LINE = {11: 571, 12: 576, 13: 581, 14: 586, 15: 591, 16: 596, 17: 601, 18: 606, 19: 611, 20: 616, 21: 621, 22: 626}
+_FIG_LINE = {
+    11: 571,
+    12: 576,
+    13: 581,
+    14: 586,
+    15: 591,
+    16: 596,
+    17: 601,
+    18: 606,
+    19: 611,
+    20: 616,
+    21: 621,
+    22: 626,
+}
 NOTEBOOK_FIGURES = {
     "SimplePrime.ipynb": (23, 24),
     "airline-delay-notebook.ipynb": (25, 26),
@@ -236,9 +260,9 @@ def _notebooks(obs: pd.DataFrame, pub: dict) -> StudyTable:
         rows,
         source="S2 L630-754",
         note=(
-            "the paper drew the median of a notebook's executions (movie 2, energy 3, SimplePrime 5); the rerun "
-            "shows their mean and interval. Our notebooks are not the study's code (manifest notebook.kaggle): "
-            "compare machines with each other, not minutes with the paper's."
+            "the paper drew the median of a notebook's executions (movie 2, energy 3, SimplePrime 5); "
+            "the rerun shows their mean and interval. Our notebooks are not the study's code (manifest "
+            "notebook.kaggle): compare machines with each other, not minutes with the paper's."
         ),
     )
 
@@ -260,7 +284,7 @@ def _simpleprime(obs: pd.DataFrame) -> StudyTable:
         ["machine", "executions", "CV of the time (%)"],
         rows,
         source="S2 L760-762",
-        note="the paper calls the variance very small without a number; a CV of a few percent at most says the same",
+        note="the paper calls the variance very small, without a number; a CV of a few percent says the same",
     )
 
 
@@ -276,18 +300,52 @@ def _pairs() -> list[tuple[str, str, str, str]]:
     return out
 
 
-#: the metrics compared: (benchmark, record metric, better, row title, (paper figure AMD, Intel), figure metric)
+#: the metrics compared: benchmark, record metric, better, row title, figures (AMD, Intel), figure metric
 COMPARED = [
-    ("fio_1m_sequentialwrite", "write_clat_mean_s", "lower", "fio 1M sequential write latency", (17, 18), "latency"),
+    (
+        "fio_1m_sequentialwrite",
+        "write_clat_mean_s",
+        "lower",
+        "fio 1M sequential write latency",
+        (17, 18),
+        "latency",
+    ),
     ("fio_1m_randomwrite", "write_clat_mean_s", "lower", "fio 1M random write latency", (17, 18), "latency"),
-    ("fio_64k_randomwrite", "write_clat_mean_s", "lower", "fio 64K random write latency", (19, 20), "latency"),
-    ("fio_1m_sequentialread", "read_bw_bytes", "higher", "fio 1M sequential read throughput", (11, 13), "throughput"),
-    ("fio_1m_randomwrite", "write_bw_bytes", "higher", "fio 1M random write throughput", (11, 13), "throughput"),
+    (
+        "fio_64k_randomwrite",
+        "write_clat_mean_s",
+        "lower",
+        "fio 64K random write latency",
+        (19, 20),
+        "latency",
+    ),
+    (
+        "fio_1m_sequentialread",
+        "read_bw_bytes",
+        "higher",
+        "fio 1M sequential read throughput",
+        (11, 13),
+        "throughput",
+    ),
+    (
+        "fio_1m_randomwrite",
+        "write_bw_bytes",
+        "higher",
+        "fio 1M random write throughput",
+        (11, 13),
+        "throughput",
+    ),
     (PYPERF, "crypto_pyaes", "lower", "pyperformance crypto_pyaes", (3, 4), "crypto_pyaes"),
     (PYPERF, "float", "lower", "pyperformance float", (5, 6), "float"),
     ("SimplePrime.ipynb", NOTEBOOK_METRIC, "lower", "SimplePrime", (23, 24), "median wall time"),
-    ("credit-fraud-dealing-with-imbalanced-datasets.ipynb", NOTEBOOK_METRIC, "lower", "credit fraud (imbalanced)",
-     (27, 28), "median wall time"),
+    (
+        "credit-fraud-dealing-with-imbalanced-datasets.ipynb",
+        NOTEBOOK_METRIC,
+        "lower",
+        "credit fraud (imbalanced)",
+        (27, 28),
+        "median wall time",
+    ),
     ("airline-delay-notebook.ipynb", NOTEBOOK_METRIC, "lower", "airline delay", (25, 26), "median wall time"),
 ]
 
@@ -298,7 +356,10 @@ def _overheads(obs: pd.DataFrame, man: Manifest) -> StudyTable:
     for bench, metric, better, title, figs, fig_metric in COMPARED:
         for vendor, name, a, b in _pairs():
             fig = figs[0] if vendor == "AMD-SEV" else figs[1]
-            pa, pb = pub.get((f"Figure {fig}", a, bench, fig_metric)), pub.get((f"Figure {fig}", b, bench, fig_metric))
+            pa, pb = (
+                pub.get((f"Figure {fig}", a, bench, fig_metric)),
+                pub.get((f"Figure {fig}", b, bench, fig_metric)),
+            )
             paper = None
             if pa is not None and pb is not None:
                 ratio = float(pa.value) / float(pb.value)
@@ -320,8 +381,9 @@ def _overheads(obs: pd.DataFrame, man: Manifest) -> StudyTable:
         rows,
         source="S2 L537-786",
         note=(
-            "the paper's value: the same ratio of its figure's bars (no interval); the rerun's: ratio of geometric "
-            "means with the calibrated Welch interval and decision of testbed_reports.inference (margin 2 %)"
+            "the paper's value: the same ratio of its figure's bars (no interval); the rerun's: ratio of "
+            "geometric means with the calibrated Welch interval and decision of testbed_reports.inference "
+            "(margin 2 %)"
         ),
     )
 
@@ -376,7 +438,9 @@ def _claim_rerun(obs: pd.DataFrame, p: Published) -> tuple[float | None, float |
     if cid.startswith("claim.lat_"):
         bs = str(p.extra.get("bs"))
         enc = ["SEV-Encrypted"] if "_sev_" in cid else ["TDX-Encrypted"]
-        rest = ["SEV-Non-Encrypted", "AMD-Non-SEV"] if "_sev_" in cid else ["TDX-Non-Encrypted", "Intel-Non-TDX"]
+        rest = (
+            ["SEV-Non-Encrypted", "AMD-Non-SEV"] if "_sev_" in cid else ["TDX-Non-Encrypted", "Intel-Non-TDX"]
+        )
         frames_a = pd.concat([_side(obs, enc, f"fio_{bs}_{op}", "write_clat_mean_s") for op in OPS[1::2]])
         frames_b = pd.concat([_side(obs, rest, f"fio_{bs}_{op}", "write_clat_mean_s") for op in OPS[1::2]])
         ov = overhead(frames_a, frames_b)
@@ -392,13 +456,21 @@ def _claim_rerun(obs: pd.DataFrame, p: Published) -> tuple[float | None, float |
     if cid in ("claim.credit_sev", "claim.credit_sev_enc"):
         slow = ["SEV-Non-Encrypted"] if cid == "claim.credit_sev" else ["SEV-Encrypted"]
         ov = overhead(_side(obs, slow, bench, nb), _side(obs, ["AMD-Non-SEV"], bench, nb))
-        pct = [None if not math.isfinite(x) else 100 * (1 - 1 / (1 + x / 100)) for x in (ov.point, ov.low, ov.high)]
+        pct = [
+            None if not math.isfinite(x) else 100 * (1 - 1 / (1 + x / 100))
+            for x in (ov.point, ov.low, ov.high)
+        ]
         return pct[0], pct[1], pct[2], ov.decision
     if cid == "claim.pycaret_double":
         vals = {lab: _side(obs, [lab], bench, nb)["value"] for lab in ("SEV-Encrypted", "SEV-Non-Encrypted")}
         if all(len(v) for v in vals.values()):
             means = sorted(float(v.mean()) for v in vals.values())
-            return means[1] / means[0], None, None, "ratio of the SEV machines' means (one execution each: no interval)"
+            return (
+                means[1] / means[0],
+                None,
+                None,
+                "ratio of the SEV machines' means (one execution each: no interval)",
+            )
     return None, None, None, "not in the rerun"
 
 
@@ -429,7 +501,9 @@ def _figures(obs: pd.DataFrame, pub: dict) -> list[StudyFigure]:
                 )
                 values[(op, f"{lab} (paper)")] = (float(p.value) if p else nan, nan, nan)
         palette = _palette([k[1] for k in values])
-        uri = grouped_bars(values, palette, f"Figure {fig}: fio latency 1M, {vendor}", "completion latency, ms")
+        uri = grouped_bars(
+            values, palette, f"Figure {fig}: fio latency 1M, {vendor}", "completion latency, ms"
+        )
         figures.append(
             StudyFigure(
                 f"Figure {fig}",

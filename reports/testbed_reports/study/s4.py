@@ -61,7 +61,9 @@ def _cells(ds: Any) -> tuple[pd.DataFrame, list[str]]:
     paths = sorted({Path(str(s)) for s in ds.records["source"].unique() if str(s).endswith(".jsonl")})
     df = crypto_tables.cells(paths)
     if df.empty:
-        raise StudyError("S4: the results hold no crypto cells", hint="run workloads/plans/crypto-hypervisor.yml")
+        raise StudyError(
+            "S4: the results hold no crypto cells", hint="run workloads/plans/crypto-hypervisor.yml"
+        )
     groups = df["groups"].astype(str).str.split(",")
     df["side"] = [("hyperv" if "hyperv" in g else "kvm" if "kvm" in g else None) for g in groups]
     notes = []
@@ -100,7 +102,8 @@ def build(ds: Any, manifest: Manifest) -> StudyView:
     kvm = sorted(set(df.loc[df["side"] == "kvm", "label"].astype(str)))
     view.provenance += [
         f"Hyper-V side: {', '.join(hv)}; KVM side: {', '.join(kvm)}",
-        f"cells: {len(df)} (cell x repetition), languages: {', '.join(sorted(set(df['language'].astype(str))))}",
+        f"cells: {len(df)} (cell x repetition), languages: "
+        + ", ".join(sorted(set(df["language"].astype(str)))),
         f"runs: {', '.join(sorted(set(df['run_id'].astype(str))))}",
     ]
     view.notes += notes
@@ -125,7 +128,11 @@ def _experiment_rows(man_pub: dict[str, Published], number: str) -> list[dict[st
     """The paper's experiments of Table ``number``: experiment, key, cores, file."""
     seen: dict[int, dict[str, Any]] = {}
     for pid, p in man_pub.items():
-        if pid.startswith(f"t{number}.e") and p.extra.get("hypervisor") == "hyperv" and p.extra.get("quantity") == "enc_time":
+        if (
+            pid.startswith(f"t{number}.e")
+            and p.extra.get("hypervisor") == "hyperv"
+            and p.extra.get("quantity") == "enc_time"
+        ):
             e = int(p.extra["experiment"])
             seen[e] = {
                 "experiment": e,
@@ -143,7 +150,12 @@ def _experiments(
     rows = []
     for e in _experiment_rows(pub, number):
         cells = _select(df, alg=alg, key_bits=e["key"], cores=e["cores"], file_bytes=e["bytes"])
-        row: dict[str, Any] = {"exp.": e["experiment"], "key": e["key"], "cores": e["cores"], "file": e["file"]}
+        row: dict[str, Any] = {
+            "exp.": e["experiment"],
+            "key": e["key"],
+            "cores": e["cores"],
+            "file": e["file"],
+        }
         for side in SIDES:
             for op_short, op in OPS.items():
                 for q, (col, unit) in QUANTITIES.items():
@@ -157,7 +169,9 @@ def _experiments(
             p_hv = pub.get(f"t{number}.e{e['experiment']:02d}.hyperv.{op_short}_time")
             p_kvm = pub.get(f"t{number}.e{e['experiment']:02d}.kvm.{op_short}_time")
             signed = pct_over(_v(p_hv), _v(p_kvm))
-            paper = derived(f"t{number}.e{e['experiment']:02d}.{op_short}.ratio", p_hv.source if p_hv else source, signed)
+            paper = derived(
+                f"t{number}.e{e['experiment']:02d}.{op_short}.ratio", p_hv.source if p_hv else source, signed
+            )
             row[f"eq. 1 {op_short} time (%)"] = fmt(eq1(_mean(a), _mean(b)), 3)
             row[f"paper eq. 1 {op_short} (%)"] = fmt(eq1(_v(p_hv), _v(p_kvm)), 3)
             row[f"HV over KVM {op_short} (%)"] = ov.cell(paper)
@@ -203,7 +217,11 @@ def _averages(df: pd.DataFrame, alg: str) -> dict[str, Any]:
                     means.append(v.mean())
                     ses.append(v.std(ddof=1) / math.sqrt(len(v)) if len(v) > 1 else math.nan)
                 if means:
-                    se = math.sqrt(sum(s * s for s in ses)) / len(ses) if all(math.isfinite(s) for s in ses) else math.nan
+                    se = (
+                        math.sqrt(sum(s * s for s in ses)) / len(ses)
+                        if all(math.isfinite(s) for s in ses)
+                        else math.nan
+                    )
                     out[(side, op_short, q)] = (float(np.mean(means)), se, len(means))
     out["cells"] = part
     return out
@@ -227,7 +245,9 @@ def _average_table(avg: dict[Any, Any], pub: dict[str, Published], alg: str, tab
         row: dict[str, Any] = {ALG_NAME[alg]: SIDE_NAME[side]}
         for op_short in OPS:
             for q in QUANTITIES:
-                row[f"{op_short} {q}"] = _avg_cell(avg, (side, op_short, q), pub.get(f"t{number}.{side}.{op_short}_{q}"))
+                row[f"{op_short} {q}"] = _avg_cell(
+                    avg, (side, op_short, q), pub.get(f"t{number}.{side}.{op_short}_{q}")
+                )
         rows.append(row)
     diff: dict[str, Any] = {ALG_NAME[alg]: "Differences"}
     ratio: dict[str, Any] = {ALG_NAME[alg]: "eq. 1 (%)"}
@@ -237,9 +257,15 @@ def _average_table(avg: dict[Any, Any], pub: dict[str, Published], alg: str, tab
             p_hv, p_kv = pub.get(f"t{number}.hyperv.{op_short}_{q}"), pub.get(f"t{number}.kvm.{op_short}_{q}")
             d = None if hv is None or kv is None else hv[0] - kv[0]
             pd_ = None if p_hv is None or p_kv is None else round(float(p_hv.value) - float(p_kv.value), 4)
-            diff[f"{op_short} {q}"] = Cell(d, paper=derived(f"t{number}.diff.{op_short}_{q}", _src(p_hv), pd_, "")) if d is not None else Cell(None)
+            diff[f"{op_short} {q}"] = (
+                Cell(d, paper=derived(f"t{number}.diff.{op_short}_{q}", _src(p_hv), pd_, ""))
+                if d is not None
+                else Cell(None)
+            )
             e = None if hv is None or kv is None else eq1(hv[0], kv[0])
-            ratio[f"{op_short} {q}"] = Cell(e, paper=derived(f"t{number}.eq1.{op_short}_{q}", _src(p_hv), eq1(_v(p_hv), _v(p_kv))))
+            ratio[f"{op_short} {q}"] = Cell(
+                e, paper=derived(f"t{number}.eq1.{op_short}_{q}", _src(p_hv), eq1(_v(p_hv), _v(p_kv)))
+            )
             if e is None:
                 ratio[f"{op_short} {q}"] = Cell(None, paper=ratio[f"{op_short} {q}"].paper)
     rows += [diff, ratio]
@@ -249,7 +275,7 @@ def _average_table(avg: dict[Any, Any], pub: dict[str, Published], alg: str, tab
         [ALG_NAME[alg], *(f"{o} {q}" for o in OPS for q in QUANTITIES)],
         rows,
         source=_SOURCES[table],
-        note="time in s, CPU in %; the average of the algorithm's cells as the paper averaged its experiments",
+        note="time in s, CPU in %; the average of the cells, as the paper averaged its experiments",
     )
 
 
@@ -293,7 +319,10 @@ def _overall(averages: dict[str, dict[Any, Any]], pub: dict[str, Published]) -> 
     overall = {}
     for op_short in OPS:
         for q in QUANTITIES:
-            means = {side: [a[(side, op_short, q)][0] for a in averages.values() if (side, op_short, q) in a] for side in SIDES}
+            means = {
+                side: [a[(side, op_short, q)][0] for a in averages.values() if (side, op_short, q) in a]
+                for side in SIDES
+            }
             hv = float(np.mean(means["hyperv"])) if means["hyperv"] else None
             kv = float(np.mean(means["kvm"])) if means["kvm"] else None
             overall[(op_short, q)] = eq1(hv, kv)
@@ -322,7 +351,7 @@ def _overall(averages: dict[str, dict[Any, Any]], pub: dict[str, Published]) -> 
         ["quantity", "Hyper-V average", "KVM average", "paper Hyper-V", "paper KVM", "eq. 1 (%)"],
         rows,
         source="S4 L334-342",
-        note="the paper prints 10.5 % for encryption time where its own numbers give 11.0 % (manifest paper.inconsistencies)",
+        note="the paper prints 10.5 % for encryption time; its numbers give 11.0 % (paper.inconsistencies)",
     )
 
 
@@ -378,7 +407,11 @@ def _figure3(averages: dict[str, dict[Any, Any]], pub: dict[str, Published]) -> 
                 mean = got[0] if got else nan
                 values[(ALG_NAME[alg], f"{op_short} {SIDE_NAME[side]} (rerun)")] = (mean, nan, nan)
                 p = pub.get(f"t13.{alg}.{side}.{op_short}_time")
-                values[(ALG_NAME[alg], f"{op_short} {SIDE_NAME[side]} (paper)")] = (float(p.value) if p else nan, nan, nan)
+                values[(ALG_NAME[alg], f"{op_short} {SIDE_NAME[side]} (paper)")] = (
+                    float(p.value) if p else nan,
+                    nan,
+                    nan,
+                )
     colours = ["#1f77b4", "#aec7e8", "#ff7f0e", "#ffbb78", "#2ca02c", "#98df8a", "#d62728", "#ff9896"]
     names = list(dict.fromkeys(k[1] for k in values))
     palette = {n: colours[i % len(colours)] for i, n in enumerate(names)}

@@ -76,6 +76,48 @@ def _bulk_gcm(key_bits: int, payload: bytes, update: int) -> Callable[[int], obj
     return op
 
 
+def _cipher_op(
+    alg: A.Alg, op: str, key: bytes, payload: bytes | None, stream: str | None, chunk: int
+) -> Callable[[int], object]:
+    """One encryption or decryption of a block cipher (in memory, or of a streamed file)."""
+    name = alg.name
+    prefix = os.urandom(8)
+
+    def iv_for(n: int) -> bytes:
+        if name == "aes-gcm":
+            return prefix + n.to_bytes(4, "big")
+        if name == "aes-ctr":
+            return prefix + n.to_bytes(4, "big") + bytes(4)
+        return os.urandom(alg.block)
+
+    if stream and op == "decrypt":
+        iv0 = iv_for(0)
+        ciphertext = _ciphertext_file(
+            stream, lambda src, out: A.stream_encrypt(name, key, iv0, src, chunk, out)
+        )
+
+        def op_stream_decrypt(n: int) -> object:
+            with open(ciphertext, "rb", buffering=0) as src:
+                A.stream_decrypt(name, key, iv0, src, chunk, len)
+            return None
+
+        return op_stream_decrypt
+    if stream:
+
+        def op_stream(n: int) -> object:
+            with open(stream, "rb", buffering=0) as src:
+                A.stream_encrypt(name, key, os.urandom(alg.block), src, chunk, len)
+            return None
+
+        return op_stream
+    assert payload is not None
+    if op == "encrypt":
+        return lambda n: A.encrypt(name, key, iv_for(n), payload)
+    iv0 = iv_for(0)
+    ct = A.encrypt(name, key, iv0, payload)
+    return lambda n: A.decrypt(name, key, iv0, ct)
+
+
 def _make_op(
     alg: A.Alg,
     op: str,
@@ -96,42 +138,8 @@ def _make_op(
         priv = A.load_private(bytes.fromhex(vec["private_key"]))
         pub = A.load_public(bytes.fromhex(vec["public_key"]))
     key = os.urandom(key_bits // 8)
-    prefix = os.urandom(8)
     if alg.kind == "cipher":
-
-        def iv_for(n: int) -> bytes:
-            if name == "aes-gcm":
-                return prefix + n.to_bytes(4, "big")
-            if name == "aes-ctr":
-                return prefix + n.to_bytes(4, "big") + bytes(4)
-            return os.urandom(alg.block)
-
-        if stream and op == "decrypt":
-            iv0 = iv_for(0)
-            ciphertext = _ciphertext_file(
-                stream, lambda src, out: A.stream_encrypt(name, key, iv0, src, chunk, out)
-            )
-
-            def op_stream_decrypt(n: int) -> object:
-                with open(ciphertext, "rb", buffering=0) as src:
-                    A.stream_decrypt(name, key, iv0, src, chunk, len)
-                return None
-
-            return op_stream_decrypt
-        if stream:
-
-            def op_stream(n: int) -> object:
-                with open(stream, "rb", buffering=0) as src:
-                    A.stream_encrypt(name, key, os.urandom(alg.block), src, chunk, len)
-                return None
-
-            return op_stream
-        assert payload is not None
-        if op == "encrypt":
-            return lambda n: A.encrypt(name, key, iv_for(n), payload)
-        iv0 = iv_for(0)
-        ct = A.encrypt(name, key, iv0, payload)
-        return lambda n: A.decrypt(name, key, iv0, ct)
+        return _cipher_op(alg, op, key, payload, stream, chunk)
     if alg.kind == "mac":
         if stream:
 
