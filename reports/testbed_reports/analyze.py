@@ -11,7 +11,7 @@ import pandas as pd
 
 from testbed_reports.anova import ANOVA_NOTE, ANOVA_TYPE, tukey, two_way_anova
 from testbed_reports.errors import ReportError
-from testbed_reports.stats import group_stats
+from testbed_reports.stats import group_table
 
 
 def parse_where(specs: list[str]) -> dict[str, str]:
@@ -72,15 +72,7 @@ def analyze(
 ) -> dict[str, Any]:
     """Compute and write ``out/stats.json`` (+ groups.csv, anova.csv); returns the stats."""
     df = _load(csv, metric, by, where, tukey_factors or [])
-    groups = []
-    for raw_key, part in df.groupby(by, sort=True):
-        key = raw_key if isinstance(raw_key, tuple) else (raw_key,)
-        groups.append(
-            {
-                "group": {c: _plain(k) for c, k in zip(by, key, strict=False)},
-                **group_stats(part[metric].to_numpy(dtype=float)),
-            }
-        )
+    groups = group_table(df, by, metric)
     result: dict[str, Any] = {
         "csv": str(csv),
         "metric": metric,
@@ -108,7 +100,3 @@ def analyze(
     if "tukey" in result:
         pd.DataFrame(result["tukey"]).to_csv(out / "tukey.csv", index=False)
     return result
-
-
-def _plain(x: Any) -> Any:
-    return x.item() if isinstance(x, np.generic) else x

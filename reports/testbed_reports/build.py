@@ -19,12 +19,12 @@ from matplotlib.colors import to_hex
 from testbed_reports import __version__, crypto_tables, figures, plots, svgplot
 from testbed_reports.anova import ANOVA_NOTE, anova_codes
 from testbed_reports.audit import attest_column
-from testbed_reports.compare import auto_pairs, compare, parse_pairs
+from testbed_reports.compare import auto_pairs, compare, headline, parse_pairs
 from testbed_reports.diagnostics import diagnostics, windows
 from testbed_reports.errors import ReportError
 from testbed_reports.export import parameter_anova
 from testbed_reports.fingerprint import fingerprints, label_factors, mismatches
-from testbed_reports.inference import DEFAULT_MARGIN, primary_set
+from testbed_reports.inference import DEFAULT_MARGIN, MachineSpread, primary_set
 from testbed_reports.load import Dataset, load
 from testbed_reports.stats import MIN_N_CV_CI, describe
 
@@ -229,6 +229,29 @@ def _md(text: Any) -> str:
     return flat.translate(_MD_SPECIAL)
 
 
+def _verdict_md(c: Any, prefix: str = "") -> str:
+    return f"- {prefix}{_md(c.verdict)}" + (f" [{_md(c.diagnostics)}]" if c.diagnostics else "")
+
+
+def _decisions_md(cmp: pd.DataFrame) -> list[str]:
+    """Primary decisions per scope (with their counts), then secondary ones under their benchmark."""
+    parts: list[str] = []
+    prim = cmp[cmp["primary"].astype(bool)]
+    for scope, title in (("types", "VM types (machines as replicates)"), ("machines", "these machines")):
+        part = prim[prim["scope"] == scope]
+        if part.empty:
+            continue
+        counts = part["decision"].value_counts()
+        tally = ", ".join(f"{int(counts.get(d, 0))} {d}" for d in DECISIONS)
+        parts += [f"### Primary metrics, scope {scope}: {title} ({len(part)}: {tally})", ""]
+        parts += [_verdict_md(c, f"**{c.decision}**: ") for c in part.itertuples(index=False)] + [""]
+    sec = cmp[~cmp["primary"].astype(bool)]
+    for bench, part in sec.groupby("benchmark", sort=True):
+        parts += [f"### {_md(bench)}: secondary metrics (unadjusted, not counted above)", ""]
+        parts += [_verdict_md(c, f"{c.decision} (unadjusted): ") for c in part.itertuples(index=False)] + [""]
+    return parts
+
+
 def _summary_md(name: str, rep: Report, labels: list[str]) -> str:
     parts = [f"# Benchmark report: {_md(name)}", "", f"Labels: {', '.join(_md(x) for x in labels)}", ""]
     if rep.problems:
@@ -240,10 +263,7 @@ def _summary_md(name: str, rep: Report, labels: list[str]) -> str:
         parts += ["No comparison pairs (add inventory groups or use --compare A:B).", ""]
     else:
         cmp = rep.comparisons.sort_values("primary", ascending=False, kind="stable")
-        parts += [
-            f"- **{c.decision}**: {_md(c.verdict)}" + (f" [{_md(c.diagnostics)}]" if c.diagnostics else "")
-            for c in cmp.itertuples(index=False)
-        ] + [""]
+        parts += _decisions_md(cmp)
         parts += [
             _md_table(
                 cmp,
@@ -252,6 +272,7 @@ def _summary_md(name: str, rep: Report, labels: list[str]) -> str:
                     "benchmark",
                     "metric",
                     "primary",
+                    "scope",
                     "overhead_percent",
                     "overhead_ci_low",
                     "overhead_ci_high",
@@ -338,11 +359,13 @@ def build(
     margin: float = DEFAULT_MARGIN,
     margins: Mapping[str, float] | None = None,
     anova_log: bool = True,
+    prior: MachineSpread | None = None,
 ) -> Report:
     """Build the report of DESIGN.md section 6 into ``out``.
 
     ``margin`` is the equivalence margin in percent; ``margins`` overrides it per benchmark (and
-    wins over a record's own ``margin_percent``).
+    wins over a record's own ``margin_percent``); ``prior`` is an optional machine-spread prior
+    (inference.MachineSpread) that makes one-machine labels type-level.
     """
     if not (math.isfinite(margin) and 0 < margin < 100):
         raise ReportError(f"--margin {margin!r}: expected a percentage between 0 and 100")
@@ -366,7 +389,7 @@ def build(
     desc["diagnostics"] = ["; ".join(notes.get(k, [])) for k in keys]
     pairs = parse_pairs(list(compare_specs), labels) if compare_specs else auto_pairs(factors)
     per_bench = {**ds.margins, **(margins or {})}
-    cmp = compare(ds.obs, desc, pairs, margin, per_bench, notes, windows(ds.records))
+    cmp = compare(ds.obs, desc, pairs, margin, per_bench, notes, windows(ds.records), prior)
     suspect = {lab for lab, _ in flagged}
     if len(cmp):
         bad_rows = cmp["a"].isin(suspect) | cmp["b"].isin(suspect)
@@ -457,25 +480,9 @@ def _write_json(
 
 
 def _overview(cmp: pd.DataFrame) -> list[dict[str, Any]]:
-    """One line per comparison: how many metrics were decided slower, faster, equivalent, inconclusive."""
-    out = []
-    for name, part in cmp.groupby("comparison", sort=False):
-        ovh = part["overhead_percent"].to_numpy(float)
-        ovh = ovh[np.isfinite(ovh)]
-        dec = part["decision"].value_counts()
-        out.append(
-            {
-                "comparison": name,
-                "kind": part["kind"].iloc[0],
-                "metrics": len(part),
-                **{d: int(dec.get(d, 0)) for d in DECISIONS},
-                "median": float(np.median(ovh)) if len(ovh) else None,
-                "min": float(ovh.min()) if len(ovh) else None,
-                "max": float(ovh.max()) if len(ovh) else None,
-                "mismatch": bool(part["evidence_mismatch"].any()),
-            }
-        )
-    return out
+    """The headline: per comparison and scope, the primary metrics decided slower, faster,
+    equivalent, inconclusive (compare.headline; secondary metrics never count here)."""
+    return headline(cmp)
 
 
 def _heat(cmp: pd.DataFrame) -> dict[str, Any]:
@@ -495,10 +502,13 @@ def _heat(cmp: pd.DataFrame) -> dict[str, Any]:
             if not math.isfinite(v):
                 row.append({"text": "", "color": "#fff", "title": ""})
                 continue
-            star = "*" if r.decision in ("slower", "faster") else ""
+            decided = r.decision in ("slower", "faster") and bool(r.primary)
+            star = ("*" if r.scope == "types" else "†") if decided else ""
             shade = to_hex(cmap(0.5 + 0.5 * max(-1.0, min(1.0, v / lim))))
             row.append({"text": f"{v:+.1f}{star}", "color": shade, "title": r.verdict})
-        rows.append({"name": f"{bench} · {metric}", "cells": row})
+        first = next((cells[(bench, metric, c)] for c in cols if (bench, metric, c) in cells), None)
+        tag = "" if first is None or bool(first.primary) else " (secondary, unadjusted)"
+        rows.append({"name": f"{bench} · {metric}{tag}", "cells": row})
     return {"cols": cols, "rows": rows, "lim": lim}
 
 
