@@ -60,13 +60,17 @@ def test_overheads_recover_the_known_slowdowns(view) -> None:
     calibrated intervals contain those and decide 'slower'; TDX vs TDX: equivalent or inconclusive."""
     rows = _table(view, "Confidential vs twin").rows
     truth = {"SEV-Encrypted vs AMD-Non-SEV": 30.0, "SEV-Non-Encrypted vs AMD-Non-SEV": 20.0}
+    # runs are the unit: the notebooks run 5 (SimplePrime) and 3 (energy, not compared) times, pyperf once
     cells = [
         (r["overhead of the first (%)"], truth[r["comparison"]], r["decision"])
         for r in rows
-        if r["measure"].startswith("pyperformance") and r["comparison"] in truth
+        if r["measure"] == "SimplePrime" and r["comparison"] in truth
     ]
-    assert len(cells) == 4 and {d for _, _, d in cells} == {"slower"}
-    assert sum(c.low <= x <= c.high for c, x, _ in cells) >= 3  # 95 % intervals: nearly all contain it
+    assert len(cells) == 2 and {d for _, _, d in cells} == {"slower"}
+    assert all(c.low <= x <= c.high for c, x, _ in cells)
+    once = [r for r in rows if r["measure"] == "pyperformance crypto_pyaes"]
+    assert all(r["overhead of the first (%)"].low is None for r in once)  # one run a side: a point only
+    assert {r["decision"] for r in once} == {"inconclusive"}
     pyaes = {r["comparison"]: r for r in rows if r["measure"] == "pyperformance crypto_pyaes"}
     enc = pyaes["SEV-Encrypted vs AMD-Non-SEV"]["overhead of the first (%)"]
     assert pyaes["TDX-Encrypted vs TDX-Non-Encrypted"]["decision"] in ("equivalent", "inconclusive")

@@ -1,7 +1,8 @@
 """Rebuilt numbers of the VM studies (S2, S4): a rerun's value with its interval beside the paper's.
 
-Two kinds of cell. A **level** (a machine's mean time, a bandwidth): the mean of the rerun's runs
-with a t interval of the mean (unit of replication: the run; no interval from one run). An
+Two kinds of cell. A **level** (a machine's time, a bandwidth): the summary of the rerun's runs
+by :func:`testbed_shared.intervals.describe` (for a positive quantity the geometric mean with its
+log-scale t interval; the unit of replication is the run, so one run gives no interval). An
 **overhead** of one side over another (a confidential VM over its twin, Hyper-V over KVM): the
 ratio of geometric means with the calibrated Welch interval and decision of
 :mod:`testbed_reports.inference` (estimand, unit and error control as documented there), shown
@@ -15,12 +16,11 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
 from testbed_reports import inference
-from testbed_reports.stats import group_stats
 from testbed_reports.study.view import Cell
+from testbed_shared.intervals import describe
 from testbed_shared.studies import Published
 
 NAN = float("nan")
@@ -29,14 +29,22 @@ NAN = float("nan")
 def level(
     values: Iterable[float], paper: Published | None = None, scale: float = 1.0, note: str = ""
 ) -> Cell:
-    """The mean of ``values`` (times ``scale``) with its 95 % t interval; None when there are none."""
-    v = np.asarray([x * scale for x in values if x is not None and math.isfinite(x)], dtype=float)
-    if not len(v):
+    """The runs ``values`` (times ``scale``) summarised with their 95 % interval (none from one run)."""
+    v = [x * scale for x in values if x is not None and math.isfinite(x)]
+    if not v:
         return Cell(None, paper=paper, note=note or "no rerun value")
-    s = group_stats(v)
-    low, high = (s["ci95_low"], s["ci95_high"]) if len(v) > 1 else (None, None)
-    text = f"mean of {len(v)} run(s)" + ("" if len(v) > 1 else "; one run: no interval")
-    return Cell(s["mean"], low, high, paper=paper, note=f"{text}{'; ' + note if note else ''}")
+    s = describe(v)
+    centre = s["geomean"] if s["ci_scale"] == "log" else s["mean"]
+    if len(v) < 2:
+        return Cell(centre, paper=paper, note=f"one run: no interval{'; ' + note if note else ''}")
+    what = "geometric mean" if s["ci_scale"] == "log" else "mean"
+    return Cell(
+        centre,
+        s["ci_low"],
+        s["ci_high"],
+        paper=paper,
+        note=f"{what} of {len(v)} runs{'; ' + note if note else ''}",
+    )
 
 
 @dataclass

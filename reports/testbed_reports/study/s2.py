@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from testbed_reports.numerics import cv_ci
+from testbed_reports.runs import runs
 from testbed_reports.study import StudyError
 from testbed_reports.study.rerun import derived, level, overhead
 from testbed_reports.study.view import Cell, StudyFigure, StudyTable, StudyView
@@ -76,9 +77,11 @@ def _disk(ds: Any, run_id: str, host: str) -> Any:
 
 
 def _obs(ds: Any) -> pd.DataFrame:
-    obs = ds.obs.copy()
-    if obs.empty:
+    """One row per run and metric (pyperf's values of a run summarised: testbed_reports.runs),
+    with the paper's label of its machine."""
+    if ds.obs.empty:
         raise StudyError("S2: the results hold no observations")
+    obs = runs(ds.obs)
     keys = obs[["run_id", "host", "label", "groups"]].astype(str).drop_duplicates()
     names = {
         (r.run_id, r.host): paper_label(r.label, r.groups, _disk(ds, r.run_id, r.host))
@@ -183,7 +186,7 @@ def _pyperf(obs: pd.DataFrame, pub: dict) -> StudyTable:
         ["benchmark", *LABELS],
         rows,
         source="S2 L533-564",
-        note="pyperf's values of each benchmark in the run (its runs x values); the paper: the summary mean",
+        note="a run's value is pyperf's mean of the benchmark (its runs x values); the paper drew that mean",
     )
 
 
