@@ -54,7 +54,7 @@ def check_weak_keys(alg: str, key_bits: list[int], allowed: bool) -> None:
         if why:
             raise ParamError(
                 "params.key_bits",
-                f"{why} is unsafe today: only a study plan that sets {SETTING}: true at its top level runs it",
+                f"{why} is unsafe today: only a study plan setting {SETTING}: true at its top level runs it",
             )
 
 
