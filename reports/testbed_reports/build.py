@@ -27,6 +27,8 @@ from testbed_reports.fingerprint import fingerprints, label_factors, mismatches
 from testbed_reports.inference import DEFAULT_MARGIN, MachineSpread, primary_set
 from testbed_reports.load import Dataset, load
 from testbed_reports.stats import MIN_N_CV_CI, describe
+from testbed_shared.atomic import write_atomically
+from testbed_shared.safecsv import write_frame
 
 DECISIONS = ("slower", "faster", "equivalent", "inconclusive")
 #: label factors crossed in two-way ANOVAs: protection x CPU vendor, protection x disk encryption
@@ -406,28 +408,26 @@ def build(
     _write_tables(out, rep, bad, ds)
     rep.crypto = crypto_tables.section(*crypto_tables.write([Path(p) for p in paths], out))
     _write_json(out, name, rep, bad, ds, labels, pairs)
-    (out / "summary.md").write_text(_summary_md(name, rep, labels), encoding="utf-8")
+    write_atomically(out / "summary.md", _summary_md(name, rep, labels), what="report")
     html = _render(name, rep, bad, ds, labels)
-    (out / "index.html").write_text(html, encoding="utf-8")
+    write_atomically(out / "index.html", html, what="report")
     return rep
 
 
 def _write_tables(out: Path, rep: Report, bad: pd.DataFrame, ds: Dataset) -> None:
-    rep.descriptives.to_csv(out / "descriptives.csv", index=False)
-    rep.comparisons.to_csv(out / "comparisons.csv", index=False)
-    rep.fingerprints.to_csv(out / "fingerprints.csv", index=False)
-    rep.status.to_csv(out / "status.csv", index=False)
-    bad.to_csv(out / "failed_runs.csv", index=False)
+    write_frame(rep.descriptives, out / "descriptives.csv")  # safe CSV cells (issue 26)
+    write_frame(rep.comparisons, out / "comparisons.csv")
+    write_frame(rep.fingerprints, out / "fingerprints.csv")
+    write_frame(rep.status, out / "status.csv")
+    write_frame(bad, out / "failed_runs.csv")
     rows = [
         {"benchmark": a["benchmark"], "metric": a["metric"], "factors": "x".join(a["factors"]), **r}
         for a in rep.anova
         for r in a["table"]
     ]
-    pd.DataFrame(
-        rows,
-        columns=["benchmark", "metric", "factors", "source", "df", "ss", "ss_percent", "F", "F_crit", "p"],
-    ).to_csv(out / "anova.csv", index=False)
-    _pct_table(ds).to_csv(out / "percentiles.csv", index=False)
+    cols = ["benchmark", "metric", "factors", "source", "df", "ss", "ss_percent", "F", "F_crit", "p"]
+    write_frame(pd.DataFrame(rows, columns=cols), out / "anova.csv")
+    write_frame(_pct_table(ds), out / "percentiles.csv")
     rows = [
         {
             "type": a["type"],
@@ -439,7 +439,7 @@ def _write_tables(out: Path, rep: Report, bad: pd.DataFrame, ds: Dataset) -> Non
         for a in rep.param_anova
         for r in a["table"]
     ]
-    pd.DataFrame(rows).to_csv(out / "parameter_anova.csv", index=False)
+    write_frame(pd.DataFrame(rows), out / "parameter_anova.csv")
 
 
 def _pct_table(ds: Dataset) -> pd.DataFrame:
@@ -476,7 +476,7 @@ def _write_json(
         "failed_runs": _records(bad),
         "method": METHOD,
     }
-    (out / "stats.json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    write_atomically(out / "stats.json", json.dumps(data, indent=1) + "\n", what="report")
 
 
 def _overview(cmp: pd.DataFrame) -> list[dict[str, Any]]:

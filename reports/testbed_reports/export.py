@@ -18,6 +18,7 @@ from testbed_reports.inference import primary_set
 from testbed_reports.load import OBS_COLUMNS, Dataset
 from testbed_reports.runs import run_codes, runs
 from testbed_reports.stats import summaries
+from testbed_shared.safecsv import write_frame
 
 PARAM_PREFIX = "param."
 #: a parameter (or the label) is a factor of a metric when it takes 2..MAX_LEVELS values there
@@ -67,7 +68,7 @@ def export_csv(ds: Dataset, path: Path) -> int:
     table = observations(ds)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        table.to_csv(path, index=False)
+        write_frame(table, path, what="export")  # safe CSV cells, atomic (issue 26)
     except OSError as exc:
         raise ReportError(f"{path}: cannot write CSV ({exc.strerror})") from None
     return len(table)
