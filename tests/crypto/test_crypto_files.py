@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from testbed_agent.workloads.crypto_files import (
+from testbed_agent.workloads.crypto.files import (
     KINDS,
     FileKindError,
     cached_file,

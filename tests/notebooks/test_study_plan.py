@@ -18,9 +18,9 @@ import pytest
 from nbhelpers import NOTEBOOKS, ROOT, STUDY_PLAN, Runner, code_outputs, write_notebook
 
 from testbed_agent.plan import ParamError, load_plan, resolve_type
-from testbed_agent.workloads.fio import job_file
-from testbed_agent.workloads.nbaliases import aliases, dataset_generator, notebook_alias
+from testbed_agent.workloads.fio import Fio, job_file
 from testbed_agent.workloads.notebook import locate
+from testbed_agent.workloads.notebook.aliases import aliases, dataset_generator, notebook_alias
 from testbed_shared.studies import manifest
 
 S2 = manifest("S2")
@@ -96,8 +96,9 @@ def test_fio_jobs_run_the_study_s_fio_command() -> None:
         bs, rw = b.name.split("_")[1:3]
         env = {"FIO_FILENAME": "/tmp/x", "FIO_SIZE": str(1 << 30), "FIO_RUNTIME": "60"}
         env |= {"FIO_IOENGINE": b.params["ioengine"], "FIO_IODEPTH": str(b.params["iodepth"])}
+        job = str(job_file(b, Fio.parse(b)))
         shown = subprocess.run(
-            ["fio", "--showcmd", str(job_file(b))], env=env, capture_output=True, text=True, check=True
+            ["fio", "--showcmd", job], env=env, capture_output=True, text=True, check=True
         ).stdout
         ours = dict(_options(shlex.split(shown)[1:]))
         rw_fio = {"sequentialread": "read", "sequentialwrite": "write", "randomread": "randread"}

@@ -8,8 +8,8 @@ guests of a stated vCPU count, file kinds, a user's files, and which languages d
 * ``guest_cpus: [N]``: a cell meant for a guest of exactly N vCPUs (S4 changed the VM's cores
   per experiment); it runs only where the machine has N CPUs and is skipped, with the reason,
   elsewhere. (``cpus`` pins with taskset inside one machine instead.)
-* ``payload: pdf | image | archive``: files of that kind (:mod:`crypto_files`); ``files_dir``:
-  a user's own files, each a cell of its size and of the kind its extension says.
+* ``payload: pdf | image | archive``: files of that kind (:mod:`testbed_agent.workloads.crypto.files`);
+  ``files_dir``: a user's own files, each a cell of its size and of the kind its extension says.
 * Languages: ``rsa-raw`` and the decryption of a streamed file are implemented in Python only
   (S4's language); the other programs decrypt a file by reading it into memory, which is allowed
   up to :data:`MEMORY_DECRYPT_MAX` bytes; past that, and for ``rsa-raw``, their cells are skipped
@@ -21,8 +21,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from testbed_agent.plan import ParamError
-from testbed_agent.workloads.crypto_files import KINDS, cached_file, minimum_size
+from testbed_agent.params import ParamError
+from testbed_agent.workloads.crypto.files import KINDS, cached_file, minimum_size
 
 #: kinds of a payload or of generated files (the first three are the original ones)
 PAYLOADS = ("random", "json", "text", *KINDS)

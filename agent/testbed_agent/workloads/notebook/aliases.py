@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
+from typing import Any
 
 import yaml
 
-from testbed_agent.plan import ParamError
+from testbed_agent.params import ParamError
+from testbed_shared.paths import notebooks_dir
 
 ALIASES_FILE = "aliases.yml"
 
@@ -29,8 +31,6 @@ def _load(path: str, mtime: float) -> dict[str, dict[str, str]]:
 
 def aliases() -> dict[str, dict[str, str]]:
     """The alias tables of the current notebooks directory."""
-    from testbed_agent.workloads.notebook import notebooks_dir
-
     path = notebooks_dir() / ALIASES_FILE
     mtime = path.stat().st_mtime if path.is_file() else 0.0
     return _load(str(path), mtime)
@@ -64,16 +64,15 @@ def _listed(gen_file: Path, name: str) -> list[str]:
     return []
 
 
-def dataset_source(name: str) -> dict[str, str]:
+def dataset_origin(name: str) -> dict[str, Any]:
     """Where data set ``name`` of a plan comes from on this machine, as the notebook workload
     resolves it: its generator, and ``real`` (every file placed in datasets/real/<generator>/),
     ``real, converted`` (the generator's other real form placed) or ``generated``."""
-    from testbed_agent.workloads.notebook import generators_dir
-
+    gens = notebooks_dir() / "datasets"
     gen = dataset_generator(name)
-    real = generators_dir() / "real" / gen
-    files = _listed(generators_dir() / f"{gen}.py", "FILES")
-    alternative = _listed(generators_dir() / f"{gen}.py", "REAL_ALTERNATIVE")
+    real = gens / "real" / gen
+    files = _listed(gens / f"{gen}.py", "FILES")
+    alternative = _listed(gens / f"{gen}.py", "REAL_ALTERNATIVE")
     if files and all((real / f).exists() for f in files):
         source = "real"
     elif alternative and all((real / f).exists() for f in alternative):
