@@ -484,7 +484,7 @@ def _ov(ov: Any) -> tuple[float | None, float | None, float | None, str]:
 
 def _figures(obs: pd.DataFrame, pub: dict) -> list[StudyFigure]:
     """Figure 17/18's layout (write latency, 1M, per vendor) with the paper's bars beside the rerun's."""
-    from testbed_reports.svgplot import grouped_bars  # noqa: PLC0415 - figures only
+    from testbed_reports.svgplot import grouped_bars
 
     figures = []
     for vendor, labels in VENDORS.items():

@@ -396,7 +396,7 @@ def crypto_size(n: int) -> str:
 
 def _figure3(averages: dict[str, dict[Any, Any]], pub: dict[str, Published]) -> StudyFigure:
     """Figure 3's layout: time per algorithm, encryption and decryption, KVM and Hyper-V."""
-    from testbed_reports.svgplot import grouped_bars  # noqa: PLC0415 - figures only
+    from testbed_reports.svgplot import grouped_bars
 
     values: dict[tuple[str, str], tuple[float, float, float]] = {}
     nan = math.nan

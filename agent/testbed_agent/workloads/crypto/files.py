@@ -51,7 +51,7 @@ class FileKindError(ValueError):
 
 def _stream(kind: str, size: int, seed: int) -> Iterator[bytes]:
     """Deterministic high-entropy bytes: AES-256-CTR keystream, in pieces of at most PIECE."""
-    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes  # noqa: PLC0415 - only when a file is made
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
     key = hashlib.sha256(f"testbed-crypto-file:{kind}:{size}:{seed}".encode()).digest()
     enc = Cipher(algorithms.AES(key), modes.CTR(bytes(16))).encryptor()
