@@ -30,14 +30,17 @@ from typing import Any
 from testbed_agent import clouds, workloads
 from testbed_agent.plan import Benchmark, Plan, load_plan
 from testbed_agent.plan_derive import add_derive_parser, add_set_argument, derived_plan
+from testbed_agent.workloads import notebook
+from testbed_agent.workloads.crypto.estimate import FILE_MBPS
+from testbed_agent.workloads.notebook.aliases import dataset_origin
 from testbed_shared.errors import TestbedError
+from testbed_shared.groups import GROUPS
 from testbed_shared.studies import Element, Manifest, manifest_for_plan
 
 #: typical seconds of one execution of a type this agent does not know
 UNKNOWN_TYPE_S = 60.0
 #: the plan-level host variables the machine matrix shows (each cloud adds its own)
 HOST_VARS = ("testbed_label", "testbed_disk_encryption")
-GROUPS = ("sev", "tdx", "amd_baseline", "intel_baseline", "kvm", "hyperv", "faas", "local")
 
 
 @dataclass(frozen=True)
@@ -129,7 +132,7 @@ def machines(inventories: list[Path]) -> list[dict[str, Any]]:
     cmd = [tool, "--list"]
     for inv in inventories:
         cmd += ["-i", str(inv)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)  # noqa: S603 - ansible-inventory on the controller, bounded, before any run
     if proc.returncode != 0:
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise TestbedError(f"ansible-inventory failed on {', '.join(map(str, inventories))}: {tail[:300]}")
@@ -205,14 +208,11 @@ def show(args: argparse.Namespace) -> int:
 
 def notebook_datasets(plan: Plan) -> list[dict[str, Any]]:
     """Each notebook benchmark's data sets: generator and where the files come from here."""
-    from testbed_agent.workloads.notebook import locate, notebook_datasets
-    from testbed_agent.workloads.notebook.aliases import dataset_origin
-
     return [
         {"index": b.index, "benchmark": b.name, **dataset_origin(name)}
         for b in plan.benchmarks
         if b.type == "kaggle_notebook"
-        for name in notebook_datasets(b, locate(b.name))
+        for name in notebook.notebook_datasets(b, notebook.locate(b.name))
     ]
 
 
@@ -281,8 +281,11 @@ def _print_table(plan: Plan, rows: list[Execution], total: dict[str, Any]) -> No
     ]
     _print_columns(head, table)
     span = human(total["estimated_s"])
+    for wtype in dict.fromkeys(r.type for r in rows):
+        workload = workloads.get(wtype)
+        if workload is not None and workload.estimate_note:
+            print(f"({wtype}: {workload.estimate_note})")
     if any(r.type == "crypto" for r in rows):
-        print("(crypto: estimated from file bytes and measured cipher rates, docs/crypto.md)")
         _print_files(rows)
     if total["executions_max"] != total["executions"]:
         span += f" .. {human(total['estimated_max_s'])}"
@@ -325,8 +328,6 @@ def _print_files(rows: list[Execution]) -> None:
     distinct = {(f["kind"], s) for f in files for s in f["sizes"]}
     scratch = sum(s for _, s in distinct) + max(f["ciphertext_bytes"] for f in files)
     largest = max(s for _, s in distinct)
-    from testbed_agent.workloads.crypto.estimate import FILE_MBPS
-
     make = sum(s / (FILE_MBPS.get(k, 200) * 1e6) for k, s in distinct)
     gib = 1 << 30
     print(

@@ -16,6 +16,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from cryptography.hazmat.primitives import hashes
+
+from testbed_shared.attest import chain, keys
 from testbed_shared.attest.model import EvidenceError, Result
 
 TCB_SIGNING_CN = "Intel SGX TCB Signing"
@@ -60,9 +63,6 @@ def _signature(
     when: datetime,
 ) -> None:
     """Find the TCB signing certificate whose key made ``sig`` and check its chain to Intel's root."""
-    from cryptography.hazmat.primitives import hashes
-
-    from testbed_shared.attest import chain, keys
 
     signers = [c for c in pool if chain.cn(c) == TCB_SIGNING_CN]
     signer = next((c for c in signers if keys.ecdsa_raw_ok(c.public_key(), body, sig, hashes.SHA256())), None)
@@ -128,6 +128,8 @@ def tcb_level_status(
     major version, TEE_TCB_SVN[1], is non-zero)."""
     if not isinstance(levels, list):
         raise EvidenceError(f"{source}: tcbLevels is not a list")
+    if len(pck.get("sgx_tcb", [])) != 16:
+        return "no SGX TCB components in the PCK certificate", None
     start = 2 if tee_svn[1] > 0 else 0
     for level in levels:
         sgx = _svns(level, "sgxtcbcomponents", 16, source)

@@ -27,6 +27,7 @@ from testbed_reports.runs import runs
 from testbed_reports.study import StudyError
 from testbed_reports.study.rerun import derived, level, overhead
 from testbed_reports.study.view import Cell, StudyFigure, StudyTable, StudyView
+from testbed_reports.svgplot import grouped_bars
 from testbed_shared.studies import Manifest, Published
 
 AMD = ["SEV-Encrypted", "SEV-Non-Encrypted", "AMD-Non-SEV"]
@@ -484,8 +485,6 @@ def _ov(ov: Any) -> tuple[float | None, float | None, float | None, str]:
 
 def _figures(obs: pd.DataFrame, pub: dict) -> list[StudyFigure]:
     """Figure 17/18's layout (write latency, 1M, per vendor) with the paper's bars beside the rerun's."""
-    from testbed_reports.svgplot import grouped_bars
-
     figures = []
     for vendor, labels in VENDORS.items():
         fig = 17 if vendor == "AMD-SEV" else 18

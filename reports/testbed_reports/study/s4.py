@@ -31,6 +31,7 @@ from testbed_reports import crypto_tables
 from testbed_reports.study import StudyError
 from testbed_reports.study.rerun import derived, eq1, level, overhead, pct_over
 from testbed_reports.study.view import Cell, StudyFigure, StudyTable, StudyView, fmt
+from testbed_reports.svgplot import grouped_bars
 from testbed_shared.studies import Manifest, Published
 
 SIDES = ("hyperv", "kvm")
@@ -396,8 +397,6 @@ def crypto_size(n: int) -> str:
 
 def _figure3(averages: dict[str, dict[Any, Any]], pub: dict[str, Published]) -> StudyFigure:
     """Figure 3's layout: time per algorithm, encryption and decryption, KVM and Hyper-V."""
-    from testbed_reports.svgplot import grouped_bars
-
     values: dict[tuple[str, str], tuple[float, float, float]] = {}
     nan = math.nan
     for alg, avg in averages.items():

@@ -51,7 +51,8 @@ class FileKindError(ValueError):
 
 def _stream(kind: str, size: int, seed: int) -> Iterator[bytes]:
     """Deterministic high-entropy bytes: AES-256-CTR keystream, in pieces of at most PIECE."""
-    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+    # cryptography is the agent's optional [crypto] extra: needed only when a file is generated
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes  # noqa: PLC0415 - optional extra
 
     key = hashlib.sha256(f"testbed-crypto-file:{kind}:{size}:{seed}".encode()).digest()
     enc = Cipher(algorithms.AES(key), modes.CTR(bytes(16))).encryptor()
@@ -210,7 +211,8 @@ def _chunk(fh: BinaryIO, ctype: bytes, pieces: Iterator[bytes] | list[bytes], le
         fh.write(piece)
         crc = zlib.crc32(piece, crc)
         written += len(piece)
-    assert written == length
+    if written != length:
+        raise FileKindError(f"PNG chunk: {written} bytes written, {length} announced")
     fh.write(struct.pack(">I", crc & 0xFFFFFFFF))
 
 

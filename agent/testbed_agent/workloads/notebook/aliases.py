@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import functools
 from pathlib import Path
 from typing import Any
@@ -48,8 +49,6 @@ def dataset_generator(name: str) -> str:
 
 def _listed(gen_file: Path, name: str) -> list[str]:
     """A generator module's list ``name`` (FILES, REAL_ALTERNATIVE), read without running it."""
-    import ast
-
     try:
         tree = ast.parse(gen_file.read_text())
     except (OSError, SyntaxError, UnicodeDecodeError):

@@ -76,6 +76,53 @@ def _bulk_gcm(key_bits: int, payload: bytes, update: int) -> Callable[[int], obj
     return op
 
 
+def _key_pair(alg: A.Alg, key_bits: int, vectors: list[dict[str, Any]]) -> tuple[Any, Any]:
+    """(private, public) key of a signature or hybrid algorithm: the vector file's."""
+    name = alg.name
+    vec = next((v for v in vectors if v["alg"] == name and v.get("key_bits", key_bits) == key_bits), None)
+    if vec is None:
+        raise SpecError(f"no vector with a {key_bits}-bit key for {name} in the vector file")
+    return A.load_private(bytes.fromhex(vec["private_key"])), A.load_public(bytes.fromhex(vec["public_key"]))
+
+
+#: ciphertext files a streamed decryption made before timing (removed when the run ends)
+_TEMP_FILES: list[Path] = []
+
+
+def _ciphertext_file(stream: str, encrypt: Callable[[Any, Callable[[bytes], object]], None]) -> Path:
+    """Encrypt ``stream`` once, before timing, into a file beside it (streamed, never in memory)."""
+    path = Path(f"{stream}.{os.getpid()}.enc")
+    _TEMP_FILES.append(path)
+    with open(stream, "rb", buffering=0) as src, open(path, "wb") as out:
+        encrypt(src, out.write)
+    return path
+
+
+def _cipher_stream_op(
+    alg: A.Alg, op: str, key: bytes, iv0: bytes, stream: str, chunk: int
+) -> Callable[[int], object]:
+    """One encryption or decryption of a streamed file (decryption reads a file encrypted untimed)."""
+    name = alg.name
+    if op == "decrypt":
+        ciphertext = _ciphertext_file(
+            stream, lambda src, out: A.stream_encrypt(name, key, iv0, src, chunk, out)
+        )
+
+        def op_stream_decrypt(n: int) -> object:
+            with open(ciphertext, "rb", buffering=0) as src:
+                A.stream_decrypt(name, key, iv0, src, chunk, len)
+            return None
+
+        return op_stream_decrypt
+
+    def op_stream(n: int) -> object:
+        with open(stream, "rb", buffering=0) as src:
+            A.stream_encrypt(name, key, os.urandom(alg.block), src, chunk, len)
+        return None
+
+    return op_stream
+
+
 def _cipher_op(
     alg: A.Alg, op: str, key: bytes, payload: bytes | None, stream: str | None, chunk: int
 ) -> Callable[[int], object]:
@@ -90,27 +137,10 @@ def _cipher_op(
             return prefix + n.to_bytes(4, "big") + bytes(4)
         return os.urandom(alg.block)
 
-    if stream and op == "decrypt":
-        iv0 = iv_for(0)
-        ciphertext = _ciphertext_file(
-            stream, lambda src, out: A.stream_encrypt(name, key, iv0, src, chunk, out)
-        )
-
-        def op_stream_decrypt(n: int) -> object:
-            with open(ciphertext, "rb", buffering=0) as src:
-                A.stream_decrypt(name, key, iv0, src, chunk, len)
-            return None
-
-        return op_stream_decrypt
     if stream:
-
-        def op_stream(n: int) -> object:
-            with open(stream, "rb", buffering=0) as src:
-                A.stream_encrypt(name, key, os.urandom(alg.block), src, chunk, len)
-            return None
-
-        return op_stream
-    assert payload is not None
+        return _cipher_stream_op(alg, op, key, iv_for(0), stream, chunk)
+    if payload is None:
+        raise SpecError(f"{name} needs --payload-bytes, --input or --stream")
     if op == "encrypt":
         return lambda n: A.encrypt(name, key, iv_for(n), payload)
     iv0 = iv_for(0)
@@ -118,52 +148,43 @@ def _cipher_op(
     return lambda n: A.decrypt(name, key, iv0, ct)
 
 
-def _make_op(
-    alg: A.Alg,
-    op: str,
-    key_bits: int,
-    payload: bytes | None,
-    stream: str | None,
-    chunk: int,
-    vectors: list[dict[str, Any]],
+def _mac_op(
+    alg: A.Alg, key: bytes, payload: bytes | None, stream: str | None, chunk: int
 ) -> Callable[[int], object]:
-    """A function of the operation number doing one operation (setup done here, untimed)."""
     name = alg.name
-    if alg.kind == "raw":
-        return _raw_op(name, op, key_bits, payload, stream, chunk, vectors)
-    if alg.kind in ("sign", "hybrid"):
-        vec = next((v for v in vectors if v["alg"] == name and v.get("key_bits", key_bits) == key_bits), None)
-        if vec is None:
-            raise SpecError(f"no vector with a {key_bits}-bit key for {name} in the vector file")
-        priv = A.load_private(bytes.fromhex(vec["private_key"]))
-        pub = A.load_public(bytes.fromhex(vec["public_key"]))
-    key = os.urandom(key_bits // 8)
-    if alg.kind == "cipher":
-        return _cipher_op(alg, op, key, payload, stream, chunk)
-    if alg.kind == "mac":
-        if stream:
+    if stream:
 
-            def mac_stream(n: int) -> object:
-                with open(stream, "rb", buffering=0) as src:
-                    return A.stream_mac(name, key, src, chunk)
+        def mac_stream(n: int) -> object:
+            with open(stream, "rb", buffering=0) as src:
+                return A.stream_mac(name, key, src, chunk)
 
-            return mac_stream
-        return lambda n: A.mac(name, key, payload or b"")
-    if alg.kind == "sign":
-        if stream:
-            raise SpecError("ecdsa takes --payload-bytes or --input, not --stream")
-        data = payload or b""
-        if op == "sign":
-            return lambda n: A.sign(name, priv, data)  # type: ignore[arg-type]
-        sig = A.sign(name, priv, data)  # type: ignore[arg-type]
+        return mac_stream
+    return lambda n: A.mac(name, key, payload or b"")
 
-        def op_verify(n: int) -> object:
-            if not A.verify(name, pub, data, sig):  # type: ignore[arg-type]
-                raise VectorFailure("own signature failed to verify")
-            return None
 
-        return op_verify
-    # hybrid
+def _sign_op(
+    alg: A.Alg, op: str, keys: tuple[Any, Any], payload: bytes | None, stream: str | None
+) -> Callable[[int], object]:
+    name, (priv, pub) = alg.name, keys
+    if stream:
+        raise SpecError("ecdsa takes --payload-bytes or --input, not --stream")
+    data = payload or b""
+    if op == "sign":
+        return lambda n: A.sign(name, priv, data)
+    sig = A.sign(name, priv, data)
+
+    def op_verify(n: int) -> object:
+        if not A.verify(name, pub, data, sig):
+            raise VectorFailure("own signature failed to verify")
+        return None
+
+    return op_verify
+
+
+def _hybrid_op(
+    op: str, key_bits: int, keys: tuple[Any, Any], payload: bytes | None, stream: str | None, chunk: int
+) -> Callable[[int], object]:
+    priv, pub = keys
     if stream and op == "decrypt":
         data_key, iv0 = os.urandom(32), os.urandom(12)
         wrapped = A.wrap(pub, data_key)
@@ -191,19 +212,6 @@ def _make_op(
         return lambda n: A.hybrid_encrypt(pub, payload or b"")
     blob = A.hybrid_encrypt(pub, payload or b"")
     return lambda n: A.hybrid_decrypt(priv, blob, key_bits // 8)
-
-
-#: ciphertext files a streamed decryption made before timing (removed when the run ends)
-_TEMP_FILES: list[Path] = []
-
-
-def _ciphertext_file(stream: str, encrypt: Callable[[Any, Callable[[bytes], object]], None]) -> Path:
-    """Encrypt ``stream`` once, before timing, into a file beside it (streamed, never in memory)."""
-    path = Path(f"{stream}.{os.getpid()}.enc")
-    _TEMP_FILES.append(path)
-    with open(stream, "rb", buffering=0) as src, open(path, "wb") as out:
-        encrypt(src, out.write)
-    return path
 
 
 def _raw_op(
@@ -245,6 +253,28 @@ def _raw_op(
         return lambda n: A.raw_encrypt(key, data)
     blob = A.raw_encrypt(key, data)
     return lambda n: A.raw_decrypt(key, blob)
+
+
+def _make_op(
+    alg: A.Alg,
+    op: str,
+    key_bits: int,
+    payload: bytes | None,
+    stream: str | None,
+    chunk: int,
+    vectors: list[dict[str, Any]],
+) -> Callable[[int], object]:
+    """A function of the operation number doing one operation (setup done here, untimed)."""
+    if alg.kind == "raw":
+        return _raw_op(alg.name, op, key_bits, payload, stream, chunk, vectors)
+    if alg.kind == "cipher":
+        return _cipher_op(alg, op, os.urandom(key_bits // 8), payload, stream, chunk)
+    if alg.kind == "mac":
+        return _mac_op(alg, os.urandom(key_bits // 8), payload, stream, chunk)
+    keys = _key_pair(alg, key_bits, vectors)
+    if alg.kind == "sign":
+        return _sign_op(alg, op, keys, payload, stream)
+    return _hybrid_op(op, key_bits, keys, payload, stream, chunk)
 
 
 def steady_warmup(
