@@ -170,6 +170,10 @@ def test_guest_runs_the_plan_and_returns_results(tmp_path: Path) -> None:
     require_tools(
         "virsh", "libvirtd", "virtlogd", "qemu-system-x86_64", "qemu-img", "mmdebstrap", "mkfs.ext4", "ssh"
     )
+    # the cache where libvirt's QEMU user cannot reach it (as a checkout under /root or a 0700 home
+    # in CI): the role must give QEMU its own copy of the image to back the guest's disk
+    IMAGE_CACHE.mkdir(parents=True, exist_ok=True)
+    IMAGE_CACHE.parent.chmod(0o700)
     port = free_port()
     inv = _inventory(tmp_path, port)
     log = tmp_path / "ansible.log"
@@ -183,6 +187,7 @@ def test_guest_runs_the_plan_and_returns_results(tmp_path: Path) -> None:
         assert GUEST in _virsh("list", "--name").stdout.split()
         info = _virsh("dumpxml", GUEST).stdout
         assert "<domain type='qemu'" in info or "<domain type='kvm'" in info
+        assert "/base-images/" in info and str(IMAGE_CACHE) not in info  # backed by the pool's copy
 
         # 2. the agent stages of run.yml, limited to the guest: deploy, run the plan, fetch results
         run_id = f"kvm-itest-{port}"
