@@ -57,9 +57,9 @@ def _sequence(platform: str, work: Path, **options: Any) -> dict[str, Any]:
     dep = driver.deploy(
         FunctionSpec("calcs-0", "calcs", memory_mb=256 if platform != "azure-functions" else None)
     )
-    calls = [driver.invoke("calcs-0", {"level": 1}) for _ in range(3)]
+    calls = [driver.invoke("calcs-0", {"level": 2}) for _ in range(3)]
     driver.cold("calcs-0")
-    calls.append(driver.invoke("calcs-0", {"level": 1}))
+    calls.append(driver.invoke("calcs-0", {"level": 2}))
     late = driver.settle("calcs-0", calls, 5) if hasattr(driver, "settle") else None
     where = driver.describe()
     driver.delete("calcs-0")

@@ -57,9 +57,9 @@ def test_issue_example_cli_deploy_then_boto3_invoke(served):
     done = subprocess.run(deploy, capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 0, done.stderr
     lam = _client(served.url)
-    first = lam.invoke(FunctionName="calcs", LogType="Tail", Payload=json.dumps({"level": 1}))
+    first = lam.invoke(FunctionName="calcs", LogType="Tail", Payload=json.dumps({"level": 2}))
     assert first["StatusCode"] == 200 and "FunctionError" not in first
-    assert json.loads(first["Payload"].read())["calcs"] == 1000
+    assert json.loads(first["Payload"].read())["calcs"] == 2000
     log = _log(first)
     assert log.startswith("START RequestId: ") and "END RequestId: " in log
     report = REPORT.search(log)

@@ -45,9 +45,9 @@ def test_deploy_call_cold_warm_and_teardown_exactly_the_run(served, tmp_path, mo
             and tags["testbed-owner"] == "testbed"
             and "testbed-deadline" in tags
         )
-        cold = driver.invoke("calcs-0", {"level": 1})
-        warm = driver.invoke("calcs-0", {"level": 1})
-        assert cold.ok and warm.ok and cold.result["calcs"] == 1000
+        cold = driver.invoke("calcs-0", {"level": 2})
+        warm = driver.invoke("calcs-0", {"level": 2})
+        assert cold.ok and warm.ok and cold.result["calcs"] == 2000
         assert cold.inspector["new_instance"] and not warm.inspector["new_instance"]
         assert cold.platform["init_duration_s"] > 0 and "init_duration_s" not in warm.platform
         assert cold.platform["memory_size_mb"] == 256 and cold.platform["report"].startswith(
@@ -55,7 +55,7 @@ def test_deploy_call_cold_warm_and_teardown_exactly_the_run(served, tmp_path, mo
         )
         assert cold.billing["duration_s"] == cold.platform["billed_duration_s"] and cold.billing["price"] > 0
         driver.cold("calcs-0")
-        assert driver.invoke("calcs-0", {"level": 1}).inspector["new_instance"]
+        assert driver.invoke("calcs-0", {"level": 2}).inspector["new_instance"]
         info = driver.describe()
         assert (
             info["real"] is False
@@ -67,7 +67,7 @@ def test_deploy_call_cold_warm_and_teardown_exactly_the_run(served, tmp_path, mo
         # the same function deployed again with another memory size: a configuration change
         again = driver.deploy(FunctionSpec("calcs-0", "calcs", memory_mb=512, timeout_s=10))
         assert again["name"] == name and again["memory_mb"] == 512
-        resized = driver.invoke("calcs-0", {"level": 1})
+        resized = driver.invoke("calcs-0", {"level": 2})
         assert resized.inspector["new_instance"] and resized.platform["memory_size_mb"] == 512
 
         # someone else's function (no testbed tags) and another run's stay untouched
@@ -155,7 +155,7 @@ def test_cost_cap_stops_the_calls(served, tmp_path, monkeypatch):
         driver = open_driver(target("aws-lambda", tmp_path, run_id="cap-1", cost_cap_usd=1e-7))
         driver.deploy(FunctionSpec("calcs-0", "calcs"))
         with pytest.raises(CostCapExceeded, match="over its cost cap"):
-            driver.invoke("calcs-0", {"level": 1})
+            driver.invoke("calcs-0", {"level": 2})
         with pytest.raises(CostCapExceeded, match="exceeds the run's cost cap"):
             driver.budget.check(0.01, "benchmark x")
         teardown(driver, "cap-1")
@@ -171,7 +171,7 @@ def test_dry_run_prints_every_call_and_sends_none(served, tmp_path, monkeypatch)
             out=out,
         )
         driver.deploy(FunctionSpec("calcs-0", "calcs", memory_mb=512))
-        driver.invoke("calcs-0", {"level": 1})
+        driver.invoke("calcs-0", {"level": 2})
         driver.cold("calcs-0")
         driver.delete("calcs-0")
         lines = out.getvalue().splitlines()

@@ -22,12 +22,12 @@ def test_deploy_calls_cold_warm_metrics_and_teardown(tmp_path, monkeypatch):
         assert dep["url"] == f"https://{dep['name']}.azurewebsites.net/api/testbed"
         site = driver.web.web_apps.get(driver.group, dep["name"])
         assert site.kind == "functionapp,linux" and site.tags["testbed-run"] == "az-1"
-        calls = [driver.invoke("calcs-0", {"level": 1}) for _ in range(3)]
-        assert all(c.ok and c.result["calcs"] == 1000 for c in calls), [c.error for c in calls]
+        calls = [driver.invoke("calcs-0", {"level": 2}) for _ in range(3)]
+        assert all(c.ok and c.result["calcs"] == 2000 for c in calls), [c.error for c in calls]
         assert [c.inspector["new_instance"] for c in calls] == [True, False, False]
         assert driver.describe()["real"] is False and driver.describe()["standin"] == "azure"
         driver.cold("calcs-0")
-        after = driver.invoke("calcs-0", {"level": 1})
+        after = driver.invoke("calcs-0", {"level": 2})
         assert (
             after.inspector["new_instance"]
             and after.inspector["instance_id"] != calls[0].inspector["instance_id"]

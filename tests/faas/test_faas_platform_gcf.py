@@ -31,13 +31,13 @@ def test_deploy_calls_cold_warm_logs_and_teardown(tmp_path, monkeypatch):
         fn = driver.functions.get_function(name=dep["name"])
         assert fn.labels["testbed-run"] == "run-1" and fn.service_config.available_memory == "512Mi"
         assert fn.build_config.entry_point == "testbed_entry" and fn.build_config.runtime == "python312"
-        calls = [driver.invoke("calcs-0", {"level": 1}) for _ in range(3)]
-        assert all(c.ok and c.result["calcs"] == 1000 for c in calls), [c.error for c in calls]
+        calls = [driver.invoke("calcs-0", {"level": 2}) for _ in range(3)]
+        assert all(c.ok and c.result["calcs"] == 2000 for c in calls), [c.error for c in calls]
         assert [c.inspector["new_instance"] for c in calls] == [True, False, False]
         assert len({c.inspector["instance_id"] for c in calls}) == 1 and calls[0].inspector["init_s"] > 0
         assert driver.describe()["real"] is False and driver.describe()["standin"] == "gcp"
         driver.cold("calcs-0")
-        after = driver.invoke("calcs-0", {"level": 1})
+        after = driver.invoke("calcs-0", {"level": 2})
         assert (
             after.inspector["new_instance"]
             and after.inspector["instance_id"] != calls[0].inspector["instance_id"]
@@ -50,7 +50,7 @@ def test_deploy_calls_cold_warm_logs_and_teardown(tmp_path, monkeypatch):
         # the same function deployed again with another memory size: a new revision's configuration
         driver.deploy(FunctionSpec("calcs-0", "calcs", memory_mb=1024, timeout_s=30))
         assert driver.functions.get_function(name=dep["name"]).service_config.available_memory == "1024Mi"
-        resized = driver.invoke("calcs-0", {"level": 1})
+        resized = driver.invoke("calcs-0", {"level": 2})
         assert resized.ok and resized.inspector["new_instance"]
 
         # the URL wants an ID token for itself, as Cloud Run does
