@@ -18,7 +18,19 @@ CRYPTO_KMS_NODE_DEPS  := $(CRYPTO_KMS)/node/node_modules/.package-lock.json
 BUILD_TARGETS += crypto crypto-kms
 BENCH_SCRIPTS += bench/crypto_throughput.py
 
-.PHONY: crypto crypto-kms crypto-clean crypto-vectors
+.PHONY: crypto crypto-kms crypto-clean crypto-vectors crypto-go crypto-rust crypto-java crypto-node \
+        crypto-kms-go crypto-kms-rust crypto-kms-java crypto-kms-node
+
+# One target per language, so `make build-plan` (make run) builds only the languages its plan runs
+# (scripts/plan-builds.py); `make build` (make test, make bench) builds them all.
+crypto-go: $(CRYPTO_GO_BIN)
+crypto-rust: $(CRYPTO_RUST_BIN)
+crypto-java: $(CRYPTO_JAR)
+crypto-node: $(CRYPTO_NODE_DEPS)
+crypto-kms-go: $(CRYPTO_KMS_GO_BIN)
+crypto-kms-rust: $(CRYPTO_KMS_RUST_BIN)
+crypto-kms-java: $(CRYPTO_KMS_JAR)
+crypto-kms-node: $(CRYPTO_KMS_NODE_DEPS)
 
 crypto: $(CRYPTO_GO_BIN) $(CRYPTO_RUST_BIN) $(CRYPTO_JAR) $(CRYPTO_NODE_DEPS) ## build the crypto programs (Go, Rust, Java, Node)
 

@@ -57,8 +57,8 @@ def limit_terms(subset: str | list | tuple | None) -> list[str]:
     values = subset if isinstance(subset, (list, tuple)) else [subset]
     terms: list[str] = []
     for value in values:
-        for part in re.split(r"[,:]", str(value)):
-            part = part.strip().lstrip("&!")
+        for raw in re.split(r"[,:]", str(value)):
+            part = raw.strip().lstrip("&!")
             if part and not part.startswith("@") and part not in NEUTRAL:
                 terms.append(part)
     return terms
@@ -81,7 +81,7 @@ class InventoryModule(BaseInventoryPlugin):
     def verify_file(self, path: str) -> bool:
         return super().verify_file(path) and path.endswith((".testbed.yml", ".testbed.yaml"))
 
-    def parse(self, inventory, loader, path, cache=True):  # noqa: ANN001 - Ansible's signature
+    def parse(self, inventory, loader, path, cache=True):
         super().parse(inventory, loader, path, cache)
         config = self._read_config_data(path)
         terms = limit_terms(context.CLIARGS.get("subset"))
@@ -99,7 +99,7 @@ class InventoryModule(BaseInventoryPlugin):
                 self._load(inventory, loader, files)
 
     @staticmethod
-    def _load(inventory: InventoryData, loader, files: list[str]) -> InventoryData:  # noqa: ANN001
+    def _load(inventory: InventoryData, loader, files: list[str]) -> InventoryData:
         """Parse ``files`` in order into ``inventory`` with the plugin each one names (yaml by default)."""
         for f in files:
             with open(f, encoding="utf-8") as fh:

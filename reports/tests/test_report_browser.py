@@ -37,18 +37,25 @@ def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     build([results], out, name="browser <check>")
     html = (out / "index.html").read_text()
     assert not re.search(r'(src|href)="(https?:)?//', html), "the report must be self-contained"
-    expected = len(re.findall(r'<img class="plot"', html))
-    # per benchmark: bars, ECDF, CV and the latency percentiles; per metric of the parameter
-    # analysis (label, qd and jobs pairwise on the primary metric): one histogram of its cells
-    assert expected == 2 * 4 + 3 and "Analysis over plan parameters" in html
+    expected = len(re.findall(r'<img class="plot', html))
+    # the headline: one figure per benchmark; per benchmark: bars, ECDF, CV and the latency
+    # percentiles; per metric of the parameter analysis (label, qd and jobs pairwise on the primary
+    # metric): one histogram of its cells
+    assert expected == 2 + 2 * 4 + 3 and "Analysis over plan parameters" in html
 
-    page = open_page(out / "index.html")
+    page = open_page(out / "index.html", widths=(1280, 390))
 
     assert page.errors == []
     assert page.title == "Benchmark report: browser <check>"
     assert page.images == expected and page.images_loaded == expected
     assert "EVIDENCE MISMATCH" in page.text
     assert "inconclusive" in page.text and "fingerprint" in page.text
+    for view in page.views:
+        assert view.scroll_width <= view.width, f"horizontal scroll at {view.width} px"
+        assert view.headline_overflow == [], view.width
+        assert view.figures == 2  # one per benchmark's primary metric
+        assert "comparisons of primary metrics" in view.headline_text
+        assert view.screenshot.startswith(b"\x89PNG")
 
 
 @pytest.mark.integration
