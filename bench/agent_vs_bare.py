@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -51,6 +52,7 @@ class Arms:
     metric: str = ""  # the metric the bench decides on (default: the job's bandwidth)
     agent: list[float] = field(default_factory=list)
     bare: list[float] = field(default_factory=list)
+    agent_cpu: list[float] = field(default_factory=list)  # the agent's own CPU % during each agent arm
 
     def params(self) -> dict:
         return {
@@ -231,21 +233,28 @@ class Pairs:
             rec = self.agent_arm() if arm == "agent" else self.bare_arm()
             _append(self.out / f"{AGENT_HOST if arm == 'agent' else BARE_HOST}.jsonl", rec)
             got[arm] = self.metric(rec)
+            if arm == "agent":
+                tel = rec.get("telemetry") or {}
+                self.arms.agent_cpu.append(float(tel.get("agent_cpu_percent", "nan")))
         self.index += 1
         self.arms.agent.append(got["agent"])
         self.arms.bare.append(got["bare"])
         return got["agent"], got["bare"]
 
 
-def run_pairs(out: Path, arms: Arms, pairs: int, seed: int = 1, quiet: bool = False) -> Arms:
-    """``pairs`` alternating pairs into ``out``; progress on stdout."""
+def run_pairs(
+    out: Path, arms: Arms, pairs: int, seed: int = 1, stop: Callable[[Arms], bool] | None = None
+) -> Arms:
+    """Up to ``pairs`` alternating pairs into ``out`` (fewer when ``stop(arms)`` says so after a
+    pair); progress with an estimate on stdout."""
     with tempfile.TemporaryDirectory(dir="/var/tmp", prefix="agent-vs-bare-") as tmp:
         runner = Pairs(out, arms, Path(tmp), seed)
-        prog = Progress(f"agent vs bare {arms.job}", pairs)
+        prog = Progress(f"agent vs bare {arms.job} ({arms.ioengine})", pairs)
         for _ in range(pairs):
             a, b = runner.pair()
-            if not quiet:
-                prog.step(f"agent {a / 1e6:.1f} MB/s, bare {b / 1e6:.1f} MB/s")
+            prog.step(f"agent {a / 1e6:,.1f} MB/s, bare {b / 1e6:,.1f} MB/s")
+            if stop is not None and stop(arms):
+                break
     return arms
 
 

@@ -116,6 +116,74 @@ def ratio_of_samples(
     )
 
 
+def median_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
+    """Median and its distribution-free interval (order statistics of a binomial(n, 1/2)), or NaN
+    ends when n is too small for ``level``."""
+    return quantile_interval(values, 0.5, level)
+
+
+def quantile_interval(values: Sequence[float], q: float, level: float = 0.95) -> tuple[float, float, float]:
+    """The q-quantile and its distribution-free interval from order statistics (binomial(n, q))."""
+    from scipy import stats as sps
+
+    x = np.sort(np.asarray(values, dtype=float))
+    n = len(x)
+    est = float(np.quantile(x, q))
+    a = (1 - level) / 2
+    lo_k = int(sps.binom.ppf(a, n, q))  # P(B <= lo_k) >= a  -> x[lo_k - 1] as the lower end
+    hi_k = int(sps.binom.ppf(1 - a, n, q)) + 1
+    lo = float(x[lo_k - 1]) if lo_k >= 1 else float("nan")
+    hi = float(x[hi_k - 1]) if hi_k <= n else float("nan")
+    return est, lo, hi
+
+
+def geo_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
+    """Geometric mean of positive values with a t interval on their logs (never crosses zero)."""
+    from scipy import stats as sps
+
+    lx = np.log(np.asarray(values, dtype=float))
+    n = len(lx)
+    m = float(lx.mean())
+    if n < 2:
+        return math.exp(m), float("nan"), float("nan")
+    half = float(sps.t.ppf(0.5 + level / 2, n - 1)) * float(lx.std(ddof=1)) / math.sqrt(n)
+    return math.exp(m), math.exp(m - half), math.exp(m + half)
+
+
+def mean_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
+    """Mean with its Student t interval."""
+    from scipy import stats as sps
+
+    x = np.asarray(values, dtype=float)
+    n = len(x)
+    if n < 2:
+        return float(x.mean()), float("nan"), float("nan")
+    half = float(sps.t.ppf(0.5 + level / 2, n - 1)) * float(x.std(ddof=1)) / math.sqrt(n)
+    return float(x.mean()), float(x.mean()) - half, float(x.mean()) + half
+
+
+def against(
+    lo: float, hi: float, below: float | None = None, within: tuple[float, float] | None = None
+) -> str:
+    """The decision an interval [lo, hi] gives against a target: "met", "not met" or "not shown".
+
+    ``below``: the target is "less than this" (met when the whole interval is below it, not met when
+    the whole interval is above it). ``within``: the target is a band (met when the interval lies
+    inside it, not met when it lies outside it).
+    """
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return "not shown (too few runs for an interval)"
+    if below is not None:
+        return "met" if hi < below else "not met" if lo > below else "not shown (interval spans the target)"
+    assert within is not None
+    a, b = within
+    if a <= lo and hi <= b:
+        return "met"
+    if hi < a or lo > b:
+        return "not met"
+    return "not shown (interval spans the target's edge)"
+
+
 def looks(first: int, cap: int, every: int) -> list[int]:
     """The planned looks of a sequential bench: first, first+every, ..., and the cap."""
     out = list(range(first, cap, every))
@@ -150,4 +218,17 @@ def headline(text: str) -> None:
     sys.stdout.flush()
 
 
-__all__ = ["Progress", "Ratio", "headline", "looks", "paired_ratio", "ratio_of_samples", "signed"]
+__all__ = [
+    "Progress",
+    "Ratio",
+    "against",
+    "geo_interval",
+    "headline",
+    "looks",
+    "mean_interval",
+    "median_interval",
+    "paired_ratio",
+    "quantile_interval",
+    "ratio_of_samples",
+    "signed",
+]
