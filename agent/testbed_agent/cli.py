@@ -25,7 +25,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="testbed-agent", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="testbed-agent",
+        description=__doc__,
+        epilog="Contracts (plan format, result schema, commands): docs/design.md. Pages per part: docs/.",
+    )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

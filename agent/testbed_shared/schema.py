@@ -1,6 +1,6 @@
 """The record schema shared by the agent and the report: one place for what a record holds.
 
-This module starts with the primary-metric rule (DESIGN.md section 6: "the primary metric of each
+This module starts with the primary-metric rule (docs/design.md section 6: "the primary metric of each
 benchmark first"); the record field definitions and validation join it here so that the agent's
 writer and the report's loader read one definition.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-#: version of the record layout (DESIGN.md section 4)
+#: version of the record layout (docs/design.md section 4)
 SCHEMA_VERSION = 1
 
 __all__ = [

@@ -350,7 +350,7 @@ def build(
     margins: Mapping[str, float] | None = None,
     anova_log: bool = True,
 ) -> Report:
-    """Build the report of DESIGN.md section 6 into ``out``.
+    """Build the report of docs/design.md section 6 into ``out``.
 
     ``margin`` is the equivalence margin in percent; ``margins`` overrides it per benchmark (and
     wins over a record's own ``margin_percent``).

@@ -40,7 +40,11 @@ def _margins(specs: list[str]) -> dict[str, float]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="testbed-report", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="testbed-report",
+        description=__doc__,
+        epilog="Contracts (result schema, report, decisions): docs/design.md; statistics: docs/report.md.",
+    )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -143,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     from testbed_reports.timeofday import add_parser as add_timeofday  # issue 17
 
     add_timeofday(sub)
-    from testbed_reports.study import add_parser as add_study  # study packs (DESIGN.md section 10)
+    from testbed_reports.study import add_parser as add_study  # study packs (docs/design.md section 10)
 
     add_study(sub)
     return parser

@@ -1,4 +1,4 @@
-"""Study packs (DESIGN.md section 10): a manifest that cites outside its paper, leaves a deviation
+"""Study packs (docs/design.md section 10): a manifest that cites outside its paper, leaves a deviation
 unexplained or lacks a value is refused, naming the element."""
 
 from __future__ import annotations
