@@ -63,7 +63,11 @@ def verification(n: int, tmp: Path) -> dict[str, list[float]]:
         ),
         "tdx v5 quote + TCB info": (
             tdx / "quote_v5.dat",
-            Options(tcb_info=tdx / "sample_tcbinfo_response_v5", as_of=datetime(2026, 2, 15, tzinfo=UTC)),
+            Options(
+                tcb_info=tdx / "sample_tcbinfo_response_v5",
+                chain=[tdx / "tcb_signing_chain.pem"],  # TCB info is checked against Intel's signature
+                as_of=datetime(2026, 2, 15, tzinfo=UTC),
+            ),
         ),
         "azure vTPM quote": (
             az / "quote_msg",

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from testbed_agent import __version__
+from testbed_shared.atomic import write_atomically
 from testbed_shared.errors import TestbedError, cli_main
 
 #: modules that add a subcommand through ``add_parser(subparsers)``
@@ -120,8 +121,7 @@ def _cmd_sysinfo(args: argparse.Namespace) -> int:
     info = collect(cloud=args.cloud, host_facts=host_facts)
     text = json.dumps(info, indent=2, sort_keys=True, default=str)
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
+        write_atomically(args.out, text + "\n", what="sysinfo --out", make_parents=True)
     else:
         print(text)
     return 0

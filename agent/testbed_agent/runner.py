@@ -126,7 +126,9 @@ class Runner:
         self.history = _history(self.results_path, self.plan.sha256)
         from testbed_shared.attest.binding import Binder  # evidence bound to the results (issue 14)
 
-        binder = Binder(self.out, self.ident, self.results_path, self.options, self.console.print)
+        self.binder = binder = Binder(
+            self.out, self.ident, self.results_path, self.options, self.console.print
+        )
         binder.begin()
         benches = [b for b in self.plan.benchmarks if not self.only or b.name in self.only]
         total = sum(b.repetitions for b in benches)
@@ -139,8 +141,8 @@ class Runner:
         finally:
             for s, h in handlers.items():
                 signal.signal(s, h)
-        binder.end()
         finished = not self.stop.is_set()
+        binder.end(complete=finished)
         self.exporter.update(sum(self.counts.values()), total, "", "done" if finished else "interrupted")
         if finished and not self.options.get("keep_scratch"):
             scratch.remove(self.scratch)
@@ -172,6 +174,7 @@ class Runner:
                 record = self.execute(bench, rep)
                 self._adapt(bench, rep, record)
                 writer.append(record)
+                self.binder.checkpoint_if_due()  # evidence chain: begin, checkpoints, end (issue 26)
                 self.history.setdefault(bench.index, []).append(record)
                 self.counts[record["status"]] += 1
                 self._log(n, total, label, record)

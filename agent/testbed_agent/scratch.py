@@ -6,10 +6,16 @@ no mark, and whether the agent created the directory itself). At the end of
 a run only a directory carrying that mark is cleaned; a directory the agent adopted (it existed and
 was empty) is emptied, never removed. Run ids and host names, which become path components, are
 validated names.
+
+While a run uses its scratch the agent holds a descriptor of the directory, opened without
+following links and checked against the mark (:func:`lock`); the I/O workloads open their files
+beneath that descriptor (``guard.open_dir``) and the final cleaning removes entries through it,
+so a scratch directory swapped for a symbolic link redirects no write and no removal.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
@@ -44,17 +50,67 @@ def default_scratch(run_id: str, out: Path, host: str) -> Path:
     return Path(os.environ.get("TESTBED_SCRATCH", DEFAULT_ROOT)) / f"{check_name(run_id, 'run id')}-{where}"
 
 
-def lock(path: Path) -> IO[str]:
-    """Hold an exclusive lock on a marked scratch directory for the run; refuse one in use."""
-    fh = open(path / MARKER, encoding="utf-8")  # noqa: SIM115 - held for the run
+#: scratch directories held by this process: real path -> descriptor (see :func:`lock`)
+_HELD: dict[Path, int] = {}
+
+
+class Held:
+    """The lock on a scratch directory and its descriptor, for the length of a run."""
+
+    def __init__(self, path: Path, dir_fd: int, marker: IO[bytes]) -> None:
+        self.path, self.dir_fd, self.marker = path, dir_fd, marker
+
+    def close(self) -> None:
+        if _HELD.get(self.path) == self.dir_fd:
+            del _HELD[self.path]
+        self.marker.close()  # releases the flock
+        os.close(self.dir_fd)
+
+    def __enter__(self) -> Held:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
+def _open_dir(path: Path) -> int:
+    from testbed_agent.guard import open_dir
+
+    return open_dir(Path(os.path.realpath(path)), create=False)
+
+
+def lock(path: Path) -> Held:
+    """Open the marked scratch directory (no links followed), check the mark on the descriptor,
+    take an exclusive lock on it for the run and keep the descriptor; refuse one in use."""
+    real = Path(os.path.realpath(path))
+    if Path(path).is_symlink():
+        raise TestbedError(f"--scratch {path} is a symbolic link", hint="give a real directory")
+    dfd = _open_dir(real)
     try:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        fh.close()
-        raise TestbedError(
-            f"--scratch {path} is in use by another agent", hint="give each run its own scratch"
-        ) from None
-    return fh
+        if _marker_fd(dfd) is None:
+            raise TestbedError(f"--scratch {path} does not carry the agent's mark")
+        mfd = os.open(MARKER, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
+        fh = os.fdopen(mfd, "rb")
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.close()
+            raise TestbedError(
+                f"--scratch {path} is in use by another agent", hint="give each run its own scratch"
+            ) from None
+    except BaseException:
+        os.close(dfd)
+        raise
+    _HELD[real] = dfd
+    return Held(real, dfd, fh)
+
+
+def held_for(directory: Path) -> tuple[Path, int] | None:
+    """(scratch root, descriptor) of a held scratch directory that contains ``directory``."""
+    for root, fd in _HELD.items():
+        if directory == root or directory.is_relative_to(root):
+            return root, fd
+    return None
 
 
 def _related(a: Path, b: Path) -> bool:
@@ -84,33 +140,78 @@ def prepare(path: Path, out: Path) -> Path:
             )
         _write_marker(real, created=False)
         return real
+    _check_root(real.parent)
     real.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     real.mkdir(mode=0o700)
     _write_marker(real, created=True)
     return real
 
 
+def _check_root(parent: Path) -> None:
+    """The default root lies in world-writable /var/tmp: it must be a directory of the agent's
+    user (or root), not a link someone else planted there."""
+    if str(parent) != os.environ.get("TESTBED_SCRATCH", DEFAULT_ROOT):
+        return
+    try:
+        st = os.lstat(parent)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid not in (os.getuid(), 0):
+        raise TestbedError(
+            f"scratch root {parent} is not a directory of this user (a link or someone else's?)",
+            hint="remove it, or give --scratch",
+        )
+
+
 def _write_marker(path: Path, *, created: bool) -> None:
-    st = os.lstat(path)
-    doc = {"testbed_agent": True, "uid": os.getuid(), "dir": f"{st.st_dev}:{st.st_ino}", "created": created}
-    body = json.dumps(doc) + "\n"
-    fd = os.open(path / MARKER, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(body)
+    dfd = _open_dir(path)  # the directory itself, not whatever its name points to later
+    try:
+        st = os.fstat(dfd)
+        doc = {
+            "testbed_agent": True,
+            "uid": os.getuid(),
+            "dir": f"{st.st_dev}:{st.st_ino}",
+            "created": created,
+        }
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(MARKER, flags, 0o600, dir_fd=dfd)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(json.dumps(doc) + "\n")
+    finally:
+        os.close(dfd)
+
+
+def _marker_fd(dfd: int) -> dict | None:
+    """The mark of the directory open as ``dfd``, checked on descriptors: a regular file of the
+    agent's user naming this directory's own device and inode."""
+    try:
+        fd = os.open(MARKER, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=dfd)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_size > 4096:
+            return None
+        doc = json.loads(os.read(fd, 4097))
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(fd)
+    if not isinstance(doc, dict) or doc.get("testbed_agent") is not True:
+        return None
+    dst = os.fstat(dfd)
+    return doc if doc.get("dir") == f"{dst.st_dev}:{dst.st_ino}" else None  # a copied mark is no mark
 
 
 def _marker(path: Path) -> dict | None:
     try:
-        st = os.lstat(path / MARKER)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
-            return None
-        doc = json.loads((path / MARKER).read_text())
-    except (OSError, ValueError):
+        dfd = _open_dir(path)
+    except (OSError, TestbedError):
         return None
-    if not isinstance(doc, dict) or doc.get("testbed_agent") is not True:
-        return None
-    dst = os.lstat(path)
-    return doc if doc.get("dir") == f"{dst.st_dev}:{dst.st_ino}" else None  # a copied mark is no mark
+    try:
+        return _marker_fd(dfd)
+    finally:
+        os.close(dfd)
 
 
 def is_marked(path: Path) -> bool:
@@ -121,23 +222,47 @@ def is_marked(path: Path) -> bool:
 def remove(path: Path) -> bool:
     """Remove a marked scratch directory's contents, and the directory if the agent created it.
 
-    Returns False (and touches nothing) when the directory does not carry the mark.
+    Works on descriptors: the held descriptor of the run (or the directory opened now without
+    following links), entries removed beneath it, the directory itself removed by name from its
+    parent only while that name still is this directory. Returns False (and touches nothing)
+    when the directory does not carry the mark.
     """
     path = Path(path)
-    doc = _marker(path) if is_marked(path) else None
-    if doc is None:
+    if path.is_symlink():
         return False
-    for child in path.iterdir():
-        if child.name == MARKER:
-            continue
-        if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child, ignore_errors=True)
-        else:
-            child.unlink(missing_ok=True)
-    if doc.get("created"):
-        (path / MARKER).unlink(missing_ok=True)
-        try:
-            path.rmdir()
-        except OSError:
+    real = Path(os.path.realpath(path))
+    held = _HELD.get(real)
+    try:
+        dfd = os.dup(held) if held is not None else _open_dir(real)
+    except (OSError, TestbedError):
+        return False
+    try:
+        doc = _marker_fd(dfd)
+        if doc is None:
             return False
+        for entry in os.listdir(dfd):
+            if entry == MARKER:
+                continue
+            st = os.lstat(entry, dir_fd=dfd)
+            if stat.S_ISDIR(st.st_mode):
+                shutil.rmtree(entry, dir_fd=dfd, ignore_errors=True)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(entry, dir_fd=dfd)
+        if not doc.get("created"):
+            return True
+        os.unlink(MARKER, dir_fd=dfd)
+        me = os.fstat(dfd)
+    finally:
+        os.close(dfd)
+    pfd = _open_dir(real.parent)
+    try:
+        st = os.lstat(real.name, dir_fd=pfd)
+        if (st.st_dev, st.st_ino) != (me.st_dev, me.st_ino):
+            return False  # the name now is something else: leave it
+        os.rmdir(real.name, dir_fd=pfd)
+    except OSError:
+        return False
+    finally:
+        os.close(pfd)
     return True

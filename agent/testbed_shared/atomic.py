@@ -50,13 +50,63 @@ class OutputRefused(TestbedError):
     """An output path that must not be written (special file, symbolic link, pseudo-filesystem)."""
 
 
-def fs_type(path: Path | str) -> str | None:
-    """Filesystem type of the mount holding ``path`` (which must exist), from the device number.
+#: statfs(2) f_type magic numbers of the pseudo-filesystems (linux/magic.h); devtmpfs reports
+#: tmpfs's magic, so it is told by /proc/self/mountinfo only
+_MAGIC = {
+    0x9FA0: "proc",
+    0x62656572: "sysfs",
+    0x1CD1: "devpts",
+    0x27E0EB: "cgroup",
+    0x63677270: "cgroup2",
+    0x64626720: "debugfs",
+    0x74726163: "tracefs",
+    0x73636673: "securityfs",
+    0x62656570: "configfs",
+    0xCAFE4A11: "bpf",
+    0xDE5E81E4: "efivarfs",
+    0x6165676C: "pstore",
+    0x65735543: "fusectl",
+    0x19800202: "mqueue",
+    0x42494E4D: "binfmt_misc",
+    0x0187: "autofs",
+    0x958458F6: "hugetlbfs",
+    0x67596969: "rpc_pipefs",
+    0x6E736673: "nsfs",
+}
 
-    The device of ``path`` is matched against ``major:minor`` in /proc/self/mountinfo, so the answer
-    does not depend on where a filesystem is mounted. None when it cannot be told (no procfs).
+
+def _statfs_type(path: Path | str | int) -> str | None:
+    """The pseudo-filesystem named by statfs(2)'s magic number, or None (a real or unknown one)."""
+    import ctypes
+
+    class Statfs(ctypes.Structure):
+        _fields_ = [("f_type", ctypes.c_long), ("_rest", ctypes.c_byte * 256)]
+
+    buf = Statfs()
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        rc = (
+            libc.fstatfs(path, ctypes.byref(buf))
+            if isinstance(path, int)
+            else libc.statfs(os.fsencode(str(path)), ctypes.byref(buf))
+        )
+    except (OSError, AttributeError):
+        return None
+    return _MAGIC.get(buf.f_type & 0xFFFFFFFF) if rc == 0 else None
+
+
+def fs_type(path: Path | str | int) -> str | None:
+    """Filesystem type of the mount holding ``path`` (which must exist; or an open descriptor).
+
+    statfs(2)'s magic number names procfs, sysfs, cgroupfs... wherever they are mounted, even from
+    another mount namespace (``/proc/1/root/proc``); otherwise the device of ``path`` is matched
+    against ``major:minor`` in /proc/self/mountinfo (which tells devtmpfs from tmpfs), so the answer
+    does not depend on where a filesystem is mounted. None when it cannot be told.
     """
-    st = os.stat(path)
+    magic = _statfs_type(path)
+    if magic is not None:
+        return magic
+    st = os.fstat(path) if isinstance(path, int) else os.stat(path)
     dev = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
     try:
         with open(_MOUNTINFO, encoding="utf-8", errors="replace") as fh:
@@ -72,7 +122,7 @@ def fs_type(path: Path | str) -> str | None:
     return found
 
 
-def is_pseudo_fs(path: Path | str) -> bool:
+def is_pseudo_fs(path: Path | str | int) -> bool:
     """True when ``path`` lies on a kernel pseudo-filesystem (see :data:`PSEUDO_FILESYSTEMS`)."""
     return fs_type(path) in PSEUDO_FILESYSTEMS
 

@@ -133,6 +133,7 @@ def hcl_report(
     *,
     user_data: bytes | None = None,
     claims_edit=None,
+    size: int | None = None,
 ) -> bytes:
     """An Azure HCL report: header, SNP report with REPORT_DATA = SHA-256(claims), runtime claims."""
     claims = {"keys": [ak_jwk(ak_pub)], "vm-configuration": {"secure-boot": True, "tpm-enabled": True}}
@@ -144,7 +145,8 @@ def hcl_report(
         raw_claims = claims_edit(raw_claims)
     runtime = struct.pack("<5I", 20 + len(raw_claims), 1, 2, 1, len(raw_claims)) + raw_claims
     header = b"HCLA" + struct.pack("<7I", 1, 32 + 1184 + len(runtime), 2, 0, 0, 0, 0)
-    return header + snp + runtime
+    out = header + snp + runtime
+    return out.ljust(size, b"\0") if size else out  # the NV index's zero padding
 
 
 def tpm_quote(ak: rsa.RSAPrivateKey, nonce: bytes, pcrs: dict[int, bytes]) -> tuple[bytes, bytes]:
@@ -203,32 +205,62 @@ def _raw_sig(key: ec.EllipticCurvePrivateKey, data: bytes) -> bytes:
     return r.to_bytes(32, "big") + s.to_bytes(32, "big")
 
 
-def tdx_quote_v4(chain: IntelLikeChain, report_data: bytes, mrtd: bytes = b"\x22" * 48) -> bytes:
-    """A version-4 TDX quote: header, 584-byte TD report, AK signature, QE report certified by the
-    PCK leaf whose REPORT_DATA binds the AK, and the PCK chain (certification data 6 / 5)."""
-    header = struct.pack("<HHIHH", 4, 2, 0x81, 0, 0) + b"\x93\x9a\x72\x33" + bytes(12) + bytes(20)
+INTEL_QE_VENDOR = bytes.fromhex("939a7233f79c4ca9940a0db3957f0607")
+
+
+def td_body(report_data: bytes, mrtd: bytes = b"\x22" * 48) -> bytes:
+    """A 584-byte TD quote body (TEE_TCB_SVN, MRSEAM... RTMRs, REPORTDATA) with these values."""
     body = bytearray(584)
+    body[0:16] = bytes([3, 0, 5]) + bytes(13)
+    body[16:64] = b"\x5e" * 48
     body[136:184] = mrtd
+    body[328:520] = b"\x7a" * 192
     body[520:584] = report_data.ljust(64, b"\0")
-    signed = header + bytes(body)
+    return bytes(body)
+
+
+def tdx_quote_v4(
+    chain: IntelLikeChain, report_data: bytes, mrtd: bytes = b"\x22" * 48, body: bytes | None = None
+) -> bytes:
+    """A version-4 TDX quote: header, 584-byte TD report, AK signature, QE report certified by the
+    PCK leaf whose REPORT_DATA binds the AK, and the NUL-terminated PCK chain (certification data
+    6 / 5), laid out as Intel's quoting enclave does."""
+    header = struct.pack("<HHIHH", 4, 2, 0x81, 0, 0) + INTEL_QE_VENDOR + bytes(20)
+    body = body or td_body(report_data, mrtd)
+    signed = header + body
     ak_raw = chain.ak.public_key().public_bytes(
         serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint
     )[1:]
-    auth = b"\x00" * 32
+    auth = bytes(range(32))
     qe = bytearray(384)
     qe[320:352] = hashlib.sha256(ak_raw + auth).digest()
-    certs = pem(chain.pck, chain.root)
+    certs = pem(chain.pck, chain.root) + b"\0"
     inner = struct.pack("<HI", 5, len(certs)) + certs
     cert6 = bytes(qe) + _raw_sig(chain.pck_key, bytes(qe)) + struct.pack("<H", len(auth)) + auth + inner
     sig = _raw_sig(chain.ak, signed) + ak_raw + struct.pack("<HI", 6, len(cert6)) + cert6
     return signed + struct.pack("<I", len(sig)) + sig
 
 
-def hcl_report_tdx(tdreport_data: bytes, mrtd: bytes, claims: dict) -> bytes:
-    """An Azure HCL report around a TDREPORT (REPORTDATA = SHA-256 of the claims)."""
+def tdreport(body: bytes) -> bytes:
+    """The 1024-byte TDREPORT a quote with this body was made from (MAC: zeros, nobody can check it)."""
+    tee_tcb_info = bytearray(239)
+    tee_tcb_info[0:8] = bytes.fromhex("ff01030000000000")
+    tee_tcb_info[8:128] = body[0:120]  # TEE_TCB_SVN, MRSEAM, MRSIGNERSEAM, SEAMATTRIBUTES
+    tdinfo = bytearray(512)
+    tdinfo[0:400] = body[120:520]  # TDATTRIBUTES, XFAM, MRTD, MRCONFIGID, MROWNER(CONFIG), RTMRs
+    mac = bytearray(256)
+    mac[0] = 0x81
+    mac[32:80] = hashlib.sha384(bytes(tee_tcb_info)).digest()
+    mac[80:128] = hashlib.sha384(bytes(tdinfo)).digest()
+    mac[128:192] = body[520:584]
+    return bytes(mac) + bytes(tee_tcb_info) + bytes(17) + bytes(tdinfo)
+
+
+def hcl_report_tdx(tdreport_data: bytes, mrtd: bytes, claims: dict, size: int = 2600) -> tuple[bytes, bytes]:
+    """(HCL report, TD quote body) of an Azure TDX VM whose REPORTDATA is SHA-256 of the claims
+    (or ``tdreport_data``): the header says request type 2, the request data report type 4."""
     raw_claims = json.dumps(claims, separators=(",", ":")).encode()
-    td = bytearray(1184)
-    td[128:192] = (tdreport_data or hashlib.sha256(raw_claims).digest()).ljust(64, b"\0")
-    td[528:576] = mrtd
-    runtime = struct.pack("<5I", 20 + len(raw_claims), 1, 4, 1, len(raw_claims)) + raw_claims
-    return b"HCLA" + struct.pack("<7I", 1, 32 + 1184 + len(runtime), 4, 0, 0, 0, 0) + bytes(td) + runtime
+    body = td_body(tdreport_data or hashlib.sha256(raw_claims).digest(), mrtd)
+    runtime = struct.pack("<5I", 20 + len(raw_claims), 2 - 1, 4, 1, len(raw_claims)) + raw_claims
+    header = b"HCLA" + struct.pack("<7I", 2, 32 + 1184 + len(runtime), 2, 0, 0, 0, 0)
+    return (header + tdreport(body).ljust(1184, b"\0") + runtime).ljust(size, b"\0"), body

@@ -4,6 +4,7 @@ confidential hardware; then ``testbed-report audit`` over what it wrote."""
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 import socket
@@ -17,7 +18,17 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
-from attestforge import SAMPLES, AmdLikeChain, hcl_report, pem, snp_report
+from attestforge import (
+    SAMPLES,
+    AmdLikeChain,
+    IntelLikeChain,
+    ak_jwk,
+    hcl_report,
+    hcl_report_tdx,
+    pem,
+    snp_report,
+    tdx_quote_v4,
+)
 from cryptography.hazmat.primitives import serialization
 
 from testbed_reports.audit import audit_host
@@ -84,14 +95,12 @@ def thim(chain) -> Iterator[str]:
     srv.shutdown()
 
 
-@pytest.fixture(scope="module")
-def azure_vtpm(tmp_path_factory: pytest.TempPathFactory, chain) -> Iterator[str]:
-    """A real swtpm set up like an Azure CVM's vTPM: AK at 0x81000003, HCL report in 0x01400001
-    whose claims hold that AK and whose SNP report the test VCEK signed."""
+def _swtpm(state: Path, hcl_for_ak) -> tuple[subprocess.Popen, str]:
+    """A real swtpm set up like an Azure CVM's vTPM: AK at 0x81000003 and, in NV index 0x01400001,
+    the HCL report ``hcl_for_ak(ak_public_key)`` returns (2048 or 2600 bytes, zero-padded)."""
     assert shutil.which("swtpm") and shutil.which("tpm2_quote"), (
         "swtpm and tpm2-tools come from scripts/apt-packages.txt"
     )
-    state = tmp_path_factory.mktemp("swtpm")
     port = _port()  # the swtpm TCTI talks to the control channel on port + 1
     proc = subprocess.Popen(
         [
@@ -119,6 +128,7 @@ def azure_vtpm(tmp_path_factory: pytest.TempPathFactory, chain) -> Iterator[str]
             last = exc.stderr
             time.sleep(0.1)
     else:
+        proc.terminate()
         raise AssertionError(f"swtpm did not answer: {last}")
     ctx = state / "ak.ctx"
     _tpm(
@@ -137,7 +147,8 @@ def azure_vtpm(tmp_path_factory: pytest.TempPathFactory, chain) -> Iterator[str]
     _tpm(tcti, "evictcontrol", "-Q", "-C", "o", "-c", str(ctx), "0x81000003")
     _tpm(tcti, "readpublic", "-Q", "-c", "0x81000003", "-f", "pem", "-o", str(state / "ak.pem"))
     ak = serialization.load_pem_public_key((state / "ak.pem").read_bytes())
-    (state / "hcl.bin").write_bytes(hcl_report(chain[0].vcek_key, ak))
+    hcl = hcl_for_ak(ak)
+    (state / "hcl.bin").write_bytes(hcl)
     _tpm(
         tcti,
         "nvdefine",
@@ -145,11 +156,20 @@ def azure_vtpm(tmp_path_factory: pytest.TempPathFactory, chain) -> Iterator[str]
         "-C",
         "o",
         "-s",
-        "2048",
+        str(len(hcl)),
         "-a",
         "ownerread|ownerwrite|authread|authwrite",
     )
     _tpm(tcti, "nvwrite", "0x01400001", "-C", "o", "-i", str(state / "hcl.bin"))
+    return proc, tcti
+
+
+@pytest.fixture(scope="module")
+def azure_vtpm(tmp_path_factory: pytest.TempPathFactory, chain) -> Iterator[str]:
+    """The vTPM of an Azure SEV-SNP CVM whose HCL report the test VCEK signed."""
+    proc, tcti = _swtpm(
+        tmp_path_factory.mktemp("swtpm"), lambda ak: hcl_report(chain[0].vcek_key, ak, size=2048)
+    )
     yield tcti
     proc.terminate()
     proc.wait(10)
@@ -283,3 +303,59 @@ def test_collection_failure_is_recorded_and_the_run_goes_on(tmp_path: Path) -> N
     doc = json.loads((tmp_path / "cvm-1.evidence" / "00-begin" / "manifest.json").read_text())
     assert doc["attestation"] == "failed" and "Input/output error" in doc["reason"]
     assert audit_host(results).evidence == "failed" and results.exists()
+
+
+@pytest.fixture(scope="module")
+def intel(tmp_path_factory: pytest.TempPathFactory) -> tuple[IntelLikeChain, Path]:
+    c = IntelLikeChain()
+    root = tmp_path_factory.mktemp("intel") / "root.pem"
+    root.write_bytes(pem(c.root))
+    return c, root
+
+
+@pytest.mark.slow
+def test_azure_tdx_binding_fetches_the_td_quote_and_verifies(tmp_path: Path, intel) -> None:
+    """Azure TDX (finding 3): the agent reads the HCL report from the vTPM, asks the quote service
+    (a loopback stand-in for IMDS's /acc/tdquote) to quote its TDREPORT, and audit verifies the
+    whole chain: TD quote -> TDREPORT -> claims -> AK -> TPM quote -> results."""
+    c, root = intel
+    made: dict[str, bytes] = {}
+
+    def hcl_for(ak) -> bytes:
+        claims = {"keys": [ak_jwk(ak)], "vm-configuration": {}}
+        blob, body = hcl_report_tdx(b"", b"\x33" * 48, claims, size=2048)  # swtpm: NV max 2048
+        made["tdreport"], made["quote"] = blob[32 : 32 + 1024], tdx_quote_v4(c, b"", body=body)
+        return blob
+
+    class Imds(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            doc = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            report = base64.urlsafe_b64decode(doc["report"] + "=" * (-len(doc["report"]) % 4))
+            ok = self.path == "/acc/tdquote" and self.headers.get("Metadata") == "true"
+            ok = ok and report == made["tdreport"]
+            self.send_response(200 if ok else 400)
+            self.end_headers()
+            quote = base64.urlsafe_b64encode(made["quote"]).rstrip(b"=").decode()
+            self.wfile.write(json.dumps({"quote": quote} if ok else {"error": "bad report"}).encode())
+
+        def log_message(self, *_a: object) -> None:
+            pass
+
+    srv = HTTPServer(("127.0.0.1", 0), Imds)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    state = tmp_path / "swtpm"
+    state.mkdir()
+    proc, tcti = _swtpm(state, hcl_for)
+    try:
+        probe = EvidenceProbe(tcti=tcti, imds=f"http://127.0.0.1:{srv.server_port}", present={"/dev/tpmrm0"})
+        results = tmp_path / "cvm-1.jsonl"
+        _run_with(Binder(tmp_path, Ident(), results, {"cloud": "azure", "evidence_probe": probe}), results)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        srv.shutdown()
+    end = json.loads((tmp_path / "cvm-1.evidence" / "01-end" / "manifest.json").read_text())
+    assert end["files"]["td_quote"] == "td-quote.bin", end
+    a = audit_host(results, Options(roots=[root]))
+    assert (a.evidence, a.bound, a.technology) == ("verified", "yes", "azure-tdx"), a.problems
+    assert a.measurement == "33" * 48

@@ -50,7 +50,8 @@ def write_run(run: Path, keys: Keys, **break_) -> Path:
         "groups": ["sev"],
         "plan_sha256": "ab" * 32,
     }
-    for phase in ("begin", "end"):
+    prev = ""
+    for seq, phase in enumerate(("begin", "end")):
         if phase == "end":
             results.write_text(
                 "".join(
@@ -58,8 +59,9 @@ def write_run(run: Path, keys: Keys, **break_) -> Path:
                     for i in range(3)
                 )
             )
-        c = binding.claims(run.name, "cvm-1", "ab" * 32, phase, results)
-        _evidence(run / "cvm-1.evidence" / f"{0 if phase == 'begin' else 1:02d}-{phase}", keys, c, **break_)
+        c = binding.claims(run.name, "cvm-1", "ab" * 32, phase, results, seq, prev, phase == "end")
+        prev = binding.link(c)
+        _evidence(run / "cvm-1.evidence" / f"{seq:02d}-{phase}", keys, c, **break_)
     return results
 
 
@@ -204,7 +206,7 @@ def test_changed_results_line_breaks_the_binding(tmp_path: Path, keys: Keys) -> 
     results.write_bytes(flip(data, data.index(b'"value": 1') + 9))  # value 1 -> 0
     a = audit_host(results, Options(roots=[keys.root_pem]))
     assert (a.evidence, a.bound, a.ok) == ("verified", "NO", False)
-    assert any("end evidence: SHA-256 of the first" in p for p in a.problems)
+    assert any("01-end: SHA-256 of the first" in p for p in a.problems)
 
 
 def test_edited_binding_claims_no_longer_match_the_nonce(tmp_path: Path, keys: Keys) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
 import sys
@@ -75,26 +74,41 @@ def test_snp_as_of_after_vcek_expiry_fails_validity() -> None:
     assert res.as_dict()["as_of"].startswith("2030-01-01")
 
 
+TCB_CHAIN = TDX / "tcb_signing_chain.pem"
+
+
 def test_tdx_v5_quote_verifies_to_intels_root_with_tcb_info() -> None:
     res = verify_file(
-        TDX / "quote_v5.dat", Options(tcb_info=TDX / "sample_tcbinfo_response_v5", as_of=TDX_WHEN)
+        TDX / "quote_v5.dat",
+        Options(tcb_info=TDX / "sample_tcbinfo_response_v5", chain=[TCB_CHAIN], as_of=TDX_WHEN),
     )
     assert res.verified, failed(res)
     assert res.info["tdx"]["tcb_status"] == "UpToDate" and res.info["tdx"]["version"] == 5
-    assert "tdx PCK chain: Intel SGX Root CA is a trusted root" in [c.name for c in res.checks]
+    names = [c.name for c in res.checks]
+    assert "tdx PCK chain: Intel SGX Root CA is a trusted root" in names
+    assert "tdx tcb info chain: Intel SGX Root CA is a trusted root" in names
 
 
 def test_tdx_collateral_past_next_update_needs_as_of() -> None:
     res = verify_file(
         TDX / "quote_v5.dat",
-        Options(tcb_info=TDX / "sample_tcbinfo_response_v5", as_of=datetime(2026, 6, 1, tzinfo=UTC)),
+        Options(
+            tcb_info=TDX / "sample_tcbinfo_response_v5",
+            chain=[TCB_CHAIN],
+            as_of=datetime(2026, 6, 1, tzinfo=UTC),
+        ),
     )
-    assert failed(res) == ["tdx tcb: TCB info current"]
+    assert failed(res) == ["tdx tcb info: current"]
 
 
-def test_tdx_tcb_info_of_another_platform_is_refused() -> None:
-    res = verify_file(TDX / "quote_v5.dat", Options(tcb_info=TDX / "sample_tcbInfo_response", as_of=TDX_WHEN))
-    assert "tdx tcb: FMSPC matches PCK" in failed(res)
+def test_tdx_tcb_info_of_another_platform_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(EvidenceError, match="nothing before or after"):  # a newline after the JSON
+        verify_file(TDX / "quote_v5.dat", Options(tcb_info=TDX / "sample_tcbInfo_response", as_of=TDX_WHEN))
+    other = tmp_path / "tcbinfo"
+    other.write_bytes((TDX / "sample_tcbInfo_response").read_bytes().rstrip(b"\n"))
+    res = verify_file(TDX / "quote_v5.dat", Options(tcb_info=other, chain=[TCB_CHAIN], as_of=TDX_WHEN))
+    assert "tdx tcb info: FMSPC and PCE id match the PCK certificate" in failed(res)
+    assert "tdx tcb info: signature" not in failed(res)  # Intel signed it, for another platform
 
 
 @pytest.mark.parametrize(
@@ -226,14 +240,15 @@ def test_tdx_v4_quote_built_with_test_keys_verifies_and_breaks_per_link(tmp_path
 def test_azure_tdx_hcl_needs_and_checks_the_td_quote(tmp_path: Path, intel) -> None:
     c, root = intel
     claims = {"keys": [], "vm-configuration": {"tpm-enabled": True}}
-    digest = hashlib.sha256(json.dumps(claims, separators=(",", ":")).encode()).digest()
     hcl = tmp_path / "hcl.bin"
-    hcl.write_bytes(hcl_report_tdx(b"", b"\x22" * 48, claims))
+    blob, body = hcl_report_tdx(b"", b"\x22" * 48, claims)
+    hcl.write_bytes(blob)
     alone = verify_file(hcl, Options(roots=[root]))
     assert alone.technology == "azure-tdx" and "tdx: TDREPORT quoted" in failed(alone)
-    (tmp_path / "q.dat").write_bytes(tdx_quote_v4(c, digest))
+    (tmp_path / "q.dat").write_bytes(tdx_quote_v4(c, b"", body=body))
     res = verify_file(hcl, Options(roots=[root], tdx_quote=tmp_path / "q.dat"))
     assert failed(res) == ["hcl: HCLAkPub in runtime claims"]  # these claims carry no AK
     (tmp_path / "other.dat").write_bytes(tdx_quote_v4(c, b"\x01" * 32))
     res = verify_file(hcl, Options(roots=[root], tdx_quote=tmp_path / "other.dat"))
     assert "tdx: quote is of this TDREPORT" in failed(res)
+    assert "REPORTDATA" in next(ch.detail for ch in res.checks if ch.name == "tdx: quote is of this TDREPORT")

@@ -11,7 +11,9 @@ import pandas as pd
 
 from testbed_reports.anova import ANOVA_NOTE, ANOVA_TYPE, tukey, two_way_anova
 from testbed_reports.errors import ReportError
-from testbed_reports.stats import group_stats
+from testbed_reports.stats import group_table
+from testbed_shared.atomic import write_atomically
+from testbed_shared.safecsv import write_frame
 
 
 def parse_where(specs: list[str]) -> dict[str, str]:
@@ -72,15 +74,7 @@ def analyze(
 ) -> dict[str, Any]:
     """Compute and write ``out/stats.json`` (+ groups.csv, anova.csv); returns the stats."""
     df = _load(csv, metric, by, where, tukey_factors or [])
-    groups = []
-    for raw_key, part in df.groupby(by, sort=True):
-        key = raw_key if isinstance(raw_key, tuple) else (raw_key,)
-        groups.append(
-            {
-                "group": {c: _plain(k) for c, k in zip(by, key, strict=False)},
-                **group_stats(part[metric].to_numpy(dtype=float)),
-            }
-        )
+    groups = group_table(df, by, metric)
     result: dict[str, Any] = {
         "csv": str(csv),
         "metric": metric,
@@ -100,15 +94,11 @@ def analyze(
         result["tukey"] = [row for f in tukey_factors for row in tukey(df, metric, f)]
     result = _json_safe(result)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "stats.json").write_text(json.dumps(result, indent=2) + "\n")
+    write_atomically(out / "stats.json", json.dumps(result, indent=2) + "\n", what="stats")
     flat = pd.DataFrame([{**g["group"], **{k: v for k, v in g.items() if k != "group"}} for g in groups])
-    flat.to_csv(out / "groups.csv", index=False)
+    write_frame(flat, out / "groups.csv")
     if "anova" in result:
-        pd.DataFrame(result["anova"]).to_csv(out / "anova.csv", index=False)
+        write_frame(pd.DataFrame(result["anova"]), out / "anova.csv")
     if "tukey" in result:
-        pd.DataFrame(result["tukey"]).to_csv(out / "tukey.csv", index=False)
+        write_frame(pd.DataFrame(result["tukey"]), out / "tukey.csv")
     return result
-
-
-def _plain(x: Any) -> Any:
-    return x.item() if isinstance(x, np.generic) else x

@@ -19,14 +19,16 @@ from matplotlib.colors import to_hex
 from testbed_reports import __version__, crypto_tables, display, figures, plots, svgplot
 from testbed_reports.anova import ANOVA_NOTE, anova_codes
 from testbed_reports.audit import attest_column
-from testbed_reports.compare import auto_pairs, compare, parse_pairs
+from testbed_reports.compare import auto_pairs, compare, headline, parse_pairs
 from testbed_reports.diagnostics import diagnostics, windows
 from testbed_reports.errors import ReportError
 from testbed_reports.export import parameter_anova
 from testbed_reports.fingerprint import fingerprints, label_factors, mismatches
-from testbed_reports.inference import DEFAULT_MARGIN, primary_set
+from testbed_reports.inference import DEFAULT_MARGIN, MachineSpread, primary_set
 from testbed_reports.load import Dataset, load
 from testbed_reports.stats import MIN_N_CV_CI, describe
+from testbed_shared.atomic import write_atomically
+from testbed_shared.safecsv import write_frame
 
 DECISIONS = ("slower", "faster", "equivalent", "inconclusive")
 #: label factors crossed in two-way ANOVAs: protection x CPU vendor, protection x disk encryption
@@ -229,6 +231,29 @@ def _md(text: Any) -> str:
     return flat.translate(_MD_SPECIAL)
 
 
+def _verdict_md(c: Any, prefix: str = "") -> str:
+    return f"- {prefix}{_md(c.verdict)}" + (f" [{_md(c.diagnostics)}]" if c.diagnostics else "")
+
+
+def _decisions_md(cmp: pd.DataFrame) -> list[str]:
+    """Primary decisions per scope (with their counts), then secondary ones under their benchmark."""
+    parts: list[str] = []
+    prim = cmp[cmp["primary"].astype(bool)]
+    for scope, title in (("types", "VM types (machines as replicates)"), ("machines", "these machines")):
+        part = prim[prim["scope"] == scope]
+        if part.empty:
+            continue
+        counts = part["decision"].value_counts()
+        tally = ", ".join(f"{int(counts.get(d, 0))} {d}" for d in DECISIONS)
+        parts += [f"### Primary metrics, scope {scope}: {title} ({len(part)}: {tally})", ""]
+        parts += [_verdict_md(c, f"**{c.decision}**: ") for c in part.itertuples(index=False)] + [""]
+    sec = cmp[~cmp["primary"].astype(bool)]
+    for bench, part in sec.groupby("benchmark", sort=True):
+        parts += [f"### {_md(bench)}: secondary metrics (unadjusted, not counted above)", ""]
+        parts += [_verdict_md(c, f"{c.decision} (unadjusted): ") for c in part.itertuples(index=False)] + [""]
+    return parts
+
+
 def _summary_md(name: str, rep: Report, labels: list[str]) -> str:
     parts = [f"# Benchmark report: {_md(name)}", "", f"Labels: {', '.join(_md(x) for x in labels)}", ""]
     if rep.problems:
@@ -240,10 +265,7 @@ def _summary_md(name: str, rep: Report, labels: list[str]) -> str:
         parts += ["No comparison pairs (add inventory groups or use --compare A:B).", ""]
     else:
         cmp = rep.comparisons.sort_values("primary", ascending=False, kind="stable")
-        parts += [
-            f"- **{c.decision}**: {_md(c.verdict)}" + (f" [{_md(c.diagnostics)}]" if c.diagnostics else "")
-            for c in cmp.itertuples(index=False)
-        ] + [""]
+        parts += _decisions_md(cmp)
         parts += [
             _md_table(
                 cmp,
@@ -252,6 +274,7 @@ def _summary_md(name: str, rep: Report, labels: list[str]) -> str:
                     "benchmark",
                     "metric",
                     "primary",
+                    "scope",
                     "overhead_percent",
                     "overhead_ci_low",
                     "overhead_ci_high",
@@ -349,11 +372,13 @@ def build(
     margin: float = DEFAULT_MARGIN,
     margins: Mapping[str, float] | None = None,
     anova_log: bool = True,
+    prior: MachineSpread | None = None,
 ) -> Report:
     """Build the report of docs/design.md section 6 into ``out``.
 
     ``margin`` is the equivalence margin in percent; ``margins`` overrides it per benchmark (and
-    wins over a record's own ``margin_percent``).
+    wins over a record's own ``margin_percent``); ``prior`` is an optional machine-spread prior
+    (inference.MachineSpread) that makes one-machine labels type-level.
     """
     if not (math.isfinite(margin) and 0 < margin < 100):
         raise ReportError(f"--margin {margin!r}: expected a percentage between 0 and 100")
@@ -377,7 +402,7 @@ def build(
     desc["diagnostics"] = ["; ".join(notes.get(k, [])) for k in keys]
     pairs = parse_pairs(list(compare_specs), labels) if compare_specs else auto_pairs(factors)
     per_bench = {**ds.margins, **(margins or {})}
-    cmp = compare(ds.obs, desc, pairs, margin, per_bench, notes, windows(ds.records))
+    cmp = compare(ds.obs, desc, pairs, margin, per_bench, notes, windows(ds.records), prior)
     suspect = {lab for lab, _ in flagged}
     if len(cmp):
         bad_rows = cmp["a"].isin(suspect) | cmp["b"].isin(suspect)
@@ -394,28 +419,26 @@ def build(
     _write_tables(out, rep, bad, ds)
     rep.crypto = crypto_tables.section(*crypto_tables.write([Path(p) for p in paths], out))
     _write_json(out, name, rep, bad, ds, labels, pairs)
-    (out / "summary.md").write_text(_summary_md(name, rep, labels), encoding="utf-8")
+    write_atomically(out / "summary.md", _summary_md(name, rep, labels), what="report")
     html = _render(name, rep, bad, ds, labels)
-    (out / "index.html").write_text(html, encoding="utf-8")
+    write_atomically(out / "index.html", html, what="report")
     return rep
 
 
 def _write_tables(out: Path, rep: Report, bad: pd.DataFrame, ds: Dataset) -> None:
-    rep.descriptives.to_csv(out / "descriptives.csv", index=False)
-    rep.comparisons.to_csv(out / "comparisons.csv", index=False)
-    rep.fingerprints.to_csv(out / "fingerprints.csv", index=False)
-    rep.status.to_csv(out / "status.csv", index=False)
-    bad.to_csv(out / "failed_runs.csv", index=False)
+    write_frame(rep.descriptives, out / "descriptives.csv")  # safe CSV cells (issue 26)
+    write_frame(rep.comparisons, out / "comparisons.csv")
+    write_frame(rep.fingerprints, out / "fingerprints.csv")
+    write_frame(rep.status, out / "status.csv")
+    write_frame(bad, out / "failed_runs.csv")
     rows = [
         {"benchmark": a["benchmark"], "metric": a["metric"], "factors": "x".join(a["factors"]), **r}
         for a in rep.anova
         for r in a["table"]
     ]
-    pd.DataFrame(
-        rows,
-        columns=["benchmark", "metric", "factors", "source", "df", "ss", "ss_percent", "F", "F_crit", "p"],
-    ).to_csv(out / "anova.csv", index=False)
-    _pct_table(ds).to_csv(out / "percentiles.csv", index=False)
+    cols = ["benchmark", "metric", "factors", "source", "df", "ss", "ss_percent", "F", "F_crit", "p"]
+    write_frame(pd.DataFrame(rows, columns=cols), out / "anova.csv")
+    write_frame(_pct_table(ds), out / "percentiles.csv")
     rows = [
         {
             "type": a["type"],
@@ -427,7 +450,7 @@ def _write_tables(out: Path, rep: Report, bad: pd.DataFrame, ds: Dataset) -> Non
         for a in rep.param_anova
         for r in a["table"]
     ]
-    pd.DataFrame(rows).to_csv(out / "parameter_anova.csv", index=False)
+    write_frame(pd.DataFrame(rows), out / "parameter_anova.csv")
 
 
 def _pct_table(ds: Dataset) -> pd.DataFrame:
@@ -464,29 +487,13 @@ def _write_json(
         "failed_runs": _records(bad),
         "method": METHOD,
     }
-    (out / "stats.json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    write_atomically(out / "stats.json", json.dumps(data, indent=1) + "\n", what="report")
 
 
 def _overview(cmp: pd.DataFrame) -> list[dict[str, Any]]:
-    """One line per comparison: how many metrics were decided slower, faster, equivalent, inconclusive."""
-    out = []
-    for name, part in cmp.groupby("comparison", sort=False):
-        ovh = part["overhead_percent"].to_numpy(float)
-        ovh = ovh[np.isfinite(ovh)]
-        dec = part["decision"].value_counts()
-        out.append(
-            {
-                "comparison": name,
-                "kind": part["kind"].iloc[0],
-                "metrics": len(part),
-                **{d: int(dec.get(d, 0)) for d in DECISIONS},
-                "median": float(np.median(ovh)) if len(ovh) else None,
-                "min": float(ovh.min()) if len(ovh) else None,
-                "max": float(ovh.max()) if len(ovh) else None,
-                "mismatch": bool(part["evidence_mismatch"].any()),
-            }
-        )
-    return out
+    """The headline: per comparison and scope, the primary metrics decided slower, faster,
+    equivalent, inconclusive (compare.headline; secondary metrics never count here)."""
+    return headline(cmp)
 
 
 def _heat(cmp: pd.DataFrame) -> dict[str, Any]:
@@ -506,10 +513,13 @@ def _heat(cmp: pd.DataFrame) -> dict[str, Any]:
             if not math.isfinite(v):
                 row.append({"text": "", "color": "#fff", "title": ""})
                 continue
-            star = "*" if r.decision in ("slower", "faster") else ""
+            decided = r.decision in ("slower", "faster") and bool(r.primary)
+            star = ("*" if r.scope == "types" else "†") if decided else ""
             shade = to_hex(cmap(0.5 + 0.5 * max(-1.0, min(1.0, v / lim))))
             row.append({"text": f"{v:+.1f}{star}", "color": shade, "title": r.verdict})
-        rows.append({"name": f"{bench} · {metric}", "cells": row})
+        first = next((cells[(bench, metric, c)] for c in cols if (bench, metric, c) in cells), None)
+        tag = "" if first is None or bool(first.primary) else " (secondary, unadjusted)"
+        rows.append({"name": f"{bench} · {metric}{tag}", "cells": row})
     return {"cols": cols, "rows": rows, "lim": lim}
 
 
@@ -646,7 +656,7 @@ def _headline(rep: Report, ds: Dataset, palette: dict[str, str]) -> dict[str, An
             }
         )
     decisions.sort(key=lambda d: (_ORDER.get(str(d["decision"]), 9), str(d["comparison"])))
-    counts = {d: sum(1 for x in decisions if x["decision"] == d) for d in DECISIONS}
+    counts = {d: sum(int(h.get(d, 0)) for h in headline(cmp)) for d in DECISIONS}  # primary only
     kinds = set(cmp["kind"].astype(str)) if len(cmp) else set()
     return {
         "decisions": decisions,
@@ -671,18 +681,20 @@ def _primary_figures(desc: pd.DataFrame, ds: Dataset, palette: dict[str, str]) -
         shown = metrics[:MAX_HEADLINE_GROUPS]
         unit, better = str(d["unit"].iloc[0]), str(d["better"].iloc[0])
         d = d[d["metric"].astype(str).isin(shown) & (d["unit"].astype(str) == unit)]
-        f, scaled = display.common_scale(d["mean"].to_numpy(float), unit)
+        centre = _centre(d)
+        f, scaled = display.common_scale(centre, unit)
         rows = [
             (
                 display.pretty_metric(str(r.metric)),
                 str(r.label),
-                float(r.mean) / f,
+                float(c) / f,
                 float(r.ci95_low) / f,
                 float(r.ci95_high) / f,
             )
-            for r in d.itertuples(index=False)
+            for r, c in zip(d.itertuples(index=False), centre, strict=True)
         ]
-        sub = f"mean, 95% CI [{scaled}], {better} is better"
+        what = "geometric mean" if (d.get("ci_scale", pd.Series(dtype=str)) == "log").all() else "mean"
+        sub = f"{what}, 95% CI [{scaled}], {better} is better"
         note = "" if len(metrics) == len(shown) else f"first {len(shown)} of {len(metrics)} primary metrics"
         out.append(
             {
@@ -693,6 +705,16 @@ def _primary_figures(desc: pd.DataFrame, ds: Dataset, palette: dict[str, str]) -
             }
         )
     return out
+
+
+def _centre(d: pd.DataFrame) -> np.ndarray:
+    """The value each descriptive row's 95% CI is about: the geometric mean where the interval was
+    computed on the log scale (positive quantities), else the mean."""
+    mean = d["mean"].to_numpy(float)
+    if "geomean" not in d or "ci_scale" not in d:
+        return mean
+    geo = d["geomean"].to_numpy(float)
+    return np.where((d["ci_scale"] == "log").to_numpy() & np.isfinite(geo), geo, mean)
 
 
 def _human_rows(d: pd.DataFrame) -> list[dict[str, Any]]:
@@ -707,7 +729,14 @@ def _human_rows(d: pd.DataFrame) -> list[dict[str, Any]]:
                 "mean_h": display.human(_float(r.get("mean")), unit, sc),
                 "median_h": display.human(_float(r.get("median")), unit, sc),
                 "sd_h": display.human(_float(r.get("sd")), unit, sc),
-                "ci_h": display.interval(_float(r.get("ci95_low")), _float(r.get("ci95_high")), unit, sc),
+                "ci_h": (
+                    (
+                        display.human(_float(r.get("geomean")), unit, sc) + " (geometric mean) "
+                        if r.get("ci_scale") == "log"
+                        else ""
+                    )
+                    + display.interval(_float(r.get("ci95_low")), _float(r.get("ci95_high")), unit, sc)
+                ),
                 "about": display.describe(str(r.get("metric"))),
             }
         )

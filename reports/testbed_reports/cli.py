@@ -39,6 +39,30 @@ def _margins(specs: list[str]) -> dict[str, float]:
     return out
 
 
+DECISIONS = ("slower", "faster", "equivalent", "inconclusive")
+
+
+def _prior(args: argparse.Namespace) -> object | None:
+    """The machine-spread prior of ``build`` (inference.MachineSpread), or None."""
+    from testbed_reports.inference import MachineSpread
+
+    if args.machine_spread is None:
+        if args.machine_spread_source or args.machine_spread_df is not None:
+            raise ReportError("--machine-spread-source/--machine-spread-df need --machine-spread PCT")
+        return None
+    if not 0 < args.machine_spread < 100:
+        raise ReportError(f"--machine-spread {args.machine_spread}: expected a percentage between 0 and 100")
+    if not (args.machine_spread_source or "").strip():
+        raise ReportError(
+            "--machine-spread needs --machine-spread-source TEXT (where the spread was measured)",
+            "the source is printed in every verdict that uses the prior",
+        )
+    df = args.machine_spread_df
+    if df is not None and not df >= 1:
+        raise ReportError(f"--machine-spread-df {df}: expected at least 1")
+    return MachineSpread(args.machine_spread / 100, args.machine_spread_source.strip(), df or float("inf"))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="testbed-report",
@@ -100,6 +124,24 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="BENCH=PCT",
         help="equivalence margin of one benchmark (repeatable; wins over a record's margin_percent)",
+    )
+    b.add_argument(
+        "--machine-spread",
+        type=float,
+        metavar="PCT",
+        help="a between-machine spread measured elsewhere (sd of machine effects, in %%): with it, a "
+        "label with one machine gives type-level intervals (scope types); needs --machine-spread-source",
+    )
+    b.add_argument(
+        "--machine-spread-source",
+        metavar="TEXT",
+        help="where --machine-spread was measured (printed in every verdict that uses it)",
+    )
+    b.add_argument(
+        "--machine-spread-df",
+        type=float,
+        metavar="DF",
+        help="degrees of freedom of --machine-spread (machines it was measured on - 1; default: known)",
     )
     b.add_argument(
         "--anova-scale",
@@ -166,16 +208,27 @@ def _cmd_build(args: argparse.Namespace) -> int:
         margin=args.margin,
         margins=_margins(args.margin_for),
         anova_log=args.anova_scale == "log",
+        prior=_prior(args),
     )
     for w in rep.warnings:
         print(f"warning: {w}", file=sys.stderr)
     for p in rep.problems:
         print(f"EVIDENCE MISMATCH: {p}", file=sys.stderr)
-    counts = rep.comparisons["decision"].value_counts() if len(rep.comparisons) else {}
-    decided = ", ".join(f"{counts.get(d, 0)} {d}" for d in ("slower", "faster", "equivalent", "inconclusive"))
+    cmp = rep.comparisons
+    prim = cmp[cmp["primary"].astype(bool)] if len(cmp) else cmp
+    parts = []
+    for scope in ("types", "machines"):
+        part = prim[prim["scope"] == scope] if len(prim) else prim
+        if len(part):
+            counts = part["decision"].value_counts()
+            tally = ", ".join(
+                f"{counts.get(d, 0)} {d}" for d in ("slower", "faster", "equivalent", "inconclusive")
+            )
+            parts.append(f"scope {scope}: {len(part)} primary, {tally}")
+    extra = f"; {len(cmp) - len(prim)} secondary, unadjusted" if len(cmp) > len(prim) else ""
     print(
         f"report: {args.out / 'index.html'} ({len(rep.descriptives)} label metrics, "
-        f"{len(rep.comparisons)} comparisons: {decided})"
+        f"{len(cmp)} comparisons{': ' if parts else ''}{'; '.join(parts)}{extra})"
     )
     return 0
 

@@ -1,4 +1,14 @@
-"""Pairs of labels to compare, and per metric: log-scale overhead, interval, decision and verdict."""
+"""Pairs of labels to compare, and per metric: log-scale overhead, interval, decision, scope and verdict.
+
+Fields of each comparison row that others read (stats.json ``comparisons``, comparisons.csv):
+``decision`` (slower/faster/equivalent/inconclusive), ``scope`` (``types``: machines as replicates
+or a machine-spread prior; ``machines``: a side has one machine, the statement is about these
+machines), ``primary`` (member of the error-controlled family), ``adjusted`` (its interval is
+Bonferroni-adjusted; secondary metrics' are not), ``machines_needed`` (machines per label a
+type-level decision needs at the machine spread seen or assumed; empty when unknown). The headline
+counts only primary decisions, per scope (:func:`headline`); secondary ones are listed under their
+benchmark (:func:`secondary`).
+"""
 
 from __future__ import annotations
 
@@ -10,16 +20,20 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from testbed_reports.diagnostics import overlap_note
+from testbed_reports.diagnostics import Drift, findings, overlap_note
 from testbed_reports.errors import ReportError
 from testbed_reports.inference import (
     ALPHA,
     DEFAULT_MARGIN,
+    SCOPES,
     Decision,
     Estimate,
+    MachineSpread,
+    Side,
     decide,
     estimate,
     family_alpha,
+    machines_needed,
     primary_set,
     sides,
     signed,
@@ -52,6 +66,9 @@ COMPARE_COLUMNS = [
     "tost_p",
     "margin_percent",
     "test_unit",
+    "scope",
+    "adjusted",
+    "machines_needed",
     "decision",
     "reason",
     "diagnostics",
@@ -137,12 +154,25 @@ def overhead(ratio: float | np.ndarray, better: str) -> float | np.ndarray:
 SECONDARY = "; secondary metric: unadjusted 95% interval, outside the error-controlled family"
 
 
-def _scope(est: Estimate, ma: int, mb: int, na: int, nb: int) -> str:
+def _hosts(hosts: list[str]) -> str:
+    return ", ".join(hosts[:4]) + (f" and {len(hosts) - 4} more" if len(hosts) > 4 else "")
+
+
+def scope_text(est: Estimate, ha: list[str], hb: list[str], na: int, nb: int, need: int | None) -> str:
+    """What a verdict speaks about: VM types (machines as replicates, or a prior) or these machines."""
+    ma, mb = len(ha), len(hb)
     if est.unit == "machine":
-        return f"{ma} vs {mb} machines, machine is the unit"
-    if ma == 1 and mb == 1:
-        return f"n={na} vs {nb} runs; speaks about these two machines, not about their VM types"
-    return f"n={na} vs {nb} runs pooled (a label with one machine: machine spread not estimable)"
+        return f"scope types: {ma} vs {mb} machines, machine is the unit"
+    if est.scope == "types":
+        return f"scope types via the {est.prior}: {ma} vs {mb} machines, n={na} vs {nb} runs"
+    who = "these two machines" if ma == mb == 1 else f"these machines ({_hosts(ha)} vs {_hosts(hb)})"
+    text = f"scope machines: n={na} vs {nb} runs; speaks about {who}, not about their VM types"
+    if need is not None:
+        return text + (
+            f"; a type-level decision needs about {need} machines per label at the machine spread "
+            f"{100 * est.machine_spread:.1f}% ({est.spread_from})"
+        )
+    return text + "; machine spread not measured: a type-level decision needs >= 2 machines per label"
 
 
 def verdict(pair: Pair, bench: str, metric: str, dec: Decision, scope: str, margin: float) -> str:
@@ -163,6 +193,21 @@ def _margin_for(bench: str, margin: float, margins: Mapping[str, float] | None) 
     return float((margins or {}).get(bench, margin))
 
 
+@dataclass
+class _Cell:
+    """One pair x metric before the family size is known."""
+
+    pair: Pair
+    bench: str
+    metric: str
+    ra: dict
+    rb: dict
+    side_a: Side
+    side_b: Side
+    est: Estimate
+    primary: bool
+
+
 def compare(
     obs: pd.DataFrame,
     desc: pd.DataFrame,
@@ -171,53 +216,76 @@ def compare(
     margins: Mapping[str, float] | None = None,
     notes: Mapping[tuple[str, str, str], list[str]] | None = None,
     windows: Mapping[str, tuple] | None = None,
+    prior: MachineSpread | None = None,
+    drift: Mapping[tuple[str, str, str], list[Drift]] | None = None,
 ) -> pd.DataFrame:
-    """One row per pair and (benchmark, metric) measured on both labels, with its decision."""
+    """One row per pair and (benchmark, metric) measured on both labels, with its decision.
+
+    ``prior`` is an optional machine-spread prior (one-machine sides become type-level); ``drift``
+    the drifting machines per (benchmark, metric, label) (``diagnostics.findings``; computed from
+    ``obs`` when not given): their means get the variance of a wandering level.
+    """
     if not pairs or obs.empty:
         return pd.DataFrame(columns=COMPARE_COLUMNS)
+    if drift is None:
+        drift = findings(obs)[1]
     sd = sides(obs)
     primary = primary_set(obs)
     d = {(r["benchmark"], r["metric"], r["label"]): r for r in desc.to_dict(orient="records")}
     by_label: dict[str, set[tuple[str, str]]] = {}
     for bench, metric, label in d:
         by_label.setdefault(label, set()).add((bench, metric))
-    rows = []
+    cells = []
     for pair in pairs:
         for bench, metric in sorted(by_label.get(pair.a, set()) & by_label.get(pair.b, set())):
-            ra, rb = d[(bench, metric, pair.a)], d[(bench, metric, pair.b)]
-            est = estimate(sd[(bench, metric, pair.a)], sd[(bench, metric, pair.b)])
-            rows.append((pair, bench, metric, ra, rb, est, (bench, metric) in primary))
-    m = sum(1 for r in rows if r[6] and r[5].ok)
+            sa, sb = sd[(bench, metric, pair.a)], sd[(bench, metric, pair.b)]
+            da, db = drift.get((bench, metric, pair.a), []), drift.get((bench, metric, pair.b), [])
+            sa, sb = sa.with_drift(da), sb.with_drift(db)
+            est = estimate(sa, sb, prior)
+            cells.append(
+                _Cell(
+                    pair,
+                    bench,
+                    metric,
+                    d[(bench, metric, pair.a)],
+                    d[(bench, metric, pair.b)],
+                    sa,
+                    sb,
+                    est,
+                    (bench, metric) in primary,
+                )
+            )
+    m = sum(1 for c in cells if c.primary and c.est.ok)
     return pd.DataFrame(
-        [_row(*r, m, margin, margins, notes or {}, windows or {}) for r in rows], columns=COMPARE_COLUMNS
+        [_row(c, m, margin, margins, notes or {}, windows or {}) for c in cells], columns=COMPARE_COLUMNS
     )
 
 
 def _row(
-    pair: Pair,
-    bench: str,
-    metric: str,
-    ra: dict,
-    rb: dict,
-    est: Estimate,
-    is_primary: bool,
+    c: _Cell,
     family: int,
     margin: float,
     margins: Mapping[str, float] | None,
     notes: Mapping[tuple[str, str, str], list[str]],
     windows: Mapping[str, tuple],
 ) -> dict:
+    pair, bench, metric, ra, rb, est = c.pair, c.bench, c.metric, c.ra, c.rb, c.est
     better = str(ra["better"])
-    alpha = family_alpha(family) if is_primary else ALPHA
+    alpha = family_alpha(family) if c.primary else ALPHA
     mg = _margin_for(bench, margin, margins)
     dec = decide(est, better, alpha, mg)
     ma, mb, na, nb = int(ra["machines"]), int(rb["machines"]), int(ra["n"]), int(rb["n"])
+    need = machines_needed(est, alpha, mg)
+    scope = scope_text(est, c.side_a.hosts, c.side_b.hosts, na, nb, need) if est.ok else f"scope {est.scope}"
+    moved = [d.host for d in (*c.side_a.drift, *c.side_b.drift)]
+    if moved and est.ok and est.unit != "machine":
+        scope += f"; interval widened for the drift of {', '.join(moved)} (a wandering level, not replicates)"
     diag = [f"{pair.a} {x}" for x in notes.get((bench, metric, pair.a), [])]
     diag += [f"{pair.b} {x}" for x in notes.get((bench, metric, pair.b), [])]
     when = overlap_note(pair.a, pair.b, windows) if windows else ""
     if when:
         diag.append(when)
-    p_adj = min(1.0, dec.p * family) if is_primary and math.isfinite(dec.p) else dec.p
+    p_adj = min(1.0, dec.p * family) if c.primary and math.isfinite(dec.p) else dec.p
     return {
         "comparison": pair.name,
         "kind": pair.kind,
@@ -227,7 +295,7 @@ def _row(
         "metric": metric,
         "unit": ra["unit"],
         "better": better,
-        "primary": is_primary,
+        "primary": c.primary,
         "n_a": na,
         "n_b": nb,
         "machines_a": ma,
@@ -244,10 +312,61 @@ def _row(
         "tost_p": dec.tost_p,
         "margin_percent": mg,
         "test_unit": est.unit,
+        "scope": est.scope,
+        "adjusted": bool(c.primary),
+        "machines_needed": need,
         "decision": dec.decision,
         "reason": dec.reason,
         "diagnostics": "; ".join(diag),
-        "verdict": verdict(
-            pair, bench, metric, dec, _scope(est, ma, mb, na, nb) + ("" if is_primary else SECONDARY), mg
-        ),
+        "verdict": verdict(pair, bench, metric, dec, scope + ("" if c.primary else SECONDARY), mg),
     }
+
+
+def headline(cmp: pd.DataFrame) -> list[dict]:
+    """The headline: per comparison and scope (types first), the counts of *primary* decisions.
+
+    Secondary metrics never count here; ``secondary`` is how many of them the comparison has (they
+    are listed, unadjusted, under their benchmark: :func:`secondary`).
+    """
+    out: list[dict] = []
+    if cmp.empty:
+        return out
+    for name, part in cmp.groupby("comparison", sort=False):
+        prim = part[part["primary"].astype(bool)]
+        mismatch = bool(part["evidence_mismatch"].any()) if "evidence_mismatch" in part else False
+        for scope in SCOPES:
+            rows = prim[prim["scope"] == scope]
+            if rows.empty:
+                continue
+            ovh = rows["overhead_percent"].to_numpy(float)
+            ovh = ovh[np.isfinite(ovh)]
+            dec = rows["decision"].value_counts()
+            out.append(
+                {
+                    "comparison": name,
+                    "kind": part["kind"].iloc[0],
+                    "scope": scope,
+                    "metrics": len(rows),
+                    **{k: int(dec.get(k, 0)) for k in ("slower", "faster", "equivalent", "inconclusive")},
+                    "median": float(np.median(ovh)) if len(ovh) else None,
+                    "min": float(ovh.min()) if len(ovh) else None,
+                    "max": float(ovh.max()) if len(ovh) else None,
+                    "secondary": int((~part["primary"].astype(bool)).sum()),
+                    "machines_needed": _max_int(rows["machines_needed"]),
+                    "mismatch": mismatch,
+                }
+            )
+    return out
+
+
+def _max_int(col: pd.Series) -> int | None:
+    v = pd.to_numeric(col, errors="coerce").dropna()
+    return int(v.max()) if len(v) else None
+
+
+def secondary(cmp: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Secondary (unadjusted) comparisons per benchmark, for the benchmark's own section."""
+    if cmp.empty:
+        return {}
+    sec = cmp[~cmp["primary"].astype(bool)]
+    return {str(b): part for b, part in sec.groupby("benchmark", sort=True)}

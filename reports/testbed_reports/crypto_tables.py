@@ -25,6 +25,8 @@ from typing import Any
 
 import pandas as pd
 
+from testbed_shared.safecsv import write_frame
+
 #: per-cell quantities carried into the tables (metric suffix -> column)
 QUANTITIES = {
     "time_per_op": "time_s",
@@ -227,7 +229,7 @@ def write(paths: Sequence[Path], out: Path) -> tuple[pd.DataFrame, pd.DataFrame]
     if df.empty:
         return table, ratio
     out.mkdir(parents=True, exist_ok=True)
-    df.to_csv(out / "crypto_cells.csv", index=False)
-    table.to_csv(out / "crypto_table.csv", index=False)
-    ratio.to_csv(out / "crypto_ratio.csv", index=False)
+    write_frame(df, out / "crypto_cells.csv")
+    write_frame(table, out / "crypto_table.csv")
+    write_frame(ratio, out / "crypto_ratio.csv")
     return table, ratio

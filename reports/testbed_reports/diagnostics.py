@@ -1,14 +1,29 @@
 """Checks printed beside each verdict: run-order drift, outliers, bimodality, too few runs, time windows.
 
-All are computed per machine (a label's machines are never mixed) and vectorised over every group.
-Nothing is removed: an outlier is flagged and kept.
+All are computed per machine (a label's machines are never mixed) over its runs (``runs.py``: a
+pyperformance run's values are one run) in run order (start time, then repetition), vectorised over
+every group. Nothing is removed: an outlier is flagged and kept.
+
+Drift has two checks; when either fires on a machine, a run-level comparison gives that machine's
+mean the extra variance of a wandering level (:func:`level_variance`; ``inference``):
+
+- trend: Spearman correlation of value with run order, p < DRIFT_P, from DRIFT_MIN_N runs;
+- level stability: the KPSS statistic of the (log) values about their mean, eta =
+  sum(S_t^2) / (n^2 s^2) with S_t the partial sums (the locally best test against a random-walk
+  level), p from its limiting Cramer-von Mises law (Anderson & Darling 1952), below STABLE_P from
+  STABLE_MIN_N runs (its size at 8-30 normal runs: 4.7-5.2 %, seeded simulation).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
+from scipy import special as spf
 from scipy import stats as sps
+
+from testbed_reports.runs import runs
 
 #: robust z (distance from the median in MADs x 1.4826) beyond which a run is flagged an outlier,
 #: checked from OUTLIER_MIN_N runs (normal data, 10 runs: 3.5 % of machines get a false flag; 3.5 gave 12 %)
@@ -19,6 +34,9 @@ DRIFT_MIN_N = 6
 DRIFT_P = 0.01
 #: bimodality coefficient above which (with at least BIMODAL_MIN_N runs) a sample looks bimodal
 BIMODAL_BC = 0.555
+#: level stability (KPSS): p below STABLE_P, from STABLE_MIN_N runs
+STABLE_P = 0.05
+STABLE_MIN_N = 8
 BIMODAL_MIN_N = 20
 MIN_RUNS = 5
 KEYS = ["benchmark", "metric", "label", "host"]
@@ -33,11 +51,17 @@ def _sums(codes: np.ndarray, w: np.ndarray, g: int) -> np.ndarray:
     return np.bincount(codes, weights=w, minlength=g)
 
 
+def run_order(obs: pd.DataFrame) -> np.ndarray:
+    """A global order of the rows: start time (ISO 8601 text sorts in time), then repetition."""
+    start = obs["started_at"].astype(str).to_numpy() if "started_at" in obs else np.zeros(len(obs), dtype=str)
+    rep = pd.to_numeric(obs["repetition"], errors="coerce").fillna(0).to_numpy() if "repetition" in obs else 0
+    return np.lexsort((np.broadcast_to(rep, len(obs)), start)).argsort()
+
+
 def _drift(obs: pd.DataFrame, codes: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Spearman rho of value with run order (repetition) per group, and its p."""
-    key = obs["repetition"].to_numpy(dtype=float)
+    """Spearman rho of value with run order per group, and its p."""
     rv = pd.Series(obs["value"].to_numpy(dtype=float)).groupby(codes).rank().to_numpy()
-    ro = pd.Series(key).groupby(codes).rank().to_numpy()
+    ro = pd.Series(run_order(obs)).groupby(codes).rank().to_numpy()
     g = len(n)
     mv, mo = _sums(codes, rv, g) / n, _sums(codes, ro, g) / n
     dv, do = rv - mv[codes], ro - mo[codes]
@@ -46,6 +70,42 @@ def _drift(obs: pd.DataFrame, codes: np.ndarray, n: np.ndarray) -> tuple[np.ndar
         t = rho * np.sqrt((n - 2) / np.maximum(1 - rho * rho, 1e-12))
     p = 2 * sps.t.sf(np.abs(t), np.maximum(n - 2, 1))
     return rho, np.where(np.isfinite(rho) & (n >= DRIFT_MIN_N), p, 1.0)
+
+
+def cvm_sf(x: np.ndarray) -> np.ndarray:
+    """Upper tail of the limiting Cramer-von Mises law (the KPSS level statistic's), vectorised."""
+    x = np.asarray(x, dtype=float)
+    ok = np.isfinite(x) & (x > 0)
+    xs = np.where(ok, x, 1.0)
+    tot = np.zeros_like(xs)
+    for k in range(200):
+        y = 4 * k + 1
+        q = y * y / (16 * xs)
+        term = np.exp(spf.gammaln(k + 0.5) - spf.gammaln(k + 1)) / (np.pi**1.5 * np.sqrt(xs))
+        term = term * np.sqrt(y) * spf.kve(0.25, q)  # kve = kv * exp(q): exp(-q) * kv = kve * exp(-2q)
+        term = term * np.exp(-2 * q)
+        tot += term
+        if np.all(np.abs(term) < 1e-12):
+            break
+    return np.where(ok, np.clip(1.0 - tot, 0.0, 1.0), np.where(x == 0, 1.0, np.nan))
+
+
+def _stability(y: np.ndarray, codes: np.ndarray, n: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """KPSS level-stability p per group (values in run order); 1.0 below STABLE_MIN_N runs."""
+    g = len(n)
+    idx = np.lexsort((order, codes))
+    c, v = codes[idx], y[idx]
+    scale = pd.Series(np.abs(v)).groupby(c).max().reindex(range(g)).to_numpy()
+    v = v / np.where((scale > 0) & np.isfinite(scale), scale, 1.0)[c]  # eta is scale-free
+    e = v - (_sums(c, v, g) / n)[c]
+    csum = np.cumsum(e)
+    start = np.concatenate(([0], np.cumsum(np.bincount(c, minlength=g))[:-1]))
+    before = np.where(start > 0, csum[np.maximum(start - 1, 0)], 0.0)
+    partial = csum - before[c]
+    with np.errstate(all="ignore"):
+        eta = _sums(c, partial * partial, g) / (n * _sums(c, e * e, g))
+    p = cvm_sf(eta)
+    return np.where((n >= STABLE_MIN_N) & np.isfinite(p), p, 1.0)
 
 
 def _outliers(values: np.ndarray, codes: np.ndarray, g: int) -> np.ndarray:
@@ -79,31 +139,94 @@ def _bimodality(values: np.ndarray, codes: np.ndarray, n: np.ndarray) -> np.ndar
     return np.where((n >= BIMODAL_MIN_N) & (m2 > 0), bc, np.nan)
 
 
-def diagnostics(obs: pd.DataFrame) -> dict[tuple[str, str, str], list[str]]:
-    """Per (benchmark, metric, label): readable findings (empty list when nothing to say)."""
+def _logs(values: np.ndarray, codes: np.ndarray, g: int) -> np.ndarray:
+    """Log values for groups whose values are all positive, raw values elsewhere."""
+    positive = np.bincount(codes, weights=(values <= 0).astype(float), minlength=g) == 0
+    with np.errstate(all="ignore"):
+        return np.where(positive[codes], np.log(np.where(values > 0, values, 1.0)), values)
+
+
+@dataclass(frozen=True)
+class Drift:
+    """A machine whose runs drift: why, and the variance its mean (log scale) has beyond s^2 / n."""
+
+    host: str
+    text: str
+    excess: float
+
+
+def level_variance(y: np.ndarray) -> float:
+    """Variance of the mean of ``y`` (in run order) about the level of a wandering process, beyond
+    the independent-runs value s^2 / n.
+
+    Local-level model y_t = mu + W_t + e_t (W a random walk of step variance d2, e noise of variance
+    s2): the half mean squared difference at lag k is k d2 / 2 + s2 (the variogram), fitted by
+    weighted least squares over lags 1..n/3; the mean then has variance d2 (n + 1)(2n + 1) / (6n) +
+    s2 / n about mu. A linear trend fits as a steep variogram too.
+    """
+    n = len(y)
+    lags = np.arange(1, max(2, n // 3) + 1)
+    lags = lags[lags < n]
+    if len(lags) < 2:
+        return 0.0
+    y = np.asarray(y, dtype=float)
+    scale = float(np.max(np.abs(y))) if len(y) else 1.0
+    scale = scale if 0 < scale < np.inf else 1.0
+    y = y / scale  # scale-free fit; the answer is scaled back
+    g = np.array([np.mean((y[k:] - y[:-k]) ** 2) / 2 for k in lags])
+    w = np.sqrt(n - lags)
+    design = np.vstack([lags / 2, np.ones(len(lags))]).T * w[:, None]
+    d2, s2 = np.linalg.lstsq(design, g * w, rcond=None)[0]
+    d2, s2 = max(float(d2), 0.0), max(float(s2), 0.0)
+    naive = float(np.var(y, ddof=1)) / n
+    return max(d2 * (n + 1) * (2 * n + 1) / (6 * n) + s2 / n - naive, 0.0) * scale * scale
+
+
+def findings(
+    obs: pd.DataFrame,
+) -> tuple[dict[tuple[str, str, str], list[str]], dict[tuple[str, str, str], list[Drift]]]:
+    """Per (benchmark, metric, label): readable notes, and the machines whose runs drift."""
     if obs.empty:
-        return {}
+        return {}, {}
+    obs = runs(obs)
     table, codes = _host_table(obs)
     n = table["n"].to_numpy(dtype=float)
     values = obs["value"].to_numpy(dtype=float)
     rho, p = _drift(obs, codes, n)
+    order = run_order(obs)
+    logs = _logs(values, codes, len(n))
+    stable = _stability(logs, codes, n, order)
     outl = _outliers(values, codes, len(n))
     bc = _bimodality(values, codes, n)
     out: dict[tuple[str, str, str], list[str]] = {}
+    drift: dict[tuple[str, str, str], list[Drift]] = {}
+    rows = None
     for i, (bench, metric, label, host) in enumerate(table[KEYS].astype(str).itertuples(index=False)):
         notes = out.setdefault((bench, metric, label), [])
         if n[i] < MIN_RUNS:
             notes.append(f"{host}: only {int(n[i])} runs (fewer than {MIN_RUNS}: weak test, wide interval)")
         if p[i] < DRIFT_P:
             way = "rise" if rho[i] > 0 else "fall"
-            notes.append(
-                f"{host}: values {way} with run order (drift, Spearman rho={rho[i]:+.2f}, p={p[i]:.2g})"
-            )
+            text = f"{host}: values {way} with run order (drift, Spearman rho={rho[i]:+.2f}, p={p[i]:.2g})"
+        elif stable[i] < STABLE_P:
+            text = f"{host}: level not stable over the runs (drift, KPSS p={stable[i]:.2g})"
+        else:
+            text = ""
+        if text:
+            notes.append(text)
+            rows = pd.Series(np.arange(len(codes))).groupby(codes).indices if rows is None else rows
+            idx = rows[i][np.argsort(order[rows[i]], kind="stable")]
+            drift.setdefault((bench, metric, label), []).append(Drift(host, text, level_variance(logs[idx])))
         if outl[i] and n[i] >= OUTLIER_MIN_N:
             notes.append(f"{host}: {int(outl[i])} outlier(s) beyond robust z {OUTLIER_Z:g} (flagged, kept)")
         if np.isfinite(bc[i]) and bc[i] > BIMODAL_BC:
             notes.append(f"{host}: looks bimodal (bimodality coefficient {bc[i]:.2f} > {BIMODAL_BC})")
-    return out
+    return out, drift
+
+
+def diagnostics(obs: pd.DataFrame) -> dict[tuple[str, str, str], list[str]]:
+    """Per (benchmark, metric, label): readable findings (empty list when nothing to say)."""
+    return findings(obs)[0]
 
 
 def windows(records: pd.DataFrame) -> dict[str, tuple[pd.Timestamp, pd.Timestamp]]:

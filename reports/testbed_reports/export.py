@@ -10,14 +10,15 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 from testbed_reports import svgplot
 from testbed_reports.anova import anova_codes, tukey
 from testbed_reports.errors import ReportError
 from testbed_reports.inference import primary_set
 from testbed_reports.load import OBS_COLUMNS, Dataset
-from testbed_reports.numerics import group_moments
+from testbed_reports.runs import run_codes, runs
+from testbed_reports.stats import summaries
+from testbed_shared.safecsv import write_frame
 
 PARAM_PREFIX = "param."
 #: a parameter (or the label) is a factor of a metric when it takes 2..MAX_LEVELS values there
@@ -67,7 +68,7 @@ def export_csv(ds: Dataset, path: Path) -> int:
     table = observations(ds)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        table.to_csv(path, index=False)
+        write_frame(table, path, what="export")  # safe CSV cells, atomic (issue 26)
     except OSError as exc:
         raise ReportError(f"{path}: cannot write CSV ({exc.strerror})") from None
     return len(table)
@@ -94,26 +95,15 @@ def _factors(part: pd.DataFrame) -> list[str]:
 
 
 def cells(y: np.ndarray, keys: pd.DataFrame) -> list[dict[str, Any]]:
-    """Per cell: n, mean, sd, CV % and the t 95% CI of the mean (raw values)."""
+    """Per cell: n, mean, sd, CV % and the 95% CI (stats.summaries: of the geometric mean when the
+    values are positive)."""
     codes, uniq = pd.factorize(pd.MultiIndex.from_frame(keys.astype(str)), sort=True)
-    m = group_moments(y, codes, len(uniq))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        half = sps.t.ppf(0.975, m.n - 1) * m.sd / np.sqrt(m.n)
-        cv = 100 * m.sd / np.abs(m.mean)
-    out = []
-    for i, key in enumerate(uniq):
-        out.append(
-            {
-                **dict(zip(keys.columns, key, strict=True)),
-                "n": int(m.n[i]),
-                "mean": float(m.mean[i]),
-                "sd": float(m.sd[i]),
-                "cv_percent": float(cv[i]),
-                "ci95_low": float(m.mean[i] - half[i]),
-                "ci95_high": float(m.mean[i] + half[i]),
-            }
-        )
-    return out
+    table = summaries(y, codes, len(uniq))
+    cols = ["n", "mean", "sd", "cv_percent", "geomean", "ci95_low", "ci95_high", "ci_scale"]
+    return [
+        {**dict(zip(keys.columns, key, strict=True)), **row}
+        for key, row in zip(uniq, table[cols].to_dict(orient="records"), strict=True)
+    ]
 
 
 def primary_mask(obs: pd.DataFrame) -> np.ndarray:
@@ -129,8 +119,8 @@ def parameter_anova(ds: Dataset, log: bool = True, max_pairs: int = 10) -> list[
     primary metric of a workload type, with the per-cell table."""
     if ds.obs.empty or not any(ds.params):
         return []
-    table = observations(ds)
-    table = table[primary_mask(ds.obs)]
+    table = observations(ds).assign(record=run_codes(ds.obs))
+    table = runs(table[primary_mask(ds.obs)]).drop(columns=["record", "values"])  # a run is the unit
     out: list[dict[str, Any]] = []
     for (btype, metric), part in table.groupby(["type", "metric"], observed=True, sort=True):
         entries = (

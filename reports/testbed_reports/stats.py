@@ -1,19 +1,29 @@
-"""Descriptive statistics with confidence intervals (vectorised over all groups).
+"""Descriptive statistics with confidence intervals, vectorised over all groups.
 
-Method (also printed in the report):
-- mean and sd: two-pass on values scaled by their group's largest magnitude (finite at any scale).
-- CI of the mean: Student t over runs for a label measured on one machine; with several machines
-  the machine is the unit: t over the machine means (k - 1 degrees of freedom).
-- CV CI: Vangel's modified McKay interval over the runs (no interval below ``MIN_N_CV_CI`` runs).
+One descriptive-statistics function, :func:`summaries` (values + group codes -> n, mean, median, sd,
+CV % with its interval, geometric mean and the interval of the mean); :func:`describe` applies it to
+a report's observations with the units of DESIGN.md section 6, and ``analyze`` / the parameter
+cells apply it to their groups. The interval is the shared core's
+(``testbed_shared.intervals.mean_interval``):
+
+- a positive quantity (every value > 0: times, rates, sizes) gets the t interval of the mean log
+  value, transformed back: the interval of the geometric mean, which never crosses zero
+  (``ci_scale: log``); anything else the t interval of the arithmetic mean (``ci_scale: raw``);
+- unit: the run (a record; pyperf values are first summarised per run, see ``runs.py``) when a
+  label has one machine; with several machines the machine is the unit: t over the machine means
+  of the log values (k - 1 degrees of freedom);
+- mean and sd: two-pass on values scaled by their group's largest magnitude (finite at any scale);
+- CV interval: Vangel's modified McKay interval over the runs (none below ``MIN_N_CV_CI`` runs).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 from testbed_reports.numerics import cv_ci, group_moments
+from testbed_reports.runs import runs
+from testbed_shared.intervals import mean_interval
 
 #: fewer runs than this give no CV interval
 MIN_N_CV_CI = 5
@@ -27,80 +37,144 @@ DESCRIBE_COLUMNS = [
     "better",
     "machines",
     "n",
+    "values",
     "mean",
     "median",
     "sd",
     "cv_percent",
     "cv_ci_low",
     "cv_ci_high",
+    "geomean",
     "ci95_low",
     "ci95_high",
+    "ci_scale",
     "ci_method",
+]
+SUMMARY_COLUMNS = [
+    "n",
+    "mean",
+    "median",
+    "sd",
+    "cv_percent",
+    "cv_ci_low",
+    "cv_ci_high",
+    "geomean",
+    "ci95_low",
+    "ci95_high",
+    "ci_scale",
 ]
 
 
-def _machine_ci(obs: pd.DataFrame, codes: np.ndarray, groups: int) -> tuple[np.ndarray, np.ndarray]:
-    """t interval over machine means per group (NaN where a group has one machine)."""
-    hosts = obs.groupby([*KEY, "host"], observed=True, sort=True)
-    hcode = hosts.ngroup().to_numpy()
-    hm = group_moments(obs["value"].to_numpy(dtype=float), hcode, int(hcode.max()) + 1)
-    parent = np.zeros(len(hm.n), dtype=np.int64)
+def _finite(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=float)
+    return np.where(np.isfinite(x), x, np.nan)
+
+
+def _log_moments(values: np.ndarray, codes: np.ndarray, groups: int) -> tuple[np.ndarray, object]:
+    """Per group: whether every value is positive, and the moments of the log values."""
+    positive = values > 0
+    bad = np.bincount(codes, weights=(~positive).astype(float), minlength=groups) > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logs = np.log(np.where(positive, values, 1.0))
+    return ~bad, group_moments(logs, codes, groups)
+
+
+def summaries(values: np.ndarray, codes: np.ndarray, groups: int, level: float = 0.95) -> pd.DataFrame:
+    """The descriptive statistics of each group (codes 0..groups-1), one row per group.
+
+    The interval is of the geometric mean (log scale) where every value of the group is positive,
+    else of the arithmetic mean; ``ci_scale`` says which.
+    """
+    values = np.asarray(values, dtype=float)
+    mom = group_moments(values, codes, groups)
+    positive, lmom = _log_moments(values, codes, groups)
+    geo, glo, ghi = mean_interval(lmom.n, lmom.mean, lmom.sd, level, log=True)
+    _, rlo, rhi = mean_interval(mom.n, mom.mean, mom.sd, level)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cv = _finite(np.where(mom.mean != 0, 100 * (mom.sd / np.abs(mom.mean)), np.nan))
+    lo, hi = cv_ci(cv, mom.n)
+    few = mom.n < MIN_N_CV_CI
+    median = pd.Series(values).groupby(codes).median().reindex(range(groups)).to_numpy()
+    return pd.DataFrame(
+        {
+            "n": mom.n.astype(np.int64),
+            "mean": mom.mean,
+            "median": median,
+            "sd": mom.sd,
+            "cv_percent": cv,
+            "cv_ci_low": np.where(few, np.nan, lo),
+            "cv_ci_high": np.where(few, np.nan, hi),
+            "geomean": _finite(np.where(positive, geo, np.nan)),
+            "ci95_low": _finite(np.where(positive, glo, rlo)),
+            "ci95_high": _finite(np.where(positive, ghi, rhi)),
+            "ci_scale": np.where(positive, "log", "raw"),
+        }
+    )
+
+
+def _machine_interval(r: pd.DataFrame, codes: np.ndarray, groups: int, log: np.ndarray) -> tuple:
+    """Geometric mean (or mean) and its t interval over the machine means of each group."""
+    hcode = r.groupby([*KEY, "host"], observed=True, sort=True).ngroup().to_numpy()
+    parent = np.zeros(int(hcode.max()) + 1, dtype=np.int64)
     parent[hcode] = codes
+    values = r["value"].to_numpy(dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y = np.where(log[codes], np.log(np.where(values > 0, values, 1.0)), values)
+    hm = group_moments(y, hcode, len(parent))
     mm = group_moments(hm.mean, parent, groups)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        half = sps.t.ppf(0.975, mm.n - 1) * mm.sd / np.sqrt(mm.n)
-    with np.errstate(over="ignore", invalid="ignore"):
-        return mm.mean - half, mm.mean + half
+    centre_log, lo_log, hi_log = mean_interval(mm.n, mm.mean, mm.sd, log=True)
+    _, lo_raw, hi_raw = mean_interval(mm.n, mm.mean, mm.sd)
+    return (
+        np.where(log, centre_log, np.nan),
+        np.where(log, lo_log, lo_raw),
+        np.where(log, hi_log, hi_raw),
+    )
 
 
 def describe(obs: pd.DataFrame) -> pd.DataFrame:
-    """Per (benchmark, metric, label): n, machines, mean, median, sd, CV % and their CIs."""
+    """Per (benchmark, metric, label): machines, runs (``n``), values, the statistics of
+    :func:`summaries` over the runs, and the interval with the label's unit of replication."""
     if obs.empty:
         return pd.DataFrame(columns=DESCRIBE_COLUMNS)
-    grouped = obs.groupby(KEY, observed=True, sort=True)
+    r = runs(obs)
+    grouped = r.groupby(KEY, observed=True, sort=True)
     codes = grouped.ngroup().to_numpy()
     table = grouped.agg(
-        median=("value", "median"),
         machines=("host", "nunique"),
         unit=("unit", "first"),
         better=("better", "first"),
+        values=("values", "sum"),
     ).reset_index()
-    mom = group_moments(obs["value"].to_numpy(dtype=float), codes, len(table))
-    table["n"], table["mean"], table["sd"] = mom.n.astype(np.int64), mom.mean, mom.sd
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        half = sps.t.ppf(0.975, mom.n - 1) * mom.sd / np.sqrt(mom.n)
-        cv = np.where(mom.mean != 0, 100 * (mom.sd / np.abs(mom.mean)), np.nan)
-    table["cv_percent"] = np.where(np.isfinite(cv), cv, np.nan)
-    lo, hi = cv_ci(table["cv_percent"].to_numpy(), mom.n)
-    few = mom.n < MIN_N_CV_CI
-    table["cv_ci_low"], table["cv_ci_high"] = np.where(few, np.nan, lo), np.where(few, np.nan, hi)
-    with np.errstate(over="ignore", invalid="ignore"):
-        table["ci95_low"], table["ci95_high"] = mom.mean - half, mom.mean + half
-    table["ci_method"] = "t over runs"
+    table = pd.concat([table, summaries(r["value"].to_numpy(dtype=float), codes, len(table))], axis=1)
+    log = (table["ci_scale"] == "log").to_numpy()
+    table["ci_method"] = np.where(log, "geometric mean, t on log values over runs", "mean, t over runs")
     several = table["machines"].to_numpy() >= 2
     if several.any():
-        mlo, mhi = _machine_ci(obs, codes, len(table))
-        table.loc[several, "ci95_low"] = mlo[several]  # non-finite ends become NaN below
-        table.loc[several, "ci95_high"] = mhi[several]
-        table.loc[several, "ci_method"] = "t over machine means"
-    for c in ("ci95_low", "ci95_high"):
-        v = table[c].to_numpy(dtype=float)
-        table[c] = np.where(np.isfinite(v), v, np.nan)
+        geo, lo, hi = _machine_interval(r, codes, len(table), log)
+        table.loc[several, "geomean"] = _finite(geo)[several]
+        table.loc[several, "ci95_low"] = _finite(lo)[several]
+        table.loc[several, "ci95_high"] = _finite(hi)[several]
+        table.loc[several, "ci_method"] = np.where(
+            log[several],
+            "geometric mean, t on log values over machine means",
+            "mean, t over machine means",
+        )
+    table["values"] = table["values"].astype(np.int64)
     return table[DESCRIBE_COLUMNS]
 
 
-def group_stats(values: np.ndarray) -> dict[str, float]:
-    """n, mean, median, sd, cv_percent and the t-based 95% CI of the mean of one sample."""
-    n = len(values)
-    mean = float(values.mean()) if n else float("nan")
-    sd = float(values.std(ddof=1)) if n > 1 else float("nan")
-    half = float(sps.t.ppf(0.975, n - 1) * sd / np.sqrt(n)) if n > 1 else float("nan")
-    return {
-        "n": n,
-        "mean": mean,
-        "median": float(np.median(values)) if n else float("nan"),
-        "sd": sd,
-        "cv_percent": 100 * sd / abs(mean) if n > 1 and mean != 0 else float("nan"),
-        "ci95_low": mean - half,
-        "ci95_high": mean + half,
-    }
+def group_table(df: pd.DataFrame, by: list[str], value: str) -> list[dict]:
+    """:func:`summaries` of ``df[value]`` per group of the ``by`` columns (in sorted order), as dicts
+    with the group's key under ``group`` (``analyze``'s groups)."""
+    grouped = df.groupby(by, sort=True)
+    codes = grouped.ngroup().to_numpy()
+    table = summaries(df[value].to_numpy(dtype=float), codes, grouped.ngroups)
+    out = []
+    for raw, row in zip(grouped.size().index, table.to_dict(orient="records"), strict=True):
+        key = raw if isinstance(raw, tuple) else (raw,)
+        out.append({"group": {c: _plain(k) for c, k in zip(by, key, strict=True)}, **row})
+    return out
+
+
+def _plain(x: object) -> object:
+    return x.item() if isinstance(x, np.generic) else x

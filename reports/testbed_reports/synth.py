@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
+from testbed_shared.atomic import write_atomically
+
 #: (metric, unit, better, base value) of each synthetic benchmark
 DEFAULT_METRICS = (("clat_mean_s", "s", "lower", 2.0e-4), ("bw_bytes", "B/s", "higher", 1.5e8))
 
@@ -78,7 +80,7 @@ def write_run(
                             "better": better,
                         }
                 lines.append(json.dumps(rec))
-        (out / f"{m.host}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        write_atomically(out / f"{m.host}.jsonl", "\n".join(lines) + "\n", what="synthetic results")
         sysinfo = {
             "cpu": {"model": m.cpu_model},
             "kernel": {"release": "6.1.0-synthetic"},
@@ -91,5 +93,5 @@ def write_run(
                 "attestation": None,
             },
         }
-        (out / f"{m.host}.sysinfo.json").write_text(json.dumps(sysinfo), encoding="utf-8")
+        write_atomically(out / f"{m.host}.sysinfo.json", json.dumps(sysinfo), what="synthetic results")
     return out

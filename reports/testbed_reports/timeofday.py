@@ -22,6 +22,7 @@ import pandas as pd
 from scipy import stats
 
 from testbed_reports.errors import ReportError
+from testbed_shared.atomic import write_atomically
 
 FACTORS = ("hour", "weekday")
 WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
@@ -60,7 +61,7 @@ def _cmd_timeofday(args: argparse.Namespace) -> int:
     print(render(res))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(res, indent=2) + "\n")
+        write_atomically(args.json, json.dumps(res, indent=2) + "\n", what="--json")
     return 0
 
 

@@ -111,3 +111,38 @@ def test_report_column_on_the_localhost_run(local_run: Path, tmp_path: Path) -> 
 def test_audit_of_nothing_is_a_clear_error(tmp_path: Path) -> None:
     proc = run_cli("audit", str(tmp_path))
     assert proc.returncode == 2 and proc.stderr.startswith("error: no <host>.jsonl")
+
+
+@pytest.mark.parametrize(
+    "break_",
+    [
+        lambda m: m.write_text(json.dumps({**json.loads(m.read_text()), "binding": [1]})),
+        lambda m: m.write_bytes(b"\xff" + m.read_bytes()),
+        lambda m: m.write_text(
+            json.dumps(
+                {
+                    **{
+                        k: v
+                        for k, v in json.loads(m.read_text()).items()
+                        if k not in ("collected_at", "attestation")
+                    },
+                    "technology": "sev-snp",
+                    "files": {"report": "report.bin"},
+                }
+            )
+        ),
+    ],
+    ids=["binding not an object", "invalid UTF-8", "no collected_at"],
+)
+def test_build_and_audit_go_on_past_a_bad_manifest(local_run: Path, tmp_path: Path, break_) -> None:
+    """Issue 26 finding 10: one bad manifest is that host's problem, not a traceback of the report."""
+    run = tmp_path / "r1"
+    shutil.copytree(local_run, run)
+    break_(sorted((run / "local-1.evidence").iterdir())[-1] / "manifest.json")
+    proc = run_cli("audit", str(run))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    out = tmp_path / "report"
+    proc = run_cli("build", str(run), "--out", str(out))
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    html = (out / "index.html").read_text()
+    assert "results or evidence of local-1 (label Local) do not check" in html

@@ -75,8 +75,12 @@ def test_analyze_reproduces_the_hand_computed_anova(published_csv: Path, tmp_pat
     assert g["n"] == 2 and g["mean"] == pytest.approx(3.0) and g["median"] == pytest.approx(3.0)
     assert g["sd"] == pytest.approx(np.sqrt(2))
     assert g["cv_percent"] == pytest.approx(100 * np.sqrt(2) / 3)
-    assert g["ci95_low"] == pytest.approx(3 - 12.7062, abs=1e-3)
-    assert g["ci95_high"] == pytest.approx(3 + 12.7062, abs=1e-3)
+    # a positive quantity: the interval of the geometric mean (log scale), never below zero (the raw
+    # t interval said [-9.7, 15.7] ms for a latency)
+    half = 12.7062 * np.std(np.log([2.0, 4.0]), ddof=1) / np.sqrt(2)
+    assert g["geomean"] == pytest.approx(np.sqrt(8)) and g["ci_scale"] == "log"
+    assert g["ci95_low"] == pytest.approx(np.sqrt(8) * np.exp(-half), rel=1e-4) and g["ci95_low"] > 0
+    assert g["ci95_high"] == pytest.approx(np.sqrt(8) * np.exp(half), rel=1e-4)
     assert (out / "anova.csv").exists() and (out / "groups.csv").exists()
 
 

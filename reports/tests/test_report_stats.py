@@ -57,11 +57,12 @@ def test_several_machines_per_label_make_the_machine_the_unit(tmp_path: Path) ->
     rep = build([results], tmp_path / "out")
     desc = rep.descriptives
     assert set(desc["machines"]) == {3}
-    assert set(desc["ci_method"]) == {"t over machine means"}
+    assert set(desc["ci_method"]) == {"geometric mean, t on log values over machine means"}
     for row in rep.comparisons.itertuples(index=False):
         assert row.test_unit == "machine"
         assert row.overhead_ci_low < 10.0 < row.overhead_ci_high
-        assert "3 vs 3 machines, machine is the unit" in row.verdict
+        assert "scope types: 3 vs 3 machines, machine is the unit" in row.verdict
+        assert row.scope == "types"
 
 
 def test_describe_matches_textbook_formulas() -> None:
@@ -81,8 +82,14 @@ def test_describe_matches_textbook_formulas() -> None:
     assert row["n"] == 5 and row["mean"] == pytest.approx(11.0) and row["median"] == pytest.approx(11.0)
     assert row["sd"] == pytest.approx(np.std(values, ddof=1))
     assert row["cv_percent"] == pytest.approx(100 * np.std(values, ddof=1) / 11.0)
-    lo, hi = sps.t.interval(0.95, 4, loc=11.0, scale=sps.sem(values))
+    logs = np.log(values)  # a positive quantity: the interval of the geometric mean (log scale)
+    lo, hi = np.exp(sps.t.interval(0.95, 4, loc=logs.mean(), scale=sps.sem(logs)))
     assert (row["ci95_low"], row["ci95_high"]) == (pytest.approx(lo), pytest.approx(hi))
+    assert row["geomean"] == pytest.approx(np.exp(logs.mean())) and row["ci_scale"] == "log"
+    raw = describe(obs.assign(value=values - 11.0)).iloc[0]  # zero and negative values: raw scale
+    lo, hi = sps.t.interval(0.95, 4, loc=0.0, scale=sps.sem(values))
+    assert (raw["ci95_low"], raw["ci95_high"]) == (pytest.approx(lo), pytest.approx(hi))
+    assert raw["ci_scale"] == "raw" and np.isnan(raw["geomean"])
     assert row["cv_ci_low"] < row["cv_percent"] < row["cv_ci_high"]
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from testbed_services.faas import DEFAULT_PORT
 from testbed_services.faas.client import FaasClient
+from testbed_shared.atomic import write_atomically
 from testbed_shared.errors import TestbedError
 
 DEFAULT_URL = f"http://127.0.0.1:{DEFAULT_PORT}"
@@ -149,7 +150,7 @@ def _serve(args: argparse.Namespace) -> int:
         f"limits {'enforced' if emu.limits_enforced else 'NOT enforced'})"
     )
     if args.url_file:
-        args.url_file.write_text(server.url + "\n")
+        write_atomically(args.url_file, server.url + "\n", what="--url-file")
 
     def stop(signum: int, frame: object) -> None:
         threading.Thread(target=server.shutdown, daemon=True).start()

@@ -4,7 +4,6 @@ ending at a pinned root."""
 from __future__ import annotations
 
 import itertools
-import re
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
@@ -12,7 +11,7 @@ from functools import cache
 from pathlib import Path
 
 from cryptography import x509
-from cryptography.exceptions import InvalidSignature
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
@@ -20,41 +19,113 @@ from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 from testbed_shared.attest.model import EvidenceError, Result
 
 _SPKI = (serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
-_PEM = re.compile(rb"-----BEGIN CERTIFICATE-----.+?-----END CERTIFICATE-----", re.S)
+MAX_BUNDLE = 1 << 20
 
 
 def load_certs(data: bytes, source: str = "certificate") -> list[x509.Certificate]:
-    """Every certificate in a PEM bundle, or the one DER certificate ``data`` holds."""
+    """Every certificate of a PEM bundle, or the one DER certificate ``data`` holds.
+
+    Exact forms only, so that no byte of a certificate file goes unchecked: DER with nothing after
+    the certificate; PEM as blocks of 64-column base64 between BEGIN/END lines, each ending with a
+    newline, nothing before, between or after them (what ``openssl x509`` and AMD's and Intel's
+    services write)."""
+    if len(data) > MAX_BUNDLE:
+        raise EvidenceError(f"{source}: {len(data)} bytes is too large for certificates")
+    pem = b"-----BEGIN" in data[:4096]
     try:
         with warnings.catch_warnings():  # AMD's VCEKs carry a zero serial number
             warnings.simplefilter("ignore")
-            blocks = _PEM.findall(data)
-            if blocks:
-                return [x509.load_pem_x509_certificate(b) for b in blocks]
-            return [x509.load_der_x509_certificate(data)]
-    except ValueError as exc:
-        raise EvidenceError(f"{source}: not a certificate ({exc})") from exc
+            load = x509.load_pem_x509_certificates if pem else _one_der
+            certs = load(data)
+    except Exception as exc:
+        what = "a plain PEM certificate bundle" if pem else "a certificate"
+        raise EvidenceError(f"{source}: not {what} ({exc})") from exc
+    if pem:
+        canonical = b"".join(c.public_bytes(serialization.Encoding.PEM) for c in certs)
+        if canonical != data:
+            at = next((i for i, (a, b) in enumerate(zip(data, canonical, strict=False)) if a != b), None)
+            at = min(len(data), len(canonical)) if at is None else at
+            raise EvidenceError(
+                f"{source}: not a plain PEM certificate bundle (byte {at} differs from the certificates' "
+                "own PEM form: text around the blocks, other line lengths or line endings)"
+            )
+    for cert in certs:
+        _parse_all(cert, source)
+        outer_algorithm_ok(cert, source)
+    return certs
+
+
+def _parse_all(cert: x509.Certificate, source: str) -> None:
+    """``cryptography`` parses names, keys and extensions lazily: read them all now, so a malformed
+    certificate is refused here rather than failing somewhere in the middle of a check."""
+    try:
+        with warnings.catch_warnings():  # AMD's VCEKs carry a zero serial number
+            warnings.simplefilter("ignore")
+            _ = (list(cert.subject), list(cert.issuer), cert.public_key())
+            _ = (cert.not_valid_before_utc, cert.not_valid_after_utc, list(cert.extensions))
+            _ = (cert.signature_hash_algorithm, cert.signature_algorithm_oid, cert.serial_number)
+    except Exception as exc:
+        raise EvidenceError(f"{source}: malformed certificate ({type(exc).__name__}: {exc})") from exc
+
+
+def fingerprint(cert: x509.Certificate) -> bytes:
+    return cert.fingerprint(hashes.SHA256())
+
+
+def unused_certificates(res: Result, pool: Sequence[x509.Certificate]) -> None:
+    """Every certificate the caller gave must be part of a checked chain: one that is not is bytes
+    nobody checked (e.g. a certificate edited so that a built-in root stands in for it). Added only
+    to a result that would otherwise verify (after a failed check unused certificates are noise)."""
+    unused = [c for c in pool if fingerprint(c) not in res.used]
+    if unused and res.verified:
+        names = ", ".join(f"'{cn(c)}'" for c in unused)
+        res.add(
+            "chain: every given certificate is checked",
+            False,
+            f"not part of any checked chain: {names} (give only the certificates of this evidence)",
+        )
+
+
+def _one_der(data: bytes) -> list[x509.Certificate]:
+    return [x509.load_der_x509_certificate(data)]
+
+
+def outer_algorithm_ok(cert: x509.Certificate, source: str = "certificate") -> None:
+    """Refuse a certificate whose unsigned outer signature algorithm differs from the signed inner
+    one, or whose signature BIT STRING has unused bits (bytes no signature covers)."""
+    from testbed_shared.attest import der
+
+    inner, outer, bits = der.certificate_parts(cert.public_bytes(serialization.Encoding.DER))
+    if inner != outer:
+        raise EvidenceError(f"{source}: '{cn(cert)}': outer signature algorithm differs from the signed one")
+    if not bits or bits[0] != 0:
+        raise EvidenceError(f"{source}: '{cn(cert)}': signature BIT STRING has unused bits")
 
 
 def load_cert_files(paths: Iterable[Path]) -> list[x509.Certificate]:
     out: list[x509.Certificate] = []
     for p in paths:
-        try:
-            out += load_certs(Path(p).read_bytes(), str(p))
-        except OSError as exc:
-            raise EvidenceError(f"{p}: {exc.strerror}") from exc
+        out += load_certs(read_evidence(Path(p), "certificates"), str(p))
     return out
 
 
 def cn(cert: x509.Certificate) -> str:
-    names = cert.subject.get_attributes_for_oid(x509.NameOID.COMMON_NAME)
-    return str(names[0].value) if names else cert.subject.rfc4514_string()
+    try:
+        names = cert.subject.get_attributes_for_oid(x509.NameOID.COMMON_NAME)
+        return str(names[0].value) if names else cert.subject.rfc4514_string()
+    except ValueError:
+        return "(unreadable subject)"
 
 
 def signed_by(cert: x509.Certificate, issuer: x509.Certificate) -> tuple[bool, str]:
     """Whether ``issuer``'s key made ``cert``'s signature (RSA-PSS, RSA PKCS#1 v1.5 or ECDSA)."""
-    key = issuer.public_key()
-    algo = cert.signature_hash_algorithm or hashes.SHA384()
+    try:
+        key = issuer.public_key()
+        algo = cert.signature_hash_algorithm
+    except (ValueError, UnsupportedAlgorithm) as exc:
+        return False, f"'{cn(cert)}': unsupported key or signature algorithm ({exc})"
+    if algo is None:
+        return False, f"'{cn(cert)}': signature algorithm without a hash"
     try:
         if isinstance(key, rsa.RSAPublicKey):
             pss = cert.signature_algorithm_oid == x509.SignatureAlgorithmOID.RSASSA_PSS
@@ -68,9 +139,32 @@ def signed_by(cert: x509.Certificate, issuer: x509.Certificate) -> tuple[bool, s
             key.verify(cert.signature, cert.tbs_certificate_bytes, ec.ECDSA(algo))
         else:
             return False, f"unsupported issuer key {type(key).__name__}"
-    except InvalidSignature:
+    except (InvalidSignature, ValueError, UnsupportedAlgorithm):
         return False, f"signature of '{cn(cert)}' does not verify with the key of '{cn(issuer)}'"
     return True, f"'{cn(cert)}' signed by '{cn(issuer)}'"
+
+
+def read_evidence(path: Path, what: str, limit: int = MAX_BUNDLE * 16) -> bytes:
+    """A regular file's bytes (no device, FIFO or directory; bounded size), or an EvidenceError."""
+    import os
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise EvidenceError(f"{path}: {exc.strerror} ({what})") from exc
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise EvidenceError(f"{path}: not a regular file ({what})")
+        if st.st_size > limit:
+            raise EvidenceError(f"{path}: {st.st_size} bytes is too large ({what})")
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read(limit + 1)
+    except OSError as exc:
+        raise EvidenceError(f"{path}: {exc.strerror} ({what})") from exc
+    finally:
+        os.close(fd)
 
 
 def valid_at(cert: x509.Certificate, when: datetime) -> tuple[bool, str]:
@@ -94,18 +188,28 @@ def check_chain(
     """Leaf first: each certificate signed by the next, all valid at ``when``, the last one
     self-signed and holding the key of one of ``roots``. Adds one check per link."""
     ok = True
+    res.used.update(fingerprint(c) for c in chain)
     for child, parent in itertools.pairwise(chain):
         good, detail = signed_by(child, parent)
         ok &= res.add(f"{prefix}: {cn(child)} signed by {cn(parent)}", good, detail)
     top = chain[-1]
-    good, detail = signed_by(top, top)
-    ok &= res.add(f"{prefix}: {cn(top)} self-signed", good, detail)
-    pinned = any(same_key(top, r) for r in roots)
-    ok &= res.add(
-        f"{prefix}: {cn(top)} is a trusted root",
-        pinned,
-        f"'{cn(top)}' key {'is one of' if pinned else 'is NONE of'} the {len(roots)} trusted roots",
-    )
+    if top.issuer != top.subject:
+        names = top.issuer.get_attributes_for_oid(x509.NameOID.COMMON_NAME)
+        issuer = str(names[0].value) if names else top.issuer.rfc4514_string()
+        ok &= res.add(
+            f"{prefix}: issuer of {cn(top)} given",
+            False,
+            f"no certificate named '{issuer}' among those given and the {len(roots)} trusted roots",
+        )
+    else:
+        good, detail = signed_by(top, top)
+        ok &= res.add(f"{prefix}: {cn(top)} self-signed", good, detail)
+        pinned = any(same_key(top, r) for r in roots)
+        ok &= res.add(
+            f"{prefix}: {cn(top)} is a trusted root",
+            pinned,
+            f"'{cn(top)}' key {'is one of' if pinned else 'is NONE of'} the {len(roots)} trusted roots",
+        )
     for cert in chain:
         good, detail = valid_at(cert, when)
         ok &= res.add(f"{prefix}: {cn(cert)} validity", good, detail)
@@ -116,14 +220,14 @@ def check_chain(
 def amd_roots() -> list[x509.Certificate]:
     from testbed_shared.attest.roots import AMD_ARK
 
-    return [load_certs(pem.encode())[0] for pem in AMD_ARK.values()]
+    return [load_certs(pem.encode() + b"\n")[0] for pem in AMD_ARK.values()]
 
 
 @cache
 def intel_roots() -> list[x509.Certificate]:
     from testbed_shared.attest.roots import INTEL_SGX_ROOT_CA
 
-    return load_certs(INTEL_SGX_ROOT_CA.encode())
+    return load_certs(INTEL_SGX_ROOT_CA.encode() + b"\n")
 
 
 def raw_extensions(cert: x509.Certificate) -> dict[str, bytes]:
@@ -143,7 +247,7 @@ def ecdsa_le_ok(
         return False
     try:
         key.verify(encode_dss_signature(*rs), data, ec.ECDSA(algo or hashes.SHA384()))
-    except InvalidSignature:
+    except (InvalidSignature, ValueError):
         return False
     return True
 
@@ -156,19 +260,14 @@ def find_signer(pool: Sequence[x509.Certificate], works: Callable[[object], bool
 def build_path(
     leaf: x509.Certificate, pool: Sequence[x509.Certificate], roots: Sequence[x509.Certificate]
 ) -> list[x509.Certificate]:
-    """Leaf, then issuers found by name in ``pool`` (then ``roots``) up to a self-issued one."""
+    """Leaf, then issuers found by name up to a self-issued one. The caller's certificates (``pool``)
+    come first: a built-in root stands in for an issuer only when ``pool`` has none of that name,
+    so a given certificate that fails is reported as failing instead of being quietly replaced."""
     path = [leaf]
-    candidates = list(pool) + list(roots)
     while path[-1].issuer != path[-1].subject and len(path) < 8:
-        parent = next(
-            (
-                c
-                for c in candidates
-                if c.subject == path[-1].issuer and c not in path and signed_by(path[-1], c)[0]
-            ),
-            None,
-        ) or next((c for c in candidates if c.subject == path[-1].issuer and c not in path), None)
-        if parent is None:
+        mine = [c for c in pool if c.subject == path[-1].issuer and c not in path]
+        cands = mine or [c for c in roots if c.subject == path[-1].issuer and c not in path]
+        if not cands:
             break
-        path.append(parent)
+        path.append(next((c for c in cands if signed_by(path[-1], c)[0]), cands[0]))
     return path

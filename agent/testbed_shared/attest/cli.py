@@ -68,6 +68,12 @@ def add_parser(subparsers: Any) -> None:
         "--tcb-info", type=Path, metavar="FILE", help="Intel PCS TCB info response (TDX TCB status)"
     )
     v.add_argument(
+        "--qe-identity",
+        type=Path,
+        metavar="FILE",
+        help="Intel PCS TD QE identity response (checks the quoting enclave; needs the TCB signing chain)",
+    )
+    v.add_argument(
         "--tdx-quote", type=Path, metavar="FILE", help="TD quote of an Azure TDX HCL report's TDREPORT"
     )
     v.set_defaults(func=_cmd_verify)
@@ -103,6 +109,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         nonce=args.nonce,
         pcrs=args.pcrs,
         tcb_info=args.tcb_info,
+        qe_identity=args.qe_identity,
         tdx_quote=args.tdx_quote,
     )
     try:

@@ -4,9 +4,10 @@ P-256 points (TDX), and the TPM signature schemes."""
 from __future__ import annotations
 
 import base64
+import binascii
 from typing import Any
 
-from cryptography.exceptions import InvalidSignature
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
@@ -17,25 +18,43 @@ _HASH = {"sha1": hashes.SHA1, "sha256": hashes.SHA256, "sha384": hashes.SHA384, 
 
 
 def load_public_key(data: bytes, source: str = "key") -> Any:
+    """A public key from exactly one PEM block (as ``openssl pkey -pubout`` writes it) or DER."""
+    spki = (serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
     try:
-        if b"-----BEGIN" in data:
-            return serialization.load_pem_public_key(data)
+        if data.startswith(b"-----BEGIN"):
+            key = serialization.load_pem_public_key(data)
+            if key.public_bytes(*spki) != data:
+                raise EvidenceError(f"{source}: text around the PEM public key or other line lengths")
+            return key
         return serialization.load_der_public_key(data)
-    except ValueError as exc:
+    except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
         raise EvidenceError(f"{source}: not a public key ({exc})") from exc
 
 
-def _b64u(s: str) -> int:
-    return int.from_bytes(base64.urlsafe_b64decode(s + "=" * (-len(s) % 4)), "big")
+def _b64u(s: Any, what: str) -> int:
+    if not isinstance(s, str) or not s or len(s) > 4096:
+        raise EvidenceError(f"JWK {what}: not a base64url string")
+    try:
+        raw = base64.b64decode(s + "=" * (-len(s) % 4), altchars=b"-_", validate=True)
+    except (ValueError, binascii.Error) as exc:
+        raise EvidenceError(f"JWK {what}: not base64url ({exc})") from exc
+    return int.from_bytes(raw, "big")
 
 
 def jwk_public_key(jwk: dict[str, Any]) -> Any:
     """An RSA or EC public key from a JWK."""
-    if jwk.get("kty") == "RSA":
-        return rsa.RSAPublicNumbers(_b64u(jwk["e"]), _b64u(jwk["n"])).public_key()
-    if jwk.get("kty") == "EC":
-        curve = {"P-256": ec.SECP256R1(), "P-384": ec.SECP384R1()}[jwk["crv"]]
-        return ec.EllipticCurvePublicNumbers(_b64u(jwk["x"]), _b64u(jwk["y"]), curve).public_key()
+    try:
+        if jwk.get("kty") == "RSA":
+            return rsa.RSAPublicNumbers(_b64u(jwk.get("e"), "e"), _b64u(jwk.get("n"), "n")).public_key()
+        if jwk.get("kty") == "EC":
+            curve = {"P-256": ec.SECP256R1(), "P-384": ec.SECP384R1()}.get(jwk.get("crv"))  # type: ignore[call-overload]
+            if curve is None:
+                raise EvidenceError(f"JWK curve {jwk.get('crv')!r} is not supported")
+            return ec.EllipticCurvePublicNumbers(
+                _b64u(jwk.get("x"), "x"), _b64u(jwk.get("y"), "y"), curve
+            ).public_key()
+    except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
+        raise EvidenceError(f"JWK: not a valid public key ({exc})") from exc
     raise EvidenceError(f"JWK key type {jwk.get('kty')!r} is not supported")
 
 
@@ -47,6 +66,8 @@ def p256_point(raw: bytes) -> ec.EllipticCurvePublicKey:
 def ecdsa_raw_ok(key: Any, data: bytes, sig: bytes, algo: hashes.HashAlgorithm) -> bool:
     """Verify a raw r||s (big-endian halves) ECDSA signature."""
     half = len(sig) // 2
+    if not sig or len(sig) % 2:
+        return False
     try:
         key.verify(
             encode_dss_signature(int.from_bytes(sig[:half], "big"), int.from_bytes(sig[half:], "big")),
@@ -71,7 +92,7 @@ def verify_tpm_signature(key: Any, msg: bytes, raw_sig: bytes) -> tuple[bool, st
 
     size = key.key_size // 8 if isinstance(key, rsa.RSAPublicKey) else 0
     scheme, halg, sig = parse_signature(raw_sig, size)
-    algo = _HASH.get(halg, hashes.SHA256)()
+    algo = _HASH[halg]()
     where = f"{scheme}/{halg} with AK {fingerprint(key)}"
     try:
         if isinstance(key, rsa.RSAPublicKey):
@@ -86,6 +107,6 @@ def verify_tpm_signature(key: Any, msg: bytes, raw_sig: bytes) -> tuple[bool, st
                 raise InvalidSignature
         else:
             return False, f"unsupported AK type {type(key).__name__}"
-    except InvalidSignature:
+    except (InvalidSignature, ValueError):
         return False, f"signature does NOT verify ({where})"
     return True, f"verifies ({where})"

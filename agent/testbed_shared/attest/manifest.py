@@ -4,6 +4,7 @@ the evidence itself, and that its REPORT_DATA / nonce is the digest of the claim
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -14,12 +15,19 @@ from testbed_shared.attest.verify import Options, verify_bytes
 
 
 def load_manifest(path: Path) -> dict[str, Any]:
+    from testbed_shared.attest.chain import read_evidence
+
     try:
-        doc = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as exc:
+        doc = json.loads(read_evidence(Path(path), "evidence manifest", 1 << 20).decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
         raise EvidenceError(f"{path}: unreadable evidence manifest ({exc})") from exc
     if not isinstance(doc, dict) or doc.get("format") != binding.FORMAT:
         raise EvidenceError(f"{path}: not a {binding.FORMAT} manifest")
+    if not isinstance(doc.get("binding"), dict) or not isinstance(doc.get("files", {}), dict):
+        raise EvidenceError(f"{path}: 'binding' and 'files' must be JSON objects")
+    for key, name in doc.get("files", {}).items():
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", name):
+            raise EvidenceError(f"{path}: evidence file {key!r} is not a plain file name in the folder")
     return doc
 
 
@@ -40,16 +48,17 @@ def verify_manifest(path: Path, opts: Options) -> Result:
             tpm_quote=files.get("quote_msg"),
             signature=files.get("quote_sig"),
             pcrs=files.get("pcrs"),
+            tdx_quote=files.get("td_quote"),
             nonce=want_nonce,
         )
         res = verify_bytes("azure-hcl", _read(files, "hcl"), o, str(files["hcl"]))
         user = str(res.info.get("hcl", {}).get("claims", {}).get("user-data", ""))
         if user:
-            res.add(
-                "binding: HCL user-data == digest of claims",
-                bytes.fromhex(user) == want_rd,
-                f"user-data {user[:16].lower()}...",
-            )
+            try:
+                same = bytes.fromhex(user) == want_rd
+            except ValueError:
+                same = False
+            res.add("binding: HCL user-data == digest of claims", same, f"user-data {user[:16].lower()}...")
         res.add(
             "binding: TPM nonce == digest of claims",
             res.info.get("tpm_quote", {}).get("qualifying_data") == want_nonce.hex(),
@@ -72,7 +81,6 @@ def verify_manifest(path: Path, opts: Options) -> Result:
 def _read(files: dict[str, Path], key: str) -> bytes:
     if key not in files:
         raise EvidenceError(f"evidence manifest names no '{key}' file")
-    try:
-        return files[key].read_bytes()
-    except OSError as exc:
-        raise EvidenceError(f"{files[key]}: {exc.strerror}") from exc
+    from testbed_shared.attest.chain import read_evidence
+
+    return read_evidence(files[key], f"evidence file '{key}'")

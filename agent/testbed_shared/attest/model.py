@@ -31,6 +31,7 @@ class Result:
     measurement: str | None = None
     report_data: str | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    used: set[bytes] = field(default_factory=set)  # SHA-256 of the certificates of checked chains
 
     def add(self, name: str, ok: bool, detail: str) -> bool:
         self.checks.append(Check(name, bool(ok), detail))
@@ -40,6 +41,7 @@ class Result:
         for c in other.checks:
             self.checks.append(Check(prefix + c.name, c.ok, c.detail))
         self.info.update(other.info)
+        self.used |= other.used
 
     @property
     def verified(self) -> bool:

@@ -112,6 +112,25 @@ class EvidenceProbe:
             raise ProbeError(f"tpm2_{args[0]} exited {done.returncode}: {err[-1] if err else ''}")
         return done.stdout
 
+    def tdx_quote(self, td_report: bytes) -> bytes:
+        """A TD quote of ``td_report`` from Azure IMDS's quote service (``POST /acc/tdquote``)."""
+        import base64
+
+        url = f"{self.imds.rstrip('/')}/acc/tdquote"
+        if not url.startswith(("http://", "https://")):
+            raise ProbeError(f"TD quote endpoint {url!r} is not an http(s) URL")
+        body = json.dumps({"report": base64.urlsafe_b64encode(td_report).rstrip(b"=").decode()}).encode()
+        headers = {"Metadata": "true", "Content-Type": "application/json", "Accept": "application/json"}
+        req = urllib.request.Request(url, data=body, headers=headers, method="POST")  # noqa: S310 (scheme checked)
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        try:
+            with opener.open(req, timeout=30) as r:
+                doc = json.loads(r.read(1 << 20))
+            text = doc["quote"]
+            return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ProbeError(f"TD quote from {url}: {exc}") from exc
+
     def thim_certs(self) -> str:
         """The VCEK and its chain (PEM) from Azure IMDS's THIM endpoint."""
         url = f"{self.imds.rstrip('/')}/metadata/THIM/amd/certification"
@@ -124,4 +143,23 @@ class EvidenceProbe:
                 doc: dict[str, Any] = json.loads(r.read())
         except (OSError, ValueError) as exc:
             raise ProbeError(f"THIM at {url}: {exc}") from exc
-        return doc.get("vcekCert", "") + doc.get("certificateChain", "")
+        return canonical_pem(str(doc.get("vcekCert", "")) + str(doc.get("certificateChain", "")))
+
+
+def canonical_pem(text: str) -> str:
+    """The certificates of a PEM text re-encoded as plain PEM blocks (64-column base64, one newline
+    after each END line, nothing else), the exact form ``attest verify`` accepts."""
+    import base64
+    import binascii
+    import re
+    import textwrap
+
+    out = []
+    for body in re.findall(r"-----BEGIN CERTIFICATE-----(.+?)-----END CERTIFICATE-----", text, re.S):
+        try:
+            der = base64.b64decode("".join(body.split()), validate=True)
+        except (ValueError, binascii.Error) as exc:
+            raise ProbeError(f"certificate text is not base64 ({exc})") from exc
+        b64 = "\n".join(textwrap.wrap(base64.b64encode(der).decode(), 64))
+        out.append(f"-----BEGIN CERTIFICATE-----\n{b64}\n-----END CERTIFICATE-----\n")
+    return "".join(out)

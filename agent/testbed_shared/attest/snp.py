@@ -74,12 +74,20 @@ class SnpReport:
 
 
 def parse_report(raw: bytes, source: str = "report") -> SnpReport:
-    """Parse a 1184-byte SEV-SNP report (versions 2 to 5)."""
-    if len(raw) < REPORT_SIZE:
+    """Parse a 1184-byte SEV-SNP report (versions 2 to 5). Bytes 0x000-0x29F are signed; of the
+    signature area only r and s (P-384: 48 of their 72 bytes each) may be non-zero."""
+    if len(raw) != REPORT_SIZE:
         raise EvidenceError(f"{source}: {len(raw)} bytes, an SEV-SNP report has {REPORT_SIZE}")
     version, svn, policy = struct.unpack_from("<IIQ", raw, 0)
     if not 2 <= version <= 5:
         raise EvidenceError(f"{source}: SEV-SNP report version {version} (expected 2 to 5)")
+    for start, end, what in (
+        (_SIG_R + 48, _SIG_R + _SIG_LEN, "signature r beyond 48 bytes"),
+        (_SIG_S + 48, _SIG_S + _SIG_LEN, "signature s beyond 48 bytes"),
+        (_SIG_S + _SIG_LEN, REPORT_SIZE, "reserved bytes after the signature"),
+    ):
+        if any(raw[start:end]):
+            raise EvidenceError(f"{source}: {what} (0x{start:03X}-0x{end - 1:03X}) are not zero")
     vmpl, algo, cur_tcb, plat, flags = struct.unpack_from("<IIQQI", raw, 0x30)
     return SnpReport(
         raw=bytes(raw[:REPORT_SIZE]),

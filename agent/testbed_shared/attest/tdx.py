@@ -1,25 +1,31 @@
 """Intel TDX quotes v4 and v5: attestation-key signature, QE report signature with the PCK leaf,
-the QE report's binding of the attestation key, the PCK chain to Intel's root, and the TCB status
-from TCB info collateral."""
+the QE report's binding of the attestation key, the PCK chain to Intel's root, and (with Intel PCS
+collateral, see ``collateral``) the TCB status and the quoting enclave's identity.
+
+Every byte of a quote is signed (header, TD report, QE report), bound by a hash (attestation key,
+QE authentication data), a certificate of the chain to Intel's root, a size or type checked for
+its value, or refused. Only zero padding may follow the signature data (Azure's quote service
+returns quotes in a fixed-size buffer)."""
 
 from __future__ import annotations
 
 import hashlib
-import json
-import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from testbed_shared.attest.layout import Reader
 from testbed_shared.attest.model import EvidenceError, Result
 
 HEADER = 48
 TEE_TDX = 0x81
+INTEL_QE_VENDOR = bytes.fromhex("939a7233f79c4ca9940a0db3957f0607")
 _BODY_SIZES = {2: 584, 3: 648}  # v5 body types: 2 = TD report 1.0, 3 = TD report 1.5
 QE_REPORT = 384
+MAX_PADDING = 4096
 SGX_EXT = "1.2.840.113741.1.13.1"
-_TCB, _PCESVN, _FMSPC = SGX_EXT + ".2", SGX_EXT + ".2.17", SGX_EXT + ".4"
+_TCB, _PCESVN, _PCEID, _FMSPC = SGX_EXT + ".2", SGX_EXT + ".2.17", SGX_EXT + ".3", SGX_EXT + ".4"
 
 
 @dataclass(frozen=True)
@@ -33,13 +39,19 @@ class TdxQuote:
     qe_signature: bytes
     qe_auth: bytes
     pck_pem: bytes
-
-    def field(self, start: int, end: int) -> bytes:
-        return self.body[start:end]
+    padding: int = 0
 
     @property
     def tee_tcb_svn(self) -> bytes:
         return self.body[0:16]
+
+    @property
+    def mrsignerseam(self) -> bytes:
+        return self.body[64:112]
+
+    @property
+    def seam_attributes(self) -> bytes:
+        return self.body[112:120]
 
     @property
     def mrtd(self) -> bytes:
@@ -67,46 +79,48 @@ class TdxQuote:
 
 def parse_quote(raw: bytes, source: str = "quote") -> TdxQuote:
     """Split a TDX quote (v4 or v5, ECDSA P-256, certification data type 6 with a PCK chain)."""
+    r = Reader(raw, source)
     if len(raw) < HEADER + 584:
         raise EvidenceError(f"{source}: {len(raw)} bytes is too short for a TDX quote")
-    version, key_type, tee = struct.unpack_from("<HHI", raw, 0)
+    version, key_type, tee = r.unpack("<HHI", "quote header")
     if version not in (4, 5) or tee != TEE_TDX:
         raise EvidenceError(f"{source}: not a TDX quote (version {version}, TEE type 0x{tee:x})")
     if key_type != 2:
         raise EvidenceError(f"{source}: attestation key type {key_type} (only 2 = ECDSA P-256)")
-    pos = HEADER
+    r.take(4, "QE and PCE SVN")
+    if r.take(16, "QE vendor id") != INTEL_QE_VENDOR:
+        raise r.fail("QE vendor id is not Intel's quoting enclave")
+    r.take(20, "user data")
+    size = 584
     if version == 5:
-        body_type, size = struct.unpack_from("<HI", raw, pos)
+        body_type, size = r.unpack("<HI", "v5 body descriptor")
         if _BODY_SIZES.get(body_type) != size:
             raise EvidenceError(f"{source}: v5 body type {body_type} of {size} bytes is not a TD report")
-        pos += 6
-    else:
-        size = 584
-    body = raw[pos : pos + size]
-    signed = raw[: pos + size]
-    pos += size
-    try:
-        (sig_len,) = struct.unpack_from("<I", raw, pos)
-        sig = raw[pos + 4 : pos + 4 + sig_len]
-        cert_type, cert_size = struct.unpack_from("<HI", sig, 128)
-        cert = sig[134 : 134 + cert_size]
-        if cert_type != 6:
-            raise EvidenceError(f"{source}: certification data type {cert_type} (expected 6, QE report)")
-        qe_report, qe_sig = cert[:QE_REPORT], cert[QE_REPORT : QE_REPORT + 64]
-        (auth_len,) = struct.unpack_from("<H", cert, QE_REPORT + 64)
-        auth = cert[QE_REPORT + 66 : QE_REPORT + 66 + auth_len]
-        p = QE_REPORT + 66 + auth_len
-        inner_type, inner_size = struct.unpack_from("<HI", cert, p)
-        pck = cert[p + 6 : p + 6 + inner_size]
-    except struct.error as exc:
-        raise EvidenceError(f"{source}: truncated signature data ({exc})") from exc
+    body = r.take(size, "TD report")
+    signed = raw[: r.pos]
+    sig_len = r.unpack("<I", "signature data length")
+    s = r.sub(sig_len, "signature data")
+    padding = r.end_padding("the quote's signature data", MAX_PADDING)
+    signature, ak = s.take(64, "quote signature"), s.take(64, "attestation key")
+    cert_type, cert_size = s.unpack("<HI", "certification data header")
+    if cert_type != 6:
+        raise EvidenceError(f"{source}: certification data type {cert_type} (expected 6, QE report)")
+    c = s.sub(cert_size, "certification data")
+    s.end("the signature data")
+    qe_report, qe_sig = c.take(QE_REPORT, "QE report"), c.take(64, "QE report signature")
+    auth = c.take(c.unpack("<H", "QE authentication data length"), "QE authentication data")
+    inner_type, inner_size = c.unpack("<HI", "PCK certification data header")
     if inner_type != 5:
         raise EvidenceError(f"{source}: inner certification data type {inner_type} (expected 5, PCK chain)")
-    return TdxQuote(version, signed, body, sig[:64], sig[64:128], qe_report, qe_sig, auth, pck)
+    pck = c.take(inner_size, "PCK certificate chain")
+    c.end("the certification data")
+    if not pck.endswith(b"\0") or b"\0" in pck[:-1]:
+        raise EvidenceError(f"{source}: the PCK certificate chain is not one NUL-terminated text")
+    return TdxQuote(version, signed, body, signature, ak, qe_report, qe_sig, auth, pck[:-1], padding)
 
 
 def pck_info(leaf: Any) -> dict[str, Any]:
-    """FMSPC, TCB components and PCESVN from the PCK leaf's SGX extension."""
+    """FMSPC, PCE id, TCB components and PCESVN from the PCK leaf's SGX extension."""
     from testbed_shared.attest import chain, der
 
     raw = chain.raw_extensions(leaf).get(SGX_EXT)
@@ -115,8 +129,15 @@ def pck_info(leaf: Any) -> dict[str, Any]:
     top = der.items(raw)
     ext = der.oid_map(top[0][1]) if top else {}
     tcb = ext.get(_TCB, {})
+    tcb = tcb if isinstance(tcb, dict) else {}
     comps = [tcb.get(f"{_TCB}.{i}", 0) for i in range(1, 17)]
-    return {"fmspc": ext.get(_FMSPC, b"").hex(), "sgx_tcb": comps, "pcesvn": tcb.get(_PCESVN, 0)}
+    fmspc, pceid = ext.get(_FMSPC, b""), ext.get(_PCEID, b"")
+    return {
+        "fmspc": fmspc.hex() if isinstance(fmspc, bytes) else "",
+        "pceid": pceid.hex() if isinstance(pceid, bytes) else "",
+        "sgx_tcb": [c if isinstance(c, int) else -1 for c in comps],
+        "pcesvn": tcb.get(_PCESVN, 0) if isinstance(tcb.get(_PCESVN, 0), int) else -1,
+    }
 
 
 def verify_tdx(
@@ -125,18 +146,21 @@ def verify_tdx(
     when: datetime,
     *,
     tcb_info: bytes | None = None,
+    qe_identity: bytes | None = None,
     allow_debug: bool = False,
     extra_roots: Sequence[Any] = (),
     source: str = "quote",
 ) -> Result:
-    """Verify a TDX quote; ``pool`` holds extra certificates (e.g. a TCB signing chain)."""
+    """Verify a TDX quote; ``pool`` holds extra certificates (e.g. Intel's TCB signing chain)."""
     from cryptography.hazmat.primitives import hashes
 
-    from testbed_shared.attest import chain, keys
+    from testbed_shared.attest import chain, collateral, keys
 
     q = parse_quote(raw, source)
     res = Result("tdx", when, measurement=q.mrtd.hex(), report_data=q.report_data.hex())
     res.info["tdx"] = q.summary()
+    if q.padding:
+        res.info["tdx"]["zero_padding"] = q.padding
     try:
         ak = keys.p256_point(q.attestation_key)
         ok = keys.ecdsa_raw_ok(ak, q.signed, q.signature, hashes.SHA256())
@@ -144,77 +168,37 @@ def verify_tdx(
     except ValueError:
         ok, detail = False, "the attestation key is not a P-256 point"
     res.add("tdx: quote signature (attestation key)", ok, detail)
-    pck_chain = chain.load_certs(q.pck_pem.rstrip(b"\0"), f"{source}: PCK chain")
+    pck_chain = chain.load_certs(q.pck_pem, f"{source}: PCK chain")
     leaf = pck_chain[0]
     ok = keys.ecdsa_raw_ok(leaf.public_key(), q.qe_report, q.qe_signature, hashes.SHA256())
     res.add("tdx: QE report signature (PCK leaf)", ok, f"ECDSA P-256 by '{chain.cn(leaf)}'")
-    want = hashlib.sha256(q.attestation_key + q.qe_auth).digest()
-    got = q.qe_report[320:352]
+    want = hashlib.sha256(q.attestation_key + q.qe_auth).digest() + bytes(32)
+    got = q.qe_report[320:384]
     res.add(
         "tdx: QE report binds attestation key",
         got == want,
-        f"REPORT_DATA[0:32] {got.hex()[:16]}... vs SHA-256(AK || QE auth data) {want.hex()[:16]}...",
+        f"REPORT_DATA {got.hex()[:16]}... vs SHA-256(AK || QE auth data), zeros {want.hex()[:16]}...",
     )
     roots = chain.intel_roots() + list(extra_roots)
     path = chain.build_path(leaf, list(pck_chain) + list(pool), roots)
     chain.check_chain(res, "tdx PCK chain", path, roots, when)
+    extra = [c for c in pck_chain if c not in path]
+    if extra:
+        names = ", ".join(f"'{chain.cn(c)}'" for c in extra)
+        res.add(
+            "tdx PCK chain: every certificate of the quote is checked", False, f"not in the chain: {names}"
+        )
     res.add(
         "tdx: TD attributes debug",
         allow_debug or not q.body[120] & 1,
         f"TUD.DEBUG={'1' if q.body[120] & 1 else '0'}",
     )
+    pck = pck_info(leaf)
+    res.info["tdx"]["fmspc"] = pck.get("fmspc")
     if tcb_info is not None:
-        _tcb_status(res, q, pck_info(leaf), tcb_info, pool, when)
+        collateral.check_tcb_info(res, q, pck, tcb_info, pool, roots, when)
+    else:
+        res.info["tdx"]["tcb_status"] = "not evaluated (no --tcb-info)"
+    if qe_identity is not None:
+        collateral.check_qe_identity(res, q, qe_identity, pool, roots, when)
     return res
-
-
-def _tcb_status(
-    res: Result, q: TdxQuote, pck: dict[str, Any], blob: bytes, pool: Sequence[Any], when: datetime
-) -> None:
-    from testbed_shared.attest import chain
-
-    try:
-        doc = json.loads(blob)
-        info = doc["tcbInfo"]
-    except (ValueError, KeyError) as exc:
-        raise EvidenceError(f"TCB info: not a PCS tcbInfo response ({exc})") from exc
-    res.add(
-        "tdx tcb: FMSPC matches PCK",
-        info.get("fmspc", "").lower() == pck.get("fmspc"),
-        f"TCB info {info.get('fmspc')} vs PCK {pck.get('fmspc')}",
-    )
-    nxt = datetime.fromisoformat(info["nextUpdate"].replace("Z", "+00:00"))
-    res.add(
-        "tdx tcb: TCB info current",
-        when <= nxt,
-        f"nextUpdate {info['nextUpdate']} vs as-of {when:%Y-%m-%dT%H:%M:%SZ}",
-    )
-    signer = next((c for c in pool if "TCB Signing" in chain.cn(c)), None)
-    if signer is not None:
-        from cryptography.hazmat.primitives import hashes
-
-        from testbed_shared.attest import keys
-
-        text = blob.decode()
-        body = text[text.index("{", text.index('"tcbInfo"')) : text.rindex(',"signature"')]
-        ok = keys.ecdsa_raw_ok(
-            signer.public_key(), body.encode(), bytes.fromhex(doc["signature"]), hashes.SHA256()
-        )
-        res.add("tdx tcb: TCB info signature", ok, f"by '{chain.cn(signer)}'")
-    status = _match_level(info.get("tcbLevels", []), pck, q.tee_tcb_svn)
-    res.info.setdefault("tdx", {})["tcb_status"] = status
-    res.add("tdx tcb: status UpToDate", status == "UpToDate", f"TCB level status: {status}")
-
-
-def _match_level(levels: list[dict[str, Any]], pck: dict[str, Any], tee_svn: bytes) -> str:
-    for level in levels:
-        tcb = level.get("tcb", {})
-        sgx = [c.get("svn", 0) for c in tcb.get("sgxtcbcomponents", [])]
-        tdx = [c.get("svn", 0) for c in tcb.get("tdxtcbcomponents", [])]
-        if (
-            all(a <= b for a, b in zip(sgx, pck.get("sgx_tcb", []), strict=False))
-            and tcb.get("pcesvn", 0) <= pck.get("pcesvn", 0)
-            and all(a <= b for a, b in zip(tdx, tee_svn, strict=False))
-        ):
-            return str(level.get("tcbStatus"))
-    return "no matching TCB level"

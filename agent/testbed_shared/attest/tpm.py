@@ -62,32 +62,45 @@ def parse_quote(raw: bytes, source: str = "quote") -> Quote:
     clock, resets, restarts, _safe = r.take(">QIIB")
     firmware = r.take(">Q")
     select: dict[str, list[int]] = {}
-    for _ in range(r.take(">I")):
+    count = r.take(">I")
+    if count > 16:
+        raise EvidenceError(f"{source}: {count} PCR selections")
+    for _ in range(count):
         alg, size = r.take(">HB")
+        if alg not in _HASHES or size > 8 or r.pos + size > len(r.data):
+            raise EvidenceError(f"{source}: bad PCR selection (hash 0x{alg:04x}, {size} bytes)")
         bitmap = r.data[r.pos : r.pos + size]
         r.pos += size
-        pcrs = [8 * i + b for i, byte in enumerate(bitmap) for b in range(8) if byte >> b & 1]
-        select[_HASHES.get(alg, f"0x{alg:04x}")] = pcrs
+        if _HASHES[alg] in select:
+            raise EvidenceError(f"{source}: PCR bank {_HASHES[alg]} selected twice")
+        select[_HASHES[alg]] = [8 * i + b for i, byte in enumerate(bitmap) for b in range(8) if byte >> b & 1]
     digest = r.tpm2b()
+    if r.pos != len(raw):
+        raise EvidenceError(f"{source}: {len(raw) - r.pos} bytes after the quote")
     return Quote(raw, name, extra, clock, resets, restarts, firmware, select, digest)
 
 
 def parse_signature(raw: bytes, key_bytes: int) -> tuple[str, str, bytes]:
-    """(scheme, hash, signature bytes) from a plain signature or a TPMT_SIGNATURE."""
-    if len(raw) == key_bytes:
+    """(scheme, hash, signature bytes) from a plain RSA signature (exactly the key's size) or a
+    TPMT_SIGNATURE (nothing may follow it)."""
+    if key_bytes and len(raw) == key_bytes:
         return "rsassa", "sha256", raw
+    r = _Reader(raw, "TPM signature")
     if len(raw) >= 6:
-        alg, halg = struct.unpack_from(">HH", raw, 0)
-        scheme = _SIG_SCHEMES.get(alg)
-        if scheme in ("rsassa", "rsapss"):
-            (size,) = struct.unpack_from(">H", raw, 4)
-            return scheme, _HASHES.get(halg, "?"), raw[6 : 6 + size]
-        if scheme == "ecdsa":
-            r_len = struct.unpack_from(">H", raw, 4)[0]
-            r = raw[6 : 6 + r_len]
-            s_len = struct.unpack_from(">H", raw, 6 + r_len)[0]
-            s = raw[8 + r_len : 8 + r_len + s_len]
-            return "ecdsa", _HASHES.get(halg, "?"), r + s
+        alg, halg = r.take(">HH")
+        scheme, hname = _SIG_SCHEMES.get(alg), _HASHES.get(halg)
+        if scheme is not None and hname is not None:
+            if scheme in ("rsassa", "rsapss"):
+                sig = r.tpm2b()
+                if key_bytes and len(sig) != key_bytes:
+                    raise EvidenceError(f"TPM signature of {len(sig)} bytes for a {8 * key_bytes}-bit key")
+            else:
+                rr, ss = r.tpm2b(), r.tpm2b()
+                n = max(len(rr), len(ss))
+                sig = rr.rjust(n, b"\0") + ss.rjust(n, b"\0")
+            if r.pos != len(raw):
+                raise EvidenceError(f"TPM signature: {len(raw) - r.pos} bytes after the TPMT_SIGNATURE")
+            return scheme, hname, sig
     raise EvidenceError(f"TPM signature of {len(raw)} bytes: neither plain nor TPMT_SIGNATURE")
 
 
@@ -95,27 +108,49 @@ def load_pcrs(text: str, source: str = "pcrs") -> dict[str, dict[int, bytes]]:
     """PCR values as ``{"sha256": {"0": "hex", ...}}`` (JSON) or ``tpm2_pcrread`` YAML output."""
     try:
         data = json.loads(text)
+    except RecursionError as exc:
+        raise EvidenceError(f"{source}: nested too deeply") from exc
     except ValueError:
         import yaml
 
         try:
             data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
+        except (yaml.YAMLError, RecursionError) as exc:
             raise EvidenceError(f"{source}: neither JSON nor YAML ({exc})") from exc
     if not isinstance(data, Mapping):
         raise EvidenceError(f"{source}: expected a mapping of hash algorithm -> PCR index -> value")
     out: dict[str, dict[int, bytes]] = {}
     for alg, bank in data.items():
-        if not isinstance(bank, Mapping):
-            continue
-        out[str(alg)] = {int(k): _pcr_bytes(v) for k, v in bank.items()}
+        size = _DIGEST_SIZES.get(str(alg))
+        if size is None or not isinstance(bank, Mapping):
+            raise EvidenceError(f"{source}: {alg!r} is not a PCR bank (sha1, sha256, sha384, sha512)")
+        try:
+            out[str(alg)] = {_pcr_index(k): _pcr_bytes(v, size) for k, v in bank.items()}
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise EvidenceError(f"{source}: bad PCR value in bank {alg} ({exc})") from exc
     return out
 
 
-def _pcr_bytes(v: Any) -> bytes:
+_DIGEST_SIZES = {"sha1": 20, "sha256": 32, "sha384": 48, "sha512": 64}
+
+
+def _pcr_index(k: Any) -> int:
+    i = int(k)
+    if isinstance(k, bool) or not 0 <= i < 24 or str(k) != str(i):
+        raise ValueError(f"PCR index {k!r}")
+    return i
+
+
+def _pcr_bytes(v: Any, size: int) -> bytes:
+    if isinstance(v, bool):
+        raise TypeError("a PCR value is not a boolean")
     if isinstance(v, int):  # tpm2_pcrread's YAML prints values as 0x... integers
-        return v.to_bytes((v.bit_length() + 7) // 8 or 1, "big")
-    return bytes.fromhex(str(v).removeprefix("0x"))
+        return v.to_bytes(size, "big")
+    text = str(v)
+    raw = bytes.fromhex(text.removeprefix("0x"))
+    if len(raw) != size:
+        raise ValueError(f"{len(raw)} bytes, a digest of this bank has {size}")
+    return raw
 
 
 def pcr_digest(quote: Quote, pcrs: Mapping[str, Mapping[int, bytes]]) -> tuple[bytes | None, str]:
@@ -126,8 +161,11 @@ def pcr_digest(quote: Quote, pcrs: Mapping[str, Mapping[int, bytes]]) -> tuple[b
         missing = [i for i in indices if i not in bank]
         if missing:
             return None, f"PCR values missing for {alg} {missing}"
-        size = hashlib.new(alg).digest_size
-        buf += b"".join(bank[i].rjust(size, b"\0") for i in indices)
+        buf += b"".join(bank[i] for i in indices)
+    extra = {alg: sorted(set(bank) - set(quote.pcr_select.get(alg, []))) for alg, bank in pcrs.items()}
+    extra = {alg: idx for alg, idx in extra.items() if idx}
+    if extra:
+        return None, f"PCR values given that the quote does not select: {extra}"
     return hashlib.sha256(buf).digest(), "sha256"
 
 
@@ -163,11 +201,11 @@ def verify_quote(
             f"quote {quote.extra_data.hex() or '(empty)'} vs expected {nonce.hex()}",
         )
     if pcrs is not None:
-        want, _ = pcr_digest(quote, pcrs)
+        want, why = pcr_digest(quote, pcrs)
         res.add(
             f"{prefix}: PCR digest",
             want == quote.pcr_digest,
             f"quote {quote.pcr_digest.hex()[:16]}... vs PCR values "
-            + (f"{want.hex()[:16]}..." if want else "incomplete"),
+            + (f"{want.hex()[:16]}..." if want else why),
         )
     return quote

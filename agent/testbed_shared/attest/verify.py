@@ -27,6 +27,7 @@ class Options:
     nonce: bytes | None = None
     pcrs: Path | None = None
     tcb_info: Path | None = None
+    qe_identity: Path | None = None
     tdx_quote: Path | None = None
 
     @property
@@ -46,7 +47,7 @@ def kind_of(data: bytes) -> str:
         version, _k, tee = struct.unpack_from("<HHI", data, 0)
         if version in (4, 5) and tee == 0x81:
             return "tdx"
-        if len(data) == 1184 and 2 <= struct.unpack_from("<I", data, 0)[0] <= 5:
+        if len(data) >= 1184 and 2 <= struct.unpack_from("<I", data, 0)[0] <= 5:
             return "sev-snp"
     raise EvidenceError(
         "not a recognised evidence format "
@@ -55,12 +56,12 @@ def kind_of(data: bytes) -> str:
 
 
 def _read(path: Path | None, what: str) -> bytes | None:
+    """A regular file's bytes (bounded), or None without a path."""
     if path is None:
         return None
-    try:
-        return Path(path).read_bytes()
-    except OSError as exc:
-        raise EvidenceError(f"{path}: {exc.strerror} ({what})") from exc
+    from testbed_shared.attest.chain import read_evidence
+
+    return read_evidence(Path(path), what)
 
 
 def verify_file(path: Path, opts: Options | None = None) -> Result:
@@ -69,8 +70,7 @@ def verify_file(path: Path, opts: Options | None = None) -> Result:
     path = Path(path)
     if path.is_dir():
         path = path / "manifest.json"
-    data = _read(path, "evidence")
-    assert data is not None
+    data = _read(path, "evidence") or b""
     try:
         kind = kind_of(data)
     except EvidenceError as exc:
@@ -95,14 +95,21 @@ def verify_bytes(kind: str, data: bytes, opts: Options, source: str, pool: list[
     elif kind == "tdx":
         from testbed_shared.attest.tdx import verify_tdx
 
-        tcb = _read(opts.tcb_info, "--tcb-info")
         res = verify_tdx(
-            data, pool, when, tcb_info=tcb, allow_debug=opts.allow_debug, extra_roots=roots, source=source
+            data,
+            pool,
+            when,
+            tcb_info=_read(opts.tcb_info, "--tcb-info"),
+            qe_identity=_read(opts.qe_identity, "--qe-identity"),
+            allow_debug=opts.allow_debug,
+            extra_roots=roots,
+            source=source,
         )
     elif kind == "azure-hcl":
         res = _hcl(data, opts, pool, roots)
     else:
         res = _tpm(data, opts, when)
+    chain.unused_certificates(res, pool)
     res.info.setdefault("as_of_source", "--as-of" if opts.as_of else "now")
     return res
 
@@ -118,7 +125,13 @@ def _pcrs(opts: Options) -> Any:
     from testbed_shared.attest.tpm import load_pcrs
 
     raw = _read(opts.pcrs, "--pcrs")
-    return load_pcrs(raw.decode(), str(opts.pcrs)) if raw is not None else None
+    if raw is None:
+        return None
+    try:
+        text = raw.decode()
+    except UnicodeDecodeError as exc:
+        raise EvidenceError(f"{opts.pcrs}: not UTF-8 text ({exc.reason})") from exc
+    return load_pcrs(text, str(opts.pcrs))
 
 
 def _hcl(data: bytes, opts: Options, pool: list[Any], roots: list[Any]) -> Result:
@@ -132,6 +145,8 @@ def _hcl(data: bytes, opts: Options, pool: list[Any], roots: list[Any]) -> Resul
         nonce=opts.nonce,
         pcrs=_pcrs(opts),
         tdx_quote=_read(opts.tdx_quote, "--tdx-quote"),
+        tcb_info=_read(opts.tcb_info, "--tcb-info"),
+        qe_identity=_read(opts.qe_identity, "--qe-identity"),
         allow_debug=opts.allow_debug,
         extra_roots=roots,
     )

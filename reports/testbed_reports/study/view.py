@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from testbed_shared.safecsv import neutralise as _safe_csv
 from testbed_shared.studies import Manifest, Published
 
 
@@ -81,7 +82,7 @@ class StudyTable:
                 header += [f"{c}", f"{c} low", f"{c} high", f"{c} paper", f"{c} contains"]
             else:
                 header.append(c)
-        w = csv.writer(buf)
+        w = csv.writer(buf, lineterminator="\r\n")  # RFC 4180: a cell with CR or LF is quoted
         w.writerow([_safe_csv(h) for h in header])
         for r in self.rows:
             line: list[Any] = []
@@ -142,13 +143,6 @@ class StudyView:
             "tables": [t.as_json() for t in self.tables],
             "figures": [{"id": f.id, "title": f.title, "source": f.source} for f in self.figures],
         }
-
-
-def _safe_csv(v: Any) -> Any:
-    """OWASP: a text cell starting with = + - @ tab or CR is prefixed with ' (numbers stay numbers)."""
-    if isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + v
-    return v
 
 
 def fmt(x: Any, digits: int = 4) -> str:

@@ -1,0 +1,156 @@
+"""Red team, file-system races (issue 26 finding 6): an attacker process swaps the agent's test file
+for a symbolic link to a foreign file, and the scratch directory for a link to a foreign
+directory, over and over, while the agent opens its target and writes through what it opened.
+
+Counted: swaps made, agent attempts, writes done, clean refusals (``TargetRefused``), foreign writes
+(the victim file changed, or anything appeared in the foreign directory), tracebacks.
+
+``python agent/tests/fsrace.py SWAPS`` runs a larger loop and prints the counts."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from testbed_agent import scratch
+from testbed_agent.guard import OpenTarget, open_target
+from testbed_shared.errors import TestbedError
+
+VICTIM = b"precious, not the agent's\n" * 256
+
+#: the attacker: a separate process (true concurrency), swapping by rename so each state is whole
+ATTACKER = textwrap.dedent(
+    """
+    import os, sys, time, random
+    scr, victim, foreign, swaps = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+    rng = random.Random(26)
+    parked = scr + ".parked"
+    link = scr + ".link"
+    target = os.path.join(scr, "dd", "testfile.dat")
+    done = 0
+    while done < swaps:
+        try:
+            if done % 2 == 0:  # the test file becomes a link to the victim, for a moment
+                tmp = target + ".evil"
+                try:
+                    os.symlink(victim, tmp)
+                    os.replace(tmp, target)
+                    time.sleep(rng.random() / 2000)
+                    os.unlink(target)
+                except FileNotFoundError:
+                    pass
+            else:  # the scratch directory becomes a link to the foreign directory, then comes back
+                os.symlink(foreign, link)
+                os.rename(scr, parked)
+                os.replace(link, scr)
+                time.sleep(rng.random() / 2000)
+                os.unlink(scr)
+                os.rename(parked, scr)
+        except OSError:
+            pass
+        done += 1
+        time.sleep(rng.random() / 5000)
+    print(done)
+    """
+)
+
+
+@dataclass
+class RaceResult:
+    swaps: int = 0
+    attempts: int = 0
+    writes: int = 0
+    refusals: int = 0
+    tool_runs: int = 0
+    foreign_writes: int = 0
+    tracebacks: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        return (
+            f"{self.swaps} swaps, {self.attempts} attempts: {self.writes} writes ({self.tool_runs} by dd), "
+            f"{self.refusals} clean refusals, {self.foreign_writes} foreign writes, "
+            f"{len(self.tracebacks)} tracebacks"
+        )
+
+
+def _write_in_process(t: OpenTarget) -> None:
+    """What a tool does with the path it is given: open it and write."""
+    with open(t.proc_path, "r+b") as fh:
+        fh.write(b"\0" * 4096)
+
+
+def _write_with_dd(t: OpenTarget) -> None:
+    subprocess.run(
+        ["dd", "if=/dev/zero", f"of={t.proc_path}", "bs=4k", "count=1", "conv=notrunc"],
+        pass_fds=(t.fd,),
+        capture_output=True,
+        check=True,
+        timeout=30,
+    )
+
+
+def run(swaps: int, work: Path, dd_every: int = 25, step: Callable[[Path], None] | None = None) -> RaceResult:
+    """``swaps`` attacker swaps against an agent opening ``<scratch>/dd/testfile.dat`` and writing
+    (or, with ``step``, against ``step(scratch)``: e.g. a whole dd or fio benchmark run)."""
+    res = RaceResult()
+    victim, foreign = work / "victim.db", work / "foreign"
+    victim.write_bytes(VICTIM)
+    foreign.mkdir()
+    scr = scratch.prepare(work / "scratch", work / "results")
+    held = scratch.lock(scr)
+    target = scr / "dd" / "testfile.dat"
+    attacker = subprocess.Popen(
+        [sys.executable, "-c", ATTACKER, str(scr), str(victim), str(foreign), str(swaps)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        while attacker.poll() is None or res.attempts < 10:
+            res.attempts += 1
+            try:
+                if step is not None:
+                    step(scr)
+                    res.tool_runs += 1
+                else:
+                    with open_target(target) as t:
+                        if res.attempts % dd_every == 0:
+                            _write_with_dd(t)
+                            res.tool_runs += 1
+                        else:
+                            _write_in_process(t)
+                res.writes += 1
+            except TestbedError:
+                res.refusals += 1
+            except Exception:  # noqa: BLE001 - the harness counts what must not happen
+                res.tracebacks.append(traceback.format_exc(limit=4))
+        out, _ = attacker.communicate(timeout=60)
+        res.swaps = int(out.strip() or 0)
+    finally:
+        if attacker.poll() is None:
+            attacker.kill()
+            attacker.wait()
+        held.close()
+        time.sleep(0)
+    res.foreign_writes = int(victim.read_bytes() != VICTIM) + len(list(foreign.iterdir()))
+    return res
+
+
+if __name__ == "__main__":
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
+    tmp = Path(tempfile.mkdtemp(prefix="fsrace-"))
+    try:
+        r = run(n, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(r.summary())
+    for tb in r.tracebacks[:5]:
+        print(tb)
+    sys.exit(1 if r.foreign_writes or r.tracebacks else 0)
