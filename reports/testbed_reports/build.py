@@ -669,10 +669,14 @@ def _headline(rep: Report, ds: Dataset, palette: dict[str, str]) -> dict[str, An
 
 
 def _primary_figures(desc: pd.DataFrame, ds: Dataset, palette: dict[str, str]) -> list[dict[str, Any]]:
-    """One figure per benchmark: its primary metrics' means per label with their intervals."""
+    """One figure per benchmark: its primary metrics' means per label with their intervals (the
+    machine fingerprint, type sysinfo, is a fact, not a benchmark: no figure)."""
     primary = primary_set(ds.obs)
+    types = dict(zip(ds.obs["benchmark"].astype(str), ds.obs["type"].astype(str), strict=True))
     out = []
     for bench in sorted(set(desc["benchmark"].astype(str))):
+        if types.get(bench) == "sysinfo":
+            continue
         d = desc[(desc["benchmark"].astype(str) == bench)]
         d = d[[(bench, str(m)) in primary for m in d["metric"]]]
         if d.empty:
@@ -700,7 +704,7 @@ def _primary_figures(desc: pd.DataFrame, ds: Dataset, palette: dict[str, str]) -
             {
                 "benchmark": bench,
                 "image": svgplot.hbars(rows, palette, bench, sub),
-                "alt": f"{bench}: primary metric",
+                "alt": f"{bench}: {', '.join(display.pretty_metric(m) for m in shown[:3])}",
                 "note": note,
             }
         )

@@ -378,7 +378,7 @@ def grouped_bars(
 
 
 #: the headline figure: width, left margin for the row names, row height
-HB_WIDTH, HB_LEFT, HB_ROW = 340, 132, 18
+HB_WIDTH, HB_LEFT, HB_ROW = 340, 150, 18
 
 
 def hbars(
@@ -407,15 +407,19 @@ def hbars(
         return x0 + float(_frac(v, lim)) * (x1 - x0)
 
     bottom = top + HB_ROW * len(rows)
-    for t in _ticks(*lim):
-        xx = px(t)
+    for t in MaxNLocator(4).tick_values(*lim):
+        if not lim[0] <= t <= lim[1]:
+            continue
+        xx = px(float(t))
         svg.add(f'<line x1="{xx:.1f}" y1="{top:.1f}" x2="{xx:.1f}" y2="{bottom:.1f}" stroke="#eee"/>')
-        svg.text(xx, bottom + 13, _num(t), size=9)
+        svg.text(xx, bottom + 13, _num(float(t)), size=9)
     svg.add(f'<path d="M{x0:.1f} {top:.1f}V{bottom:.1f}" stroke="#444" stroke-width="0.8"/>')
+    names = {name for name, *_ in rows}
     for k, (name, lab, mean, lo, hi) in enumerate(rows):
         y = top + HB_ROW * k
-        text = name if len(labels) == 1 else f"{name} · {lab}"
-        svg.text(x0 - 4, y + HB_ROW * 0.68, text[:24], size=9, anchor="end")
+        text = name if len(labels) == 1 else lab if len(names) == 1 else f"{name} · {lab}"
+        text = text if len(text) <= 27 else text[:26] + "…"
+        svg.text(x0 - 4, y + HB_ROW * 0.68, text, size=9, anchor="end")
         if not np.isfinite(mean):
             continue
         tip = f"{escape(lab)} {escape(name)}: {_num(mean)}"

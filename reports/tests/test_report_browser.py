@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -68,3 +69,33 @@ def test_the_browser_check_sees_console_errors_and_broken_images(tmp_path: Path)
     result = open_page(page)
     assert any("boom" in e for e in result.errors)
     assert result.images == 1 and result.images_loaded == 0
+
+
+#: a real `make run` (reports/tests/data/quick-run/README.md)
+QUICK = Path(__file__).parent / "data" / "quick-run"
+SHOTS = Path(__file__).resolve().parents[2] / "docs" / "img"
+
+
+@pytest.mark.integration
+def test_the_quick_report_headline_at_1280_px_and_on_a_phone(tmp_path: Path) -> None:
+    """The report a person opens first: decisions and one figure per benchmark on the first screen,
+    no horizontal scroll at 1280 px nor at 390 px. TESTBED_UPDATE_SCREENSHOTS=1 writes the README's
+    screenshots from this very page."""
+    out = tmp_path / "quick"
+    rep = build([QUICK], out, name="make run (quick plan)", compare_specs=["fio via agent:bare fio"])
+    benchmarks = {b for b in rep.descriptives["benchmark"].astype(str) if b != "systeminfo"}
+    page = open_page(out / "index.html", widths=(1280, 390))
+    assert page.errors == []
+    for view in page.views:
+        assert view.scroll_width <= view.width, f"horizontal scroll at {view.width} px"
+        assert view.headline_overflow == [], (view.width, view.headline_overflow)
+        assert view.figures == len(benchmarks) == 6
+        text = view.headline_text
+        assert "1 comparison of primary metrics" in text
+        assert re.search(r"(SLOWER|FASTER|EQUIVALENT|INCONCLUSIVE)\s+fio via agent vs bare fio", text, re.I)
+        assert re.search(r"[+-]\d+\.\d% \[[+-]\d+\.\d%, [+-]\d+\.\d%\]", text)  # the interval
+        assert "ansible-playbook run.yml -l sev,tdx" in text and "Compare your own machines" in text
+        assert "steady" not in text and "e+0" not in text  # no counters, no raw exponents
+        if os.environ.get("TESTBED_UPDATE_SCREENSHOTS"):
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            (SHOTS / f"report-headline-{view.width}.png").write_bytes(view.screenshot)
