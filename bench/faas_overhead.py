@@ -11,18 +11,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import against, median_interval, quantile_interval, ratio_of_samples
-
+from testbed_services import launcher
 from testbed_services.faas.client import FaasClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import against, median_interval, quantile_interval, ratio_of_samples  # noqa: E402
 
 
 def quantile(values: list[float], q: float) -> float:
@@ -30,32 +29,9 @@ def quantile(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(q * len(s)))]
 
 
-def start(tmp: Path, *extra: str) -> tuple[subprocess.Popen, str]:
-    url_file = tmp / "url"
-    cmd = [
-        sys.executable,
-        "-m",
-        "testbed_agent",
-        "faas",
-        "serve",
-        "--profile",
-        "aws-lambda",
-        "--port",
-        "0",
-        "--state-dir",
-        str(tmp / "state"),
-        "--url-file",
-        str(url_file),
-        *extra,
-    ]
-    with open(tmp / "log", "w") as log:
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
-    end = time.monotonic() + 30
-    while not (url_file.exists() and url_file.read_text().strip()):
-        if proc.poll() is not None or time.monotonic() > end:
-            raise SystemExit("emulator did not start: " + (tmp / "log").read_text())
-        time.sleep(0.05)
-    return proc, url_file.read_text().strip()
+def start(tmp: Path, *extra: str) -> launcher.Service:
+    """The emulator under test, started by the toolkit's launcher (as the faas workload does)."""
+    return launcher.emulator(tmp / "url", tmp / "state", "--profile", "aws-lambda", *extra, log=tmp / "log")
 
 
 def main() -> int:
@@ -70,12 +46,11 @@ def main() -> int:
     )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="faas-bench-") as d:
-        proc, url = start(Path(d))
+        svc = start(Path(d))
         try:
-            return run(FaasClient(url, timeout_s=600), args, proc.pid)
+            return run(FaasClient(svc.url, timeout_s=600), args, svc.proc.pid)
         finally:
-            os.kill(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=30)
+            svc.stop(timeout_s=30)
 
 
 def proc_cpu_s(pid: int) -> float:

@@ -50,7 +50,7 @@ def main() -> int:
                 artifacts=Path(tmp) / "artifacts",
                 deadline=time.monotonic() + 900,
             )
-            out = NotebookWorkload().run(ctx)
+            out = NotebookWorkload().run(ctx, NotebookWorkload.parse(ctx.bench))
             if out.status != "ok":
                 print(f"run {rep}: {out.status}: {out.error}", file=sys.stderr)
                 return 1

@@ -2,7 +2,7 @@
 
 A plan says ``repetitions: {min: 5, max: 30, target_ci_percent: 1}``: the runner executes at least
 ``min`` and at most ``max`` repetitions and stops as soon as the 95 % t interval of the mean of the
-log values of every primary metric (schema.primary_metrics) would have a half-width of at most
+log values of every primary metric (workloads.primary_metrics) would have a half-width of at most
 ``target_ci_percent`` percent (``exp(t * s / sqrt(n)) - 1``) at a *robust* spread s = 1.4826 x the
 median absolute deviation of the log values (the shared core's t, ``testbed_shared.intervals``).
 
@@ -24,8 +24,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from testbed_agent.workloads import primary_metrics
 from testbed_shared.intervals import half_width, is_positive, relative_half_width_percent
-from testbed_shared.schema import primary_metrics
 
 MAX_REPETITIONS = 10_000
 _KEYS = ("min", "max", "target_ci_percent")

@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from testbed_agent import __version__
+from testbed_agent import __version__, clouds
 from testbed_shared.atomic import write_atomically
 from testbed_shared.errors import TestbedError, cli_main
 
@@ -64,9 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--sample-interval", type=float, default=1.0, help="telemetry sampling period in s")
     run.add_argument(
         "--cloud",
-        choices=("none", "azure"),
-        default="none",
-        help="cloud the machine is in (azure: sysinfo reads IMDS)",
+        choices=clouds.names(),
+        default=clouds.NONE,
+        help="cloud the machine is in (sysinfo then reads its metadata and evidence, e.g. Azure IMDS)",
     )
     run.add_argument("--host-facts", type=Path, help="JSON of hypervisor-side facts to attach to sysinfo")
     run.add_argument(
@@ -80,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     si = sub.add_parser("sysinfo", help="print this machine's fingerprint (JSON)")
     si.add_argument("--out", type=Path, help="write to this file instead of stdout")
-    si.add_argument("--cloud", choices=("none", "azure"), default="none")
+    si.add_argument("--cloud", choices=clouds.names(), default=clouds.NONE, help="cloud the machine is in")
     si.add_argument("--host-facts", type=Path, help="JSON of hypervisor-side facts to attach")
     si.set_defaults(func=_cmd_sysinfo)
 
@@ -103,9 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _parsers() -> dict[str, Callable[[Path], dict]]:
-    from testbed_agent.workloads import REGISTRY
+    from testbed_agent import workloads
 
-    return {w.parse_kind: w.parse_file for w in REGISTRY.values() if getattr(w, "parse_kind", "")}
+    return {w.parse_kind: w.parse_file for w in workloads.registry().values() if w.parse_kind}
 
 
 def _cmd_run(args: argparse.Namespace) -> int:

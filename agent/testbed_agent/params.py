@@ -1,14 +1,12 @@
-"""Plan parameters by schema: one frozen dataclass per workload type (issue 12 item 7).
+"""Typed plan parameters: the field rules a workload type's params dataclass is built from.
 
-Every field carries its constraint in ``metadata`` (kind, bounds, choices, pattern);
-:func:`parse_params` checks a benchmark's ``params`` mapping against the dataclass of its type,
-rejects unknown keys and returns the typed, defaults-filled dataclass. Workloads may call
-:func:`parse_params` for typed access; the plan loader calls :func:`validate` for every benchmark.
+Each workload module (``testbed_agent.workloads.<type>``) declares a frozen dataclass whose fields
+carry their constraint in ``metadata`` through :func:`spec` (kind, bounds, choices, pattern);
+:func:`parse_into` checks a benchmark's ``params`` mapping against it, rejects unknown keys and
+returns the typed, defaults-filled dataclass. This module knows no workload type and imports
+neither the plan nor the workloads (they import it).
 
-Sizes (fio ``size``, dd ``bs``): a whole number of bytes, or digits with ``k``/``m``/``g``/``t``
-(any case) or ``KiB``/``MiB``/``GiB``/``TiB``, all binary (k = 1024) as fio's and dd's ``K`` are.
-``kB``/``KB``/``MB`` are refused: dd reads them as powers of 1000 and fio as powers of 1024, so
-one plan would mean two sizes.
+Sizes (kind ``size``) follow the one size grammar of :mod:`testbed_shared.units`.
 """
 
 from __future__ import annotations
@@ -16,10 +14,12 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import field
+from typing import Any, TypeVar
 
-from testbed_agent.plan import ParamError
+from testbed_shared.units import SizeError, parse_size
+
+T = TypeVar("T")
 
 #: limits that hold for every value anywhere in ``params`` (hostile or mistyped plans)
 MAX_DEPTH = 8
@@ -29,9 +29,17 @@ MAX_INT = 2**53
 #: a required field (no default)
 REQUIRED = object()
 
-_SIZE_RE = re.compile(r"([0-9]{1,15})\s*(?:([kmgt])|([KMGT])iB)?", re.ASCII | re.IGNORECASE)
-_AMBIGUOUS_SIZE_RE = re.compile(r"[0-9]+\s*[kmgtKMGT]B", re.ASCII)
-_SIZE_MULT = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+
+class ParamError(Exception):
+    """A benchmark parameter (or field) that is wrong: ``field`` is relative to the benchmark
+    (``params.size``, ``name``); the plan loader turns it into a PlanError with file and line."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(problem)
+        self.field = field
+        self.problem = problem
+
+
 NAME_RE = r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,127}"
 
 
@@ -43,106 +51,17 @@ def spec(default: Any = REQUIRED, kind: str = "str", **rules: Any) -> Any:
     return field(default=default, metadata=meta)
 
 
-# -- the dataclasses, one per workload type --------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SysinfoParams:
-    """``sysinfo`` takes no parameters."""
-
-
-@dataclass(frozen=True)
-class FioParams:
-    job: str | None = spec(None, pattern=r"[^\x00-\x1f:]+")
-    size: int = spec("1G", "size", lo=4096, hi=2**50)
-    runtime_s: int = spec(60, "int", lo=1, hi=86_400)
-    ramp_s: int = spec(2, "int", lo=0, hi=3600)
-    #: an engine name (which engines exist depends on fio's build: an unknown one fails at run time)
-    ioengine: str = spec("libaio", pattern=r"[a-z][a-z0-9_]{0,31}")
-    iodepth: int = spec(16, "int", lo=1, hi=65_536)
-    allow_device: bool = spec(False, "bool")
-    #: fio reads ':' as a list of files: a name with one could write elsewhere
-    filename: str | None = spec(None, pattern=r"[^\x00-\x1f:\\]+")
-
-
-@dataclass(frozen=True)
-class DdParams:
-    bs: int = spec("128k", "size", lo=1, hi=2**30)
-    count: int = spec(8000, "int", lo=1, hi=2**40)
-    source: str = spec("urandom", choices=("urandom", "zero"))
-    oflag: str = spec("", choices=("", "direct", "dsync", "sync", "nocache"))
-    iflag: str = spec("direct", choices=("", "direct", "dsync", "sync", "nocache"))
-    conv: str = spec("fdatasync", choices=("", "fdatasync", "fsync"))
-    read: bool = spec(True, "bool")
-    pause_s: float = spec(1.0, "num", lo=0, hi=3600)
-    allow_device: bool = spec(False, "bool")
-    filename: str | None = spec(None, pattern=r"[^\x00-\x1f]+")
-
-    def __post_init__(self) -> None:
-        if self.bs * self.count > 2**50:
-            raise ParamError("params.count", f"bs x count is {self.bs * self.count} bytes, more than 1 PiB")
-
-
-@dataclass(frozen=True)
-class PyperformanceParams:
-    #: a name, a group, a comma list or a list of names; never an option (``--help``)
-    benchmarks: tuple[str, ...] = spec("default", "names", pattern=r"-?" + NAME_RE)
-    mode: str = spec("normal", choices=("fast", "rigorous", "normal", "debug-single-value"))
-    fast: bool = spec(False, "bool")
-    affinity: str = spec("", pattern=r"([0-9]{1,4}([-,][0-9]{1,4})*)?")
-    venv_dir: str | None = spec(None, pattern=r"[^\x00-\x1f]+")
-
-
-@dataclass(frozen=True)
-class NotebookParams:
-    scale: str = spec("standard", choices=("quick", "standard", "large"))
-    seed: int = spec(42, "int", lo=0, hi=2**32 - 1)
-    kernel: str = spec("python3", pattern=r"[A-Za-z0-9_.-]{1,64}")
-    cell_timeout_s: float = spec(0, "num", lo=0, hi=7 * 86_400)
-    parameters: dict = field(default_factory=dict, metadata={"kind": "map", "pattern": r"[A-Za-z_]\w{0,63}"})
-
-
-@dataclass(frozen=True)
-class FaasParams:
-    function: str = spec(REQUIRED, pattern=r"[A-Za-z0-9_-]{1,64}")
-    mode: str = spec("warm", choices=("warm", "cold", "cold_warm", "scaling", "retention"))
-    endpoint: str = spec("auto", pattern=r"auto|local|http://[\x21-\x7e]{1,200}")
-    profile: str = spec("aws-lambda", pattern=r"[A-Za-z0-9_.-]{1,64}")
-    calls: int = spec(5, "int", lo=1, hi=1_000_000)
-    concurrency: int = spec(1, "int", lo=1, hi=4096)
-    memory_mb: int | None = spec(None, "int", lo=1, hi=1_048_576)
-    tmp_mb: int | None = spec(None, "int", lo=1, hi=1_048_576)
-    warmup: int = spec(1, "int", lo=0, hi=100_000)
-    keep_alive_s: float | None = spec(None, "num", lo=1e-3, hi=86_400)
-    function_timeout_s: float | None = spec(None, "num", lo=1e-3, hi=86_400)
-    event: dict = field(default_factory=dict, metadata={"kind": "map"})
-    env: dict = field(default_factory=dict, metadata={"kind": "map", "pattern": r"[A-Za-z_]\w{0,127}"})
-    gaps_s: tuple[float, ...] = spec((), "nums", lo=0, hi=86_400)
-    #: design factors of a study (file size, I/O size, ...): kept in the record for the report's
-    #: parameter ANOVA, not used by the run
-    factors: dict = field(default_factory=dict, metadata={"kind": "map"})
-
-
-#: workload type -> its params dataclass; types not listed (crypto) validate their own keys
-SCHEMAS: dict[str, type] = {
-    "sysinfo": SysinfoParams,
-    "fio": FioParams,
-    "dd": DdParams,
-    "pyperformance": PyperformanceParams,
-    "kaggle_notebook": NotebookParams,
-    "faas": FaasParams,
-}
-
-
 # -- checking ------------------------------------------------------------------------------
 
 
-def parse_params(btype: str, params: dict[str, Any]) -> Any:
-    """The typed parameters of a benchmark of type ``btype``; raise :class:`ParamError`."""
+def parse_into(schema: type[T], params: dict[str, Any], btype: str) -> T:
+    """``params`` checked against ``schema`` (a frozen dataclass built with :func:`spec`).
+
+    Checks the generic limits (:func:`check_tree`), refuses unknown keys, fills defaults, converts
+    and bounds every value, then builds the dataclass (whose ``__post_init__`` checks what spans
+    fields). Raises :class:`ParamError` naming the field.
+    """
     check_tree(params)
-    schema = SCHEMAS.get(btype)
-    if schema is None:
-        return None
     fields = {f.name: f for f in dataclasses.fields(schema)}
     unknown = [_key(k) for k in sorted(set(params) - set(fields), key=str)]
     if unknown:
@@ -160,10 +79,9 @@ def parse_params(btype: str, params: dict[str, Any]) -> Any:
     return schema(**values)
 
 
-def known_keys(btype: str) -> set[str] | None:
-    """Parameter names of a type, or None when the type validates its own keys."""
-    schema = SCHEMAS.get(btype)
-    return None if schema is None else {f.name for f in dataclasses.fields(schema)}
+def field_names(schema: type) -> set[str]:
+    """The parameter names a params dataclass takes."""
+    return {f.name for f in dataclasses.fields(schema)}
 
 
 def check_tree(value: Any, where: str = "params") -> None:
@@ -290,23 +208,11 @@ def _as_size(where: str, value: Any, meta: dict[str, Any]) -> int:
 
 
 def size_bytes(value: Any, where: str = "size") -> int:
-    """Bytes of a size as a plan writes it; k = 1024; ambiguous ``kB``/``MB`` refused."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if not isinstance(value, str):
-        raise ParamError(where, f"expected a size such as 4k, 64M or 1GiB, got {value!r:.60}")
-    text = value.strip()
-    if _AMBIGUOUS_SIZE_RE.fullmatch(text):
-        raise ParamError(
-            where,
-            f"ambiguous size {text!r}: dd reads kB as 1000, fio as 1024; "
-            f"write {text[:-1]} or {text[:-1]}iB (1024)",
-        )
-    m = _SIZE_RE.fullmatch(text)
-    if not m:
-        raise ParamError(where, f"not a size: {value!r:.60} (digits with k, m, g, t or KiB, MiB, GiB, TiB)")
-    unit = (m.group(2) or m.group(3) or "").lower()
-    return int(m.group(1)) * _SIZE_MULT[unit]
+    """Bytes of a size in the one size grammar (:mod:`testbed_shared.units`); ParamError at ``where``."""
+    try:
+        return parse_size(value)
+    except SizeError as exc:
+        raise ParamError(where, str(exc)) from None
 
 
 _CONVERTERS = {

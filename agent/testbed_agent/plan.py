@@ -5,17 +5,19 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from testbed_agent import workloads
 from testbed_agent.adaptive import Adaptive, RepetitionsError, parse_repetitions
+from testbed_agent.benchmark import DEFAULT_REPETITIONS, DEFAULT_WAIT_S, Benchmark
+from testbed_agent.params import ParamError
 from testbed_shared.errors import PlanError
 
-DEFAULT_WAIT_S = 0.0
-DEFAULT_REPETITIONS = 1
+__all__ = ["Benchmark", "ParamError", "Plan", "PlanError", "load_plan", "resolve_type"]
 #: bounds that keep a plan runnable: waits and timeouts up to a week, repetitions up to 100000
 MAX_SECONDS = 7 * 86_400.0
 MAX_REPETITIONS = 100_000
@@ -23,54 +25,9 @@ MAX_REPETITIONS = 100_000
 MAX_NAME_BYTES = 160
 _DATASET_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,127}", re.ASCII)
 
-#: classic ``standard`` names -> workload type, by prefix
-_STANDARD_PREFIXES = (
-    ("systeminfo", "sysinfo"),
-    ("sysinfo", "sysinfo"),
-    ("fio_", "fio"),
-    ("dd_", "dd"),
-    ("pyperformance", "pyperformance"),
-)
-#: alternative spellings of types accepted in both forms
-TYPE_ALIASES = {
-    "notebook": "kaggle_notebook",
-    "systeminfo": "sysinfo",
-    "pyperf": "pyperformance",
-}
-_BENCH_KEYS = {"name", "type", "datasets", "wait_s", "repetitions", "timeout_s", "params"}
+_BENCH_KEYS = {"name", "type", "datasets", "wait_s", "repetitions", "timeout_s", "margin_percent", "params"}
 _PLAN_KEYS = {"name", "description", "defaults", "benchmarks"}
-_DEFAULT_KEYS = {"wait_s", "repetitions", "timeout_s", "params"}
-
-
-class ParamError(Exception):
-    """Raised by a workload's ``check``: ``field`` is relative to the benchmark."""
-
-    def __init__(self, field: str, problem: str) -> None:
-        super().__init__(problem)
-        self.field = field
-        self.problem = problem
-
-
-@dataclass(frozen=True)
-class Benchmark:
-    """One plan entry: run ``repetitions`` times, ``wait_s`` seconds before each run."""
-
-    name: str
-    type: str
-    index: int
-    line: int
-    datasets: tuple[str, ...] = ()
-    wait_s: float = DEFAULT_WAIT_S
-    repetitions: int = DEFAULT_REPETITIONS
-    timeout_s: float | None = None
-    params: dict[str, Any] = field(default_factory=dict)
-    #: adaptive repetitions (``repetitions`` is then their max); None: a fixed count
-    adaptive: Adaptive | None = None
-
-    @property
-    def key(self) -> str:
-        """Identity inside a plan, used to resume: position and name."""
-        return f"{self.index}:{self.name}"
+_DEFAULT_KEYS = {"wait_s", "repetitions", "timeout_s", "margin_percent", "params"}
 
 
 @dataclass(frozen=True)
@@ -109,32 +66,30 @@ def load_plan(path: str | Path, known_types: set[str] | None = None) -> Plan:
     if not benches:
         raise PlanError(str(p), None, "benchmarks", "plan has no benchmarks")
     if known_types is None:
-        from testbed_agent.workloads import REGISTRY
-
-        known_types = set(REGISTRY)
+        known_types = set(workloads.registry())
         check_params(benches, str(p))
     for b in benches:
         if b.type not in known_types:
+            missing = "; ".join(f"{m}: {why}" for m, why in workloads.unavailable().items())
             raise PlanError(
                 str(p),
                 b.line,
                 "type",
                 f"unknown benchmark type '{b.type}'",
-                hint="known types: " + ", ".join(sorted(known_types)),
+                hint="known types: "
+                + ", ".join(sorted(known_types))
+                + (f" (not here: {missing})" if missing else ""),
             )
     return Plan(name=name, path=str(p), sha256=sha, form=form, benchmarks=tuple(benches))
 
 
 def check_params(benches: list[Benchmark], path: str) -> None:
-    from testbed_agent.params import parse_params
-    from testbed_agent.workloads import REGISTRY
-
+    """Each benchmark's params and environment, checked by its workload type."""
     for b in benches:
-        workload = REGISTRY.get(b.type)
+        workload = workloads.get(b.type)
         if workload is None:
             continue
         try:
-            parse_params(b.type, b.params)
             workload.check(b)
         except ParamError as exc:
             raise PlanError(path, b.line, exc.field, " ".join(exc.problem.split())) from exc
@@ -144,17 +99,8 @@ def check_params(benches: list[Benchmark], path: str) -> None:
 
 
 def resolve_type(name: str, given: str) -> str:
-    """Map a classic or aliased type to a workload type."""
-    t = given.strip().lower()
-    if t in ("standard", ""):
-        base = Path(name).name.lower()
-        for prefix, wtype in _STANDARD_PREFIXES:
-            if base.startswith(prefix):
-                return wtype
-        if base.endswith(".ipynb"):
-            return "kaggle_notebook"
-        return t or "standard"
-    return TYPE_ALIASES.get(t, t)
+    """Map a classic or aliased type to a workload type (each type declares its own spellings)."""
+    return workloads.resolve_type(name, given)
 
 
 # -- classic text form ---------------------------------------------------------------------
@@ -417,6 +363,7 @@ class _Defaults:
     wait_s: float
     repetitions: tuple[int, Adaptive | None]
     timeout_s: float | None
+    margin_percent: float | None
     params: dict[str, Any]
     line: int | None
 
@@ -444,6 +391,13 @@ def _parse_defaults(raw: Any, path: str, line: int | None) -> _Defaults:
         timeout_s=check_timeout(
             defaults.get("timeout_s"), path, dlines.get("timeout_s"), "defaults.timeout_s", None
         ),
+        margin_percent=check_margin(
+            defaults.get("margin_percent"),
+            path,
+            dlines.get("margin_percent"),
+            "defaults.margin_percent",
+            None,
+        ),
         params=_strip(params or {}),
         line=dlines.get("params", line),
     )
@@ -456,6 +410,19 @@ def check_timeout(
     if value is not None and value <= 0:
         raise PlanError(path, line, field_name, f"must be > 0, got {_short(raw)}")
     return value
+
+
+def check_margin(
+    raw: Any, path: str, line: int | None, field_name: str, default: float | None
+) -> float | None:
+    """An equivalence margin in percent: a number between 0 and 100 (exclusive)."""
+    if raw is None:
+        return default
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not math.isfinite(raw):
+        raise PlanError(path, line, field_name, f"expected a percentage, got {_short(raw)}")
+    if not 0 < raw < 100:
+        raise PlanError(path, line, field_name, f"must be between 0 and 100 (percent), got {_short(raw)}")
+    return float(raw)
 
 
 def _parse_item(item: Any, i: int, path: str, d: _Defaults) -> Benchmark:
@@ -490,25 +457,28 @@ def _parse_item(item: Any, i: int, path: str, d: _Defaults) -> Benchmark:
         timeout_s=check_timeout(
             item.get("timeout_s"), path, klines.get("timeout_s", line), "timeout_s", d.timeout_s
         ),
+        margin_percent=check_margin(
+            item.get("margin_percent"),
+            path,
+            klines.get("margin_percent", line),
+            "margin_percent",
+            d.margin_percent,
+        ),
         params={**_defaults_for(wtype, d.params), **_strip(params or {})},
     )
 
 
 def _defaults_for(wtype: str, params: dict[str, Any]) -> dict[str, Any]:
     """The defaults.params a type takes: all of them for types that check their own keys."""
-    from testbed_agent.params import known_keys
-
-    known = known_keys(wtype)
+    known = workloads.known_keys(wtype)
     return dict(params) if known is None else {k: v for k, v in params.items() if k in known}
 
 
 def _check_default_params(d: _Defaults, benches: list[Benchmark], path: str) -> None:
     """A defaults.params key that no benchmark of the plan takes is a typo."""
-    from testbed_agent.params import known_keys
-
     taken: set[str] = set()
     for b in benches:
-        known = known_keys(b.type)
+        known = workloads.known_keys(b.type)
         taken |= set(d.params) if known is None else known
     for key in sorted(set(d.params) - taken, key=str):
         raise PlanError(path, d.line, f"defaults.params.{key}"[:200], "no benchmark of this plan takes it")

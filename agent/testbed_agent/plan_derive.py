@@ -5,7 +5,8 @@ run before paying for machines) is a *derived* plan: the same benchmarks, names 
 with some fields or parameters overridden, like PerfKit Benchmarker's ``--config_override``.
 Each override is ``[TYPE.]KEY=VALUE``:
 
-* ``KEY`` is ``wait_s``, ``repetitions`` or ``timeout_s`` (the benchmark's own fields) or a
+* ``KEY`` is ``wait_s``, ``repetitions``, ``timeout_s`` or ``margin_percent`` (the benchmark's
+  own fields) or a
   parameter of the workload type (checked by its params dataclass, like a plan's ``params``);
 * ``TYPE`` (a workload type or an alias: ``fio``, ``kaggle_notebook``, ``notebook``...) limits it
   to the benchmarks of that type; without it, it applies to every benchmark (fields only);
@@ -27,10 +28,11 @@ from typing import Any
 
 import yaml
 
+from testbed_agent import workloads
 from testbed_agent.plan import (
-    TYPE_ALIASES,
     Benchmark,
     Plan,
+    check_margin,
     check_number,
     check_params,
     check_repetitions,
@@ -41,7 +43,7 @@ from testbed_shared.atomic import check_output_path, write_atomically
 from testbed_shared.errors import PlanError
 
 #: the benchmark fields an override may set; anything else is a workload parameter
-FIELDS = ("wait_s", "repetitions", "timeout_s")
+FIELDS = ("wait_s", "repetitions", "timeout_s", "margin_percent")
 MAX_OVERRIDES = 64
 
 
@@ -76,7 +78,7 @@ def parse_override(text: str) -> Override:
         value = yaml.safe_load(raw) if raw.strip() else ""
     except yaml.YAMLError as exc:
         raise PlanError(where, None, key, f"value is not YAML: {' '.join(str(exc).split())[:120]}") from None
-    resolved = TYPE_ALIASES.get(wtype.lower(), wtype.lower()) if dot else None
+    resolved = workloads.canonical_type(wtype.lower()) if dot else None
     if resolved is None and key not in FIELDS:
         raise PlanError(
             where,
@@ -123,6 +125,9 @@ def _override(b: Benchmark, o: Override) -> Benchmark:
         return dataclasses.replace(b, wait_s=check_number(o.value, o.where, None, o.key, b.wait_s, float))
     if o.key == "timeout_s":
         return dataclasses.replace(b, timeout_s=check_timeout(o.value, o.where, None, o.key, b.timeout_s))
+    if o.key == "margin_percent":
+        margin = check_margin(o.value, o.where, None, o.key, b.margin_percent)
+        return dataclasses.replace(b, margin_percent=margin)
     if o.key == "repetitions":
         count, adaptive = check_repetitions(o.value, o.where, None, o.key, (b.repetitions, b.adaptive))
         return dataclasses.replace(b, repetitions=count, adaptive=adaptive)
@@ -160,6 +165,8 @@ def _item(b: Benchmark) -> dict[str, Any]:
     item["repetitions"] = b.adaptive.as_dict() if b.adaptive else b.repetitions
     if b.timeout_s is not None:
         item["timeout_s"] = b.timeout_s
+    if b.margin_percent is not None:
+        item["margin_percent"] = b.margin_percent
     if b.params:
         item["params"] = b.params
     return item
@@ -213,6 +220,6 @@ def add_set_argument(p: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="[TYPE.]KEY=VALUE",
-        help="override a field (wait_s, repetitions, timeout_s) or a TYPE's parameter, e.g. "
+        help="override a field (wait_s, repetitions, timeout_s, margin_percent) or a TYPE's parameter, e.g. "
         "kaggle_notebook.scale=quick, fio.runtime_s=5, wait_s=0 (repeatable, applied in order)",
     )

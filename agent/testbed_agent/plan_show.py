@@ -2,10 +2,11 @@
 how long, before machines are paid for (issue 16 item 3).
 
 Every execution (benchmark, type, params, repetition) is listed with an estimated duration: the
-wait before it plus a typical duration of its type from its parameters (fio runtime and ramp, dd
-bytes, notebook scale, pyperformance selection, FaaS calls and gaps, crypto cells from their bytes
-and the measured cipher rates of :data:`CRYPTO_MBPS`), never more than its timeout. A crypto
-execution also carries its cell matrix (``cells``: count and dimensions). A benchmark with
+wait before it plus the typical duration its workload type estimates from its parameters
+(``Workload.estimate_s``: fio runtime and ramp, dd bytes, notebook scale, pyperformance
+selection, FaaS calls and gaps, crypto cells from their bytes and measured cipher rates), never
+more than its timeout. A type with cells (crypto) also gives its cell matrix (``cells``: count
+and dimensions). A benchmark with
 adaptive repetitions (``min``/``max``) lists its runs up to ``max``; the runs past ``min`` are
 marked adaptive and the total is shown as a range. With ``--inventory``, the machine matrix of
 that inventory (size, vCPUs, memory, OS disk, security type) is printed too, through
@@ -16,7 +17,6 @@ constructed groups apply as in a run.
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import re
@@ -27,47 +27,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from testbed_agent import clouds, workloads
 from testbed_agent.plan import Benchmark, Plan, load_plan
 from testbed_agent.plan_derive import add_derive_parser, add_set_argument, derived_plan
 from testbed_shared.errors import TestbedError
 from testbed_shared.studies import Element, Manifest, manifest_for_plan
 
-#: typical seconds of one execution by type when its parameters say nothing more precise
-TYPICAL_S = {"sysinfo": 5.0, "crypto": 60.0, "faas": 60.0, "pyperformance": 3600.0}
-NOTEBOOK_S = {"quick": 30.0, "standard": 300.0, "large": 1800.0}
-#: pyperformance seconds per benchmark by mode, and the size of its named groups
-PYPERF_PER_BENCH_S = {"fast": 20.0, "debug-single-value": 5.0, "normal": 60.0, "rigorous": 180.0}
-PYPERF_GROUPS = {"default": 60, "all": 90}
-#: sequential write + read-back throughput assumed for dd and for fio's layout, B/s
-DISK_BPS = 200e6
-#: MB/s (10**6 B/s) of one CPU encrypting a streamed file, per algorithm and language: the
-#: docs/crypto.md table "Streamed 64 MiB files" (development machine, 2 shared vCPUs under load,
-#: so on the slow side). Algorithms without a row use AES-CBC's (GCM, CTR and HMAC are faster).
-CRYPTO_MBPS = {
-    "aes-cbc": {"python": 344, "go": 501, "rust": 556, "java": 303, "node": 448},
-    "3des-cbc": {"python": 22, "go": 11, "rust": 5, "java": 6, "node": 13},
-    "cast128-cbc": {"python": 51, "go": 48, "rust": 50, "java": 41, "node": 101},
-    "blowfish-cbc": {"python": 112, "go": 99, "rust": 109, "java": 76, "node": 117},
-    "twofish-cbc": {"python": 1, "go": 47, "rust": 1, "java": 65, "node": 42},
-    "rsa-oaep": {"python": 759, "go": 2302, "rust": 677, "java": 42, "node": 454},
-}
-#: seconds of one operation besides its bytes: the RSA private-key unwrap (slowest language, about
-#: 2x what the development machine measured) and an ECDSA signature
-CRYPTO_OP_S = {2048: 0.003, 3072: 0.008, 4096: 0.02, "ecdsa": 0.002}
-#: seconds to start one cell's process and check its vectors (about 2x the development machine's)
-CRYPTO_START_S = {"python": 0.3, "go": 0.05, "rust": 0.05, "java": 1.5, "node": 0.3}
-#: GiB of memory per vCPU of an Azure size family (D: general purpose, E: memory, F: compute)
-MEMORY_PER_VCPU_GIB = {"D": 4, "E": 8, "F": 2}
-#: the host variables the machine matrix shows, in order
-MACHINE_VARS = (
-    "testbed_label",
-    "azure_vm_size",
-    "azure_vm_os_disk_type",
-    "azure_vm_os_disk_size_gb",
-    "azure_vm_security_type",
-    "azure_vm_security_encryption_type",
-    "testbed_disk_encryption",
-)
+#: typical seconds of one execution of a type this agent does not know
+UNKNOWN_TYPE_S = 60.0
+#: the plan-level host variables the machine matrix shows (each cloud adds its own)
+HOST_VARS = ("testbed_label", "testbed_disk_encryption")
 GROUPS = ("sev", "tdx", "amd_baseline", "intel_baseline", "kvm", "hyperv", "faas", "local")
 
 
@@ -95,111 +64,29 @@ def repetition_range(bench: Benchmark) -> tuple[int, int]:
 
 
 def estimate_s(bench: Benchmark) -> float:
-    """Typical seconds of one execution (without the wait), capped by its timeout."""
-    from testbed_agent.workloads import REGISTRY
-
-    typical = _typical_s(bench)
-    workload = REGISTRY.get(bench.type)
-    timeout = workload.timeout_s(bench) if workload else (bench.timeout_s or typical)
-    return min(typical, timeout)
-
-
-def _typical_s(bench: Benchmark) -> float:
-    from testbed_agent.params import parse_params
-
-    p = parse_params(bench.type, bench.params)
-    if bench.type == "fio":
-        return p.runtime_s + p.ramp_s + 2 * p.size / DISK_BPS / 10 + 2
-    if bench.type == "dd":
-        return p.bs * p.count * (2 if p.read else 1) / DISK_BPS + p.pause_s + 1
-    if bench.type == "kaggle_notebook":
-        return NOTEBOOK_S[p.scale]
-    if bench.type == "pyperformance":
-        mode = "fast" if p.fast and p.mode == "normal" else p.mode
-        count = sum(PYPERF_GROUPS.get(b, 1) for b in p.benchmarks)
-        return count * PYPERF_PER_BENCH_S[mode]
-    if bench.type == "faas":
-        calls = p.calls * (2 if p.mode == "cold_warm" else 1) * (1 if p.mode != "cold" else 3)
-        return 10.0 + calls * 0.5 + sum(p.gaps_s)
-    if bench.type == "crypto" and (res := _crypto_resolved(bench)) is not None:
-        return crypto_estimate_s(res)
-    return TYPICAL_S.get(bench.type, 60.0)
+    """Typical seconds of one execution (without the wait) by its workload type, capped by its
+    timeout."""
+    workload = workloads.get(bench.type)
+    if workload is None:
+        return min(UNKNOWN_TYPE_S, bench.timeout_s or UNKNOWN_TYPE_S)
+    return min(workload.estimate_s(workload.parse(bench)), workload.timeout_s(bench))
 
 
-# -- crypto cells ----------------------------------------------------------------------------
-
-
-def _crypto_resolved(bench: Benchmark) -> dict[str, Any] | None:
-    """The resolved parameters of a crypto benchmark with local cells (None for kms-envelope)."""
-    from testbed_agent.workloads.crypto import resolve
-
-    res = resolve(bench)
-    return None if "key_bits" not in res else res
-
-
-def crypto_cells(bench: Benchmark) -> dict[str, Any] | None:
-    """The cell matrix of a crypto benchmark: its count and each dimension (None for other types)."""
-    if bench.type != "crypto":
-        return None
-    from testbed_agent.workloads.crypto import resolve
-
-    res = resolve(bench)
-    if "key_bits" not in res:  # kms-envelope: languages x key-service keys
-        keys = res["kms_keys"]
-        count = len(res["languages"]) * len(keys)
-        return {"count": count, "alg": res["alg"], "kms_keys": keys, "languages": res["languages"]}
-    streamed = "file_sizes" in res
-    sizes = res["file_sizes"] if streamed else res["payload_sizes"]
-    dims = {
-        "alg": res["alg"],
-        "key_bits": res["key_bits"],
-        "payload": res["payload"],
-        "file_sizes" if streamed else "payload_bytes": sizes,
-        "ops": res["ops"],
-        "cpus": res["cpus"],
-        "languages": res["languages"],
-    }
-    count = len(res["languages"]) * len(res["key_bits"]) * len(res["ops"]) * len(sizes)
-    return {"count": count * max(1, len(res["cpus"])), **dims}
-
-
-def crypto_estimate_s(res: dict[str, Any]) -> float:
-    """Seconds of all cells of a resolved crypto benchmark: an estimate from bytes and rates.
-
-    Per cell: process start, the steady-state warm-up (``warmup_s``, plus one operation it may
-    overrun by) and every operation on the payload (cold, warm-up, timed and, for decryption, the
-    ciphertext made before timing) at the algorithm's rate in that language. Cells run once per
-    CPU count (cells over the machine's CPUs are skipped in a run: counted here all the same).
-    """
-    sizes = res.get("file_sizes") or res["payload_sizes"]
-    total = sum(
-        _cell_s(res, lang, bits, op, size)
-        for lang, bits, op, size in itertools.product(res["languages"], res["key_bits"], res["ops"], sizes)
-    )
-    return total * max(1, len(res["cpus"]))
-
-
-def _cell_s(res: dict[str, Any], lang: str, bits: int, op: str, size: int) -> float:
-    alg = res["alg"]
-    rate = CRYPTO_MBPS.get(alg, CRYPTO_MBPS["aes-cbc"])[lang] * 1e6
-    extra = CRYPTO_OP_S["ecdsa"] if alg.startswith("ecdsa") else 0.0
-    one = size / rate + (CRYPTO_OP_S.get(bits, 0.0) if alg == "rsa-oaep" else extra)
-    ops = 1 + res["warmup"] + res["iterations"] + (op in ("decrypt", "verify"))
-    warm = res["warmup_s"] + one if res["warmup_s"] else 0.0
-    return CRYPTO_START_S[lang] + warm + ops * one
+def cell_matrix(bench: Benchmark) -> dict[str, Any] | None:
+    """The cells one execution of ``bench`` runs (count and dimensions), for types that have them."""
+    workload = workloads.get(bench.type)
+    return None if workload is None else workload.cells(workload.parse(bench))
 
 
 def expand(plan: Plan) -> list[Execution]:
     """The executions of a plan in run order (adaptive benchmarks up to their maximum)."""
-    from testbed_agent.workloads import REGISTRY
-
     rows = []
     for b in plan.benchmarks:
         lo, hi = repetition_range(b)
         one = estimate_s(b)
-        workload = REGISTRY.get(b.type)
+        workload = workloads.get(b.type)
         timeout = workload.timeout_s(b) if workload else (b.timeout_s or one)
-        cells = crypto_cells(b)
+        cells = cell_matrix(b)
         for rep in range(hi):
             est = b.wait_s + one
             rows.append(
@@ -234,19 +121,6 @@ def human(seconds: float) -> str:
 # -- machines --------------------------------------------------------------------------------
 
 
-def azure_memory_gib(size: str, vcpus: int) -> int | None:
-    """Memory of an Azure size from its family letter (Standard_DC2as_v5 -> D -> 4 GiB/vCPU)."""
-    m = re.match(r"(?:Standard|Basic)_([A-Z])", size)
-    per = MEMORY_PER_VCPU_GIB.get(m.group(1)) if m else None
-    return per * vcpus if per else None
-
-
-def azure_vcpus(size: str) -> int | None:
-    """vCPUs from an Azure size name (Standard_DC4as_v5 -> 4; constrained E8-2as_v5 -> 2)."""
-    m = re.match(r"^(?:Standard|Basic)_[A-Za-z]+?(\d+)(?:-(\d+))?[a-z]*(?:_v\d+)?$", size)
-    return int(m.group(2) or m.group(1)) if m else None
-
-
 def machines(inventories: list[Path]) -> list[dict[str, Any]]:
     """The machine matrix of the inventories, resolved by ``ansible-inventory``."""
     tool = ansible_inventory()
@@ -270,32 +144,24 @@ def ansible_inventory() -> str | None:
     return shutil.which("ansible-inventory")
 
 
-def role_defaults() -> dict[str, Any]:
-    """Literal values of roles/azure_vm/defaults (what a host gets when its inventory is silent)."""
-    import yaml
-
-    path = Path(__file__).resolve().parents[2] / "roles" / "azure_vm" / "defaults" / "main.yml"
-    if not path.is_file():
-        return {}
-    values = yaml.safe_load(path.read_text()) or {}
-    return {k: v for k, v in values.items() if k in MACHINE_VARS and not (isinstance(v, str) and "{{" in v)}
-
-
 def _matrix(inv: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per host: its groups, label, its cloud's machine variables (over the defaults of
+    the role that makes that cloud's machines), vCPUs and memory where the size name says."""
     hostvars = inv.get("_meta", {}).get("hostvars", {})
-    defaults = role_defaults()
     groups: dict[str, list[str]] = {}
     for group in GROUPS:
         for host in inv.get(group, {}).get("hosts", []):
             groups.setdefault(host, []).append(group)
+    columns = (*HOST_VARS, *clouds.all_machine_vars())
     rows = []
     for host in sorted(hostvars):
-        hv = {**defaults, **hostvars[host]} if hostvars[host].get("azure_vm_size") else hostvars[host]
-        row = {"host": host, "groups": groups.get(host, [])}
-        row.update({k: hv.get(k) for k in MACHINE_VARS})
-        size = str(hv.get("azure_vm_size") or "")
-        row["vcpus"] = azure_vcpus(size)
-        row["memory_gib"] = azure_memory_gib(size, row["vcpus"]) if row["vcpus"] else None
+        hv = hostvars[host]
+        cloud = clouds.of_host(hv)
+        row = {"host": host, "groups": groups.get(host, []), "cloud": cloud.name if cloud else None}
+        row.update({k: hv.get(k) for k in columns})
+        row.update(dict.fromkeys(("size", "vcpus", "memory_gib", "os_disk", "security", "encryption")))
+        if cloud is not None:
+            row.update(cloud.machine(hv))
         rows.append(row)
     return rows
 
@@ -406,14 +272,12 @@ def _print_machines(matrix: list[dict[str, Any]], total: dict[str, Any]) -> None
             m["host"],
             str(m["testbed_label"] or ""),
             ",".join(m["groups"]),
-            str(m["azure_vm_size"] or ""),
+            str(m["size"] or ""),
             str(m["vcpus"] or ""),
             f"{m['memory_gib']} GiB" if m["memory_gib"] else "",
-            f"{m['azure_vm_os_disk_size_gb'] or ''} GB {m['azure_vm_os_disk_type'] or ''}".strip(),
-            str(m["azure_vm_security_type"] or ""),
-            str(m["azure_vm_security_encryption_type"] or "")
-            if m["azure_vm_security_type"] == "ConfidentialVM"
-            else "-",
+            str(m["os_disk"] or ""),
+            str(m["security"] or ""),
+            str(m["encryption"] or "-"),
         )
         for m in matrix
     ]

@@ -11,19 +11,41 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from testbed_shared.schema import BETTER, EXECUTION_KEY, FINAL_STATUSES, SCHEMA_VERSION, STATUSES
+from testbed_shared import records
+from testbed_shared.records import (
+    BETTER,
+    FINAL_STATUSES,
+    STATUSES,
+    Dedupe,
+    dedupe,
+    execution_key,
+    metric,
+)
+
+__all__ = [
+    "BETTER",
+    "FINAL_STATUSES",
+    "MAX_ATTEMPTS",
+    "STATUSES",
+    "Dedupe",
+    "Identity",
+    "Outcome",
+    "ResultWriter",
+    "completed_executions",
+    "dedupe",
+    "execution_key",
+    "make_record",
+    "metric",
+    "now_rfc3339",
+    "read_records",
+    "resume_state",
+    "retryable",
+]
 
 
 def now_rfc3339() -> str:
     """Current UTC time, RFC 3339 with microseconds."""
     return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
-
-
-def metric(value: float, unit: str, better: str) -> dict[str, Any]:
-    """One metric entry: SI base unit named, direction that wins."""
-    if better not in BETTER:
-        raise ValueError(f"better must be one of {BETTER}, got {better!r}")
-    return {"value": float(value), "unit": unit, "better": better}
 
 
 @dataclass
@@ -71,36 +93,36 @@ def make_record(
     attempt: int = 1,
     session: str | None = None,
     adaptive: dict[str, Any] | None = None,
+    margin_percent: float | None = None,
 ) -> dict[str, Any]:
-    """Build a schema-1 record (``attempt``: 1 for the first execution, +1 per retry)."""
-    if status not in STATUSES:
-        raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
-    return {
-        "schema": SCHEMA_VERSION,
-        "run_id": ident.run_id,
-        "host": ident.host,
-        "label": ident.label,
-        "groups": list(ident.groups),
-        "plan_sha256": ident.plan_sha256,
-        "plan": ident.plan_name,
-        "benchmark": benchmark,
-        "type": btype,
-        "index": index,
-        "params": params,
-        "repetition": repetition,
-        "started_at": started_at,
-        "ended_at": ended_at,
-        "status": status,
-        "error": error,
-        "metrics": metrics or {},
-        "samples": samples or {},
-        "telemetry": telemetry or {},
-        "tool": tool or {},
-        "artifacts": artifacts or [],
-        "attempt": attempt,
-        "session": session,
-        **({"adaptive": adaptive} if adaptive is not None else {}),
-    }
+    """A record of this run (:func:`testbed_shared.records.make`; ``attempt``: 1 for the first
+    execution, +1 per retry)."""
+    return records.make(
+        run_id=ident.run_id,
+        host=ident.host,
+        label=ident.label,
+        groups=ident.groups,
+        plan_sha256=ident.plan_sha256,
+        plan=ident.plan_name,
+        benchmark=benchmark,
+        btype=btype,
+        index=index,
+        params=params,
+        margin_percent=margin_percent,
+        repetition=repetition,
+        started_at=started_at,
+        ended_at=ended_at,
+        status=status,
+        error=error,
+        metrics=metrics,
+        samples=samples,
+        telemetry=telemetry,
+        tool=tool,
+        artifacts=artifacts or (),
+        attempt=attempt,
+        session=session,
+        adaptive=adaptive,
+    )
 
 
 class ResultWriter:
@@ -174,74 +196,16 @@ def _take_lock(path: Path) -> Any:
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
-    """Read a JSON Lines result file; a torn last line (crash mid-write) is ignored."""
+    """The records of a result file, validated (a torn last line, left by a crash mid-write, is
+    ignored); a bad record raises :class:`~testbed_shared.records.RecordError` naming its line."""
     if not path.exists():
         return []
-    records = []
-    lines = path.read_text(encoding="utf-8").splitlines()
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            if i == len(lines) - 1:
-                break
-            raise
-    return records
+    return [records.validate(rec, str(path), n, metrics=False) for n, _, rec in records.read_lines(path)]
 
 
 #: executions are retried at most this many times in all when an interrupted attempt failed them
 MAX_ATTEMPTS = 3
 _KILLED_CHILD = re.compile(r"exited with -\d+")
-
-
-def execution_key(rec: dict[str, Any]) -> tuple[Any, ...]:
-    """Identity of one execution (schema.EXECUTION_KEY; a record without a plan index counts as -1)."""
-    return tuple(rec.get(f, -1) if f == "index" else rec.get(f) for f in EXECUTION_KEY)
-
-
-@dataclass
-class Dedupe:
-    """What :func:`dedupe` kept and what it dropped."""
-
-    kept: list[dict[str, Any]]
-    duplicates: int = 0  # byte-for-byte repeats of a record
-    superseded: int = 0  # interrupted records and earlier attempts of a retried execution
-    conflicts: list[str] = field(default_factory=list)  # one line per conflicting execution
-
-
-def dedupe(records: list[dict[str, Any]]) -> Dedupe:
-    """One record per execution: drop exact repeats, keep the latest attempt, report conflicts.
-
-    Records of one execution with the same ``attempt`` but different content conflict: the first
-    is kept and the conflict is reported (never silently counted twice).
-    """
-    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-    for rec in records:
-        groups.setdefault(execution_key(rec), []).append(rec)
-    out = Dedupe(kept=[])
-    for key, recs in groups.items():
-        unique: list[dict[str, Any]] = []
-        seen: set[str] = set()
-        for rec in recs:
-            text = json.dumps(rec, sort_keys=True, default=str)
-            if text in seen:
-                out.duplicates += 1
-                continue
-            seen.add(text)
-            unique.append(rec)
-        final = [r for r in unique if r.get("status") != "interrupted"] or unique[-1:]
-        out.superseded += len(unique) - len(final)
-        top = max(int(r.get("attempt") or 1) for r in final)
-        best = [r for r in final if int(r.get("attempt") or 1) == top]
-        out.superseded += len(final) - len(best)
-        if len(best) > 1:
-            out.conflicts.append(
-                f"run {key[0]} host {key[1]} {key[3]} repetition {key[4]}: {len(best)} different records"
-            )
-        out.kept.append(best[0])
-    return out
 
 
 def retryable(rec: dict[str, Any], killed_sessions: set[str]) -> bool:

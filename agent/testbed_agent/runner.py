@@ -21,8 +21,9 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from testbed_agent import scratch
+from testbed_agent import scratch, workloads
 from testbed_agent.adaptive import decide
+from testbed_agent.params import ParamError
 from testbed_agent.plan import Benchmark, Plan, load_plan
 from testbed_agent.procs import ProcessTracker
 from testbed_agent.progress import ProgressFileExporter
@@ -42,7 +43,6 @@ from testbed_agent.telemetry import (
     counter_deltas,
     scrape_node_exporter,
 )
-from testbed_agent.workloads import REGISTRY
 from testbed_agent.workloads.base import RunContext
 from testbed_shared.atomic import write_atomically
 from testbed_shared.errors import BenchmarkTimeout, Interrupted, TestbedError, WorkloadError
@@ -218,13 +218,19 @@ class Runner:
 
     def execute(self, bench: Benchmark, rep: int) -> dict[str, Any]:
         """Run one execution with telemetry; always return a record, whatever happened."""
-        workload = REGISTRY[bench.type]()
+        workload = workloads.registry()[bench.type]()
+        try:  # checked when the plan was loaded: fails here only when the machine changed since
+            params, problem = workload.parse(bench), None
+            timeout = bench.timeout_s or workload.default_timeout(params)
+        except ParamError as exc:
+            params, problem = None, f"{exc.field}: {exc.problem}"
+            timeout = bench.timeout_s or workload.default_timeout_s
         ctx = RunContext(
             bench=bench,
             repetition=rep,
             scratch=self.scratch,
             artifacts=self.artifacts,
-            deadline=time.monotonic() + workload.timeout_s(bench),
+            deadline=time.monotonic() + timeout,
             stop=self.stop,
             allow_device=bool(bench.params.get("allow_device", False)),
             options=self.options,
@@ -238,12 +244,14 @@ class Runner:
         sampler.start()
         status, error, outcome = "ok", None, None
         try:
-            outcome = workload.run(ctx)
+            if problem is not None:
+                raise WorkloadError(problem)
+            outcome = workload.run(ctx, params)
             status, error = outcome.status, outcome.error
         except Interrupted as exc:
             status, error = "interrupted", f"{exc}" + (f" (signal {self.signum})" if self.signum else "")
         except BenchmarkTimeout as exc:
-            status, error = "timeout", f"{exc} ({workload.timeout_s(bench):.0f} s)"
+            status, error = "timeout", f"{exc} ({timeout:.0f} s)"
         except WorkloadError as exc:
             status, error = "failed", str(exc) + (f" (hint: {exc.hint})" if exc.hint else "")
         except Exception as exc:  # noqa: BLE001 - a workload bug must not lose the run
@@ -278,6 +286,7 @@ class Runner:
             artifacts=[f"{self.artifacts.name}/{a}" for a in ctx.artifact_files()],
             attempt=self.attempts.get((bench.index, bench.name, rep), 1),
             session=self.session,
+            margin_percent=bench.margin_percent,
         )
 
     # -- helpers --------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Services the toolkit runs for benchmarks: the FaaS emulator (``faas``) and the local key
-service (``kms``). They run on a FaaS host or beside the agent on a target; the agent's CLI
-exposes the emulator as ``testbed-agent faas``.
+"""Services the toolkit runs for benchmarks: the FaaS emulator (``faas``), the local key service
+(``kms``) and the launcher that starts, waits for and stops such a service (``launcher``). They
+run on a FaaS host or beside the agent on a target (part of the agent bundle); the agent's CLI
+exposes the emulator as ``testbed-agent faas``. Imports only :mod:`testbed_shared`.
 """

@@ -1,28 +1,18 @@
-"""Key services (AWS-KMS-compatible) for the crypto workload: the server, its keys, the clients.
-
-Each language's client (workloads/crypto/kms/<language>, the real AWS SDK of that language) runs one
-key per process: envelope encryption (data key from the key service, payload encrypted locally with
-AES-256-GCM, key unwrapped again), Sign/Verify or GenerateMac/VerifyMac. Key-service round trips and
-local crypto are timed apart. The embedded default (and the tests) use moto's KMS server started on
-127.0.0.1; a real endpoint is used only when configured.
+"""The key service (AWS-KMS-compatible) the crypto workload's ``kms-envelope`` cells call: where it
+is (:class:`KmsConfig`), the local one (moto's server on 127.0.0.1, started by :mod:`launcher`),
+its keys (:data:`KEYS`, created on the local server) and an admin client. A real endpoint is used
+only when configured. The clients that time the calls, one per language, are the workload's
+(``testbed_agent.workloads.crypto.kms``).
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import socket
-import statistics
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from testbed_shared.errors import TestbedError
+from testbed_services import launcher
 
 #: dummy credentials the local server accepts; never sent anywhere but loopback
 _LOCAL_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
@@ -63,55 +53,16 @@ class KmsConfig:
         )
 
 
-def _free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
-
-
 @contextmanager
-def local_kms_server(host: str = "127.0.0.1", timeout_s: float = 30.0) -> Iterator[str]:
-    """Run moto's server (KMS-compatible) on loopback in its own process; yield its URL."""
-    if not host.startswith("127."):
-        raise TestbedError(f"the local key service binds to loopback only, not {host}")
-    port = _free_port(host)
-    env = {**os.environ, "MOTO_CALL_RESET_API": "false"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", host, "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=env,
-        start_new_session=True,
-    )
+def local_kms_server(
+    host: str = "127.0.0.1", timeout_s: float = 30.0, tracker: launcher.Tracker | None = None
+) -> Iterator[str]:
+    """moto's server (KMS-compatible) on loopback in its own process (:mod:`launcher`); its URL."""
+    svc = launcher.moto_server(host, tracker=tracker, timeout_s=timeout_s)
     try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            if proc.poll() is not None:
-                err = (proc.stderr.read() if proc.stderr else b"").decode(errors="replace").strip()
-                raise TestbedError(
-                    f"local KMS server (moto) exited: {err.splitlines()[-1:] or '?'}",
-                    hint="is moto[server] installed in this Python? (requirements.txt)",
-                )
-            try:
-                with socket.create_connection((host, port), timeout=0.5):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise TestbedError(
-                        "local KMS server (moto) did not start listening",
-                        hint=f"tried {host}:{port} for {timeout_s:.0f} s",
-                    ) from None
-                time.sleep(0.1)
-        yield f"http://{host}:{port}"
+        yield svc.url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stderr:
-            proc.stderr.close()
+        svc.stop(timeout_s=10)
 
 
 def make_client(cfg: KmsConfig, endpoint_url: str | None = None) -> Any:
@@ -159,10 +110,13 @@ def create_keys(client: Any, names: list[str]) -> dict[str, str]:
 
 
 @contextmanager
-def key_service(cfg: KmsConfig, names: list[str]) -> Iterator[tuple[str | None, dict[str, str], str]]:
-    """(endpoint URL or None for AWS's own, key ids by name, description) of the key service."""
+def key_service(
+    cfg: KmsConfig, names: list[str], tracker: launcher.Tracker | None = None
+) -> Iterator[tuple[str | None, dict[str, str], str]]:
+    """(endpoint URL or None for AWS's own, key ids by name, description) of the key service; a
+    local one is started for the block (tracked by ``tracker``, the agent's, when given)."""
     if cfg.local:
-        with local_kms_server() as url:
+        with local_kms_server(tracker=tracker) as url:
             yield url, create_keys(make_client(cfg, url), names), f"moto KMS server at {url}"
         return
     keys = configured_keys(cfg)
@@ -171,49 +125,3 @@ def key_service(cfg: KmsConfig, names: list[str]) -> Iterator[tuple[str | None, 
         {n: keys[n] for n in names if n in keys},
         f"KMS at {cfg.endpoint_url or 'the AWS regional endpoint'} ({cfg.region})",
     )
-
-
-def client_command(lang: str, root: Path) -> tuple[list[str], dict[str, str]] | str:
-    """Command line of one language's key-service client (workloads/crypto/kms), or why it cannot run."""
-    kms = root / "kms"
-    if lang == "python":
-        return [sys.executable, str(kms / "python" / "testbed_kms.py")], {}
-    paths = {
-        "go": (kms / "go/bin/testbed-kms", []),
-        "rust": (kms / "rust/target/release/testbed-kms", []),
-        "java": (kms / "java/target/testbed-kms.jar", ["java", "-jar"]),
-        "node": (kms / "node/node_modules/@aws-sdk/client-kms", ["node", str(kms / "node/main.js")]),
-    }
-    path, prefix = paths[lang]
-    if not path.exists():
-        return f"{lang} key-service client not built ({path.relative_to(root)}; `make crypto-kms`)"
-    if prefix and shutil.which(prefix[0]) is None:
-        return f"{prefix[0]} runtime not found on PATH"
-    if lang == "java":
-        return [*prefix, str(path)], {}
-    return (prefix or [str(path)]), {}
-
-
-def client_env(cfg: KmsConfig) -> dict[str, str]:
-    """Environment of a client process: dummy credentials for the local server only."""
-    env = {"AWS_EC2_METADATA_DISABLED": "true", "AWS_REGION": cfg.region}
-    if cfg.local:
-        env |= {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
-    return env
-
-
-def call_metrics(prefix: str, times_ns: dict[str, list[int]], warm_after: int) -> dict[str, Any]:
-    """Cold (first call) and warm (median of the calls after ``warm_after``) seconds per call name."""
-    from testbed_agent.results import metric
-
-    out: dict[str, Any] = {}
-    for call, values in times_ns.items():
-        secs = [v / 1e9 for v in values]
-        if call == "client_init":
-            out[f"{prefix}.client_init"] = metric(secs[0], "s", "lower")
-            continue
-        name = call if call.startswith("local_") else f"{call}_rtt"
-        warm = secs[warm_after:] if len(secs) > warm_after else secs[1:] or secs
-        out[f"{prefix}.{name}"] = metric(statistics.median(warm), "s", "lower")
-        out[f"{prefix}.{name}_first"] = metric(secs[0], "s", "lower")
-    return out

@@ -14,6 +14,22 @@ def workloads_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "workloads"
 
 
+def notebooks_dir() -> Path:
+    """``$TESTBED_NOTEBOOKS_DIR``, else ``kaggle_notebooks/`` of the repository (or deployed copy)."""
+    env = os.environ.get("TESTBED_NOTEBOOKS_DIR")
+    if env:
+        return Path(env).expanduser()
+    return Path(__file__).resolve().parents[2] / "kaggle_notebooks"
+
+
+def roles_dir() -> Path:
+    """``$TESTBED_ROLES_DIR``, else ``roles/`` of the repository (the controller's checkout)."""
+    env = os.environ.get("TESTBED_ROLES_DIR")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[2] / "roles"
+
+
 def cache_dir() -> Path:
     """Per-user cache (venvs, generated data): ``$TESTBED_CACHE_DIR`` or ``~/.cache/testbed-agent``."""
     env = os.environ.get("TESTBED_CACHE_DIR")

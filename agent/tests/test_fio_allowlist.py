@@ -13,11 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from testbed_agent import fiojob
+from testbed_agent import fiojob, workloads
 from testbed_agent.plan import Benchmark, ParamError
-from testbed_agent.workloads import REGISTRY
 from testbed_agent.workloads.base import RunContext
-from testbed_agent.workloads.fio import DEFAULTS, Fio, job_env
+from testbed_agent.workloads.fio import Fio, FioParams, job_env
 from testbed_shared.errors import TargetRefused
 
 FIO = {"size": "1M", "runtime_s": 1, "ramp_s": 0, "ioengine": "psync", "iodepth": 1}
@@ -53,7 +52,7 @@ def attempt(tmp_path: Path, body: str, match: str) -> None:
     with pytest.raises(ParamError, match=match):
         Fio.check(bench_for(job))
     with pytest.raises(TargetRefused, match=match):
-        Fio().run(ctx_for(bench_for(job), tmp_path))
+        Fio().run(ctx_for(bench_for(job), tmp_path), Fio.parse(bench_for(job)))
 
 
 def test_exec_engine_runs_no_program(tmp_path: Path) -> None:
@@ -93,7 +92,7 @@ def test_include_is_read_as_fio_reads_it(tmp_path: Path) -> None:
     """An included file's options are fio's options: seen through fio's parser, then refused."""
     inc = tmp_path / "inc.fio"
     inc.write_text(f"exec_prerun=/usr/bin/touch\nexec_postrun={tmp_path}/x\n")
-    run_env = job_env({**DEFAULTS, **FIO}, "/t/testfile.dat", 4096)
+    run_env = job_env(FioParams(**FIO), "/t/testfile.dat", 4096)
     job = tmp_path / "inc-job.fio"
     job.write_text(HEAD + f"include {inc}\n")
     with pytest.raises(TargetRefused, match="exec_prerun"):
@@ -106,7 +105,7 @@ def test_environment_expansion_is_fios(tmp_path: Path) -> None:
     job = tmp_path / "env.fio"
     job.write_text("[global]\nfilename=${HOME}/victim\n[j]\nrw=write\nbs=4k\n")
     with pytest.raises(TargetRefused, match="'filename'"):
-        fiojob.check_job(str(job), job_env({**DEFAULTS, **FIO}, "/t/f", 4096), "/t/f", _run)
+        fiojob.check_job(str(job), job_env(FioParams(**FIO), "/t/f", 4096), "/t/f", _run)
 
 
 def test_second_job_with_its_own_file_refused(tmp_path: Path, foreign: Path) -> None:
@@ -123,7 +122,7 @@ def test_engine_parameter_outside_the_list_refused() -> None:
 @pytest.mark.parametrize("job", sorted((Path(__file__).parents[2] / "workloads" / "fio").glob("*.fio")))
 @pytest.mark.parametrize("engine", ["libaio", "psync", "io_uring"])
 def test_shipped_jobs_pass_the_allowlist(job: Path, engine: str) -> None:
-    env = job_env({**DEFAULTS, **FIO, "ioengine": engine}, "/var/tmp/t/testfile.dat", 1 << 20)
+    env = job_env(FioParams(**{**FIO, "ioengine": engine}), "/var/tmp/t/testfile.dat", 1 << 20)
     fiojob.check_job(str(job), env, "/var/tmp/t/testfile.dat", _run)
 
 
@@ -151,7 +150,7 @@ def test_plan_with_the_job_refused_by_the_cli(tmp_path: Path) -> None:
     assert f"{plan}:2" in first and "params.job" in first and "ioengine" in first, first
     assert "Traceback" not in res.stderr
     assert not made.exists()
-    assert "fio" in REGISTRY
+    assert "fio" in workloads.registry()
 
 
 def _run(cmd: list[str], env: dict[str, str]) -> str:

@@ -8,6 +8,7 @@ import shutil
 import socket
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -45,15 +46,19 @@ def victim(tmp_path: Path) -> Path:
 def refused(cls: type, params: dict, tmp_path: Path, match: str) -> None:
     bench = Benchmark(f"{cls.type}_4k_randwrite" if cls is Fio else "dd_x", cls.type, 0, 1, params=params)
     with pytest.raises(TargetRefused, match=match):
-        cls().run(ctx_for(bench, tmp_path))
+        cls().run(ctx_for(bench, tmp_path), cls.parse(bench))
 
 
 def test_fio_colon_in_filename_refused(tmp_path: Path, victim: Path) -> None:
     target = f"{tmp_path}/scratch/a:{victim}"
-    refused(Fio, {**FIO, "filename": target}, tmp_path, "':' as a separator")
     bench = Benchmark("fio_4k_randwrite", "fio", 0, 1, params={**FIO, "filename": target})
     with pytest.raises(ParamError, match="separator"):
         Fio.check(bench)
+    # the guard at run time refuses it too, should params that bypassed the check carry one
+    unchecked = Fio.parse(replace(bench, params=FIO))
+    object.__setattr__(unchecked, "filename", target)
+    with pytest.raises(TargetRefused, match="':' as a separator"):
+        Fio().run(ctx_for(bench, tmp_path), unchecked)
     assert victim.read_bytes() == b"precious" * 512
 
 
@@ -91,7 +96,7 @@ def test_custom_fio_job_with_the_agents_file_runs(tmp_path: Path) -> None:
     )
     bench = Benchmark("good", "fio", 0, 1, params={**FIO, "job": str(job)})
     Fio.check(bench)
-    assert Fio().run(ctx_for(bench, tmp_path)).metrics["write_bw_bytes"]["value"] > 0
+    assert Fio().run(ctx_for(bench, tmp_path), Fio.parse(bench)).metrics["write_bw_bytes"]["value"] > 0
 
 
 @pytest.mark.parametrize("cls", [Fio, Dd])
@@ -188,7 +193,7 @@ def test_interrupted_layout_leaves_no_foreign_file(tmp_path: Path) -> None:
     staged.write_bytes(b"\0" * 4096)
     assert not target.exists()
     bench = Benchmark("fio_4k_randwrite", "fio", 0, 1, params=FIO)
-    out = Fio().run(ctx_for(bench, tmp_path))
+    out = Fio().run(ctx_for(bench, tmp_path), Fio.parse(bench))
     assert out.metrics["write_bw_bytes"]["value"] > 0
     assert is_marked(target) and not staged.exists()
     assert sorted(p.name for p in target.parent.iterdir()) == ["testfile.dat"]
@@ -196,7 +201,7 @@ def test_interrupted_layout_leaves_no_foreign_file(tmp_path: Path) -> None:
 
 def test_marks_survive_the_layout(tmp_path: Path) -> None:
     bench = Benchmark("fio_4k_randwrite", "fio", 0, 1, params=FIO)
-    out = Fio().run(ctx_for(bench, tmp_path))
+    out = Fio().run(ctx_for(bench, tmp_path), Fio.parse(bench))
     target = Path(out.params["target"])
     assert is_marked(target) and target.stat().st_size == 1024 * 1024
     assert guard.check_target(target) == target

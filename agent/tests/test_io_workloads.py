@@ -67,7 +67,7 @@ def test_dd_real_write_pause_read(tmp_path: Path) -> None:
         },
     )
     Dd.check(bench)
-    out = Dd().run(ctx_for(bench, tmp_path))
+    out = Dd().run(ctx_for(bench, tmp_path), Dd.parse(bench))
     assert out.metrics["write_bytes"]["value"] == 64 * 65536
     assert out.metrics["read_bytes"]["value"] == 64 * 65536
     assert out.metrics["write_bw_bytes"]["unit"] == "B/s" and out.metrics["read_seconds"]["better"] == "lower"
@@ -108,7 +108,7 @@ def test_fio_real_run_is_parsed(tmp_path: Path, fio_available: None) -> None:
         params={"size": "8M", "runtime_s": 1, "ramp_s": 0, "ioengine": "psync", "iodepth": 1},
     )
     Fio.check(bench)
-    out = Fio().run(ctx_for(bench, tmp_path))
+    out = Fio().run(ctx_for(bench, tmp_path), Fio.parse(bench))
     m = out.metrics
     assert m["write_bw_bytes"]["value"] > 0 and m["write_iops"]["value"] > 0
     assert m["write_clat_mean_s"]["unit"] == "s" and "write_clat_p99_s" in m
@@ -126,7 +126,7 @@ def test_fio_refuses_block_device(tmp_path: Path) -> None:
     assert devices, "a block device to point at"
     bench = Benchmark("fio_4k_randwrite", "fio", 0, 1, params={"filename": devices[0], "size": "1M"})
     with pytest.raises(TargetRefused, match="refusing to write to device"):
-        Fio().run(ctx_for(bench, tmp_path))
+        Fio().run(ctx_for(bench, tmp_path), Fio.parse(bench))
 
 
 def test_fio_refuses_dev_vda_path_even_if_absent(tmp_path: Path) -> None:
@@ -137,10 +137,10 @@ def test_fio_refuses_dev_vda_path_even_if_absent(tmp_path: Path) -> None:
 def test_io_refuses_existing_foreign_file(tmp_path: Path) -> None:
     foreign = tmp_path / "precious.db"
     foreign.write_text("do not touch")
-    for cls, name in ((Fio, "fio_4k_randwrite"), (Dd, "dd_x")):
-        bench = Benchmark(name, cls.type, 0, 1, params={"filename": str(foreign), "size": "1M", "count": 1})
+    for cls, name, extra in ((Fio, "fio_4k_randwrite", {"size": "1M"}), (Dd, "dd_x", {"count": 1})):
+        bench = Benchmark(name, cls.type, 0, 1, params={"filename": str(foreign), **extra})
         with pytest.raises(TargetRefused, match="not created by the agent"):
-            cls().run(ctx_for(bench, tmp_path))
+            cls().run(ctx_for(bench, tmp_path), cls.parse(bench))
     assert foreign.read_text() == "do not touch"
 
 
@@ -161,7 +161,7 @@ def test_allow_device_lets_an_existing_file_through(tmp_path: Path) -> None:
             "allow_device": True,
         },
     )
-    out = Dd().run(ctx_for(bench, tmp_path))
+    out = Dd().run(ctx_for(bench, tmp_path), Dd.parse(bench))
     assert out.metrics["write_bytes"]["value"] == 16384
 
 

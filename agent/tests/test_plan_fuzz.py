@@ -19,8 +19,8 @@ import yaml
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from testbed_agent.params import known_keys, parse_params
 from testbed_agent.plan import MAX_NAME_BYTES, MAX_REPETITIONS, MAX_SECONDS, PlanError, load_plan
+from testbed_agent.workloads import known_keys, parse_params
 
 
 def mostly(common: st.SearchStrategy, rare: st.SearchStrategy, odds: int = 9) -> st.SearchStrategy:

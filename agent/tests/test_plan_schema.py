@@ -8,8 +8,11 @@ from pathlib import Path
 import pytest
 
 from testbed_agent.cli import main
-from testbed_agent.params import DdParams, FioParams, parse_params, size_bytes
+from testbed_agent.params import size_bytes
 from testbed_agent.plan import ParamError, load_plan
+from testbed_agent.workloads import parse_params
+from testbed_agent.workloads.dd import DdParams
+from testbed_agent.workloads.fio import FioParams
 
 FIO = "  - {name: fio_4k_randread, type: fio, params: {%s}}\n"
 DD = "  - {name: dd_write, type: dd, params: {%s}}\n"
@@ -126,7 +129,7 @@ CASES = {
         ".yml",
         3,
         "params.filename",
-        "not allowed",
+        "separator",
     ),
     "bs 1kB ambiguous": (_yaml(DD % "bs: 1kB"), ".yml", 3, "params.bs", "ambiguous size"),
     "fio size 1MB ambiguous": (_yaml(FIO % "size: 64MB"), ".yml", 3, "params.size", "ambiguous size"),

@@ -11,12 +11,8 @@ import pytest
 from testbed_agent.cli import main
 from testbed_agent.plan import Benchmark, load_plan
 from testbed_agent.plan_show import (
-    CRYPTO_MBPS,
-    CRYPTO_OP_S,
-    CRYPTO_START_S,
-    TYPICAL_S,
     ansible_inventory,
-    crypto_cells,
+    cell_matrix,
     estimate_s,
     expand,
     human,
@@ -24,6 +20,8 @@ from testbed_agent.plan_show import (
     repetition_range,
     totals,
 )
+from testbed_agent.workloads.crypto import Crypto
+from testbed_agent.workloads.crypto.estimate import CRYPTO_MBPS, CRYPTO_OP_S, CRYPTO_START_S
 from testbed_shared.errors import TestbedError as AgentError
 
 PLAN = """name: show
@@ -134,8 +132,8 @@ def test_crypto_estimate_is_capped_and_kms_stays_flat() -> None:
     big = _bench("3des", "crypto", alg="3des-cbc", languages=["rust"], file_sizes=["1G"], iterations=9)
     assert estimate_s(big) == 3600  # the workload's default timeout
     kms = _bench("kms-envelope", "crypto", kms=True, languages=["go", "java"], kms_keys=["sym", "p256"])
-    assert estimate_s(kms) == TYPICAL_S["crypto"]
-    assert crypto_cells(kms) == {
+    assert estimate_s(kms) == Crypto.typical_s
+    assert cell_matrix(kms) == {
         "count": 4, "alg": "kms-envelope", "kms_keys": ["sym", "p256"], "languages": ["go", "java"],
     }  # fmt: skip
 

@@ -32,7 +32,7 @@ def test_pyperformance_run_records_values(tmp_path: Path) -> None:
         deadline=time.monotonic() + 900,
         stop=threading.Event(),
     )
-    out = Pyperformance().run(ctx)
+    out = Pyperformance().run(ctx, Pyperformance.parse(ctx.bench))
     assert out.status == "ok", out.error
     assert out.metrics["float"]["unit"] == "s" and out.metrics["float"]["value"] > 0
     assert out.samples["float"]["values"]

@@ -1,6 +1,6 @@
-"""The primary-metric rule of testbed_shared.schema."""
+"""The primary-metric rules of the workload types (each module's own), looked up by type."""
 
-from testbed_shared.schema import primary_metrics
+from testbed_agent.workloads import primary_metrics
 
 
 def test_fio_primary_is_bandwidth_per_direction() -> None:

@@ -25,6 +25,8 @@ import pandas as pd
 
 from testbed_reports.errors import ReportError
 from testbed_reports.fingerprint import claimed_technology
+from testbed_shared import records
+from testbed_shared.records import RecordError
 
 _NOT_COLLECTED = ("unavailable", "failed", "missing")
 _DIR = re.compile(r"^(\d{2,})-(begin|checkpoint|end)$")
@@ -85,30 +87,22 @@ class _Entry:
 
 
 def _result_files(paths: Sequence[Path]) -> list[Path]:
-    files: list[Path] = []
-    for p in map(Path, paths):
-        if p.is_dir():
-            files += sorted(p.rglob("*.jsonl"))
-        elif p.suffix == ".jsonl" and p.exists():
-            files.append(p)
-        elif not p.exists():
-            raise ReportError(f"{p}: no such file or directory")
-    return files
+    try:
+        return records.result_files(paths)
+    except RecordError as exc:
+        raise ReportError(exc.message) from None
 
 
 def _identity(path: Path) -> dict[str, Any]:
-    with path.open("rb") as fh:
-        for n, raw in enumerate(fh, 1):
-            if raw.strip():
-                try:
-                    rec = json.loads(raw.decode("utf-8"))
-                except UnicodeDecodeError as exc:
-                    raise ReportError(f"{path}:{n}: not UTF-8 ({exc.reason})") from exc
-                except ValueError as exc:
-                    raise ReportError(f"{path}:{n}: not JSON ({exc})") from exc
-                if not isinstance(rec, dict):
-                    raise ReportError(f"{path}:{n}: a record is a JSON object")
-                return rec
+    """The first record of a results file: whose run, host and plan the file is (only these fields
+    are read here; the evidence binds the file's bytes, whatever the records say)."""
+    try:
+        for n, _, rec in records.read_lines(path):
+            if not isinstance(rec, dict):
+                raise ReportError(f"{path}:{n}: a record is a JSON object")
+            return rec
+    except RecordError as exc:
+        raise ReportError(exc.message) from None
     return {}
 
 

@@ -18,13 +18,15 @@ label x language x CPUs x algorithm x key x file kind x size x op, the seed-004 
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from testbed_reports.errors import SchemaError
+from testbed_shared import records
+from testbed_shared.records import RecordError
 from testbed_shared.safecsv import write_frame
 
 #: per-cell quantities carried into the tables (metric suffix -> column)
@@ -44,19 +46,16 @@ CELL_COLUMNS = ["run_id", "host", "benchmark", "repetition", *KEYS, *QUANTITIES.
 
 
 def _records(paths: Sequence[Path]) -> Iterable[dict[str, Any]]:
-    """Every ok ``crypto`` record of the result files (directories are searched for *.jsonl)."""
-    for p in paths:
-        files = [p] if p.is_file() else sorted(p.rglob("*.jsonl"))
-        for f in files:
-            if f.suffix != ".jsonl":
-                continue
-            for line in f.read_text(encoding="utf-8").splitlines():
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                if isinstance(rec, dict) and rec.get("type") == "crypto" and rec.get("status") == "ok":
-                    yield rec
+    """The ok ``crypto`` records that count (testbed_shared.records: checked, one per execution,
+    a retried one by its last attempt) of the result files (directories searched for *.jsonl)."""
+    try:
+        found = records.read(
+            [p for p in paths if Path(p).suffix != ".csv"],
+            keep=lambda r: r.get("type") == "crypto" and r["status"] == "ok",
+        )
+    except RecordError as exc:
+        raise SchemaError(exc.path, exc.line, exc.problem) from None
+    return found.records
 
 
 #: payload kinds under the study's names: files of random bytes are its "binary" files

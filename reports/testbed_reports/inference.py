@@ -4,7 +4,7 @@ Estimand: the ratio of geometric means a/b of a metric (exp of the difference of
 shown as an overhead in percent where a slowdown of ``a`` is positive whatever the metric's
 direction.
 
-Unit of replication and scope (DESIGN.md section 6). Below the machine the unit is the run: a
+Unit of replication and scope (docs/design.md section 6). Below the machine the unit is the run: a
 record, its pyperf values first summarised to one value (``runs.py``).
 
 - ``scope: types``: both labels have at least two machines. The mean log value of each machine is
@@ -46,10 +46,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from testbed_agent.workloads import primary_metrics
 from testbed_reports.numerics import group_moments
 from testbed_reports.runs import runs
 from testbed_shared.intervals import t_cdf, t_quantile, t_sf, welch
-from testbed_shared.schema import primary_metrics
 
 ALPHA = 0.05
 DEFAULT_MARGIN = 2.0
@@ -159,7 +159,7 @@ def sides(obs: pd.DataFrame) -> dict[tuple[str, str, str], Side]:
 
 
 def primary_set(obs: pd.DataFrame) -> set[tuple[str, str]]:
-    """(benchmark, metric) pairs that are primary (schema.primary_metrics by workload type).
+    """(benchmark, metric) pairs that are primary (by workload type: workloads.primary_metrics).
 
     A benchmark whose type declares no primary metric (CSV inputs, synthetic data) has its first
     metric (by name) as primary, so every benchmark contributes one member to the family.

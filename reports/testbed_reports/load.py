@@ -1,4 +1,10 @@
-"""Read result directories (JSON Lines + sysinfo) and CSV files into tidy pandas tables."""
+"""Read result directories (JSON Lines + sysinfo) and CSV files into tidy pandas tables.
+
+Records are read, checked and chosen through :mod:`testbed_shared.records` (the one record path):
+its validation and error words, its rule for which record counts per execution (a retried
+execution counts its last attempt) and its notion of a run (files of different runs that share a
+run id are kept apart). This module turns the chosen records into columns, fast.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,6 @@ import math
 import multiprocessing
 import os
 import sys
-import zlib
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -18,19 +23,10 @@ import numpy as np
 import pandas as pd
 
 from testbed_reports.errors import ReportError, SchemaError
-from testbed_shared.schema import (
-    BETTER,
-    EXECUTION_KEY,
-    FINAL_STATUSES,
-    MARGIN_FIELD,
-    OPTIONAL_STRING_FIELDS,
-    STATUSES,
-    STRING_FIELDS,
-)
+from testbed_shared import records as rec_schema
+from testbed_shared.records import BETTER, FINAL_STATUSES, MARGIN_FIELD, STATUSES, RecordError
 
 __all__ = ["BETTER", "FINAL_STATUSES", "STATUSES", "Dataset", "load", "read_csv_observations"]
-#: bound of the integer fields (repetition, index): they become int64 columns
-MAX_INT = 2**31
 #: pyperformance records carry each benchmark's individual pyperf values in samples[name]["values"]
 SAMPLE_TYPES = frozenset({"pyperformance"})
 RECORD_COLUMNS = (
@@ -48,6 +44,8 @@ RECORD_COLUMNS = (
     "ended_at",
     "margin",
     "digest",
+    "attempt",
+    "session",
     "cpu_percent",
     "steal_percent",
     "process_cpu_percent",
@@ -163,6 +161,8 @@ class _Collector:
                 rec.get("ended_at"),
                 rec.get(MARGIN_FIELD),
                 digest,
+                rec.get("attempt") or 1,
+                rec.get("session"),
                 *_telemetry(rec.get("telemetry")),
                 rec.get("params") if rec.get("params").__class__ is dict else None,
                 source,
@@ -177,9 +177,8 @@ class _Collector:
             codes = [get((name, m["unit"], m["better"])) for name, m in mets.items()]
             values = [m["value"] for m in mets.values()]
         except (TypeError, KeyError):
-            raise SchemaError(
-                source, line, "each metric must be an object with value, unit (a string) and better"
-            ) from None
+            name, entry = next((n, m) for n, m in mets.items() if rec_schema.metric_problem(n, m))
+            raise SchemaError(source, line, str(rec_schema.metric_problem(name, entry))) from None
         if None in codes:
             codes = [self._code((name, m["unit"], m["better"]), source, line) for name, m in mets.items()]
         samples = rec.get("samples")
@@ -240,7 +239,7 @@ class _Collector:
             raise SchemaError(
                 self.rec["source"][pos],
                 self.rec["line"][pos],
-                f"metric '{name}': value must be a finite number, got {raw[bad]!r}",
+                str(rec_schema.metric_problem(name, {"value": raw[bad], "unit": "", "better": "lower"})),
             )
         return vals
 
@@ -259,12 +258,9 @@ def _telemetry(tel: Any) -> tuple[float, float, float]:
 
 def _check_key(key: tuple[Any, Any, Any], source: str, line: int) -> None:
     name, unit, better = key
-    if not isinstance(unit, str):
-        raise SchemaError(source, line, f"metric '{name}': unit must be a string")
-    if better not in BETTER:
-        raise SchemaError(
-            source, line, f"metric '{name}': better must be 'higher' or 'lower', got {better!r}"
-        )
+    bad = rec_schema.metric_problem(name, {"value": 0.0, "unit": unit, "better": better})
+    if bad:
+        raise SchemaError(source, line, bad)
 
 
 def _percentile_series(samples: Mapping[str, Any]) -> Iterable[tuple[str, dict[str, float]]]:
@@ -288,13 +284,7 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def _is_finite_number(v: Any) -> bool:
-    if v.__class__ is not int and v.__class__ is not float:
-        return False
-    try:
-        return math.isfinite(float(v))
-    except OverflowError:
-        return False
+_is_finite_number = rec_schema.finite_number
 
 
 def _expand_samples(
@@ -325,82 +315,15 @@ def _is_number_str(k: Any) -> bool:
     return True
 
 
-def validate_record(rec: Any, path: str, line: int) -> None:
-    """Raise SchemaError naming file and line when ``rec`` breaks the record schema.
-
-    Metric entries are checked while they are collected (``_Collector.add`` and ``values``).
-    """
-    if rec.__class__ is not dict:
-        raise SchemaError(path, line, "a record must be a JSON object")
-    run_id, host, bench, rep = rec.get("run_id"), rec.get("host"), rec.get("benchmark"), rec.get("repetition")
-    groups = rec.get("groups", ())
-    if (
-        rec.get("schema") == 1
-        and run_id.__class__ is str
-        and run_id
-        and host.__class__ is str
-        and host
-        and bench.__class__ is str
-        and bench
-        and rec.get("status") in STATUSES
-        and rep.__class__ is int
-        and 0 <= rep < MAX_INT
-        and groups.__class__ in (list, tuple)
-        and rec.get("metrics", {}).__class__ is dict
-        and all(g.__class__ is str for g in groups)
-        and rec.get("index", 0).__class__ is int
-        and -MAX_INT < rec.get("index", 0) < MAX_INT
-        and all(rec.get(k) is None or rec[k].__class__ is str for k in OPTIONAL_STRING_FIELDS)
-        and rec.get("samples", {}).__class__ in (dict, type(None))
-        and _margin_ok(rec.get(MARGIN_FIELD))
-    ):
-        return
-    _explain(rec, path, line)
-
-
-def _margin_ok(v: Any) -> bool:
-    return v is None or (_is_finite_number(v) and 0 < v < 100)
-
-
-def _explain(rec: dict[str, Any], path: str, line: int) -> None:
-    """The first schema problem of a record that failed the fast check."""
-
-    def bad(problem: str) -> SchemaError:
-        return SchemaError(path, line, problem)
-
-    if rec.get("schema") != 1:
-        raise bad(f"unsupported schema {rec.get('schema')!r} (expected 1)")
-    for key in STRING_FIELDS:
-        if not isinstance(rec.get(key), str) or not rec[key]:
-            raise bad(f"field '{key}' must be a non-empty string")
-    if rec.get("status") not in STATUSES:
-        raise bad(f"field 'status' must be one of {', '.join(STATUSES)}, got {rec.get('status')!r}")
-    if rec.get("repetition").__class__ is not int or not 0 <= rec["repetition"] < MAX_INT:
-        raise bad(f"field 'repetition' must be an integer from 0 to {MAX_INT - 1}")
-    groups = rec.get("groups", [])
-    if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
-        raise bad("field 'groups' must be a list of strings")
-    if rec.get("metrics", {}).__class__ is not dict:
-        raise bad("field 'metrics' must be an object")
-    if rec.get("index", 0).__class__ is not int or not -MAX_INT < rec.get("index", 0) < MAX_INT:
-        raise bad(f"field 'index' must be an integer (|index| < {MAX_INT}), got {_short(rec.get('index'))}")
-    for key in OPTIONAL_STRING_FIELDS:
-        if rec.get(key) is not None and rec[key].__class__ is not str:
-            raise bad(f"field '{key}' must be a string, got {_short(rec[key])}")
-    if rec.get("samples", {}).__class__ not in (dict, type(None)):
-        raise bad("field 'samples' must be an object")
-    raise bad(
-        f"field '{MARGIN_FIELD}' must be a number between 0 and 100, got {_short(rec.get(MARGIN_FIELD))}"
-    )
-
-
-def _short(v: Any) -> str:
-    """A value for an error message, cut to 60 characters."""
+def _read_jsonl(path: Path, col: _Collector) -> None:
+    """Every record of a result file into ``col``, checked by the record module (metric entries
+    column-wise by the collector); its problems as :class:`SchemaError`."""
     try:
-        text = json.dumps(v)
-    except (ValueError, TypeError, RecursionError):
-        text = type(v).__name__
-    return text if len(text) <= 60 else text[:57] + "..."
+        for n, raw, rec in rec_schema.read_lines(path):
+            rec_schema.validate(rec, str(path), n, metrics=False)
+            col.add(rec, str(path), n, rec_schema.digest(raw))
+    except RecordError as exc:
+        raise SchemaError(exc.path, exc.line, exc.problem) from None
 
 
 def _read_text(path: Path) -> str:
@@ -411,26 +334,6 @@ def _read_text(path: Path) -> str:
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise SchemaError(str(path), line, "not UTF-8 text (results are UTF-8 JSON Lines)") from None
-
-
-def _read_jsonl(path: Path, col: _Collector) -> None:
-    text = _read_text(path)
-    lines = text.split("\n")
-    torn_ok = not text.endswith("\n")
-    last = len(lines) - 1
-    for i, raw in enumerate(lines):
-        if not raw.strip():
-            continue
-        try:
-            rec = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            if i == last and torn_ok:  # half-written last line of a crashed run
-                break
-            raise SchemaError(str(path), i + 1, f"not valid JSON ({exc.msg})") from None
-        except RecursionError:
-            raise SchemaError(str(path), i + 1, "JSON nested too deeply") from None
-        validate_record(rec, str(path), i + 1)
-        col.add(rec, str(path), i + 1, zlib.crc32(raw.strip().encode()))
 
 
 def _read_sysinfo(path: Path) -> dict[str, Any]:
@@ -477,7 +380,7 @@ def _finish(
     cat_cols = ("run_id", "host", "label", "groups", "benchmark", "type", "cc_technology")
     for c in cat_cols:
         records[c] = records[c].astype("category")
-    kept, warnings = _drop_duplicates(_drop_superseded(records))
+    kept, warnings = _choose(records)
     rec_pos = np.asarray(col.obs_rec, dtype=np.int64)
     alive = np.zeros(len(records), dtype=bool)
     alive[kept.index.to_numpy()] = True
@@ -536,28 +439,23 @@ def _margins(records: pd.DataFrame, warnings: list[str]) -> dict[str, float]:
     return out
 
 
-def _drop_duplicates(records: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
-    """Keep one record per execution; identical copies are counted once, conflicting ones flagged."""
-    key = list(EXECUTION_KEY)
-    dup = records.duplicated(subset=key, keep="first").to_numpy()
-    if not dup.any():
-        return records, []
-    same = records.duplicated(subset=[*key, "digest"], keep="first").to_numpy()
-    warnings = []
-    if same.sum():
-        warnings.append(f"{int(same.sum())} duplicated record(s) (identical copies) counted once")
-    conflict = dup & ~same
-    first = records.drop_duplicates(subset=key, keep="first").set_index(key)[["source", "line"]]
-    for r in records[conflict].head(20).itertuples(index=False):
-        k = tuple(getattr(r, c) for c in key)
-        orig = first.loc[k]
-        warnings.append(
-            f"CONFLICTING duplicate of {r.benchmark} repetition {r.repetition} on {r.host} (run {r.run_id}): "
-            f"{r.source}:{r.line} differs from {orig['source']}:{orig['line']}; the first is used"
+def _choose(records: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The record that counts for each execution (:func:`testbed_shared.records.select`)."""
+    cols = [records[c].tolist() for c in ("run_id", "host", "index", "benchmark", "repetition")]
+    entries = [
+        rec_schema.Entry(key, attempt, status, digest, f"{source}:{line}")
+        for key, attempt, status, digest, source, line in zip(
+            zip(*cols, strict=True),
+            records["attempt"].tolist(),
+            records["status"].tolist(),
+            records["digest"].tolist(),
+            records["source"].tolist(),
+            records["line"].tolist(),
+            strict=True,
         )
-    if conflict.sum() > 20:
-        warnings.append(f"... {int(conflict.sum()) - 20} more conflicting duplicates")
-    return records[~dup], warnings
+    ]
+    chosen = rec_schema.select(entries)
+    return records.iloc[chosen.kept], chosen.warnings()
 
 
 def _percentiles(col: _Collector, records: pd.DataFrame) -> pd.DataFrame:
@@ -585,17 +483,6 @@ def _categorize(obs: pd.DataFrame) -> pd.DataFrame:
     for c in CATEGORICAL:
         obs[c] = obs[c].astype(str).astype("category")
     return obs
-
-
-def _drop_superseded(records: pd.DataFrame) -> pd.DataFrame:
-    """Drop interrupted records whose execution was later recorded with a final status."""
-    key = ["run_id", "host", "index", "benchmark", "repetition"]
-    interrupted = (records["status"] == "interrupted").to_numpy()
-    if not interrupted.any():
-        return records
-    keys = pd.MultiIndex.from_frame(records[key])
-    superseded = interrupted & keys.isin(keys[~interrupted])
-    return records[~superseded]
 
 
 def _cc_technology(info: dict[str, Any]) -> str:
@@ -710,6 +597,18 @@ def _merge(parts: list[dict[str, Any]]) -> _Collector:
     return col
 
 
+def _keep_runs_apart(files: list[Path], parts: list[dict[str, Any]]) -> list[str]:
+    """Different runs that carry the same run id and host stay apart (records.runs): the records
+    of the later ones get ``run_id@N`` (in place); the warnings say which files."""
+    markers = [rec_schema.markers(zip(p["rec"]["session"], p["rec"]["digest"], strict=True)) for p in parts]
+    pairs = [set(zip(part["rec"]["run_id"], part["rec"]["host"], strict=True)) for part in parts]
+    renamed, warnings = rec_schema.rename_runs(files, rec_schema.runs(markers), pairs)
+    for (i, old), new in renamed.items():
+        ids = parts[i]["rec"]["run_id"]
+        parts[i]["rec"]["run_id"] = [new if r == old else r for r in ids]
+    return warnings
+
+
 def load(
     paths: Iterable[Path],
     csv_mapping: Mapping[str, str] | None = None,
@@ -735,7 +634,7 @@ def load(
             )
         files.extend(found)
     parts = _parse_all(files)
-    warnings: list[str] = []
+    warnings = _keep_runs_apart(files, parts)
     for f, part in zip(files, parts, strict=True):
         sources.append(str(f))
         si = f.with_name(f.name[: -len(".jsonl")] + ".sysinfo.json")

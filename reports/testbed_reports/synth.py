@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from testbed_shared import records
 from testbed_shared.atomic import write_atomically
 
 #: (metric, unit, better, base value) of each synthetic benchmark
@@ -38,47 +39,41 @@ def write_run(
     sigma: float = 0.03,
     metrics: tuple[tuple[str, str, str, float], ...] = DEFAULT_METRICS,
 ) -> Path:
-    """Write results/<run_id>/<host>.jsonl + sysinfo.json; values = base x factor x lognormal noise."""
+    """Write results/<run_id>/<host>.jsonl + sysinfo.json; values = base x factor x lognormal noise.
+    The records are made by :func:`testbed_shared.records.make`, as the agent's are."""
+    metrics_spec = metrics
     out = root / run_id
     out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     for m in machines:
-        noise = np.exp(rng.normal(0.0, sigma, size=(len(benchmarks), reps, len(metrics))))
+        noise = np.exp(rng.normal(0.0, sigma, size=(len(benchmarks), reps, len(metrics_spec))))
         lines = []
         for bi, bench in enumerate(benchmarks):
             for r in range(reps):
                 status = m.extra_status.get(r, "ok")
-                rec = {
-                    "schema": 1,
-                    "run_id": run_id,
-                    "host": m.host,
-                    "label": m.label,
-                    "groups": m.groups,
-                    "plan_sha256": "0" * 64,
-                    "plan": "synthetic",
-                    "benchmark": bench,
-                    "type": "synthetic",
-                    "index": bi,
-                    "params": {},
-                    "repetition": r,
-                    "started_at": "2026-01-01T00:00:00Z",
-                    "ended_at": "2026-01-01T00:00:01Z",
-                    "status": status,
-                    "error": None if status == "ok" else f"synthetic {status}",
-                    "metrics": {},
-                    "samples": {},
-                    "telemetry": {},
-                    "tool": {"name": "synth"},
-                    "artifacts": [],
-                }
+                metrics = {}
                 if status == "ok":
-                    for k, (name, unit, better, base) in enumerate(metrics):
+                    for k, (name, unit, better, base) in enumerate(metrics_spec):
                         cost = m.factor if better == "lower" else 1.0 / m.factor
-                        rec["metrics"][name] = {
-                            "value": float(base * cost * noise[bi, r, k]),
-                            "unit": unit,
-                            "better": better,
-                        }
+                        metrics[name] = records.metric(float(base * cost * noise[bi, r, k]), unit, better)
+                rec = records.make(
+                    run_id=run_id,
+                    host=m.host,
+                    label=m.label,
+                    groups=m.groups,
+                    plan_sha256="0" * 64,
+                    plan="synthetic",
+                    benchmark=bench,
+                    btype="synthetic",
+                    index=bi,
+                    repetition=r,
+                    started_at="2026-01-01T00:00:00Z",
+                    ended_at="2026-01-01T00:00:01Z",
+                    status=status,
+                    error=None if status == "ok" else f"synthetic {status}",
+                    metrics=metrics,
+                    tool={"name": "synth"},
+                )
                 lines.append(json.dumps(rec))
         write_atomically(out / f"{m.host}.jsonl", "\n".join(lines) + "\n", what="synthetic results")
         sysinfo = {

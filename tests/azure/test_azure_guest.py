@@ -1,4 +1,4 @@
-"""testbed_agent.azure: IMDS reader against a stand-in on 127.0.0.1, vTPM hardware report parsing."""
+"""testbed_agent.clouds.azure: IMDS reader against a stand-in on 127.0.0.1, vTPM hardware report parsing."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import ClassVar
 
 import pytest
 
-from testbed_agent import azure
+from testbed_agent.clouds import azure
 from testbed_shared import errors
 
 COMPUTE = {

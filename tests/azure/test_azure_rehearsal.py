@@ -15,7 +15,7 @@ import pytest
 from repotest import ROOT
 
 from testbed_agent.plan import load_plan
-from testbed_agent.workloads.nbaliases import notebook_alias
+from testbed_agent.workloads.notebook.aliases import notebook_alias
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 REHEARSAL = ROOT / "tests/azure/rehearsal.py"

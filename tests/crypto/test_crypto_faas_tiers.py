@@ -41,7 +41,7 @@ def run(tmp_path: Path, memory_mb: int) -> Any:
         deadline=time.monotonic() + 120,
     )
     ctx.scratch.mkdir(parents=True, exist_ok=True)
-    return Crypto().run(ctx)
+    return Crypto().run(ctx, Crypto.parse(ctx.bench))
 
 
 def test_tier_params_checked() -> None:
@@ -91,7 +91,7 @@ def test_unconfined_run_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ctx = RunContext(
         bench=b, repetition=0, scratch=tmp_path, artifacts=tmp_path, deadline=time.monotonic() + 60
     )
-    out = Crypto().run(ctx)
+    out = Crypto().run(ctx, Crypto.parse(ctx.bench))
     assert out.status == "ok", out.error
     assert out.samples["tier"]["limits_enforced"] is False
     assert out.samples["tier"]["reason"] == "not running as root: no limits"

@@ -13,8 +13,7 @@ from test_crypto_plans import available, cut_down, run_plan
 
 from testbed_agent.cli import main
 from testbed_agent.plan import load_plan
-from testbed_agent.plan_show import TYPICAL_S
-from testbed_agent.workloads.crypto import resolve
+from testbed_agent.workloads.crypto import Crypto, resolve
 from testbed_reports import crypto_tables
 from testbed_reports.build import build
 
@@ -77,7 +76,7 @@ def test_plan_show_lists_the_study_matrix_cell_by_cell(capsys: pytest.CaptureFix
         assert sorted(expected - set(got)) == [], "study cells the plan misses"
     assert len(expected) == 3420
     # the estimate: days of the slow ciphers, far more than a flat minute per benchmark
-    assert summary["estimated_s"] > 10 * len(rows) * TYPICAL_S["crypto"]
+    assert summary["estimated_s"] > 10 * len(rows) * Crypto.typical_s
 
 
 @pytest.fixture(scope="module")

@@ -17,11 +17,10 @@ from crypto_helpers import CRYPTO, LANGUAGES, TOOLCHAIN
 from testbed_agent.plan import Benchmark, ParamError
 from testbed_agent.workloads.base import RunContext
 from testbed_agent.workloads.crypto import Crypto, resolve
+from testbed_agent.workloads.crypto.kms import call_metrics, client_command
 from testbed_services.kms import (
     KEYS,
     KmsConfig,
-    call_metrics,
-    client_command,
     create_keys,
     local_kms_server,
     make_client,
@@ -52,7 +51,7 @@ def run(tmp_path: Path, **params: object) -> Any:
     ctx = RunContext(
         bench=b, repetition=0, scratch=tmp_path, artifacts=tmp_path / "art", deadline=time.monotonic() + 600
     )
-    return Crypto().run(ctx)
+    return Crypto().run(ctx, Crypto.parse(ctx.bench))
 
 
 def clients() -> list[str]:

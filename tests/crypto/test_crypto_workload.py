@@ -36,7 +36,7 @@ def run(tmp_path: Path, b: Benchmark) -> Any:
         deadline=time.monotonic() + 600,
     )
     ctx.scratch.mkdir(parents=True, exist_ok=True)
-    return Crypto().run(ctx)
+    return Crypto().run(ctx, Crypto.parse(ctx.bench))
 
 
 def available() -> list[str]:

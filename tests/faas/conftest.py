@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from testbed_services import launcher
 from testbed_services.faas.client import FaasClient
 
 HERE = Path(__file__).resolve().parent
@@ -26,47 +23,21 @@ def needs_root() -> None:
 
 
 class Served:
-    """A running ``testbed-agent faas serve`` process and a client for it."""
+    """A running ``testbed-agent faas serve`` process (started by the toolkit's launcher) and a
+    client for it."""
 
     def __init__(self, tmp: Path, *args: str) -> None:
         tmp.mkdir(parents=True, exist_ok=True)
-        url_file = tmp / "url"
         self.log = tmp / "serve.log"
-        cmd = [
-            sys.executable,
-            "-m",
-            "testbed_agent",
-            "faas",
-            "serve",
-            "--port",
-            "0",
-            "--url-file",
-            str(url_file),
-            "--state-dir",
-            str(tmp / "state"),
-            "--functions-dir",
-            str(TEST_FUNCTIONS),
-            *args,
-        ]
-        with open(self.log, "w") as fh:
-            self.proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
-        end = time.monotonic() + 30
-        while not (url_file.exists() and url_file.read_text().strip()):
-            if self.proc.poll() is not None or time.monotonic() > end:
-                self.stop()
-                raise RuntimeError("emulator did not start: " + self.log.read_text())
-            time.sleep(0.05)
-        self.url = url_file.read_text().strip()
+        self.service = launcher.emulator(
+            tmp / "url", tmp / "state", "--functions-dir", str(TEST_FUNCTIONS), *args, log=self.log
+        )
+        self.proc = self.service.proc
+        self.url = self.service.url
         self.client = FaasClient(self.url, timeout_s=120)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+        self.service.stop(timeout_s=30)
 
 
 @pytest.fixture(scope="module")

@@ -3,19 +3,17 @@ the systemd unit's command line started for real."""
 
 from __future__ import annotations
 
-import os
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import jinja2
 import pytest
 import yaml
 
+from testbed_services import launcher
 from testbed_services.faas.client import FaasClient
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,17 +52,14 @@ def test_unit_command_line_really_serves(tmp_path):
     argv[argv.index("--port") + 1] = "0"
     argv[argv.index("--state-dir") + 1] = str(tmp_path / "state")
     url_file = tmp_path / "url"
-    proc = subprocess.Popen([*argv, "--url-file", str(url_file)], stderr=subprocess.PIPE, text=True)
+    svc = launcher.start(
+        [*argv, "--url-file", str(url_file)], name="emulator of the unit", ready=launcher.url_file(url_file)
+    )
     try:
-        end = time.monotonic() + 30
-        while not (url_file.exists() and url_file.read_text().strip()):
-            assert proc.poll() is None and time.monotonic() < end, proc.stderr.read() if proc.stderr else ""
-            time.sleep(0.05)
-        info = FaasClient(url_file.read_text().strip()).info()
+        info = FaasClient(svc.url).info()
         assert info["profile"]["name"] == "gcf-gen2" and info["max_concurrency"] == 100
     finally:
-        os.kill(proc.pid, signal.SIGTERM)
-        assert proc.wait(timeout=30) == 0
+        assert svc.stop(timeout_s=30) == 0
 
 
 @pytest.mark.integration

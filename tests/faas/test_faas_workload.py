@@ -97,5 +97,5 @@ def test_unreachable_endpoint_is_a_clear_workload_error(tmp_path):
         bench=bench, repetition=0, scratch=tmp_path, artifacts=tmp_path, deadline=time.monotonic() + 30
     )
     with pytest.raises(WorkloadError, match="unreachable") as exc:
-        FaasWorkload().run(ctx)
+        FaasWorkload().run(ctx, FaasWorkload.parse(ctx.bench))
     assert "faas serve" in (exc.value.hint or "")

@@ -58,7 +58,7 @@ class Runner:
         bench = self.bench(name, datasets, **params)
         NotebookWorkload.check(bench)
         ctx = self.context(bench, timeout_s)
-        return NotebookWorkload().run(ctx), ctx
+        return NotebookWorkload().run(ctx, NotebookWorkload.parse(ctx.bench)), ctx
 
 
 def write_notebook(path: Path, *sources: str) -> Path:

@@ -12,7 +12,7 @@ import pytest
 from nbhelpers import NOTEBOOKS, STUDY_PLAN, Runner
 
 from testbed_agent.plan import load_plan
-from testbed_agent.workloads.nbaliases import notebook_alias
+from testbed_agent.workloads.notebook.aliases import notebook_alias
 
 STUDY = [b for b in load_plan(STUDY_PLAN).benchmarks if b.type == "kaggle_notebook"]
 #: (plan name, datasets column) of each run: the study's lines, then ours it does not name

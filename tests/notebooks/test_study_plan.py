@@ -15,8 +15,8 @@ import pytest
 from nbhelpers import NOTEBOOKS, ROOT, STUDY_PLAN, Runner, code_outputs, write_notebook
 
 from testbed_agent.plan import ParamError, load_plan
-from testbed_agent.workloads.nbaliases import aliases, dataset_generator, notebook_alias
 from testbed_agent.workloads.notebook import locate
+from testbed_agent.workloads.notebook.aliases import aliases, dataset_generator, notebook_alias
 
 #: the study's notebooks and their data sets, as the issue lists them (original names)
 STUDY_NOTEBOOKS = {

@@ -14,8 +14,8 @@ import psutil
 import pytest
 from nbhelpers import NOTEBOOKS, ROOT, Runner, code_outputs, write_notebook
 
+from testbed_agent import workloads
 from testbed_agent.plan import Benchmark, ParamError, load_plan
-from testbed_agent.workloads import REGISTRY
 from testbed_agent.workloads.notebook import NotebookWorkload, locate
 from testbed_shared.errors import BenchmarkTimeout, Interrupted
 
@@ -52,7 +52,7 @@ def _gone(pid: int) -> bool:
 
 
 def test_registered_with_parser() -> None:
-    assert REGISTRY["kaggle_notebook"] is NotebookWorkload
+    assert workloads.registry()["kaggle_notebook"] is NotebookWorkload
     assert NotebookWorkload.parse_kind == "notebook"
 
 

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from testbed_agent import __version__
+from testbed_agent import __version__, clouds
 from testbed_agent.sysinfo import cc, hyperv, virt
 from testbed_agent.sysinfo.probe import Probe
 
@@ -57,8 +57,9 @@ def collect(
         "tools": tool_versions(),
         "cloud": {"provider": cloud},
     }
-    if cloud == "azure":
-        _azure(info)
+    provider = clouds.get(cloud)
+    if provider is not None:
+        provider.describe(info)
     info["hypervisor"] |= hyperv.describe(probe, cc_state.get("hypervisor_vendor"), host_facts)
     if host_facts:
         info["host"] = host_facts
@@ -68,23 +69,6 @@ def collect(
     hv = info["hypervisor"]
     hv["virtualization"] = virt.summary(hv.get("vm"), hv.get("container"), bool(hv.get("software_emulation")))
     return info
-
-
-def _azure(info: dict[str, Any]) -> None:
-    """Azure evidence (IMDS, vTPM hardware report); only when told the machine is in Azure."""
-    try:
-        from testbed_agent import azure
-    except ImportError:
-        info["cloud"]["error"] = "testbed_agent.azure not available"
-        return
-    try:
-        info["cloud"]["azure"] = azure.imds()
-    except Exception as exc:  # noqa: BLE001 - evidence is best effort, the error is recorded
-        info["cloud"]["error"] = f"IMDS: {exc}"
-    try:
-        info["cc"]["attestation"] = azure.hardware_report()
-    except Exception as exc:  # noqa: BLE001
-        info["cc"]["attestation"] = {"error": str(exc)}
 
 
 def _read(path: str) -> str | None:

@@ -1,18 +1,29 @@
-"""The workload interface: validate parameters, run one execution, return an Outcome."""
+"""The workload interface: a workload type is one class in one module of this package.
+
+The class owns everything about its type: its name and aliases (``type``, ``aliases``, the classic
+``standard`` names it claims), its typed params dataclass (``Params``: defaults and checks in one
+place), what the plan loader checks beyond the values (``check_environment``), its timeout and
+duration estimate, its primary metrics, its raw-output parser (``parse_kind``/``parse_file``) and
+``run``, which receives the parsed params. The registry (:mod:`testbed_agent.workloads`) finds the
+classes; nothing else lists them.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from testbed_agent.plan import Benchmark, ParamError
+from testbed_agent.benchmark import Benchmark
+from testbed_agent.params import parse_into
 from testbed_agent.procs import ProcessTracker
 from testbed_agent.results import Outcome
 from testbed_shared.errors import BenchmarkTimeout, Interrupted, WorkloadError
@@ -42,10 +53,6 @@ class RunContext:
     tracker: ProcessTracker | None = None
     _proc: subprocess.Popen | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    @property
-    def params(self) -> dict[str, Any]:
-        return self.bench.params
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
@@ -136,55 +143,81 @@ def _kill_group(proc: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
         os.killpg(proc.pid, sig)
 
 
-class Workload:
-    """Base of workload types. Subclasses set ``type`` and implement ``check`` and ``run``."""
+@dataclass(frozen=True)
+class NoParams:
+    """The params of a type that takes none."""
 
+
+class Workload:
+    """Base of workload types: subclasses set ``type`` (and what else applies) and implement ``run``."""
+
+    #: the type name plans write (``type: fio``)
     type: ClassVar[str] = ""
+    #: the tool recorded when a run produced no tool information
     tool: ClassVar[str] = ""
+    #: other spellings of ``type`` a plan may use
+    aliases: ClassVar[tuple[str, ...]] = ()
+    #: classic ``standard`` entries whose (lower-case) name starts with one of these are this type
+    name_prefixes: ClassVar[tuple[str, ...]] = ()
+    #: ... or ends with one of these
+    name_suffixes: ClassVar[tuple[str, ...]] = ()
+    #: the typed parameters: a frozen dataclass of :func:`testbed_agent.params.spec` fields
+    Params: ClassVar[type] = NoParams
+    #: regular expressions over metric names: every match is a primary metric (docs/design.md section 6)
+    primary: ClassVar[tuple[str, ...]] = ()
+    #: timeout of one execution when the plan gives none
+    default_timeout_s: ClassVar[float] = DEFAULT_TIMEOUT_S
+    #: typical seconds of one execution when the params say nothing more precise (plan show)
+    typical_s: ClassVar[float] = 60.0
     #: name for ``testbed-agent parse KIND FILE``; empty when the type has no raw-output parser
     parse_kind: ClassVar[str] = ""
+
+    @classmethod
+    def parse(cls, bench: Benchmark) -> Any:
+        """The typed params of ``bench``; raise :class:`ParamError` naming the field."""
+        return parse_into(cls.Params, bench.params, cls.type)
+
+    @classmethod
+    def check_environment(cls, bench: Benchmark, params: Any) -> None:
+        """What the plan loader checks beyond the values (files a benchmark names exist...)."""
+
+    @classmethod
+    def check(cls, bench: Benchmark) -> Any:
+        """Everything the plan loader checks: the params, then the environment; the typed params."""
+        params = cls.parse(bench)
+        cls.check_environment(bench, params)
+        return params
+
+    @classmethod
+    def timeout_s(cls, bench: Benchmark) -> float:
+        """Timeout of one execution: the plan's ``timeout_s`` or the type's default for its params."""
+        return bench.timeout_s or cls.default_timeout(cls.parse(bench))
+
+    @classmethod
+    def default_timeout(cls, params: Any) -> float:
+        """The type's timeout of one execution with these params."""
+        return cls.default_timeout_s
+
+    @classmethod
+    def estimate_s(cls, params: Any) -> float:
+        """Typical seconds of one execution with these params (without the wait)."""
+        return cls.typical_s
+
+    @classmethod
+    def cells(cls, params: Any) -> dict[str, Any] | None:
+        """The cell matrix one execution runs (count and dimensions), for types that have one."""
+        return None
+
+    @classmethod
+    def primary_metrics(cls, names: Iterable[str]) -> list[str]:
+        """The primary metrics among ``names`` (sorted): those matching a ``primary`` pattern."""
+        return sorted(n for n in set(names) if any(re.fullmatch(p, n) for p in cls.primary))
 
     @staticmethod
     def parse_file(path: Path) -> dict[str, Any]:
         """Normalized metrics (``{"metrics": {...}, ...}``) of a raw tool output file."""
         raise NotImplementedError
 
-    @classmethod
-    def check(cls, bench: Benchmark) -> None:
-        """Validate ``bench.params``; raise :class:`ParamError` naming the field."""
-
-    @classmethod
-    def timeout_s(cls, bench: Benchmark) -> float:
-        """Timeout of one execution: the plan's ``timeout_s`` or the type's default."""
-        return bench.timeout_s or DEFAULT_TIMEOUT_S
-
-    def run(self, ctx: RunContext) -> Outcome:
+    def run(self, ctx: RunContext, params: Any) -> Outcome:
+        """One execution with the parsed params."""
         raise NotImplementedError
-
-
-def require(
-    params: dict[str, Any],
-    key: str,
-    kind: type | tuple[type, ...],
-    *,
-    default: Any = None,
-    choices: tuple[Any, ...] | None = None,
-) -> Any:
-    """Read ``params[key]`` with a type (and choice) check; raise ParamError('params.key')."""
-    if key not in params or params[key] is None:
-        if default is None:
-            raise ParamError(f"params.{key}", "is required")
-        return default
-    value = params[key]
-    if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
-        raise ParamError(f"params.{key}", f"expected {_kind_name(kind)}, got {value!r}")
-    if not isinstance(value, kind):
-        raise ParamError(f"params.{key}", f"expected {_kind_name(kind)}, got {value!r}")
-    if choices is not None and value not in choices:
-        raise ParamError(f"params.{key}", f"must be one of {', '.join(map(str, choices))}; got {value!r}")
-    return value
-
-
-def _kind_name(kind: type | tuple[type, ...]) -> str:
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    return " or ".join(k.__name__ for k in kinds)

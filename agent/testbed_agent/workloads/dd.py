@@ -5,29 +5,38 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from testbed_agent.guard import check_target, create_test_file
-from testbed_agent.plan import Benchmark, ParamError
+from testbed_agent.params import ParamError, spec
 from testbed_agent.results import Outcome, metric
-from testbed_agent.workloads import register
-from testbed_agent.workloads.base import RunContext, Workload, require
+from testbed_agent.workloads.base import RunContext, Workload
 from testbed_shared.errors import WorkloadError
-from testbed_shared.units import parse_size
 
-DEFAULTS: dict[str, Any] = {
-    "bs": "128k",
-    "count": 8000,
-    "source": "urandom",
-    "oflag": "",
-    "conv": "fdatasync",
-    "read": True,
-    "iflag": "direct",
-    "pause_s": 1.0,
-}
-_FLAGS = {"", "direct", "dsync", "sync", "nocache"}
-_CONVS = {"", "fdatasync", "fsync"}
+_FLAGS = ("", "direct", "dsync", "sync", "nocache")
+#: sequential write + read-back throughput assumed for the duration estimate, B/s
+DISK_BPS = 200e6
+
+
+@dataclass(frozen=True)
+class DdParams:
+    bs: int = spec("128k", "size", lo=1, hi=2**30)
+    count: int = spec(8000, "int", lo=1, hi=2**40)
+    source: str = spec("urandom", choices=("urandom", "zero"))
+    oflag: str = spec("", choices=_FLAGS)
+    iflag: str = spec("direct", choices=_FLAGS)
+    conv: str = spec("fdatasync", choices=("", "fdatasync", "fsync"))
+    read: bool = spec(True, "bool")
+    pause_s: float = spec(1.0, "num", lo=0, hi=3600)
+    allow_device: bool = spec(False, "bool")
+    filename: str | None = spec(None, pattern=r"[^\x00-\x1f]+")
+
+    def __post_init__(self) -> None:
+        if self.bs * self.count > 2**50:
+            raise ParamError("params.count", f"bs x count is {self.bs * self.count} bytes, more than 1 PiB")
+
 
 # "N bytes (X kB) copied, S s, R kB/s" (old) and "N bytes (X kB, Y KiB) copied, S s, R MB/s" (new);
 # also "1 byte copied" and "0 bytes copied" without the parenthesis.
@@ -72,60 +81,46 @@ def parse_summary(text: str) -> dict[str, Any]:
     }
 
 
-@register
 class Dd(Workload):
     type = "dd"
     tool = "dd"
     parse_kind = "dd"
+    name_prefixes = ("dd_",)
+    Params = DdParams
+    #: dd's own latency (seconds per run)
+    primary = (r"(read|write)_seconds",)
+    default_timeout_s = 1800.0
 
     @classmethod
-    def check(cls, bench: Benchmark) -> None:
-        p = bench.params
-        try:
-            parse_size(p.get("bs", DEFAULTS["bs"]))
-        except ValueError as exc:
-            raise ParamError("params.bs", str(exc)) from None
-        if require(p, "count", int, default=DEFAULTS["count"]) < 1:
-            raise ParamError("params.count", "must be >= 1")
-        require(p, "source", str, default=DEFAULTS["source"], choices=("urandom", "zero"))
-        require(p, "oflag", str, default="-", choices=(*_FLAGS, "-"))
-        require(p, "iflag", str, default="-", choices=(*_FLAGS, "-"))
-        require(p, "conv", str, default="-", choices=(*_CONVS, "-"))
-        require(p, "read", bool, default=True)
-        require(p, "pause_s", (int, float), default=1.0)
-        require(p, "allow_device", bool, default=False)
-        if "filename" in p:
-            require(p, "filename", str)
+    def estimate_s(cls, params: DdParams) -> float:
+        p = params
+        return p.bs * p.count * (2 if p.read else 1) / DISK_BPS + p.pause_s + 1
 
-    @classmethod
-    def timeout_s(cls, bench: Benchmark) -> float:
-        return bench.timeout_s or 1800.0
-
-    def run(self, ctx: RunContext) -> Outcome:
-        p = {**DEFAULTS, **ctx.params}
-        allow = bool(p.get("allow_device", False))
-        target = Path(p["filename"]) if p.get("filename") else ctx.scratch / "dd" / "testfile.dat"
+    def run(self, ctx: RunContext, params: DdParams) -> Outcome:
+        p = params
+        allow = p.allow_device
+        target = Path(p.filename) if p.filename else ctx.scratch / "dd" / "testfile.dat"
         target = check_target(target, allow)
         if not target.exists() or target.is_file():
             target = create_test_file(target, allow)
         env = {**os.environ, "LC_ALL": "C"}
-        bs = str(p["bs"])
-        write = ["dd", f"if=/dev/{p['source']}", f"of={target}", f"bs={bs}", f"count={p['count']}"]
-        if p["oflag"]:
-            write.append(f"oflag={p['oflag']}")
-        if p["conv"]:
-            write.append(f"conv={p['conv']}")
+        bs = str(p.bs)
+        write = ["dd", f"if=/dev/{p.source}", f"of={target}", f"bs={bs}", f"count={p.count}"]
+        if p.oflag:
+            write.append(f"oflag={p.oflag}")
+        if p.conv:
+            write.append(f"conv={p.conv}")
         raw = ctx.artifact("dd.txt")
         res = ctx.exec(write, env=env)
         log = [f"$ {' '.join(write)}", res.stderr.strip()]
         w = parse_summary(res.stderr)
         metrics = _metrics("write", w)
         samples: dict[str, Any] = {"write": w}
-        if p["read"]:
-            ctx.sleep(float(p["pause_s"]))
-            read = ["dd", f"if={target}", "of=/dev/null", f"bs={bs}", f"count={p['count']}"]
-            if p["iflag"]:
-                read.append(f"iflag={p['iflag']}")
+        if p.read:
+            ctx.sleep(float(p.pause_s))
+            read = ["dd", f"if={target}", "of=/dev/null", f"bs={bs}", f"count={p.count}"]
+            if p.iflag:
+                read.append(f"iflag={p.iflag}")
             res = ctx.exec(read, env=env)
             log += [f"$ {' '.join(read)}", res.stderr.strip()]
             r = parse_summary(res.stderr)
@@ -138,7 +133,7 @@ class Dd(Workload):
             samples=samples,
             artifacts=[raw.name],
             tool={"name": "dd", "version": version.split()[-1]},
-            params={"target": str(target), "bytes": parse_size(bs) * int(p["count"])},
+            params={"target": str(target), "bytes": p.bs * p.count},
         )
 
     @staticmethod

@@ -13,19 +13,18 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import statistics
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any
 
-from testbed_agent.plan import Benchmark, ParamError
+from testbed_agent.benchmark import Benchmark
+from testbed_agent.params import ParamError, spec
 from testbed_agent.results import Outcome, metric
-from testbed_agent.workloads import register
-from testbed_agent.workloads.base import RunContext, Workload, require
+from testbed_agent.workloads.base import RunContext, Workload
+from testbed_services import launcher
 from testbed_services.faas import DEFAULT_PORT
 from testbed_services.faas.client import FaasClient
 from testbed_shared.cost import cost_efficiency
@@ -35,79 +34,92 @@ MODES = ("warm", "cold", "cold_warm", "scaling", "retention")
 DEFAULT_TIMEOUT_S = 1800.0
 
 
-@register
+@dataclass(frozen=True)
+class FaasParams:
+    function: str = spec(pattern=r"[A-Za-z0-9_-]{1,64}")
+    mode: str = spec("warm", choices=MODES)
+    endpoint: str = spec("auto", pattern=r"auto|local|http://[\x21-\x7e]{1,200}")
+    profile: str = spec("aws-lambda", pattern=r"[A-Za-z0-9_.-]{1,64}")
+    #: calls per caller; None: 1 in ``scaling`` mode, else 5
+    calls: int = spec(None, "int", lo=1, hi=1_000_000)
+    concurrency: int = spec(1, "int", lo=1, hi=4096)
+    memory_mb: int | None = spec(None, "int", lo=1, hi=1_048_576)
+    tmp_mb: int | None = spec(None, "int", lo=1, hi=1_048_576)
+    warmup: int = spec(1, "int", lo=0, hi=100_000)
+    keep_alive_s: float | None = spec(None, "num", lo=1e-3, hi=86_400)
+    function_timeout_s: float | None = spec(None, "num", lo=1e-3, hi=86_400)
+    event: dict = field(default_factory=dict, metadata={"kind": "map"})
+    env: dict = field(default_factory=dict, metadata={"kind": "map", "pattern": r"[A-Za-z_]\w{0,127}"})
+    gaps_s: tuple[float, ...] = spec((), "nums", lo=0, hi=86_400)
+    #: design factors of a study (file size, I/O size, ...): kept in the record for the report's
+    #: parameter ANOVA, not used by the run
+    factors: dict = field(default_factory=dict, metadata={"kind": "map"})
+
+    def __post_init__(self) -> None:
+        if self.calls is None:
+            object.__setattr__(self, "calls", 1 if self.mode == "scaling" else 5)
+        if self.mode == "retention" and not self.gaps_s:
+            raise ParamError("params.gaps_s", "retention needs a list of idle gaps in seconds")
+
+
 class FaasWorkload(Workload):
     type = "faas"
     tool = "testbed-faas-emulator"
+    Params = FaasParams
+    #: the function's own latency (dd's seconds in the I/O study) where it reports one, else the
+    #: median round trip
+    primary = (r"latency_s", r"round_trip_p50_s")
+    default_timeout_s = DEFAULT_TIMEOUT_S
 
     @classmethod
-    def check(cls, bench: Benchmark) -> None:
-        p = bench.params
-        require(p, "function", str)
-        mode = require(p, "mode", str, default="warm", choices=MODES)
-        endpoint = require(p, "endpoint", str, default="auto")
-        if endpoint not in ("auto", "local") and not endpoint.startswith("http://"):
-            raise ParamError("params.endpoint", "must be 'auto', 'local' or an http:// URL")
-        for key, minimum in (
-            ("calls", 1),
-            ("concurrency", 1),
-            ("memory_mb", 1),
-            ("tmp_mb", 1),
-            ("warmup", 0),
-        ):
-            value = require(p, key, int, default=-1)
-            if value != -1 and value < minimum:
-                raise ParamError(f"params.{key}", f"must be >= {minimum}")
-        for key in ("keep_alive_s", "function_timeout_s"):
-            if key in p and require(p, key, (int, float)) <= 0:
-                raise ParamError(f"params.{key}", "must be > 0")
-        require(p, "event", dict, default={})
-        require(p, "env", dict, default={})
-        gaps = require(p, "gaps_s", list, default=[])
-        if mode == "retention" and not gaps:
-            raise ParamError("params.gaps_s", "retention needs a list of idle gaps in seconds")
-        if any(isinstance(g, bool) or not isinstance(g, (int, float)) or g < 0 for g in gaps):
-            raise ParamError("params.gaps_s", "must be a list of seconds >= 0")
-        if endpoint == "auto":
+    def check_environment(cls, bench: Benchmark, params: FaasParams) -> None:
+        if params.endpoint == "auto":
             from testbed_services.faas.profiles import load_profile
 
             try:
-                profile = load_profile(require(p, "profile", str, default="aws-lambda"))
-                if "memory_mb" in p:
-                    profile.check_memory(p["memory_mb"])
+                profile = load_profile(params.profile)
+                if params.memory_mb is not None:
+                    profile.check_memory(params.memory_mb)
             except TestbedError as exc:
                 raise ParamError(
                     "params.profile", exc.message + (f" ({exc.hint})" if exc.hint else "")
                 ) from exc
 
     @classmethod
-    def timeout_s(cls, bench: Benchmark) -> float:
-        return bench.timeout_s or DEFAULT_TIMEOUT_S
+    def estimate_s(cls, params: FaasParams) -> float:
+        p = params
+        calls = p.calls * (2 if p.mode == "cold_warm" else 1) * (1 if p.mode != "cold" else 3)
+        return 10.0 + calls * 0.5 + sum(p.gaps_s)
 
-    def run(self, ctx: RunContext) -> Outcome:
+    @classmethod
+    def primary_metrics(cls, names: Iterable[str]) -> list[str]:
+        """``latency_s`` where the function reports it, else the median round trip."""
+        names = sorted(set(names))
+        return [n for n in names if n == "latency_s"] or [n for n in names if n == "round_trip_p50_s"]
+
+    def run(self, ctx: RunContext, params: FaasParams) -> Outcome:
         try:
-            return self._run(ctx)
+            return self._run(ctx, params)
         except WorkloadError:
             raise
         except TestbedError as exc:  # emulator unreachable, deployment refused ...
             raise WorkloadError(exc.message, exc.hint) from exc
 
-    def _run(self, ctx: RunContext) -> Outcome:
-        p = ctx.params
-        with _endpoint(ctx) as url:
+    def _run(self, ctx: RunContext, p: FaasParams) -> Outcome:
+        with _endpoint(ctx, p) as url:
             client = FaasClient(url, timeout_s=max(1.0, ctx.remaining()))
             info = client.info()
-            name = f"{p['function']}-{ctx.bench.index}"
-            spec = {
-                "function": p["function"],
-                "memory_mb": p.get("memory_mb"),
-                "tmp_mb": p.get("tmp_mb"),
-                "keep_alive_s": p.get("keep_alive_s"),
-                "timeout_s": p.get("function_timeout_s"),
-                "env": p.get("env") or {},
+            name = f"{p.function}-{ctx.bench.index}"
+            fields = {
+                "function": p.function,
+                "memory_mb": p.memory_mb,
+                "tmp_mb": p.tmp_mb,
+                "keep_alive_s": p.keep_alive_s,
+                "timeout_s": p.function_timeout_s,
+                "env": p.env,
             }
-            deployment = client.deploy(name, **{k: v for k, v in spec.items() if v is not None})
-            mode = p.get("mode", "warm")
+            deployment = client.deploy(name, **{k: v for k, v in fields.items() if v is not None})
+            mode = p.mode
             modes = {
                 "warm": _mode_warm,
                 "cold": _mode_cold,
@@ -116,7 +128,7 @@ class FaasWorkload(Workload):
                 "retention": _mode_retention,
             }
             try:
-                calls = modes[mode](ctx, client, name)
+                calls = modes[mode](ctx, p, client, name)
             finally:
                 client.close()
         return _outcome(ctx, info, deployment, calls, mode)
@@ -126,9 +138,9 @@ class FaasWorkload(Workload):
 
 
 @contextlib.contextmanager
-def _endpoint(ctx: RunContext) -> Iterator[str]:
+def _endpoint(ctx: RunContext, p: FaasParams) -> Iterator[str]:
     """The given endpoint, or a private emulator on 127.0.0.1 for ``endpoint: auto``."""
-    endpoint = ctx.params.get("endpoint", "auto")
+    endpoint = p.endpoint
     if endpoint == "local":
         endpoint = os.environ.get("TESTBED_FAAS_URL", f"http://127.0.0.1:{DEFAULT_PORT}")
     if endpoint != "auto":
@@ -136,40 +148,19 @@ def _endpoint(ctx: RunContext) -> Iterator[str]:
         return
     ctx.scratch.mkdir(parents=True, exist_ok=True)
     url_file = ctx.scratch / f"faas-{os.getpid()}-{ctx.bench.index}.url"
-    url_file.unlink(missing_ok=True)
-    log = ctx.artifact("emulator.log")
-    cmd = [
-        sys.executable,
-        "-m",
-        "testbed_agent",
-        "faas",
-        "serve",
-        "--port",
-        "0",
+    svc = launcher.emulator(
+        url_file,
+        ctx.scratch / "faas-state",
         "--profile",
-        str(ctx.params.get("profile", "aws-lambda")),
-        "--url-file",
-        str(url_file),
-        "--state-dir",
-        str(ctx.scratch / "faas-state"),
-    ]
-    with open(log, "w") as fh:
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+        p.profile,
+        tracker=ctx.tracker,
+        log=ctx.artifact("emulator.log"),
+        stop=ctx.stop,
+    )
     try:
-        end = time.monotonic() + 30
-        while not url_file.exists() or not url_file.read_text().strip():
-            if proc.poll() is not None or time.monotonic() > end:
-                raise WorkloadError(f"FaaS emulator did not start: {log.read_text().strip()[-300:]}")
-            ctx.sleep(0.05)
-        yield url_file.read_text().strip()
+        yield svc.url
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        svc.stop(timeout_s=20)
         url_file.unlink(missing_ok=True)
 
 
@@ -192,28 +183,28 @@ def _call(client: FaasClient, name: str, event: Any, phase: str) -> dict[str, An
     }
 
 
-def _mode_warm(ctx: RunContext, client: FaasClient, name: str) -> list[dict[str, Any]]:
-    event, out = ctx.params.get("event") or {}, []
-    for _ in range(int(ctx.params.get("warmup", 1))):
+def _mode_warm(ctx: RunContext, p: FaasParams, client: FaasClient, name: str) -> list[dict[str, Any]]:
+    event, out = p.event, []
+    for _ in range(p.warmup):
         out.append(_call(client, name, event, "warmup"))
-    for _ in range(int(ctx.params.get("calls", 5))):
+    for _ in range(p.calls):
         _check_stop(ctx)
         out.append(_call(client, name, event, "measured"))
     return out
 
 
-def _mode_cold(ctx: RunContext, client: FaasClient, name: str) -> list[dict[str, Any]]:
-    event, out = ctx.params.get("event") or {}, []
-    for _ in range(int(ctx.params.get("calls", 5))):
+def _mode_cold(ctx: RunContext, p: FaasParams, client: FaasClient, name: str) -> list[dict[str, Any]]:
+    event, out = p.event, []
+    for _ in range(p.calls):
         _check_stop(ctx)
         client.cold(name)
         out.append(_call(client, name, event, "measured"))
     return out
 
 
-def _mode_cold_warm(ctx: RunContext, client: FaasClient, name: str) -> list[dict[str, Any]]:
-    event, out = ctx.params.get("event") or {}, []
-    for _ in range(int(ctx.params.get("calls", 5))):
+def _mode_cold_warm(ctx: RunContext, p: FaasParams, client: FaasClient, name: str) -> list[dict[str, Any]]:
+    event, out = p.event, []
+    for _ in range(p.calls):
         _check_stop(ctx)
         client.cold(name)
         out.append(_call(client, name, event, "cold"))
@@ -235,26 +226,19 @@ def _parallel(
         return [c for batch in pool.map(worker, range(callers)) for c in batch]
 
 
-def _mode_scaling(ctx: RunContext, client: FaasClient, name: str) -> list[dict[str, Any]]:
+def _mode_scaling(ctx: RunContext, p: FaasParams, client: FaasClient, name: str) -> list[dict[str, Any]]:
     client.cold(None, "host")
-    return _parallel(
-        client,
-        name,
-        ctx.params.get("event") or {},
-        int(ctx.params.get("concurrency", 1)),
-        int(ctx.params.get("calls", 1)),
-        "measured",
-    )
+    return _parallel(client, name, p.event, p.concurrency, p.calls, "measured")
 
 
-def _mode_retention(ctx: RunContext, client: FaasClient, name: str) -> list[dict[str, Any]]:
+def _mode_retention(ctx: RunContext, p: FaasParams, client: FaasClient, name: str) -> list[dict[str, Any]]:
     """Per idle gap, from fresh containers (the study's separate runs): warm ``concurrency`` of
     them, stay idle for the gap, look which are still in the pool (without calling them), call
     again. Each gap's retained share samples the survival of drawn idle lifetimes, independently
     of the other gaps."""
-    event, n = ctx.params.get("event") or {}, int(ctx.params.get("concurrency", 1))
+    event, n = p.event, p.concurrency
     out: list[dict[str, Any]] = []
-    for gap in ctx.params["gaps_s"]:
+    for gap in p.gaps_s:
         _check_stop(ctx)
         client.cold(name)
         start = time.monotonic()

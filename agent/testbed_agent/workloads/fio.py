@@ -7,10 +7,12 @@ import os
 import re
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from testbed_agent import fiojob
+from testbed_agent.benchmark import Benchmark
 from testbed_agent.guard import (
     check_fio_filename,
     check_fio_job,
@@ -22,15 +24,14 @@ from testbed_agent.guard import (
     staging_file,
     unmark,
 )
-from testbed_agent.plan import Benchmark, ParamError
+from testbed_agent.params import ParamError, spec
 from testbed_agent.results import Outcome, metric
-from testbed_agent.workloads import register
-from testbed_agent.workloads.base import RunContext, Workload, require
+from testbed_agent.workloads.base import RunContext, Workload
 from testbed_shared.errors import TargetRefused, WorkloadError
 from testbed_shared.paths import workloads_dir
-from testbed_shared.units import parse_size
 
-DEFAULTS: dict[str, Any] = {"size": "1G", "runtime_s": 60, "ramp_s": 2, "ioengine": "libaio", "iodepth": 16}
+#: sequential throughput assumed for the layout of the test file (duration estimate), B/s
+DISK_BPS = 200e6
 PERCENTILES = ("50.000000", "90.000000", "99.000000", "99.900000")
 _ALIASES = (("sequential", ""), ("seq", ""), ("random", "rand"))
 
@@ -48,22 +49,40 @@ def job_name(name: str) -> str:
     return f"fio_{m.group(1).lower()}_{rw}"
 
 
-def job_file(bench: Benchmark) -> Path:
-    custom = bench.params.get("job")
-    return Path(custom) if custom else workloads_dir() / "fio" / f"{job_name(bench.name)}.fio"
+@dataclass(frozen=True)
+class FioParams:
+    job: str | None = spec(None, pattern=r"[^\x00-\x1f:]+")
+    size: int = spec("1G", "size", lo=4096, hi=2**50)
+    runtime_s: int = spec(60, "int", lo=1, hi=86_400)
+    ramp_s: int = spec(2, "int", lo=0, hi=3600)
+    #: an engine name (which engines exist depends on fio's build: an unknown one fails at run time)
+    ioengine: str = spec("libaio", pattern=r"[a-z][a-z0-9_]{0,31}")
+    iodepth: int = spec(16, "int", lo=1, hi=65_536)
+    allow_device: bool = spec(False, "bool")
+    filename: str | None = spec(None, pattern=r"[^\x00-\x1f\\]+")
+
+    def __post_init__(self) -> None:
+        # fio reads ':' as a list of files: a name with one could write elsewhere
+        if self.filename is not None and ":" in self.filename:
+            raise ParamError("params.filename", "fio reads ':' as a separator between files")
 
 
-def job_env(p: dict[str, Any], target: str, size: int) -> dict[str, str]:
+def job_file(bench: Benchmark, p: FioParams) -> Path:
+    """The job file of a benchmark: ``params.job``, else the classic job its name says."""
+    return Path(p.job) if p.job else workloads_dir() / "fio" / f"{job_name(bench.name)}.fio"
+
+
+def job_env(p: FioParams, target: str, size: int) -> dict[str, str]:
     """The whole environment fio runs with: ``${VAR}`` in a job expands only to these."""
     return {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "LC_ALL": "C",
         "FIO_FILENAME": target,
         "FIO_SIZE": str(size),
-        "FIO_IOENGINE": str(p["ioengine"]),
-        "FIO_IODEPTH": str(p["iodepth"]),
-        "FIO_RUNTIME": str(p["runtime_s"]),
-        "FIO_RAMP": str(p["ramp_s"]),
+        "FIO_IOENGINE": str(p.ioengine),
+        "FIO_IODEPTH": str(p.iodepth),
+        "FIO_RUNTIME": str(p.runtime_s),
+        "FIO_RAMP": str(p.ramp_s),
     }
 
 
@@ -85,58 +104,49 @@ def _showcmd(ctx: RunContext, cmd: list[str], env: dict[str, str]) -> str:
     return res.stdout
 
 
-@register
 class Fio(Workload):
     type = "fio"
     tool = "fio"
     parse_kind = "fio"
+    name_prefixes = ("fio_",)
+    Params = FioParams
+    #: bandwidth per direction
+    primary = (r"(read|write|trim)_bw_bytes",)
 
     @classmethod
-    def check(cls, bench: Benchmark) -> None:
-        p = bench.params
-        if not job_file(bench).is_file():
-            raise ParamError("name" if "job" not in p else "params.job", f"no fio job file {job_file(bench)}")
-        try:
-            parse_size(p.get("size", DEFAULTS["size"]))
-        except ValueError as exc:
-            raise ParamError("params.size", str(exc)) from None
-        for key in ("runtime_s", "ramp_s", "iodepth"):
-            require(p, key, int, default=DEFAULTS[key])
-        require(p, "ioengine", str, default=DEFAULTS["ioengine"])
-        require(p, "allow_device", bool, default=False)
-        if "filename" in p:
-            require(p, "filename", str)
-            if ":" in p["filename"]:
-                raise ParamError("params.filename", "fio reads ':' as a separator between files")
-        if p.get("ioengine", DEFAULTS["ioengine"]) not in fiojob.ENGINES:
+    def check_environment(cls, bench: Benchmark, params: FioParams) -> None:
+        p = params
+        job = job_file(bench, p)
+        if not job.is_file():
+            raise ParamError("name" if p.job is None else "params.job", f"no fio job file {job}")
+        if p.ioengine not in fiojob.ENGINES:
             raise ParamError(
                 "params.ioengine", f"not an allowed I/O engine (allowed: {', '.join(fiojob.ENGINES)})"
             )
-        if "job" in p:
+        if p.job is not None:
             try:
-                check_fio_job(job_file(bench).read_text(), str(job_file(bench)))
+                check_fio_job(job.read_text(), str(job))
                 if shutil.which("fio"):
                     placeholder = "/var/tmp/testbed-agent/check/testfile.dat"
-                    fiojob.check_job(
-                        str(job_file(bench)),
-                        job_env({**DEFAULTS, **p}, placeholder, 4096),
-                        placeholder,
-                        _check_run,
-                    )
+                    fiojob.check_job(str(job), job_env(p, placeholder, 4096), placeholder, _check_run)
             except TargetRefused as exc:
                 raise ParamError("params.job", exc.message) from None
 
     @classmethod
-    def timeout_s(cls, bench: Benchmark) -> float:
-        p = {**DEFAULTS, **bench.params}
-        return bench.timeout_s or float(p["runtime_s"] + p["ramp_s"]) * 2 + 600
+    def default_timeout(cls, params: FioParams) -> float:
+        return float(params.runtime_s + params.ramp_s) * 2 + 600
 
-    def run(self, ctx: RunContext) -> Outcome:
-        p = {**DEFAULTS, **ctx.params}
-        allow = bool(p.get("allow_device", False))
-        size = parse_size(p["size"])
-        target = Path(p["filename"]) if p.get("filename") else ctx.scratch / "fio" / "testfile.dat"
-        job = job_file(ctx.bench)
+    @classmethod
+    def estimate_s(cls, params: FioParams) -> float:
+        p = params
+        return p.runtime_s + p.ramp_s + 2 * p.size / DISK_BPS / 10 + 2
+
+    def run(self, ctx: RunContext, params: FioParams) -> Outcome:
+        p = params
+        allow = p.allow_device
+        size = p.size
+        target = Path(p.filename) if p.filename else ctx.scratch / "fio" / "testfile.dat"
+        job = job_file(ctx.bench, p)
         check_fio_job(job.read_text(), str(job))
         real = check_fio_filename(check_target(target, allow))
         env = job_env(p, str(real), size)

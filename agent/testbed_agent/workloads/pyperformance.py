@@ -6,53 +6,63 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from testbed_agent.plan import Benchmark, ParamError
+from testbed_agent.params import NAME_RE, spec
 from testbed_agent.results import Outcome, metric
-from testbed_agent.workloads import register
-from testbed_agent.workloads.base import RunContext, Workload, require
+from testbed_agent.workloads.base import RunContext, Workload
 from testbed_shared.errors import WorkloadError
 from testbed_shared.paths import cache_dir
 
 MODES = ("fast", "rigorous", "normal", "debug-single-value")
+#: seconds per benchmark by mode, and the size of the named groups (duration estimate)
+PER_BENCH_S = {"fast": 20.0, "debug-single-value": 5.0, "normal": 60.0, "rigorous": 180.0}
+GROUPS = {"default": 60, "all": 90}
 
 
-@register
+@dataclass(frozen=True)
+class PyperformanceParams:
+    #: a name, a group, a comma list or a list of names; never an option (``--help``)
+    benchmarks: tuple[str, ...] = spec("default", "names", pattern=r"-?" + NAME_RE)
+    #: None: ``fast`` if ``fast`` is true, else ``normal``
+    mode: str | None = spec(None, choices=MODES)
+    fast: bool = spec(False, "bool")
+    affinity: str = spec("", pattern=r"([0-9]{1,4}([-,][0-9]{1,4})*)?")
+    venv_dir: str | None = spec(None, pattern=r"[^\x00-\x1f]+")
+
+    @property
+    def run_mode(self) -> str:
+        """The mode pyperformance runs in."""
+        return self.mode or ("fast" if self.fast else "normal")
+
+
 class Pyperformance(Workload):
     type = "pyperformance"
     tool = "pyperformance"
     parse_kind = "pyperf"
+    aliases = ("pyperf",)
+    name_prefixes = ("pyperformance",)
+    Params = PyperformanceParams
+    #: each benchmark's time
+    primary = (r".+",)
+    default_timeout_s = 4 * 3600.0
+    typical_s = 3600.0
 
     @classmethod
-    def check(cls, bench: Benchmark) -> None:
-        p = bench.params
-        b = p.get("benchmarks", "default")
-        if isinstance(b, list):
-            if not all(isinstance(x, str) for x in b):
-                raise ParamError("params.benchmarks", "a list of benchmark names")
-        elif not isinstance(b, str):
-            raise ParamError("params.benchmarks", "a name, a group or a list of names")
-        require(p, "mode", str, default="normal", choices=MODES)
-        if "fast" in p:
-            require(p, "fast", bool)
-        require(p, "affinity", str, default="-")
+    def estimate_s(cls, params: PyperformanceParams) -> float:
+        count = sum(GROUPS.get(b, 1) for b in params.benchmarks)
+        return count * PER_BENCH_S[params.run_mode]
 
-    @classmethod
-    def timeout_s(cls, bench: Benchmark) -> float:
-        return bench.timeout_s or 4 * 3600.0
-
-    def run(self, ctx: RunContext) -> Outcome:
-        p = ctx.params
-        selection = p.get("benchmarks", "default")
-        if isinstance(selection, list):
-            selection = ",".join(selection)
-        mode = p.get("mode") or ("fast" if p.get("fast") else "normal")
+    def run(self, ctx: RunContext, params: PyperformanceParams) -> Outcome:
+        p = params
+        selection = ",".join(p.benchmarks)
+        mode = p.run_mode
         # pyperformance keeps its venv under ./venv of the working directory: a fixed cache
         # directory per Python makes it built once and reused by every run.
         workdir = Path(
-            p.get("venv_dir") or cache_dir() / f"pyperformance-py{sys.version_info[0]}{sys.version_info[1]}"
+            p.venv_dir or cache_dir() / f"pyperformance-py{sys.version_info[0]}{sys.version_info[1]}"
         )
         workdir.mkdir(parents=True, exist_ok=True)
         out = ctx.artifact("pyperf.json")
@@ -61,8 +71,8 @@ class Pyperformance(Workload):
         cmd = [sys.executable, "-m", "pyperformance", "run", "-b", selection, "-o", str(out)]
         if mode != "normal":
             cmd.append(f"--{mode}")
-        if p.get("affinity"):
-            cmd += ["--affinity", str(p["affinity"])]
+        if p.affinity:
+            cmd += ["--affinity", p.affinity]
         env = {**os.environ, "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "0")}
         res = ctx.exec(cmd, cwd=workdir, env=env, check=False)
         ctx.artifact("pyperformance.log").write_text(res.stdout + res.stderr)

@@ -6,20 +6,18 @@ import json
 import sys
 
 from testbed_agent.results import Outcome, metric
-from testbed_agent.workloads import register
-from testbed_agent.workloads.base import RunContext, Workload
+from testbed_agent.workloads.base import NoParams, RunContext, Workload
 
 
-@register
 class Sysinfo(Workload):
     type = "sysinfo"
     tool = "testbed-agent sysinfo"
+    aliases = ("systeminfo",)
+    name_prefixes = ("systeminfo", "sysinfo")
+    default_timeout_s = 120.0
+    typical_s = 5.0
 
-    @classmethod
-    def timeout_s(cls, bench) -> float:
-        return bench.timeout_s or 120.0
-
-    def run(self, ctx: RunContext) -> Outcome:
+    def run(self, ctx: RunContext, params: NoParams) -> Outcome:
         out = ctx.artifact("sysinfo.json")
         cmd = [sys.executable, "-m", "testbed_agent", "sysinfo", "--out", str(out)]
         cmd += ["--cloud", ctx.options.get("cloud") or "none"]

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from testbed_agent.plan import ParamError
+from testbed_agent.params import ParamError
 from testbed_agent.results import metric
 from testbed_services.faas import cgroups
 from testbed_services.faas.instance import JOIN_AND_EXEC

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import yaml
 
-from testbed_agent.plan import ParamError
+from testbed_agent.params import ParamError
+from testbed_shared.paths import notebooks_dir
 
 ALIASES_FILE = "aliases.yml"
 
@@ -29,8 +30,6 @@ def _load(path: str, mtime: float) -> dict[str, dict[str, str]]:
 
 def aliases() -> dict[str, dict[str, str]]:
     """The alias tables of the current notebooks directory."""
-    from testbed_agent.workloads.notebook import notebooks_dir
-
     path = notebooks_dir() / ALIASES_FILE
     mtime = path.stat().st_mtime if path.is_file() else 0.0
     return _load(str(path), mtime)

@@ -16,18 +16,19 @@ import re
 import shutil
 import statistics
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from testbed_agent.plan import Benchmark, ParamError
+from testbed_agent.benchmark import Benchmark
+from testbed_agent.params import ParamError, check_tree, size_bytes
 from testbed_agent.results import Outcome, metric
-from testbed_agent.workloads import register
 from testbed_agent.workloads.base import RunContext, Workload
-from testbed_agent.workloads.crypto_tiers import TierCells, resolve_tier, run_tiered, tier_params
+from testbed_agent.workloads.crypto import estimate
+from testbed_agent.workloads.crypto.tiers import TierCells, resolve_tier, run_tiered, tier_params
 from testbed_shared import cost
 from testbed_shared.errors import WorkloadError
 from testbed_shared.paths import workloads_dir
-from testbed_shared.units import parse_size
 
 LANGUAGES = ("python", "go", "rust", "java", "node")
 _CIPHER = ("encrypt", "decrypt")
@@ -97,10 +98,7 @@ def _int_list(params: dict[str, Any], key: str, default: list[int]) -> list[int]
 def _sizes(params: dict[str, Any], key: str) -> list[int]:
     value = params[key]
     values = value if isinstance(value, list) else [value]
-    try:
-        sizes = [parse_size(v) for v in values]
-    except (ValueError, TypeError) as exc:
-        raise ParamError(f"params.{key}", str(exc)) from None
+    sizes = [size_bytes(v, f"params.{key}") for v in values]
     if not sizes:
         raise ParamError(f"params.{key}", "is empty")
     return sizes
@@ -201,7 +199,7 @@ def resolve(bench: Benchmark) -> dict[str, Any]:
     """Validated parameters of a crypto benchmark, defaults filled in; raises ParamError."""
     p = bench.params
     alg, named = _resolve_alg(bench)
-    out: dict[str, Any] = {"alg": alg}
+    out: dict[str, Any] = {"alg": alg, "crypto_dir": crypto_dir(p)}
     _resolve_common(p, out)
     resolve_tier(p, out)
     if alg == KMS_ALG:
@@ -512,25 +510,44 @@ def _set_status(outcome: Outcome, cell_log: list[dict[str, Any]], failures: list
         outcome.status, outcome.error = "skipped", "no cell could run: " + "; ".join(reasons)[:2000]
 
 
-@register
 class Crypto(Workload):
+    """The typed params of a crypto benchmark are the mapping :func:`resolve` returns (algorithm
+    and key sizes from the name where params say none, cells, payloads, price table, tier)."""
+
     type = "crypto"
     tool = "testbed-crypto"
+    #: checks its own keys (:data:`_KEYS`) in :func:`resolve`
+    Params = None
+    #: throughput per cell (time per operation where a cell has no byte size)
+    primary = (r".+\.throughput", r".+\.time_per_op")
+    default_timeout_s = 3600.0
 
     @classmethod
-    def check(cls, bench: Benchmark) -> None:
-        resolve(bench)
+    def parse(cls, bench: Benchmark) -> dict[str, Any]:
+        check_tree(bench.params)
+        return resolve(bench)
 
     @classmethod
-    def timeout_s(cls, bench: Benchmark) -> float:
-        return bench.timeout_s or 3600.0
+    def estimate_s(cls, params: dict[str, Any]) -> float:
+        """From the cells' bytes and measured cipher rates (kms-envelope: the typical minute)."""
+        return estimate.crypto_estimate_s(params) if "key_bits" in params else cls.typical_s
 
-    def run(self, ctx: RunContext) -> Outcome:
-        try:
-            res = resolve(ctx.bench)
-        except ParamError as exc:
-            raise WorkloadError(f"{exc.field}: {exc.problem}") from None
-        root = crypto_dir(ctx.params)
+    @classmethod
+    def cells(cls, params: dict[str, Any]) -> dict[str, Any] | None:
+        return estimate.cell_matrix(params)
+
+    @classmethod
+    def primary_metrics(cls, names: Iterable[str]) -> list[str]:
+        """A cell's ``throughput``; its ``time_per_op`` where the same cell has no throughput."""
+        names = sorted(set(names))
+        first = [n for n in names if re.fullmatch(cls.primary[0], n)]
+        cells = {n.rsplit(".", 1)[0] for n in first}
+        rest = [n for n in names if re.fullmatch(cls.primary[1], n) and n.rsplit(".", 1)[0] not in cells]
+        return sorted(first + rest)
+
+    def run(self, ctx: RunContext, params: dict[str, Any]) -> Outcome:
+        res = params
+        root = res["crypto_dir"]
         tiers = TierCells(res["tier"]) if "tier" in res else None
         try:
             return self._run_tiers(ctx, res, root, tiers)
@@ -543,7 +560,7 @@ class Crypto(Workload):
     ) -> Outcome:
         """The benchmark's cells (each in its tier's cgroup when ``tiers``), as one outcome."""
         if res["alg"] == KMS_ALG:
-            from testbed_agent.workloads.crypto_kms import run_kms
+            from testbed_agent.workloads.crypto.kms import run_kms
 
             outcome = run_kms(ctx, res, root, tiers)
             tier_params(outcome, tiers)

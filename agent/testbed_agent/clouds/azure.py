@@ -1,9 +1,10 @@
-"""Azure evidence from inside a guest: IMDS metadata and the vTPM-held hardware report.
+"""Azure, the first cloud: evidence from inside a guest and what a VM size name says.
 
-Only called when the inventory says the machine is in Azure (``--cloud azure``); nothing here runs
-on import. ``imds()`` reads the Instance Metadata Service (VM size, security profile);
+Evidence is read only when the inventory says the machine is in Azure (``--cloud azure``); nothing
+here runs on import. ``imds()`` reads the Instance Metadata Service (VM size, security profile);
 ``hardware_report()`` reads the confidential VM's attestation report that the paravisor stores in
-the vTPM's NV index 0x01400001 (``tpm2_nvread``) and returns its digests and key fields.
+the vTPM's NV index 0x01400001 (``tpm2_nvread``) and returns its digests and key fields. Machines
+are made by the ``azure_vm`` role; a host with ``azure_vm_size`` is an Azure host.
 """
 
 from __future__ import annotations
@@ -11,14 +12,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from testbed_agent.clouds.base import Cloud
 from testbed_shared.errors import TestbedError
 
 IMDS_ENDPOINT = "http://169.254.169.254"
@@ -31,6 +35,60 @@ _HCL_HEADER = 32  # signature, version, report size, request type, status, 3 res
 _HW_REPORT_SIZE = 1184  # room for an SNP report (TDX's 1024-byte TDREPORT is padded to it)
 _REPORT_TYPES = {2: "sev-snp", 4: "tdx"}
 _HASH_TYPES = {1: "sha256", 2: "sha384", 3: "sha512"}
+#: GiB of memory per vCPU of an Azure size family (D: general purpose, E: memory, F: compute)
+MEMORY_PER_VCPU_GIB = {"D": 4, "E": 8, "F": 2}
+
+
+class Azure(Cloud):
+    name = "azure"
+    role = "azure_vm"
+    size_var = "azure_vm_size"
+    machine_vars = (
+        "azure_vm_size",
+        "azure_vm_os_disk_type",
+        "azure_vm_os_disk_size_gb",
+        "azure_vm_security_type",
+        "azure_vm_security_encryption_type",
+    )
+
+    @classmethod
+    def describe(cls, info: dict[str, Any]) -> None:
+        """IMDS into ``info["cloud"]["azure"]``, the vTPM hardware report into the cc state."""
+        try:
+            info["cloud"]["azure"] = imds()
+        except Exception as exc:  # noqa: BLE001 - evidence is best effort, the error is recorded
+            info["cloud"]["error"] = f"IMDS: {exc}"
+        try:
+            info["cc"]["attestation"] = hardware_report()
+        except Exception as exc:  # noqa: BLE001
+            info["cc"]["attestation"] = {"error": str(exc)}
+
+    @classmethod
+    def shape(cls, hostvars: Mapping[str, Any]) -> dict[str, Any]:
+        confidential = hostvars.get("azure_vm_security_type") == "ConfidentialVM"
+        size, kind = (
+            hostvars.get("azure_vm_os_disk_size_gb") or "",
+            hostvars.get("azure_vm_os_disk_type") or "",
+        )
+        disk = f"{size} GB {kind}"
+        return {
+            "os_disk": disk.strip(),
+            "security": hostvars.get("azure_vm_security_type"),
+            "encryption": hostvars.get("azure_vm_security_encryption_type") if confidential else "-",
+        }
+
+    @classmethod
+    def vcpus(cls, size: str) -> int | None:
+        """vCPUs from an Azure size name (Standard_DC4as_v5 -> 4; constrained E8-2as_v5 -> 2)."""
+        m = re.match(r"^(?:Standard|Basic)_[A-Za-z]+?(\d+)(?:-(\d+))?[a-z]*(?:_v\d+)?$", size)
+        return int(m.group(2) or m.group(1)) if m else None
+
+    @classmethod
+    def memory_gib(cls, size: str, vcpus: int) -> float | None:
+        """Memory of an Azure size from its family letter (Standard_DC2as_v5 -> D -> 4 GiB/vCPU)."""
+        m = re.match(r"(?:Standard|Basic)_([A-Z])", size)
+        per = MEMORY_PER_VCPU_GIB.get(m.group(1)) if m else None
+        return per * vcpus if per else None
 
 
 def imds(endpoint: str | None = None, timeout: float = 2.0) -> dict[str, Any]:

@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import statistics
+import sys
+from pathlib import Path
 from typing import Any
 
 from testbed_agent.results import Outcome, metric
 from testbed_agent.workloads.base import RunContext
-from testbed_agent.workloads.crypto_tiers import TierCells, run_tiered
+from testbed_agent.workloads.crypto.tiers import TierCells, run_tiered
 from testbed_services import kms
+from testbed_services.kms import KmsConfig
 
 
 def _run_client(ctx: RunContext, argv: list[str], env: dict[str, str]) -> tuple[str, dict[str, Any]]:
@@ -39,9 +44,9 @@ def run_kms(ctx: RunContext, res: dict[str, Any], root: Any, tiers: TierCells | 
     versions: dict[str, str] = {}
     failures: list[str] = []
     size = res["payload_sizes"][0]
-    with kms.key_service(cfg, res["kms_keys"]) as (url, key_ids, where):
+    with kms.key_service(cfg, res["kms_keys"], tracker=ctx.tracker) as (url, key_ids, where):
         for lang in res["languages"]:
-            cmd = kms.client_command(lang, root)
+            cmd = client_command(lang, root)
             for name in res["kms_keys"]:
                 spec, usage = kms.KEYS[name]
                 cell = {
@@ -69,7 +74,7 @@ def run_kms(ctx: RunContext, res: dict[str, Any], root: Any, tiers: TierCells | 
                 ]
                 if url:
                     argv += ["--endpoint", url]
-                env = {**cmd[1], **kms.client_env(cfg)}
+                env = {**cmd[1], **client_env(cfg)}
                 status, out, cg_metrics = run_tiered(
                     tiers, cell["cell"], argv, lambda a, env=env: _run_client(ctx, a, env)
                 )
@@ -78,7 +83,7 @@ def run_kms(ctx: RunContext, res: dict[str, Any], root: Any, tiers: TierCells | 
                     failures.append(f"{cell['cell']}: {out['error']}")
                     continue
                 versions[lang] = f"{out['runtime']}; {out['library']}"
-                metrics |= kms.call_metrics(cell["cell"], out["times_ns"], res["warm_after"])
+                metrics |= call_metrics(cell["cell"], out["times_ns"], res["warm_after"])
                 metrics |= {f"{cell['cell']}.{q}": v for q, v in cg_metrics.items()}
                 samples[cell["cell"]] = out["times_ns"]
                 samples["cells"].append({**cell, "status": "ok", "reason": None})
@@ -114,3 +119,47 @@ def _envelope_totals(metrics: dict[str, Any]) -> None:
             metrics[f"{cell}.envelope_encrypt_total"] = metric(
                 rtt["value"] + metrics[name]["value"], "s", "lower"
             )
+
+
+def client_command(lang: str, root: Path) -> tuple[list[str], dict[str, str]] | str:
+    """Command line of one language's key-service client (workloads/crypto/kms), or why it cannot run."""
+    kms = root / "kms"
+    if lang == "python":
+        return [sys.executable, str(kms / "python" / "testbed_kms.py")], {}
+    paths = {
+        "go": (kms / "go/bin/testbed-kms", []),
+        "rust": (kms / "rust/target/release/testbed-kms", []),
+        "java": (kms / "java/target/testbed-kms.jar", ["java", "-jar"]),
+        "node": (kms / "node/node_modules/@aws-sdk/client-kms", ["node", str(kms / "node/main.js")]),
+    }
+    path, prefix = paths[lang]
+    if not path.exists():
+        return f"{lang} key-service client not built ({path.relative_to(root)}; `make crypto-kms`)"
+    if prefix and shutil.which(prefix[0]) is None:
+        return f"{prefix[0]} runtime not found on PATH"
+    if lang == "java":
+        return [*prefix, str(path)], {}
+    return (prefix or [str(path)]), {}
+
+
+def client_env(cfg: KmsConfig) -> dict[str, str]:
+    """Environment of a client process: dummy credentials for the local server only."""
+    env = {"AWS_EC2_METADATA_DISABLED": "true", "AWS_REGION": cfg.region}
+    if cfg.local:
+        env |= {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+    return env
+
+
+def call_metrics(prefix: str, times_ns: dict[str, list[int]], warm_after: int) -> dict[str, Any]:
+    """Cold (first call) and warm (median of the calls after ``warm_after``) seconds per call name."""
+    out: dict[str, Any] = {}
+    for call, values in times_ns.items():
+        secs = [v / 1e9 for v in values]
+        if call == "client_init":
+            out[f"{prefix}.client_init"] = metric(secs[0], "s", "lower")
+            continue
+        name = call if call.startswith("local_") else f"{call}_rtt"
+        warm = secs[warm_after:] if len(secs) > warm_after else secs[1:] or secs
+        out[f"{prefix}.{name}"] = metric(statistics.median(warm), "s", "lower")
+        out[f"{prefix}.{name}_first"] = metric(secs[0], "s", "lower")
+    return out

@@ -12,34 +12,30 @@ import hashlib
 import os
 import shutil
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from testbed_agent.plan import Benchmark, ParamError
+from testbed_agent.benchmark import Benchmark
+from testbed_agent.params import ParamError, spec
 from testbed_agent.results import Outcome, metric
-from testbed_agent.workloads import register
 from testbed_agent.workloads.base import RunContext, Workload
+from testbed_agent.workloads.notebook.aliases import dataset_generator, notebook_alias
 from testbed_shared.errors import BenchmarkTimeout, Interrupted, WorkloadError
+from testbed_shared.paths import notebooks_dir
 
 SCALES = ("quick", "standard", "large")
 #: default timeout of one execution, by scale
 SCALE_TIMEOUT_S = {"quick": 900.0, "standard": 3600.0, "large": 4 * 3600.0}
-_REPO_NOTEBOOKS = Path(__file__).resolve().parents[3] / "kaggle_notebooks"
+#: typical seconds of one execution, by scale (duration estimate)
+SCALE_TYPICAL_S = {"quick": 30.0, "standard": 300.0, "large": 1800.0}
 #: (generator, seed, scale, cache root) -> data directory, so repetitions never regenerate
 _DATA_CACHE: dict[tuple[str, int, str, str], Path] = {}
-
-
-def notebooks_dir() -> Path:
-    """Where notebooks live: ``$TESTBED_NOTEBOOKS_DIR`` or the repository's kaggle_notebooks/."""
-    env = os.environ.get("TESTBED_NOTEBOOKS_DIR")
-    return Path(env).expanduser() if env else _REPO_NOTEBOOKS
 
 
 def locate(name: str) -> Path:
     """Resolve a plan name (``SimplePrime.ipynb``, ``airline-delay``, an original study name
     listed in ``aliases.yml``) to a notebook file inside the notebooks directory."""
-    from testbed_agent.workloads.nbaliases import notebook_alias
-
     base = notebooks_dir()
     raw = Path(notebook_alias(name) or name)
     if raw.is_absolute() or ".." in raw.parts or str(raw).startswith("~"):
@@ -66,20 +62,29 @@ def notebook_datasets(bench: Benchmark, path: Path) -> list[str]:
     return list(meta.get("datasets", []))
 
 
-@register
+@dataclass(frozen=True)
+class NotebookParams:
+    scale: str = spec("standard", choices=SCALES)
+    seed: int = spec(42, "int", lo=0, hi=2**32 - 1)
+    kernel: str = spec("python3", pattern=r"[A-Za-z0-9_.-]{1,64}")
+    cell_timeout_s: float = spec(0, "num", lo=0, hi=7 * 86_400)
+    parameters: dict = field(default_factory=dict, metadata={"kind": "map", "pattern": r"[A-Za-z_]\w{0,63}"})
+
+
 class NotebookWorkload(Workload):
     """Execute one notebook with nbclient; metrics: wall, kernel start-up, cell times."""
 
     type: ClassVar[str] = "kaggle_notebook"
     tool: ClassVar[str] = "nbclient"
     parse_kind: ClassVar[str] = "notebook"
+    aliases = ("notebook",)
+    name_suffixes = (".ipynb",)
+    Params = NotebookParams
+    #: wall time
+    primary = (r"wall_s",)
 
     @classmethod
-    def check(cls, bench: Benchmark) -> None:
-        from testbed_agent.params import parse_params
-        from testbed_agent.workloads.nbaliases import dataset_generator
-
-        parse_params(cls.type, bench.params)
+    def check_environment(cls, bench: Benchmark, params: NotebookParams) -> None:
         path = locate(bench.name)
         gens = generators_dir()
         for name in notebook_datasets(bench, path):
@@ -90,21 +95,24 @@ class NotebookWorkload(Workload):
                 )
 
     @classmethod
-    def timeout_s(cls, bench: Benchmark) -> float:
-        return bench.timeout_s or SCALE_TIMEOUT_S[bench.params.get("scale") or "standard"]
+    def default_timeout(cls, params: NotebookParams) -> float:
+        return SCALE_TIMEOUT_S[params.scale]
 
-    def run(self, ctx: RunContext) -> Outcome:
+    @classmethod
+    def estimate_s(cls, params: NotebookParams) -> float:
+        return SCALE_TYPICAL_S[params.scale]
+
+    def run(self, ctx: RunContext, params: NotebookParams) -> Outcome:
         import nbformat
         from papermill.iorw import load_notebook_node
         from papermill.parameterize import parameterize_notebook
 
-        from testbed_agent.workloads.nbaliases import dataset_generator
-        from testbed_agent.workloads.nbexec import execute
+        from testbed_agent.workloads.notebook.execute import execute
 
-        bench, p = ctx.bench, ctx.params
+        bench, p = ctx.bench, params
         path = locate(bench.name)
-        scale, seed = p.get("scale") or "standard", int(p.get("seed", 42))
-        kernel = p.get("kernel") or "python3"
+        scale, seed = p.scale, p.seed
+        kernel = p.kernel
         data = {
             name: prepare_dataset(ctx, dataset_generator(name), seed, scale)
             for name in notebook_datasets(bench, path)
@@ -116,7 +124,7 @@ class NotebookWorkload(Workload):
         values: dict[str, Any] = {"scale": scale, "seed": seed}
         if data:
             values["data_dir"] = str(next(iter(data.values()))[0])
-        values.update(p.get("parameters") or {})
+        values.update(p.parameters)
         nb = parameterize_notebook(load_notebook_node(str(path)), values)
         kernel_log = ctx.artifact("kernel.log")
         run = execute(
@@ -125,7 +133,7 @@ class NotebookWorkload(Workload):
             kernel=kernel,
             remaining=ctx.remaining,
             stop=ctx.stop,
-            cell_timeout_s=p.get("cell_timeout_s") or None,
+            cell_timeout_s=p.cell_timeout_s or None,
             env=kernel_env(),
             kernel_log=kernel_log,
         )
@@ -141,7 +149,7 @@ class NotebookWorkload(Workload):
             "datasets": {n: src for n, (_, src) in data.items()},
             "dataset_source": dataset_source(data),
             "dataset_generators": {n: dataset_generator(n) for n in data},
-            **({"parameters": p["parameters"]} if p.get("parameters") else {}),
+            **({"parameters": p.parameters} if p.parameters else {}),
         }
         if run.status == "timeout":
             raise BenchmarkTimeout(f"{path.name}: {run.error}")
@@ -166,7 +174,7 @@ class NotebookWorkload(Workload):
         """Metrics of an executed notebook from its timing metadata (``record_timing``)."""
         import nbformat
 
-        from testbed_agent.workloads.nbexec import cell_seconds
+        from testbed_agent.workloads.notebook.execute import cell_seconds
 
         nb = nbformat.read(path, as_version=4)
         cells = [

@@ -1,0 +1,71 @@
+"""What ``plan show`` says about a crypto benchmark before it runs: its cell matrix and an estimate
+of its duration from the bytes of its cells and measured cipher rates."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+#: MB/s (10**6 B/s) of one CPU encrypting a streamed file, per algorithm and language: the
+#: docs/crypto.md table "Streamed 64 MiB files" (development machine, 2 shared vCPUs under load,
+#: so on the slow side). Algorithms without a row use AES-CBC's (GCM, CTR and HMAC are faster).
+CRYPTO_MBPS = {
+    "aes-cbc": {"python": 344, "go": 501, "rust": 556, "java": 303, "node": 448},
+    "3des-cbc": {"python": 22, "go": 11, "rust": 5, "java": 6, "node": 13},
+    "cast128-cbc": {"python": 51, "go": 48, "rust": 50, "java": 41, "node": 101},
+    "blowfish-cbc": {"python": 112, "go": 99, "rust": 109, "java": 76, "node": 117},
+    "twofish-cbc": {"python": 1, "go": 47, "rust": 1, "java": 65, "node": 42},
+    "rsa-oaep": {"python": 759, "go": 2302, "rust": 677, "java": 42, "node": 454},
+}
+#: seconds of one operation besides its bytes: the RSA private-key unwrap (slowest language, about
+#: 2x what the development machine measured) and an ECDSA signature
+CRYPTO_OP_S = {2048: 0.003, 3072: 0.008, 4096: 0.02, "ecdsa": 0.002}
+#: seconds to start one cell's process and check its vectors (about 2x the development machine's)
+CRYPTO_START_S = {"python": 0.3, "go": 0.05, "rust": 0.05, "java": 1.5, "node": 0.3}
+
+
+def cell_matrix(res: dict[str, Any]) -> dict[str, Any]:
+    """The cell matrix of a resolved crypto benchmark: its count and each dimension."""
+    if "key_bits" not in res:  # kms-envelope: languages x key-service keys
+        keys = res["kms_keys"]
+        count = len(res["languages"]) * len(keys)
+        return {"count": count, "alg": res["alg"], "kms_keys": keys, "languages": res["languages"]}
+    streamed = "file_sizes" in res
+    sizes = res["file_sizes"] if streamed else res["payload_sizes"]
+    dims = {
+        "alg": res["alg"],
+        "key_bits": res["key_bits"],
+        "payload": res["payload"],
+        "file_sizes" if streamed else "payload_bytes": sizes,
+        "ops": res["ops"],
+        "cpus": res["cpus"],
+        "languages": res["languages"],
+    }
+    count = len(res["languages"]) * len(res["key_bits"]) * len(res["ops"]) * len(sizes)
+    return {"count": count * max(1, len(res["cpus"])), **dims}
+
+
+def crypto_estimate_s(res: dict[str, Any]) -> float:
+    """Seconds of all cells of a resolved crypto benchmark: an estimate from bytes and rates.
+
+    Per cell: process start, the steady-state warm-up (``warmup_s``, plus one operation it may
+    overrun by) and every operation on the payload (cold, warm-up, timed and, for decryption, the
+    ciphertext made before timing) at the algorithm's rate in that language. Cells run once per
+    CPU count (cells over the machine's CPUs are skipped in a run: counted here all the same).
+    """
+    sizes = res.get("file_sizes") or res["payload_sizes"]
+    total = sum(
+        _cell_s(res, lang, bits, op, size)
+        for lang, bits, op, size in itertools.product(res["languages"], res["key_bits"], res["ops"], sizes)
+    )
+    return total * max(1, len(res["cpus"]))
+
+
+def _cell_s(res: dict[str, Any], lang: str, bits: int, op: str, size: int) -> float:
+    alg = res["alg"]
+    rate = CRYPTO_MBPS.get(alg, CRYPTO_MBPS["aes-cbc"])[lang] * 1e6
+    extra = CRYPTO_OP_S["ecdsa"] if alg.startswith("ecdsa") else 0.0
+    one = size / rate + (CRYPTO_OP_S.get(bits, 0.0) if alg == "rsa-oaep" else extra)
+    ops = 1 + res["warmup"] + res["iterations"] + (op in ("decrypt", "verify"))
+    warm = res["warmup_s"] + one if res["warmup_s"] else 0.0
+    return CRYPTO_START_S[lang] + warm + ops * one
