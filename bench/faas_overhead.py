@@ -21,7 +21,7 @@ from testbed_services import launcher
 from testbed_services.faas.client import FaasClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import against, median_interval, quantile_interval, ratio_of_samples  # noqa: E402
+from benchlib import against, median_interval, quantile_interval, ratio_of_samples
 
 
 def quantile(values: list[float], q: float) -> float:
