@@ -29,7 +29,10 @@ def _num(v: float) -> str:
 def _ticks(lo: float, hi: float) -> list[float]:
     if not np.isfinite(lo) or not np.isfinite(hi):
         return []
-    scale = max(abs(lo), abs(hi)) or 1.0  # ticks of values near the float limit without overflow
+    # ticks of values near the float limit without overflow: work on values scaled by a power of
+    # ten (so the ticks stay round numbers), at most 10 in magnitude
+    top = max(abs(lo), abs(hi))
+    scale = 10.0 ** np.floor(np.log10(top)) if top > 0 else 1.0
     lo, hi = lo / scale, hi / scale
     if hi <= lo:
         hi = lo + (abs(lo) or 1.0)
@@ -407,12 +410,10 @@ def hbars(
         return x0 + float(_frac(v, lim)) * (x1 - x0)
 
     bottom = top + HB_ROW * len(rows)
-    for t in MaxNLocator(4).tick_values(*lim):
-        if not lim[0] <= t <= lim[1]:
-            continue
-        xx = px(float(t))
+    for t in _ticks(*lim):
+        xx = px(t)
         svg.add(f'<line x1="{xx:.1f}" y1="{top:.1f}" x2="{xx:.1f}" y2="{bottom:.1f}" stroke="#eee"/>')
-        svg.text(xx, bottom + 13, _num(float(t)), size=9)
+        svg.text(xx, bottom + 13, _num(t), size=9)
     svg.add(f'<path d="M{x0:.1f} {top:.1f}V{bottom:.1f}" stroke="#444" stroke-width="0.8"/>')
     names = {name for name, *_ in rows}
     for k, (name, lab, mean, lo, hi) in enumerate(rows):
