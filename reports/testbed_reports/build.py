@@ -626,7 +626,7 @@ NEXT_COMMANDS = (
         "the same Debian guest on KVM and on Hyper-V (put your lab's hosts in inventory/lab.yml)",
     ),
     (
-        "testbed-report build results/RUN_A results/RUN_B --compare A:B",
+        "testbed-report build results/RUN_A results/RUN_B --compare A:B --out reports/out/a-vs-b",
         "any two labels already in the results store",
     ),
 )
