@@ -27,17 +27,17 @@ part in docs/; the contracts they keep: [design.md](design.md).
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> Iterator[tuple[str, argparse.ArgumentParser, str]]:
-    for action in parser._actions:  # noqa: SLF001 - argparse has no public walk of subcommands
-        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
-            helps = {a.dest: a.help or "" for a in action._choices_actions}  # noqa: SLF001
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {a.dest: a.help or "" for a in action._choices_actions}
             for name, sub in action.choices.items():
                 yield name, sub, helps.get(name, "")
 
 
 def _option_rows(parser: argparse.ArgumentParser) -> list[str]:
     rows = []
-    for a in parser._actions:  # noqa: SLF001
-        if isinstance(a, (argparse._HelpAction, argparse._SubParsersAction)):  # noqa: SLF001
+    for a in parser._actions:
+        if isinstance(a, (argparse._HelpAction, argparse._SubParsersAction)):
             continue
         if a.option_strings:
             names = ", ".join(f"`{o}`" for o in a.option_strings)
@@ -68,8 +68,8 @@ def _section(path: str, parser: argparse.ArgumentParser, about: str, level: int)
 
 def render() -> str:
     sys.path[:0] = [str(ROOT / "agent"), str(ROOT / "reports")]
-    from testbed_agent.cli import build_parser as agent_parser  # noqa: PLC0415 - after sys.path
-    from testbed_reports.cli import build_parser as report_parser  # noqa: PLC0415 - after sys.path
+    from testbed_agent.cli import build_parser as agent_parser
+    from testbed_reports.cli import build_parser as report_parser
 
     lines = [HEADER]
     for prog, parser in (("testbed-agent", agent_parser()), ("testbed-report", report_parser())):
