@@ -85,12 +85,14 @@ def build_parser() -> argparse.ArgumentParser:
     si.set_defaults(func=_cmd_sysinfo)
 
     val = sub.add_parser("validate", help="check a plan without running it")
-    val.add_argument("plan", type=Path)
+    val.add_argument("plan", type=Path, help="plan file to check (YAML or the classic text form)")
     val.set_defaults(func=_cmd_validate)
 
     parse = sub.add_parser("parse", help="print normalized metrics of a raw tool output (JSON)")
     parse.add_argument("kind", choices=sorted(_parsers()), help="which tool produced FILE")
-    parse.add_argument("file", type=Path)
+    parse.add_argument(
+        "file", type=Path, help="the raw output of that tool (fio JSON, dd stderr, pyperf JSON, notebook)"
+    )
     parse.set_defaults(func=_cmd_parse)
 
     for module in PLUGIN_COMMANDS:

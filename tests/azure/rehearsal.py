@@ -41,6 +41,10 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 AZURE_PY = ROOT / ".venv/azure/bin/python"
+#: the venv's ansible-playbook (beside this Python), whether or not the venv is activated
+ANSIBLE_PLAYBOOK = (
+    shutil.which("ansible-playbook", path=str(Path(sys.executable).parent)) or "ansible-playbook"
+)
 ADDRESSES = [f"127.0.0.{n}" for n in range(11, 23)]
 #: the matrix (replaced by --base-inventory, e.g. the study preset) and its constructed groups
 INVENTORY = "inventory/azure.yml"
@@ -393,7 +397,7 @@ def _run(args: argparse.Namespace, work: Path) -> int:
     ):
         overlays = [str(overlay(work, endpoint, port, key, tctis)), *map(str, args.inventory)]
         inv = [arg for i in [str(matrix), CONSTRUCTED, *overlays] for arg in ("-i", i)]
-        cmd = ["ansible-playbook", *inv, args.playbook, "-e", f"ansible_user={getpass.getuser()}"]
+        cmd = [ANSIBLE_PLAYBOOK, *inv, args.playbook, "-e", f"ansible_user={getpass.getuser()}"]
         cmd += ["-e", f"plan={args.plan}", "-e", f"run_id={args.run_id}"]
         cmd += ["-l", args.limit] if args.limit else []
         for extra in args.extra_vars:
