@@ -50,6 +50,9 @@ class Arms:
     iodepth: int = 16
     run_id: str = "pairs"
     metric: str = ""  # the metric the bench decides on (default: the job's bandwidth)
+    #: extra fio options of the bare arm only (a known slowdown, e.g. --rate=1g, for the check that
+    #: the comparison can come out either way: tests/test_quick_compare.py)
+    bare_extra: list[str] = field(default_factory=list)
     agent: list[float] = field(default_factory=list)
     bare: list[float] = field(default_factory=list)
     agent_cpu: list[float] = field(default_factory=list)  # the agent's own CPU % during each agent arm
@@ -189,7 +192,7 @@ class Pairs:
         raw = self.work / f"bare-{self.index}.json"
         started = _now()
         subprocess.run(
-            ["fio", "--output-format=json", f"--output={raw}", str(job)],
+            ["fio", "--output-format=json", f"--output={raw}", *self.arms.bare_extra, str(job)],
             env=env,
             cwd=self.bare_file.parent,
             check=True,
@@ -212,7 +215,8 @@ class Pairs:
             "benchmark": self.arms.job,
             "type": "fio",
             "index": 0,
-            "params": self.arms.params(),
+            "params": self.arms.params()
+            | ({"fio_extra": self.arms.bare_extra} if self.arms.bare_extra else {}),
             "repetition": self.index,
             "started_at": started,
             "ended_at": ended,
@@ -270,6 +274,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runtime", type=int, default=2, help="seconds per fio run (default 2)")
     ap.add_argument("--ioengine", default="libaio", help="fio ioengine (default libaio; null: CPU-bound)")
     ap.add_argument("--seed", type=int, default=1, help="seed of the arms' order within pairs (default 1)")
+    ap.add_argument(
+        "--bare-fio-arg",
+        action="append",
+        default=[],
+        metavar="OPTION",
+        help="extra fio option of the bare arm only, e.g. --bare-fio-arg=--rate=1g (a known slowdown)",
+    )
     args = ap.parse_args(argv)
     if args.pairs < 2:
         ap.error("--pairs: at least 2 (an interval needs two pairs)")
@@ -281,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
         runtime_s=args.runtime,
         ioengine=args.ioengine,
         run_id=args.run_id or args.out.name,
+        bare_extra=args.bare_fio_arg,
     )
     start = time.monotonic()
     print(
