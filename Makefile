@@ -55,17 +55,21 @@ run: ## the quick plan on localhost through Ansible, with a comparison; prints t
 	@echo; echo "make run: $$($(STEP) --summary install build plan)"
 	@cat .cache/last-report.txt
 
-test: $(STAMP) build $(TEST_PREREQS) ## run the whole test suite
+test: ## install and build everything, then run the whole test suite
+	@$(STEP) install --estimate 600 -- $(MAKE) --no-print-directory $(STAMP)
+	@$(STEP) build --estimate 300 -- $(MAKE) --no-print-directory build $(TEST_PREREQS)
 	@source $(VENV)/bin/activate && python -m pytest $(PYTEST_ARGS)
 
 test-studies: ## the published studies' plans, small, through Ansible (~12 min)
 	@$(MAKE) --no-print-directory test PYTEST_ARGS="-m study"
 
-bench: $(STAMP) build ## benchmarks of the toolkit itself: ratios with intervals and decisions
+bench: ## benchmarks of the toolkit itself: ratios with intervals and decisions
 	@$(STEP) --reset
+	@$(STEP) install --estimate 600 -- $(MAKE) --no-print-directory $(STAMP)
+	@$(STEP) build --estimate 300 -- $(MAKE) --no-print-directory build
 	@source $(VENV)/bin/activate && for s in $(BENCH_SCRIPTS); do \
 	  $(STEP) $$(basename $$s .py) --estimate 120 -- python $$s || exit 1; done
-	@echo; echo "make bench: $$($(STEP) --summary $(foreach s,$(BENCH_SCRIPTS),$(basename $(notdir $(s)))))"
+	@echo; echo "make bench: $$($(STEP) --summary install build $(foreach s,$(BENCH_SCRIPTS),$(basename $(notdir $(s)))))"
 
 lint: $(STAMP) ## ruff and ansible-lint (production profile)
 	@source $(VENV)/bin/activate && $(STEP) ruff-check --estimate 10 -- ruff check . \
