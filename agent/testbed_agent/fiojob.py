@@ -49,8 +49,8 @@ ALLOWED: dict[str, Rule] = {
     "name": _rule(r"[A-Za-z0-9_.+-]{1,64}", "a job's name (fio names its output by it, no file)"),
     "description": _rule(r"[^\x00-\x1f]{0,200}", "free text"),
     "filename": _rule(None, "only the target the agent prepared (checked separately)"),
-    "rw": _rule("|".join(_RW) + r"(:[0-9]+)?", "the access pattern (no trim: reads and writes only)"),
-    "readwrite": _rule("|".join(_RW) + r"(:[0-9]+)?", "alias of rw"),
+    "rw": _rule("(" + "|".join(_RW) + r")(:[0-9]+)?", "the access pattern (no trim: reads and writes only)"),
+    "readwrite": _rule("(" + "|".join(_RW) + r")(:[0-9]+)?", "alias of rw"),
     "bs": _rule(_SIZE + r"(," + _SIZE + r"){0,2}", "block size"),
     "blocksize": _rule(_SIZE + r"(," + _SIZE + r"){0,2}", "alias of bs"),
     "ba": _rule(_SIZE, "block alignment"),
@@ -124,9 +124,11 @@ ALLOWED: dict[str, Rule] = {
     "cpus_allowed": _rule(_CPUS, "CPU affinity"),
     "cpus_allowed_policy": _rule(r"shared|split", "CPU affinity"),
     "cpumask": _rule(r"[0-9]{1,20}", "CPU affinity"),
-    "nice": _rule(r"-?[0-9]{1,2}", "scheduling"),
+    "nice": _rule(
+        r"[0-9]{1,2}", "scheduling: lower priority only (a negative nice as root starves the host)"
+    ),
     "prio": _rule(r"[0-7]", "I/O priority"),
-    "prioclass": _rule(r"[0-3]", "I/O priority"),
+    "prioclass": _rule(r"[023]", "I/O priority class: none, best-effort or idle (not real-time)"),
     "hipri": _rule(_BOOL, "io_uring polled completions"),
     "fixedbufs": _rule(_BOOL, "io_uring registered buffers"),
     "registerfiles": _rule(_BOOL, "io_uring registered files"),
@@ -214,7 +216,16 @@ def fio_complaint(text: str) -> str:
 Runner = Callable[[list[str], dict[str, str]], str]
 
 
-def check_job(job: str, env: dict[str, str], target: str, run: Runner) -> None:
-    """Ask fio how it reads ``job`` under ``env`` (``run`` returns stdout) and check every option."""
+def check_job(job: str, env: dict[str, str], target: str, run: Runner) -> list[str]:
+    """Ask fio how it reads ``job`` under ``env`` (``run`` returns stdout), check every option, and
+    return the checked options as fio arguments: the run uses these, not the job file, so a job
+    or included file changed after the check changes nothing."""
     out = run(["fio", "--showcmd", job], env)
-    check_options(parse_showcmd(out, job), target, job)
+    pairs = parse_showcmd(out, job)
+    check_options(pairs, target, job)
+    return argv(pairs)
+
+
+def argv(pairs: list[tuple[str, str | None]]) -> list[str]:
+    """fio command-line options of ``pairs`` (global options first, then each ``--name`` job)."""
+    return [f"--{k}" if v is None else f"--{k}={v}" for k, v in pairs]

@@ -405,15 +405,39 @@ def open_staging(target: OpenTarget) -> OpenTarget:
     return OpenTarget(fd, target.path.with_name(name), os.dup(target.dir_fd))
 
 
-def install_staging(staged: OpenTarget, target: OpenTarget) -> OpenTarget:
-    """Move a laid-out staging file over the target (names within one directory descriptor); the
-    staging descriptor then is the target's. ``target`` is closed."""
-    d = staged.dir_fd
-    os.replace(staged.name, target.name, src_dir_fd=d, dst_dir_fd=d)
+def install_staging(staged: OpenTarget, target: OpenTarget) -> None:
+    """Move a laid-out staging file over the target (names within one directory descriptor) and
+    make ``target``'s descriptor number refer to it (``dup2``), so what was checked with that
+    number stays valid. ``staged`` is closed."""
+    d = target.dir_fd
+    os.replace(staged.name, target.name, src_dir_fd=staged.dir_fd, dst_dir_fd=d)
     with contextlib.suppress(FileNotFoundError):
-        os.replace(staged.name + SIDECAR, target.name + SIDECAR, src_dir_fd=d, dst_dir_fd=d)
-    target.close()
-    return OpenTarget(staged.fd, target.path, d)
+        os.replace(staged.name + SIDECAR, target.name + SIDECAR, src_dir_fd=staged.dir_fd, dst_dir_fd=d)
+    os.dup2(staged.fd, target.fd, inheritable=False)
+    staged.close()
+
+
+def remove_stale_staging_fd(target: OpenTarget) -> None:
+    """Remove marked staging files of ``target`` that a killed attempt left (beneath its directory
+    descriptor; a file counts only when its own mark names it)."""
+    prefix = f".{target.name}."
+    for name in os.listdir(target.dir_fd):
+        if not (name.startswith(prefix) and name.endswith(".staging")):
+            continue
+        try:
+            flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+            fd = os.open(name, flags, dir_fd=target.dir_fd)
+        except OSError:
+            continue
+        try:
+            ours = is_marked_fd(fd, target.dir_fd, name)
+        finally:
+            os.close(fd)
+        if ours:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name, dir_fd=target.dir_fd)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name + SIDECAR, dir_fd=target.dir_fd)
 
 
 # -- fio's file-name syntax ---------------------------------------------------------------------

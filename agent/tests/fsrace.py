@@ -30,11 +30,11 @@ VICTIM = b"precious, not the agent's\n" * 256
 ATTACKER = textwrap.dedent(
     """
     import os, sys, time, random
-    scr, victim, foreign, swaps = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+    scr, victim, foreign, swaps, rel = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
     rng = random.Random(26)
     parked = scr + ".parked"
     link = scr + ".link"
-    target = os.path.join(scr, "dd", "testfile.dat")
+    target = os.path.join(scr, rel)
     done = 0
     while done < swaps:
         try:
@@ -75,7 +75,8 @@ class RaceResult:
 
     def summary(self) -> str:
         return (
-            f"{self.swaps} swaps, {self.attempts} attempts: {self.writes} writes ({self.tool_runs} by dd), "
+            f"{self.swaps} swaps, {self.attempts} attempts: {self.writes} writes "
+            f"({self.tool_runs} by the tool), "
             f"{self.refusals} clean refusals, {self.foreign_writes} foreign writes, "
             f"{len(self.tracebacks)} tracebacks"
         )
@@ -97,7 +98,13 @@ def _write_with_dd(t: OpenTarget) -> None:
     )
 
 
-def run(swaps: int, work: Path, dd_every: int = 25, step: Callable[[Path], None] | None = None) -> RaceResult:
+def run(
+    swaps: int,
+    work: Path,
+    dd_every: int = 25,
+    step: Callable[[Path], None] | None = None,
+    target_rel: str = "dd/testfile.dat",
+) -> RaceResult:
     """``swaps`` attacker swaps against an agent opening ``<scratch>/dd/testfile.dat`` and writing
     (or, with ``step``, against ``step(scratch)``: e.g. a whole dd or fio benchmark run)."""
     res = RaceResult()
@@ -106,9 +113,9 @@ def run(swaps: int, work: Path, dd_every: int = 25, step: Callable[[Path], None]
     foreign.mkdir()
     scr = scratch.prepare(work / "scratch", work / "results")
     held = scratch.lock(scr)
-    target = scr / "dd" / "testfile.dat"
+    target = scr / target_rel
     attacker = subprocess.Popen(
-        [sys.executable, "-c", ATTACKER, str(scr), str(victim), str(foreign), str(swaps)],
+        [sys.executable, "-c", ATTACKER, str(scr), str(victim), str(foreign), str(swaps), target_rel],
         stdout=subprocess.PIPE,
         text=True,
     )

@@ -20,13 +20,14 @@ benchmarks:
 """
 
 
-def layout_running(scratch: Path) -> bool:
+def layout_running(out: Path) -> bool:
+    """fio's layout of this run (it writes /proc/self/fd/N, its JSON into the run's artifacts)."""
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
             continue
-        if b"--name=layout" in cmd and str(scratch).encode() in cmd:
+        if b"--name=layout" in cmd and str(out).encode() in cmd:
             return True
     return False
 
@@ -41,7 +42,7 @@ def test_kill_during_layout_then_resume(tmp_path: Path, how: str) -> None:
            "--scratch", str(scratch), "--node-exporter", ""]  # fmt: skip
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, start_new_session=True)
     deadline = time.monotonic() + 60
-    while not layout_running(scratch):
+    while not layout_running(out):
         assert time.monotonic() < deadline and proc.poll() is None, "the layout started"
         time.sleep(0.01)
     time.sleep(0.2)

@@ -1,4 +1,15 @@
-"""Two-way ANOVA with interaction (statsmodels, Type II sums of squares) and Tukey HSD."""
+"""Two-way ANOVA (Type II with interaction; sequential, raw scale, as published studies did), the
+label ANOVA of the report (machine means where labels have machines as replicates), Tukey HSD.
+
+Interfaces others rely on:
+
+- :func:`sequential_anova` (``df, value, a, b, interaction=True``): the raw-scale two-way ANOVA of
+  the published studies (S1 Tables 8-9 without interaction, Tables 13-19 with it): sequential
+  (Type I) sums of squares in factor order, SS % of the total corrected sum of squares, F, F crit at
+  0.95 and p, plus residual and total rows. In a balanced design Type I = II = III.
+- :func:`two_way_anova` / :func:`anova_codes`: Type II with interaction (``analyze``, parameters).
+- :func:`label_anova`: the report's protection x vendor / protection x disk tables.
+"""
 
 from __future__ import annotations
 
@@ -185,3 +196,114 @@ def tukey(df: pd.DataFrame, value: str, factor: str, alpha: float = 0.05) -> lis
             }
         )
     return out
+
+
+def _cell_fit(
+    y: np.ndarray, ca: np.ndarray, cb: np.ndarray, la: int, lb: int
+) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """Cell counts, cell means, the within-cell SS and the total corrected SS."""
+    cell = ca * lb + cb
+    cnt = np.bincount(cell, minlength=la * lb).astype(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        means = np.bincount(cell, weights=y, minlength=la * lb) / cnt
+    means = np.where(cnt > 0, means, 0.0)
+    resid = y - means[cell]
+    dev = y - y.mean()
+    return cnt, means, float(resid @ resid), float(dev @ dev)
+
+
+def _rss(cnt: np.ndarray, means: np.ndarray, ssw: float, blocks: list[np.ndarray]) -> float:
+    """Residual SS of a linear model on the cells (intercept + blocks), populated cells weighted."""
+    keep = cnt > 0
+    x = np.hstack([np.ones((len(cnt), 1)), *blocks])[keep]
+    w = np.sqrt(cnt[keep])
+    beta, *_ = np.linalg.lstsq(x * w[:, None], means[keep] * w, rcond=None)
+    r = means[keep] - x @ beta
+    return ssw + float((cnt[keep] * r * r).sum())
+
+
+def sequential_anova(
+    df: pd.DataFrame, value: str, a: str, b: str, interaction: bool = True, alpha: float = 0.05
+) -> list[dict]:
+    """Raw-scale two-way ANOVA with sequential (Type I) SS: ``a``, then ``b`` given ``a``, then the
+    interaction (when asked for); rows {source, df, ss, ss_percent, F, F_crit, p} for ``a``, ``b``,
+    ``a:b``, ``residual`` and ``total`` (F against the residual mean square)."""
+    data = pd.DataFrame(
+        {"y": pd.to_numeric(df[value], errors="coerce"), "A": df[a].astype(str), "B": df[b].astype(str)}
+    ).dropna()
+    levels_a, levels_b = sorted(data["A"].unique()), sorted(data["B"].unique())
+    if len(levels_a) < 2 or len(levels_b) < 2:
+        raise ReportError(
+            "two-way ANOVA needs at least two levels of each factor "
+            f"({a}: {len(levels_a)}, {b}: {len(levels_b)})"
+        )
+    la, lb = len(levels_a), len(levels_b)
+    y = data["y"].to_numpy(dtype=float)
+    ca = pd.Categorical(data["A"], categories=levels_a).codes.astype(np.int64)
+    cb = pd.Categorical(data["B"], categories=levels_b).codes.astype(np.int64)
+    cnt, means, ssw, sst = _cell_fit(y, ca, cb, la, lb)
+    if interaction and (cnt == 0).any():
+        raise ReportError("incomplete factorial design: some combination of the factors has no observations")
+    cells_a, cells_b = np.repeat(np.arange(la), lb), np.tile(np.arange(lb), la)
+    xa, xb = _dummies(cells_a, la), _dummies(cells_b, lb)
+    rss0 = sst
+    rss_a = _rss(cnt, means, ssw, [xa])
+    rss_ab = _rss(cnt, means, ssw, [xa, xb])
+    parts = [(a, rss0 - rss_a, la - 1), (b, rss_a - rss_ab, lb - 1)]
+    n = len(y)
+    if interaction:
+        parts.append((f"{a}:{b}", rss_ab - ssw, (la - 1) * (lb - 1)))
+        rss, df_res = ssw, n - la * lb
+    else:
+        rss, df_res = rss_ab, n - la - lb + 1
+    if df_res < 1:
+        raise ReportError(
+            "two-way ANOVA needs more observations than model terms (no residual degrees of freedom)"
+        )
+    rows = _rows(parts, rss, df_res, sst, alpha)
+    rows.append(
+        {"source": "total", "df": n - 1, "ss": sst, "ss_percent": 100.0, "F": None, "F_crit": None, "p": None}
+    )
+    return rows
+
+
+def label_anova(
+    v: np.ndarray,
+    lab: np.ndarray,
+    host: np.ndarray,
+    code_a: np.ndarray,
+    code_b: np.ndarray,
+    log: bool,
+    names: tuple[str, str],
+) -> tuple[list[dict], str, str, list[int]] | None:
+    """One metric's label ANOVA: (table, scale, unit of replication, labels with one machine).
+
+    ``v`` are run values, ``lab``/``host`` their label and host codes, ``code_a``/``code_b`` the
+    factor levels of each label (-1: not in the design). Wherever labels have machines as
+    replicates the machine means are the observations (machines nested in labels, residual =
+    machine-to-machine variation); a label with one machine contributes its one machine mean and
+    is reported as not separable from its machine. Only when no label has two machines are the
+    runs the observations: the table then speaks about these machines (unit ``run (these
+    machines)``), never about VM types. None when not estimable.
+    """
+    ca, cb = code_a[lab], code_b[lab]
+    keep = (ca >= 0) & (cb >= 0)
+    v, lab, host, ca, cb = v[keep], lab[keep], host[keep], ca[keep], cb[keep]
+    if not len(v):
+        return None
+    scale = "log" if log and (v > 0).all() else "raw"
+    y = np.log(v) if scale == "log" else v
+    key = lab.astype(np.int64) * (int(host.max()) + 1) + host
+    _, first, g = np.unique(key, return_index=True, return_inverse=True)
+    machines = np.bincount(lab[first])
+    present = np.unique(lab)
+    single = [int(x) for x in present if machines[x] < 2]
+    unit = "run (these machines)"
+    if (machines[present] >= 2).any():
+        y = np.bincount(g, weights=y) / np.bincount(g)
+        ca, cb, unit = ca[first], cb[first], "machine mean"
+    la, lb = int(code_a.max()) + 1, int(code_b.max()) + 1
+    try:
+        return anova_codes(y, ca, cb, la, lb, *names), scale, unit, single
+    except ReportError:
+        return None

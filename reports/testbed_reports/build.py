@@ -17,7 +17,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from matplotlib.colors import to_hex
 
 from testbed_reports import __version__, crypto_tables, display, figures, plots, svgplot
-from testbed_reports.anova import ANOVA_NOTE, anova_codes
+from testbed_reports.anova import ANOVA_NOTE, label_anova
 from testbed_reports.audit import attest_column
 from testbed_reports.compare import auto_pairs, compare, headline, parse_pairs
 from testbed_reports.diagnostics import diagnostics, windows
@@ -26,6 +26,7 @@ from testbed_reports.export import parameter_anova
 from testbed_reports.fingerprint import fingerprints, label_factors, mismatches
 from testbed_reports.inference import DEFAULT_MARGIN, MachineSpread, primary_set
 from testbed_reports.load import Dataset, load
+from testbed_reports.runs import runs
 from testbed_reports.stats import MIN_N_CV_CI, describe
 from testbed_shared.atomic import write_atomically
 from testbed_shared.safecsv import write_frame
@@ -119,17 +120,18 @@ def factorial(ds: Dataset, factors: pd.DataFrame, log: bool = True) -> list[dict
     """Two-way ANOVA per benchmark metric for each pair of fully crossed label factors.
 
     On the log scale by default (multiplicative effects; raw when a value is not positive or on
-    request). With several machines per label the machine means are the observations, so the
-    residual is machine-to-machine variation (machines nested in labels).
+    request), over runs (runs.py). Wherever labels have machines as replicates the machine means
+    are the observations (anova.label_anova), so the residual is machine-to-machine variation.
     """
     out: list[dict[str, Any]] = []
     if ds.obs.empty:
         return out
-    labels = ds.obs["label"].cat.categories
-    label_codes = ds.obs["label"].cat.codes.to_numpy()
-    host_codes = ds.obs["host"].cat.codes.to_numpy()
-    values = ds.obs["value"].to_numpy()
-    groups = ds.obs.groupby(["benchmark", "metric"], observed=True, sort=True).indices
+    obs = runs(ds.obs)
+    labels = obs["label"].cat.categories
+    label_codes = obs["label"].cat.codes.to_numpy()
+    host_codes = obs["host"].cat.codes.to_numpy()
+    values = obs["value"].to_numpy()
+    groups = obs.groupby(["benchmark", "metric"], observed=True, sort=True).indices
     for fa, fb in FACTOR_PAIRS:
         f = factors.dropna(subset=[fa, fb])
         levels_a, levels_b = sorted(set(f[fa])), sorted(set(f[fb]))
@@ -144,12 +146,12 @@ def factorial(ds: Dataset, factors: pd.DataFrame, log: bool = True) -> list[dict
                 k = labels.get_loc(lab)
                 code_a[k], code_b[k] = levels_a.index(va), levels_b.index(vb)
         for (bench, metric), rows in groups.items():
-            entry = _one_anova(
+            entry = label_anova(
                 values[rows], label_codes[rows], host_codes[rows], code_a, code_b, log, (fa, fb)
             )
             if entry is None:
                 continue
-            table, scale, unit = entry
+            table, scale, unit, single = entry
             out.append(
                 {
                     "benchmark": bench,
@@ -158,9 +160,25 @@ def factorial(ds: Dataset, factors: pd.DataFrame, log: bool = True) -> list[dict
                     "scale": scale,
                     "unit_of_replication": unit,
                     "table": table,
+                    "note": _anova_note(unit, [str(labels[k]) for k in single]),
                 }
             )
     return out
+
+
+def _anova_note(unit: str, single: list[str]) -> str:
+    """What a label ANOVA speaks about (anova.label_anova's unit and its one-machine labels)."""
+    if unit != "machine mean":
+        return (
+            "every label has one machine: the runs are the observations, so the table speaks about these "
+            "machines; label effects are not separable from machine effects (no statement about VM types)"
+        )
+    if single:
+        return (
+            f"machine means (machines nested in labels); {', '.join(single)} with one machine: not separable "
+            "from its machine (its cell rests on one machine)"
+        )
+    return "machine means (machines nested in labels): the residual is the machine-to-machine variation"
 
 
 def _one_anova(
@@ -172,24 +190,9 @@ def _one_anova(
     log: bool,
     names: tuple[str, str],
 ) -> tuple[list[dict], str, str] | None:
-    """One metric's ANOVA table, its scale and its unit of replication (None when not estimable)."""
-    ca, cb = code_a[lab], code_b[lab]
-    keep = (ca >= 0) & (cb >= 0)
-    v, lab, host, ca, cb = v[keep], lab[keep], host[keep], ca[keep], cb[keep]
-    scale = "log" if log and len(v) and (v > 0).all() else "raw"
-    y = np.log(v) if scale == "log" else v
-    unit = "run"
-    key = lab.astype(np.int64) * (int(host.max()) + 1 if len(host) else 1) + host
-    uniq, first, g = np.unique(key, return_index=True, return_inverse=True)
-    machines = np.bincount(lab[first])
-    if len(uniq) and (machines[np.unique(lab)] >= 2).all():
-        y = np.bincount(g, weights=y) / np.bincount(g)
-        ca, cb, unit = ca[first], cb[first], "machine mean"
-    la, lb = int(code_a.max()) + 1, int(code_b.max()) + 1
-    try:
-        return anova_codes(y, ca, cb, la, lb, *names), scale, unit
-    except ReportError:
-        return None
+    """One metric's ANOVA table, its scale and its unit of replication (anova.label_anova)."""
+    res = label_anova(v, lab, host, code_a, code_b, log, names)
+    return None if res is None else res[:3]
 
 
 def _labels(ds: Dataset) -> list[str]:

@@ -142,18 +142,24 @@ def sides(obs: pd.DataFrame) -> dict[tuple[str, str, str], Side]:
     mom = group_moments(logs[positive], codes[positive], len(table))
     table["n"], table["mean"], table["sd"] = mom.n, mom.mean, mom.sd
     table["nonpositive"] = np.bincount(codes[~positive], minlength=len(table))
+    parent = table.groupby(keys[:3], observed=True, sort=True).ngroup().to_numpy()
+    order = np.argsort(parent, kind="stable")
+    bounds = np.flatnonzero(np.diff(parent[order])) + 1
+    cols = {c: table[c].to_numpy() for c in ("benchmark", "metric", "label", "host", "n", "mean", "sd")}
+    nonpos, n_all = table["nonpositive"].to_numpy(), table["n_all"].to_numpy()
     out: dict[tuple[str, str, str], Side] = {}
-    for key, rows in table.groupby(keys[:3], observed=True, sort=True).indices.items():
-        part = table.iloc[rows]
-        n = part["n"].to_numpy()
-        keep = n > 0
-        out[(str(key[0]), str(key[1]), str(key[2]))] = Side(
-            n[keep],
-            part["mean"].to_numpy()[keep],
-            part["sd"].to_numpy()[keep],
-            int(part["nonpositive"].sum()),
-            int(part["n_all"].sum()),
-            [str(h) for h in part["host"].to_numpy()[keep]],
+    for rows in np.split(order, bounds):
+        n = cols["n"][rows]
+        keep = rows[n > 0]
+        first = rows[0]
+        key = (str(cols["benchmark"][first]), str(cols["metric"][first]), str(cols["label"][first]))
+        out[key] = Side(
+            cols["n"][keep],
+            cols["mean"][keep],
+            cols["sd"][keep],
+            int(nonpos[rows].sum()),
+            int(n_all[rows].sum()),
+            [str(h) for h in cols["host"][keep]],
         )
     return out
 

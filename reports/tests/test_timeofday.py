@@ -1,5 +1,5 @@
-"""``testbed-report timeofday``: a known hour-of-day effect is detected, no effect is flagged at the
-nominal rate (seeded simulation), too little data is refused with the reason."""
+"""``testbed-report timeofday``: days as blocks, "not testable" with the reason, the thesis's own
+ANOVA against statsmodels, the CLI on a real campaign store. Calibration: test_calibration_timeofday.py."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ import pandas as pd
 import pytest
 
 from testbed_agent.results import Identity, ResultWriter, make_record
+from testbed_reports.calibration import campaign
 from testbed_reports.cli import main
 from testbed_reports.errors import ReportError
-from testbed_reports.timeofday import analyze, analyze_factor, one_way, render, select
+from testbed_reports.timeofday import analyze, calibrated, render, select, thesis_anova
 
 START = datetime(2026, 3, 2, tzinfo=UTC)  # a Monday
 
@@ -45,60 +46,86 @@ def _obs(times: list[datetime], values: np.ndarray, reps: int = 1) -> pd.DataFra
     return pd.DataFrame(rows)
 
 
-def test_known_hour_effect_is_detected() -> None:
+def test_known_hour_effect_is_found_with_days_as_blocks() -> None:
     rng = np.random.default_rng(17)
-    times = _times(days=2, per_hour=3)
+    times = _times(days=3, per_hour=3)
     values = np.exp(rng.normal(np.log(0.02), 0.1, len(times))) * [1.25 if _daytime(t) else 1 for t in times]
     table = select(_obs(times, values, reps=2), None, None, None)
     assert len(table) == len(times)  # one row per run: repetitions summarised
     assert len(select(_obs(times, values, reps=2), None, None, None, unit="observation")) == 2 * len(times)
     res = analyze(table)
-    hour = res["factors"]["hour"]
-    assert hour["effect"] and hour["kruskal_p"] < 1e-6 and hour["anova_p"] < 1e-6
-    assert hour["groups_tested"] == 24 and hour["runs"] == 144 and hour["eta_squared"] > 0.3
-    assert all(g["n"] == 6 for g in hour["groups"].values())
+    hour, business = res["factors"]["hour"], res["factors"]["business_hours"]
+    assert hour["effect"] and hour["p"] < 1e-6 and hour["blocks"] == 3 and hour["df"] == [23, 46]
+    assert business["effect"] and business["blocks"] == 3 and business["df"] == 2
+    lo, hi = business["ci_percent"]
+    assert lo < business["effect_percent"] < hi and business["effect_percent"] > 10
+    assert all(g["n"] == 9 for g in hour["groups"].values())
     wd = res["factors"]["weekday"]
-    assert set(wd["groups"]) == {"1-Mon", "2-Tue"} and wd["dates_per_group"] == {"1-Mon": 1, "2-Tue": 1}
+    assert "confounded with the date" in wd["refused"] and wd["dates_per_weekday"] == {
+        "Mon": 1,
+        "Tue": 1,
+        "Wed": 1,
+    }
     text = render(res)
-    assert "hour: EFFECT at alpha 0.05" in text and "times in UTC" in text
-    assert "weekday is confounded with the date" in text
+    assert "hour: EFFECT - randomized-block F(23,46)" in text and "times in UTC" in text
+    assert "S1's analysis: not computed" in text  # Mon-Wed: no weekend level
 
 
-@pytest.mark.slow
-def test_no_effect_is_flagged_at_the_nominal_rate() -> None:
-    rng = np.random.default_rng(2026)
-    sims, hits_kw, hits_f = 300, 0, 0
-    for _ in range(sims):  # 24 hours x 5 runs (Kruskal-Wallis is conservative with fewer)
-        groups = {str(h): np.exp(rng.normal(0.0, 0.2, 5)) for h in range(24)}
-        res = one_way(groups, alpha=0.05)
-        hits_kw += res["effect"]
-        hits_f += res["anova_p"] < 0.05
-    # 300 draws at 5 %: sd 1.3 %; both tests stay within about 3 sd of the nominal rate
-    assert 0.015 <= hits_kw / sims <= 0.085, hits_kw
-    assert 0.015 <= hits_f / sims <= 0.085, hits_f
-
-
-def test_too_little_data_is_refused_with_the_reason() -> None:
-    times = [START + timedelta(minutes=5 * i) for i in range(6)]  # one hour, one day
-    table = select(_obs(times, np.linspace(1, 2, 6)), "read_seconds", "dd_read", None)
-    res = analyze(table)
-    assert res["factors"]["hour"]["refused"].startswith("1 hour group(s) with >= 5 runs")
-    assert "not tested" in render(res)
-    two = [START + timedelta(hours=h, minutes=m) for h in (0, 1) for m in (0, 10)]
-    fac = analyze_factor(select(_obs(two, np.array([1.0, 2.0, 1.0, 2.0])), None, None, None), "hour", 3, 0.05)
-    assert fac["dropped"] == ["00", "01"] and "need at least 2" in fac["refused"]
-    flat = analyze_factor(select(_obs(two, np.ones(4)), None, None, None), "hour", 2, 0.05)
-    assert flat["refused"] == "no variation within the groups"
+def test_one_day_makes_the_hour_factor_not_testable_with_the_reason() -> None:
+    times = _times(days=1, per_hour=4)
+    values = np.exp(np.random.default_rng(1).normal(0, 0.1, len(times)))
+    res = analyze(select(_obs(times, values), None, None, None))
+    hour = res["factors"]["hour"]
+    assert hour["refused"].startswith("1 complete block(s) with all 24 hours (of 1 seen): need at least 2")
+    assert "cannot be told apart from drift" in hour["refused"]
+    assert "need at least 2" in res["factors"]["business_hours"]["refused"]
+    assert "hour: not testable" in render(res)
     with pytest.raises(ReportError, match="no log scale"):
-        select(_obs(two, np.zeros(4)), None, None, None)
-    with pytest.raises(ReportError, match="at least 2"):
-        analyze(table, min_per_group=1)
+        select(_obs(times, np.zeros(len(times))), None, None, None)
+    with pytest.raises(ReportError, match="unknown time zone"):
+        analyze(select(_obs(times, values), None, None, None), tz="Mars/Olympus")
+
+
+def test_block_days_and_time_zone_move_the_unit() -> None:
+    table = campaign(np.random.default_rng(3), 0.5, 0.05, days=4)
+    two = calibrated(table, block_days=2)
+    assert two["hour"]["blocks"] == 2 and two["business_hours"]["blocks"] == 2
+    shifted = calibrated(table, tz="America/Sao_Paulo")  # UTC-3: the first and last local days are partial
+    assert shifted["hour"]["blocks"] == 3 and shifted["hour"]["dropped_blocks"] == 2
+
+
+def test_thesis_anova_is_the_sequential_raw_scale_two_way_anova() -> None:
+    """S1 Tables 8-9: time of day + day of week, no interaction, each run an observation."""
+    from statsmodels.formula.api import ols
+    from statsmodels.stats.anova import anova_lm
+
+    table = campaign(np.random.default_rng(8), 0.5, 0.1, days=4, effect=0.02)
+    th = thesis_anova(table)
+    rows = {r["source"]: r for r in th["anova"]}
+    assert [r["df"] for r in th["anova"]] == [1, 1, 5757, 5759]
+    hour = table["time"].dt.hour
+    df = pd.DataFrame(
+        {
+            "y": table["value"],
+            "tod": np.where((hour >= 9) & (hour < 18), "business", "off"),
+            "dow": np.where(table["time"].dt.day_of_week < 5, "work", "weekend"),
+        }
+    )
+    ref = anova_lm(ols("y ~ C(tod) + C(dow)", data=df).fit(), typ=1)
+    assert rows["time of day"]["F"] == pytest.approx(ref.loc["C(tod)", "F"], rel=1e-9)
+    assert rows["day of week"]["F"] == pytest.approx(ref.loc["C(dow)", "F"], rel=1e-9)
+    assert rows["residual"]["ss"] == pytest.approx(ref.loc["Residual", "sum_sq"], rel=1e-9)
+    assert rows["time of day"]["F_crit"] == pytest.approx(3.8433, abs=1e-3)  # the thesis's 3.84
+    assert sum(r["ss_percent"] for r in th["anova"][:3]) == pytest.approx(100.0)
+    med = th["medians"]["time of day"]
+    diff = 100 * abs(med["business hours"] - med["off-hours"]) / min(med.values())
+    assert th["median_difference_percent"]["time of day"] == pytest.approx(diff)
 
 
 def test_cli_on_a_campaign_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rng = np.random.default_rng(5)
     store = tmp_path / "tod"
-    for k, t in enumerate(_times(days=1, per_hour=2)):
+    for k, t in enumerate(_times(days=2, per_hour=2)):
         ident = Identity(f"tod-{k:06d}", "h1", "L", (), "0" * 64, "campaign")
         stamp = t.isoformat().replace("+00:00", "Z")
         value = float(np.exp(rng.normal(np.log(0.01), 0.05))) * (1.5 if _daytime(t) else 1.0)
@@ -113,11 +140,11 @@ def test_cli_on_a_campaign_store(tmp_path: Path, capsys: pytest.CaptureFixture[s
     args = ["timeofday", str(store), "--json", str(out)]
     assert main(args) == 0
     text = capsys.readouterr().out
-    assert "hour: not tested - 0 hour group(s) with >= 5 runs (of 24 seen, 48 runs)" in text
-    assert main([*args, "--min-per-group", "2"]) == 0
-    text = capsys.readouterr().out
-    assert "hour: EFFECT" in text and "weekday: not tested - 1 weekday group(s)" in text
+    assert "hour: EFFECT" in text and "business_hours: EFFECT" in text and "weekday: not testable" in text
     data = json.loads(out.read_text())
-    assert data["timezone"] == "UTC" and data["factors"]["hour"]["runs"] == 48
+    assert data["timezone"] == "UTC" and data["runs"] == 96 and data["factors"]["hour"]["blocks"] == 2
+    assert "day of week: 1" in data["thesis"]["refused"]  # two workdays: no weekend level
+    assert "S1's analysis: not computed - two-way ANOVA needs at least two levels" in text
     assert main([*args, "--metric", "nope"]) == 2
     assert capsys.readouterr().err.startswith("error: no observations of metric 'nope'")
+    assert main([*args, "--block-days", "0"]) == 2

@@ -81,8 +81,12 @@ class RunContext:
         env: dict[str, str] | None = None,
         check: bool = True,
         input_text: str | None = None,
+        pass_fds: tuple[int, ...] = (),
     ) -> subprocess.CompletedProcess[str]:
-        """Run ``cmd`` in its own session, bounded by the deadline; raise on timeout/interrupt."""
+        """Run ``cmd`` in its own session, bounded by the deadline; raise on timeout/interrupt.
+
+        ``pass_fds``: descriptors the tool inherits (a target the agent opened, named to the tool
+        as ``/proc/self/fd/N``: the guard's way of handing over a file that cannot be swapped)."""
         if self.stop.is_set():
             raise Interrupted("interrupted before start")
         remaining = self.remaining()
@@ -99,6 +103,7 @@ class RunContext:
                 text=True,
                 start_new_session=True,
                 preexec_fn=self.tracker.preexec() if self.tracker else None,  # noqa: PLW1509
+                pass_fds=pass_fds,
             )
         except FileNotFoundError as exc:
             raise WorkloadError(f"{cmd[0]} not found", hint="install it or fix PATH") from exc

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from testbed_agent.guard import check_target, create_test_file
+from testbed_agent.guard import OpenTarget, open_target
 from testbed_agent.params import ParamError, spec
 from testbed_agent.results import Outcome, metric
 from testbed_agent.workloads.base import RunContext, Workload
@@ -98,30 +98,32 @@ class Dd(Workload):
 
     def run(self, ctx: RunContext, params: DdParams) -> Outcome:
         p = params
-        allow = p.allow_device
         target = Path(p.filename) if p.filename else ctx.scratch / "dd" / "testfile.dat"
-        target = check_target(target, allow)
-        if not target.exists() or target.is_file():
-            target = create_test_file(target, allow)
+        # the agent opens the target itself (no links, beneath its scratch, type and mark checked on
+        # the descriptor) and dd gets that descriptor as /proc/self/fd/N: nothing to swap
+        with open_target(target, p.allow_device) as t:
+            return self._run(ctx, p, t)
+
+    def _run(self, ctx: RunContext, p: DdParams, t: OpenTarget) -> Outcome:
         env = {**os.environ, "LC_ALL": "C"}
         bs = str(p.bs)
-        write = ["dd", f"if=/dev/{p.source}", f"of={target}", f"bs={bs}", f"count={p.count}"]
+        write = ["dd", f"if=/dev/{p.source}", f"of={t.proc_path}", f"bs={bs}", f"count={p.count}"]
         if p.oflag:
             write.append(f"oflag={p.oflag}")
         if p.conv:
             write.append(f"conv={p.conv}")
         raw = ctx.artifact("dd.txt")
-        res = ctx.exec(write, env=env)
-        log = [f"$ {' '.join(write)}", res.stderr.strip()]
+        res = ctx.exec(write, env=env, pass_fds=(t.fd,))
+        log = [f"# {t.proc_path} is {t.path}", f"$ {' '.join(write)}", res.stderr.strip()]
         w = parse_summary(res.stderr)
         metrics = _metrics("write", w)
         samples: dict[str, Any] = {"write": w}
         if p.read:
             ctx.sleep(float(p.pause_s))
-            read = ["dd", f"if={target}", "of=/dev/null", f"bs={bs}", f"count={p.count}"]
+            read = ["dd", f"if={t.proc_path}", "of=/dev/null", f"bs={bs}", f"count={p.count}"]
             if p.iflag:
                 read.append(f"iflag={p.iflag}")
-            res = ctx.exec(read, env=env)
+            res = ctx.exec(read, env=env, pass_fds=(t.fd,))
             log += [f"$ {' '.join(read)}", res.stderr.strip()]
             r = parse_summary(res.stderr)
             metrics.update(_metrics("read", r))
@@ -133,7 +135,7 @@ class Dd(Workload):
             samples=samples,
             artifacts=[raw.name],
             tool={"name": "dd", "version": version.split()[-1]},
-            params={"target": str(target), "bytes": p.bs * p.count},
+            params={"target": str(t.path), "bytes": p.bs * p.count},
         )
 
     @staticmethod

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -14,15 +15,15 @@ from typing import Any
 from testbed_agent import fiojob
 from testbed_agent.benchmark import Benchmark
 from testbed_agent.guard import (
+    SIDECAR,
+    OpenTarget,
     check_fio_filename,
     check_fio_job,
-    check_target,
-    create_test_file,
-    install_staged,
-    is_marked,
-    remove_stale_staging,
-    staging_file,
-    unmark,
+    install_staging,
+    is_marked_fd,
+    open_staging,
+    open_target,
+    remove_stale_staging_fd,
 )
 from testbed_agent.params import ParamError, spec
 from testbed_agent.results import Outcome, metric
@@ -143,67 +144,72 @@ class Fio(Workload):
 
     def run(self, ctx: RunContext, params: FioParams) -> Outcome:
         p = params
-        allow = p.allow_device
-        size = p.size
         target = Path(p.filename) if p.filename else ctx.scratch / "fio" / "testfile.dat"
         job = job_file(ctx.bench, p)
         check_fio_job(job.read_text(), str(job))
-        real = check_fio_filename(check_target(target, allow))
-        env = job_env(p, str(real), size)
-        # fio's own parser decides what the job means: checked before anything is laid out or run
-        fiojob.check_job(str(job), env, str(real), lambda cmd, e: _showcmd(ctx, cmd, e))
-        target = self._prepare_target(ctx, real, size, allow)
-        if str(target) != str(real):
-            raise TargetRefused(f"fio target moved from {real} to {target} while it was prepared")
-        out = ctx.artifact("fio.json")
-        ctx.exec(["fio", "--output-format=json", f"--output={out}", str(job)], env=env, cwd=target.parent)
-        parsed = self.parse_file(out)
-        return Outcome(
-            metrics=parsed["metrics"],
-            samples=parsed["samples"],
-            tool=parsed["tool"],
-            artifacts=[out.name],
-            params={"size_bytes": size, "target": str(target)},
-        )
+        # the agent opens the target itself (no links, beneath its scratch, type and mark checked on
+        # the descriptor) and fio gets /proc/self/fd/N: a name swapped afterwards redirects nothing
+        with open_target(check_fio_filename(Path(target)), p.allow_device) as t:
+            env = job_env(p, t.proc_path, p.size)
+            # fio's own parser decides what the job means, checked before anything is laid out or
+            # run; the run then uses the checked options, not the job file (no second reading)
+            args = fiojob.check_job(str(job), env, t.proc_path, lambda cmd, e: _showcmd(ctx, cmd, e))
+            self._layout(ctx, t, p.size)
+            out = ctx.artifact("fio.json")
+            cmd = ["fio", "--output-format=json", f"--output={out}", *args]
+            ctx.exec(cmd, env=env, cwd=ctx.artifacts, pass_fds=(t.fd,))
+            parsed = self.parse_file(out)
+            return Outcome(
+                metrics=parsed["metrics"],
+                samples=parsed["samples"],
+                tool=parsed["tool"],
+                artifacts=[out.name],
+                params={"size_bytes": p.size, "target": str(t.path)},
+            )
 
     @staticmethod
-    def _prepare_target(ctx: RunContext, target: Path, size: int, allow: bool) -> Path:
-        """Guard the target and lay it out fully once, so writes do not measure allocation.
+    def _layout(ctx: RunContext, t: OpenTarget, size: int) -> None:
+        """Lay the target out fully once, so writes do not measure allocation.
 
-        The layout is written to a marked staging file beside the target and moved over it
-        atomically, so a kill during the layout never leaves an unmarked file behind.
-        """
-        target = check_fio_filename(check_target(target, allow))
-        if target.exists() and not target.is_file():
-            return target  # an explicitly allowed device: nothing to lay out
-        if target.exists() and (not is_marked(target) or target.stat().st_size >= size):
-            return target  # an allowed foreign file, or ours and laid out already
-        target.parent.mkdir(parents=True, exist_ok=True)
-        remove_stale_staging(target)
-        staged = staging_file(target)
+        The layout is written to a marked staging file beside the target (opened beneath the same
+        directory descriptor) and moved over it atomically; the target's descriptor then refers to
+        the laid-out file. A kill during the layout leaves only a marked staging file, removed by
+        the next run. Nothing is laid out on a device or over a file that is already large enough
+        (one of the agent's, or a foreign one the plan allows)."""
+        st = os.fstat(t.fd)
+        if t.device or st.st_size >= size or not is_marked_fd(t.fd, t.dir_fd, t.name):
+            return
+        remove_stale_staging_fd(t)
+        staged = open_staging(t)
         try:
+            # at its full size already, fio writes it over instead of unlinking and recreating it
+            # (which it cannot do through /proc/self/fd/N, and which would leave an unmarked file)
+            os.ftruncate(staged.fd, size)
             ctx.exec(
                 [
                     "fio",
                     "--name=layout",
-                    f"--filename={check_fio_filename(staged)}",
+                    f"--filename={staged.proc_path}",
                     f"--size={size}",
                     "--rw=write",
-                    "--bs=1M",
+                    f"--bs={'1M' if size >= 1 << 20 else '4k'}",  # fio refuses a size below bs
                     "--direct=1",
                     "--ioengine=psync",
                     "--end_fsync=1",
                     "--output-format=json",
-                    f"--output={staged}.json",
+                    f"--output={ctx.artifact('layout.json')}",
                 ],
-                cwd=target.parent,
+                cwd=ctx.artifacts,
+                pass_fds=(staged.fd,),
             )
-            install_staged(staged, target)
-        finally:
-            for leftover in (staged, Path(f"{staged}.json")):
-                leftover.unlink(missing_ok=True)
-            unmark(staged)
-        return create_test_file(target, allow)
+            install_staging(staged, t)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(staged.name, dir_fd=staged.dir_fd)
+            with contextlib.suppress(OSError):
+                os.unlink(staged.name + SIDECAR, dir_fd=staged.dir_fd)
+            staged.close()
+            raise
 
     @staticmethod
     def parse_file(path: Path) -> dict[str, Any]:

@@ -146,6 +146,9 @@ class Emulator:
             )
         if self.run_as is None:
             out.append("functions NOT confined: they run as the emulator's user, with its view of the files")
+        elif self.run_as[2] != sandbox.USER:
+            why = sandbox.CREATE_ERROR[0] or "unknown reason"
+            out.append(f"functions run as {self.run_as[2]}: user {sandbox.USER} could not be created ({why})")
         return out
 
     def info(self) -> dict[str, Any]:
@@ -236,19 +239,29 @@ class Emulator:
             shutil.rmtree(path, ignore_errors=True)
 
     def _deployment(self, name: str, spec: dict[str, Any]) -> Deployment:
+        """A deployment from its spec: a field given is checked as given (0 is refused, never
+        replaced by the default); only a missing field (or null) takes the profile's default."""
         p = self.profile
         keep = spec.get("keep_alive_s")
         keep_alive = self.keep_alive_s if keep is None else _number(keep, "keep_alive_s")
-        concurrency = int(_number(spec.get("concurrency") or p.instance_concurrency, "concurrency"))
-        if keep_alive < 0 or concurrency < 1:
-            raise ValueError("keep_alive_s must be >= 0 and concurrency >= 1")
-        memory = int(_number(spec.get("memory_mb") or p.memory_default_mb, "memory_mb"))
+        concurrency = _given_int(spec, "concurrency", p.instance_concurrency)
+        if keep_alive < 0:
+            raise ValueError("keep_alive_s must be >= 0")
+        if not 1 <= concurrency <= MAX_INSTANCE_CONCURRENCY:
+            raise ValueError(f"concurrency must be 1 to {MAX_INSTANCE_CONCURRENCY}, not {concurrency}")
+        memory = _given_int(spec, "memory_mb", p.memory_default_mb)
         p.check_memory(memory)
-        timeout = _number(spec.get("timeout_s") or p.timeout_default_s, "timeout_s")
+        timeout = (
+            _number(spec["timeout_s"], "timeout_s")
+            if spec.get("timeout_s") is not None
+            else p.timeout_default_s
+        )
         if not 0 < timeout <= p.timeout_max_s:
             raise TestbedError(f"{p.name}: timeout {timeout} s outside (0, {p.timeout_max_s}] s")
         tmp = spec.get("tmp_mb")
-        tmp_mb = p.tmp_mb(memory, None if tmp is None else int(_number(tmp, "tmp_mb")))
+        if tmp is not None and _given_int(spec, "tmp_mb", 0) < 1:
+            raise ValueError(f"tmp_mb must be >= 1, not {tmp}")
+        tmp_mb = p.tmp_mb(memory, None if tmp is None else _given_int(spec, "tmp_mb", 0))
         function = spec.get("function") or name
         if not isinstance(function, str):
             raise ValueError("function must be a name")
@@ -649,6 +662,21 @@ def _retire_all(instances: list[Instance]) -> None:
 
 def _no_cache(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
     return None if "__pycache__" in info.name or info.name.endswith(".pyc") else info
+
+
+#: calls one instance may serve at once (platforms allow up to 1000: Cloud Run / GCF 2nd gen)
+MAX_INSTANCE_CONCURRENCY = 1000
+
+
+def _given_int(spec: dict[str, Any], field: str, default: int) -> int:
+    """``spec[field]`` as an integer (a whole finite number), or ``default`` when it is missing."""
+    value = spec.get(field)
+    if value is None:
+        return int(default)
+    number = _number(value, field)
+    if number != int(number):
+        raise ValueError(f"{field} must be a whole number, not {value}")
+    return int(number)
 
 
 def _number(value: object, field: str) -> float:

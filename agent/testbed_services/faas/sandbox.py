@@ -48,25 +48,54 @@ KERNEL_TREES = ("/proc", "/sys")
 
 
 def function_user() -> tuple[int, int, str] | None:
-    """(uid, gid, name) functions run as; None when the emulator is not root (it cannot switch)."""
+    """(uid, gid, name) functions run as; None when the emulator is not root (it cannot switch).
+
+    ``testbed-faas`` is created on the first start (before any function runs) and used from then
+    on; ``nobody`` only when it cannot be created (the emulator's /info and log then say why)."""
     if os.geteuid() != 0:
         return None
-    for name in (USER, FALLBACK_USER):
+    for attempt in range(2):
         try:
-            pw = pwd.getpwnam(name)
-            return pw.pw_uid, pw.pw_gid, name
+            pw = pwd.getpwnam(USER)
+            return pw.pw_uid, pw.pw_gid, USER
         except KeyError:
-            if name == USER:
-                _create_user()
-    raise RuntimeError(f"neither user {USER} nor {FALLBACK_USER} exists and {USER} cannot be created")
+            if attempt == 0:
+                CREATE_ERROR[0] = _create_user()
+    try:
+        pw = pwd.getpwnam(FALLBACK_USER)
+    except KeyError:
+        raise RuntimeError(
+            f"neither user {USER} nor {FALLBACK_USER} exists and {USER} cannot be created"
+        ) from None
+    return pw.pw_uid, pw.pw_gid, FALLBACK_USER
 
 
-def _create_user() -> None:
-    subprocess.run(
-        ["useradd", "--system", "--no-create-home", "--home-dir", "/nonexistent", "--shell", NOLOGIN, USER],
-        capture_output=True,
-        check=False,
-    )
+#: why ``testbed-faas`` could not be created (empty when it was, or already existed)
+CREATE_ERROR = [""]
+
+
+def _create_user() -> str:
+    """Create the system user; return useradd's complaint when it fails (empty on success)."""
+    try:
+        done = subprocess.run(
+            [
+                "useradd",
+                "--system",
+                "--no-create-home",
+                "--home-dir",
+                "/nonexistent",
+                "--shell",
+                NOLOGIN,
+                USER,
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"useradd: {exc}"
+    return "" if done.returncode == 0 else (done.stderr.strip().splitlines() or ["useradd failed"])[-1]
 
 
 def _libc() -> ctypes.CDLL:

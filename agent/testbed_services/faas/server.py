@@ -14,6 +14,7 @@ GET    /keys/ID                    local key service stand-in: a stable random 2
 from __future__ import annotations
 
 import json
+import math
 import secrets
 import socket
 import threading
@@ -87,8 +88,8 @@ class _Handler(BaseHTTPRequestHandler):
         if not raw.strip():
             return None
         try:
-            return json.loads(raw, parse_constant=_no_constant)
-        except (ValueError, RecursionError) as exc:  # JSONDecodeError, bad UTF-8, NaN, huge ints
+            return json.loads(raw, parse_constant=_no_constant, parse_float=_finite_float)
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError, bad UTF-8, NaN, 1e999, huge ints
             raise FaasError(400, f"request body is not JSON: {str(exc)[:200]}") from exc
 
     def _dispatch(self, method: str) -> None:
@@ -103,7 +104,7 @@ class _Handler(BaseHTTPRequestHandler):
             if method == "GET" and parts == ["functions"]:
                 return self._send(200, emu.info()["functions"])
             if len(parts) == 2 and parts[0] == "functions" and method == "PUT":
-                return self._send(200, emu.deploy(parts[1], body or {}))
+                return self._send(200, emu.deploy(parts[1], {} if body is None else body))
             if len(parts) == 2 and parts[0] == "functions" and method == "DELETE":
                 emu.delete(parts[1])
                 return self._send(200, {"deleted": parts[1]})
@@ -143,6 +144,14 @@ class _Handler(BaseHTTPRequestHandler):
 
 def _no_constant(name: str) -> None:
     raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    """A JSON number as a float; one beyond the float range (``1e999``) is refused, not infinity."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text[:40]} is out of range")
+    return value
 
 
 def _check_name(name: str) -> None:
