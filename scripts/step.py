@@ -53,7 +53,8 @@ def run(name: str, estimate: float | None, cmd: list[str]) -> int:
     start = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=0)
     sel = selectors.DefaultSelector()
-    assert proc.stdout is not None
+    if proc.stdout is None:  # pragma: no cover - stdout=PIPE always gives one
+        raise RuntimeError("no pipe from the step's command")
     sel.register(proc.stdout, selectors.EVENT_READ)
     quiet_since = start
     buf = b""

@@ -230,7 +230,7 @@ class Campaign:
     def _spawn(self, run_dir: Path, run_id: str) -> int:
         argv = [*self.run_argv, "--out", str(run_dir), "--run-id", run_id]
         with open(run_dir / "agent.log", "ab") as log:
-            self.child = subprocess.Popen(
+            self.child = subprocess.Popen(  # noqa: S603 - an agent run per slot, with its own process tracker; tied to the campaign by _child_setup
                 argv,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -296,7 +296,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def _cmd_campaign(args: argparse.Namespace) -> int:
-    from testbed_agent.plan import load_plan
+    from testbed_agent.plan import load_plan  # noqa: PLC0415 - CLI start-up: a command imports what it runs
 
     plan = load_plan(args.plan)  # a bad plan stops here, before any slot
     store = args.out

@@ -23,8 +23,10 @@ See docs/io-guard.md.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
+import secrets
 import stat
 import tempfile
 from dataclasses import dataclass
@@ -239,7 +241,7 @@ def open_dir(directory: Path, create: bool = True) -> int:
     following symbolic links: from the run's held scratch descriptor when ``directory`` lies in
     it, else from ``/``. Missing components are created (0700). A component swapped for a link
     (or anything but a directory) since the path was checked is refused."""
-    from testbed_agent import scratch
+    from testbed_agent import scratch  # noqa: PLC0415 - cuts an import cycle of issue 26's code (agent/tests/test_import_graph.py KNOWN_CYCLES)
 
     held = scratch.held_for(directory)
     if held is not None:
@@ -282,7 +284,7 @@ def open_target(path: Path | str, allow_device: bool = False) -> OpenTarget:
     without following links (:func:`open_dir`), its filesystem type checked on the descriptor,
     the target opened ``O_NOFOLLOW`` beneath it, and its type and the agent's mark checked on the
     open descriptor. What the descriptor refers to cannot change afterwards."""
-    from testbed_agent import scratch
+    from testbed_agent import scratch  # noqa: PLC0415 - cuts an import cycle of issue 26's code (agent/tests/test_import_graph.py KNOWN_CYCLES)
 
     lexical = Path("/" + os.path.normpath(os.path.abspath(str(path))).lstrip("/"))
     # inside the run's scratch no name is resolved at all: the walk starts at the held descriptor
@@ -326,8 +328,6 @@ def open_target(path: Path | str, allow_device: bool = False) -> OpenTarget:
 
 
 def _checked(fd: int, dfd: int, real: Path, created: bool, allow: bool, on_dev: bool) -> OpenTarget:
-    import fcntl
-
     st = os.fstat(fd)
     if stat.S_ISBLK(st.st_mode) or stat.S_ISCHR(st.st_mode):
         if not allow:
@@ -367,8 +367,6 @@ def mark_fd(fd: int, dir_fd: int, name: str) -> None:
 
 
 def secrets_token() -> str:
-    import secrets
-
     return secrets.token_hex(4)
 
 

@@ -31,13 +31,13 @@ from testbed_agent import clouds, workloads
 from testbed_agent.plan import Benchmark, Plan, load_plan
 from testbed_agent.plan_derive import add_derive_parser, add_set_argument, derived_plan
 from testbed_shared.errors import TestbedError
+from testbed_shared.groups import GROUPS
 from testbed_shared.studies import Element, Manifest, manifest_for_plan
 
 #: typical seconds of one execution of a type this agent does not know
 UNKNOWN_TYPE_S = 60.0
 #: the plan-level host variables the machine matrix shows (each cloud adds its own)
 HOST_VARS = ("testbed_label", "testbed_disk_encryption")
-GROUPS = ("sev", "tdx", "amd_baseline", "intel_baseline", "kvm", "hyperv", "faas", "local")
 
 
 @dataclass(frozen=True)
@@ -135,7 +135,7 @@ def machines(inventories: list[Path]) -> list[dict[str, Any]]:
     cmd = [tool, "--list"]
     for inv in inventories:
         cmd += ["-i", str(inv)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)  # noqa: S603 - ansible-inventory on the controller, bounded, before any run
     if proc.returncode != 0:
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise TestbedError(f"ansible-inventory failed on {', '.join(map(str, inventories))}: {tail[:300]}")
@@ -265,8 +265,10 @@ def _print_table(plan: Plan, rows: list[Execution], total: dict[str, Any]) -> No
     ]
     _print_columns(head, table)
     span = human(total["estimated_s"])
-    if any(r.type == "crypto" for r in rows):
-        print("(crypto: estimated from file bytes and measured cipher rates, docs/crypto.md)")
+    for wtype in dict.fromkeys(r.type for r in rows):
+        workload = workloads.get(wtype)
+        if workload is not None and workload.estimate_note:
+            print(f"({wtype}: {workload.estimate_note})")
     if total["executions_max"] != total["executions"]:
         span += f" .. {human(total['estimated_max_s'])}"
         print("(* adaptive: runs only while the confidence interval is wider than its target)")

@@ -176,15 +176,15 @@ class ProcessTracker:
     def start_watchdog(self) -> None:
         """Start the watchdog that reaps the run's processes if this agent dies."""
         cmd = [sys.executable, "-m", "testbed_agent.procs", str(self.state_dir), str(self.cgroup or "")]
-        self._watchdog = subprocess.Popen(
+        self._watchdog = subprocess.Popen(  # noqa: S603 - the tracker's own watchdog: it must outlive the agent to reap
             cmd,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             start_new_session=True,  # survives a kill of the agent's process group
         )
-        assert self._watchdog.stdout is not None
-        self._watchdog.stdout.readline()  # "ready": it holds the lock
+        if self._watchdog.stdout is not None:
+            self._watchdog.stdout.readline()  # "ready": it holds the lock
 
     def stop_watchdog(self) -> None:
         """Tell the watchdog the run ended cleanly."""

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed_shared import records
+from testbed_shared.errors import TestbedError
 from testbed_shared.records import (
     BETTER,
     FINAL_STATUSES,
@@ -175,7 +176,6 @@ class ResultWriter:
 
 def _take_lock(path: Path) -> Any:
     """Open and exclusively lock ``path`` (holding our pid); raise TestbedError if another holds it."""
-    from testbed_shared.errors import TestbedError
 
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     fh = os.fdopen(fd, "r+", encoding="ascii")

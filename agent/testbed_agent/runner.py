@@ -38,6 +38,8 @@ from testbed_agent.results import (
     resume_state,
 )
 from testbed_agent.scratch import check_name, default_scratch
+from testbed_agent.sysinfo import fingerprint, options_from_args
+from testbed_agent.sysinfo.cc import label_mismatch
 from testbed_agent.telemetry import (
     ResourceMeter,
     Sampler,
@@ -46,6 +48,7 @@ from testbed_agent.telemetry import (
 )
 from testbed_agent.workloads.base import RunContext
 from testbed_shared.atomic import write_atomically
+from testbed_shared.attest.binding import Binder  # evidence bound to the results (issue 14)
 from testbed_shared.errors import BenchmarkTimeout, Interrupted, TestbedError, WorkloadError
 
 EXIT_FAILURES = 3  # the plan ran to the end, some benchmarks failed or timed out
@@ -127,7 +130,6 @@ class Runner:
         self._write_sysinfo()
         done, self.attempts = resume_state(self.results_path, self.plan.sha256, killed)
         self.history = _history(self.results_path, self.plan.sha256)
-        from testbed_shared.attest.binding import Binder  # evidence bound to the results (issue 14)
 
         self.binder = binder = Binder(
             self.out, self.ident, self.results_path, self.options, self.console.print
@@ -297,16 +299,10 @@ class Runner:
 
     # -- helpers --------------------------------------------------------------------------
     def _write_sysinfo(self) -> None:
-        from testbed_agent.sysinfo import collect
-
         path = self.out / f"{self.ident.host}.sysinfo.json"
         if path.exists():
             return
-        host_facts = self.options.get("host_facts")
-        facts = json.loads(Path(host_facts).read_text()) if host_facts else None
-        info = collect(
-            cloud=self.options.get("cloud") or "none", host_facts=facts, declared=self.options.get("declared")
-        )
+        info = fingerprint(self.options)
         info["testbed"] = {
             "label": self.ident.label,
             "groups": list(self.ident.groups),
@@ -314,9 +310,10 @@ class Runner:
             "plan": self.plan.name,
             "plan_sha256": self.plan.sha256,
         }
-        from testbed_agent.sysinfo.cc import label_mismatch
 
-        info["cc"]["label_mismatch"] = label_mismatch(self.ident.groups, info["cc"]["technology"])
+        info["cc"]["label_mismatch"] = label_mismatch(
+            self.ident.groups, info["cc"]["technology"], self.ident.label
+        )
         if info["cc"]["label_mismatch"]:
             self.console.print(f"[bold red]WARNING: {info['cc']['label_mismatch']}[/]")
         write_atomically(path, json.dumps(info, indent=2, sort_keys=True, default=str) + "\n")
@@ -393,13 +390,7 @@ def run_plan_cli(args: argparse.Namespace) -> int:
         plan_sha256=plan.sha256,
         plan_name=plan.name,
     )
-    options = {
-        "cloud": args.cloud,
-        "host_facts": str(args.host_facts) if args.host_facts else None,
-        "keep_scratch": False,
-    }
-    if args.disk_encryption is not None:
-        options["declared"] = {"disk_encryption": args.disk_encryption == "true"}
+    options = {**options_from_args(args), "keep_scratch": False}
     runner = Runner(
         plan,
         args.out,

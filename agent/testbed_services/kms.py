@@ -67,7 +67,7 @@ def local_kms_server(
 
 def make_client(cfg: KmsConfig, endpoint_url: str | None = None) -> Any:
     """A boto3 KMS client: dummy credentials for the local server, the default chain otherwise."""
-    import boto3
+    import boto3  # noqa: PLC0415 - crypto extra: boto3 only where a key service is called
 
     if cfg.local:
         return boto3.client("kms", endpoint_url=endpoint_url, region_name=cfg.region, **_LOCAL_CREDENTIALS)

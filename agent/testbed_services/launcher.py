@@ -94,7 +94,7 @@ def start(
     ``stop`` is set while waiting."""
     output = open(log, "w+b") if log is not None else tempfile.TemporaryFile()  # noqa: SIM115 - the service's lifetime
     try:
-        proc = subprocess.Popen(
+        proc = subprocess.Popen(  # noqa: S603 - a service of the toolkit: tracked when given a tracker
             list(cmd),
             stdin=subprocess.DEVNULL,
             stdout=output,

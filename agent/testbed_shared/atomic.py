@@ -11,6 +11,7 @@ its path (procfs mounted at ``/mnt/p`` is refused as ``/proc`` is).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import secrets
 import stat
@@ -77,7 +78,6 @@ _MAGIC = {
 
 def _statfs_type(path: Path | str | int) -> str | None:
     """The pseudo-filesystem named by statfs(2)'s magic number, or None (a real or unknown one)."""
-    import ctypes
 
     class Statfs(ctypes.Structure):
         _fields_ = [("f_type", ctypes.c_long), ("_rest", ctypes.c_byte * 256)]

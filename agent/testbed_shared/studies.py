@@ -36,6 +36,7 @@ from typing import Any
 import yaml
 
 from testbed_shared.errors import TestbedError
+from testbed_shared.paths import workloads_dir
 
 STATUSES = ("exact", "adapted", "not here")
 STUDY_IDS = ("S0", "S1", "S2", "S3", "S4")
@@ -108,7 +109,6 @@ class Manifest:
 
 def studies_dir() -> Path:
     """``workloads/studies`` of the repository or of the deployed copy."""
-    from testbed_shared.paths import workloads_dir
 
     return workloads_dir() / "studies"
 

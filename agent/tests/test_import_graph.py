@@ -12,6 +12,7 @@ nothing in them may import the report.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -85,6 +86,7 @@ def imports_of(name: str, path: Path, mods: dict[str, Path]) -> set[str]:
     return {m for m in out if m in mods and m != name}
 
 
+@functools.cache
 def graph() -> dict[str, set[str]]:
     mods = modules()
     return {name: imports_of(name, path, mods) for name, path in mods.items()}

@@ -81,6 +81,28 @@ benchmarks:
     assert 'testbed_agent_executions_done{host="h1",run_id="run1"} 4.0' in prom
 
 
+def _wait_for_dd(proc: subprocess.Popen, timeout: float = 120) -> None:
+    """Until the agent ``proc`` runs a dd (it reached the benchmark; a fixed sleep is not enough
+    on a loaded machine)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and proc.poll() is None:
+        for entry in Path("/proc").iterdir():
+            try:
+                if not entry.name.isdigit():
+                    continue
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            ppid = int(stat[stat.rfind(")") + 2 :].split()[1])
+            if ppid == proc.pid and Path(argv[0].decode(errors="replace")).name == "dd":
+                return
+        time.sleep(0.05)
+    proc.kill()  # nothing of the test outlives it
+    proc.communicate()
+    raise AssertionError("the agent never started dd")
+
+
 def test_sigterm_records_interrupted_and_rerun_resumes(tmp_path: Path, write_plan) -> None:
     plan = write_plan("""\
 benchmarks:
@@ -97,7 +119,7 @@ benchmarks:
         if jsonl.exists() and len(read_records(jsonl)) == 2:
             break
         time.sleep(0.05)
-    time.sleep(0.5)
+    _wait_for_dd(proc)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 128 + signal.SIGTERM, err
@@ -113,7 +135,7 @@ benchmarks:
     # interrupt once more, and nothing already recorded is lost or duplicated.
     plan_text = plan.read_text()
     proc2 = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)
+    _wait_for_dd(proc2)  # the resumed run is running dd_long again
     proc2.send_signal(signal.SIGINT)
     proc2.communicate(timeout=30)
     assert proc2.returncode == 128 + signal.SIGINT

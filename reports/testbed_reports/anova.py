@@ -106,8 +106,8 @@ def two_way_anova(df: pd.DataFrame, value: str, a: str, b: str, alpha: float = 0
 
     statsmodels: ``anova_lm(ols("y ~ C(a) * C(b)").fit(), typ=2)``; SS % is SS / total corrected SS.
     """
-    from statsmodels.formula.api import ols
-    from statsmodels.stats.anova import anova_lm
+    from statsmodels.formula.api import ols  # noqa: PLC0415 - statsmodels loads in ~1 s: only when an ANOVA is asked for
+    from statsmodels.stats.anova import anova_lm  # noqa: PLC0415 - statsmodels loads in ~1 s: only when an ANOVA is asked for
 
     y, ca, cb, _, _ = _codes(df, value, a, b)
     data = pd.DataFrame({"y": y, "A": ca, "B": cb})
@@ -173,7 +173,7 @@ def anova_codes(
 
 def tukey(df: pd.DataFrame, value: str, factor: str, alpha: float = 0.05) -> list[dict]:
     """Tukey HSD of all pairs of levels of one factor."""
-    from statsmodels.stats.multicomp import pairwise_tukeyhsd
+    from statsmodels.stats.multicomp import pairwise_tukeyhsd  # noqa: PLC0415 - statsmodels loads in ~1 s: only when an ANOVA is asked for
 
     data = pd.DataFrame(
         {"y": pd.to_numeric(df[value], errors="coerce"), "g": df[factor].astype(str)}

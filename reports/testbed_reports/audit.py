@@ -16,7 +16,7 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,10 @@ import pandas as pd
 from testbed_reports.errors import ReportError
 from testbed_reports.fingerprint import claimed_technology
 from testbed_shared import records
+from testbed_shared.attest.binding import link
+from testbed_shared.attest.manifest import verify_manifest
+from testbed_shared.attest.model import EvidenceError
+from testbed_shared.attest.verify import Options
 from testbed_shared.records import RecordError
 
 _NOT_COLLECTED = ("unavailable", "failed", "missing")
@@ -176,12 +180,6 @@ def _entries(evdir: Path) -> list[_Entry]:
 
 
 def _verify(a: HostAudit, live: list[_Entry], options: Any) -> None:
-    from dataclasses import replace
-
-    from testbed_shared.attest.manifest import verify_manifest
-    from testbed_shared.attest.model import EvidenceError
-    from testbed_shared.attest.verify import Options
-
     base = options or Options()
     ok = True
     for e in live:
@@ -249,7 +247,6 @@ def _numbering(entries: list[_Entry]) -> list[str]:
 
 def _place(e: _Entry, prev: _Entry | None, entries: list[_Entry]) -> list[str]:
     """The evidence's claims name its folder's phase and number, and the evidence before it."""
-    from testbed_shared.attest.binding import link
 
     b, out = e.binding, []
     if b.get("phase") != e.phase or e.doc.get("phase") != e.phase or b.get("seq") != e.index:

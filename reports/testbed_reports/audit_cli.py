@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -42,11 +43,9 @@ def add_parser(sub: Any) -> None:
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
-    from datetime import UTC, datetime
-
-    from testbed_reports.audit import as_json, audit, table
-    from testbed_reports.errors import ReportError
-    from testbed_shared.attest.verify import Options
+    from testbed_reports.audit import as_json, audit, table  # noqa: PLC0415 - CLI start-up: a command imports what it runs
+    from testbed_reports.errors import ReportError  # noqa: PLC0415 - CLI start-up: a command imports what it runs
+    from testbed_shared.attest.verify import Options  # noqa: PLC0415 - CLI start-up: a command imports what it runs
 
     when = None
     if args.as_of:

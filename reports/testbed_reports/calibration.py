@@ -21,11 +21,15 @@ import numpy as np
 import pandas as pd
 from scipy import signal
 
+from testbed_agent.adaptive import Adaptive, decide
+from testbed_reports.anova import label_anova
 from testbed_reports.compare import Pair, compare, headline
 from testbed_reports.diagnostics import findings
 from testbed_reports.inference import MachineSpread
 from testbed_reports.load import CATEGORICAL, OBS_COLUMNS
 from testbed_reports.stats import describe
+from testbed_reports.timeofday import calibrated, thesis_anova
+from testbed_shared.intervals import describe as one_sample
 
 SIGMA = 0.03  # run-to-run spread (lognormal sd) of the simulated benchmarks
 MARGIN = 2.0
@@ -275,7 +279,6 @@ def headline_setting(sets: int, seed: int, metrics: int = 25) -> Result:
 def anova_setting(machines: tuple[int, int, int, int], sets: int, seed: int, runs: int = 10) -> Result:
     """Label ANOVA protection x vendor on null data with a 3 % machine spread: 'protection' effects
     claimed about VM types (unit machine mean) and tables that speak about machines only."""
-    from testbed_reports.anova import label_anova
 
     rng = np.random.default_rng(seed)
     code_a, code_b = np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1])
@@ -285,7 +288,8 @@ def anova_setting(machines: tuple[int, int, int, int], sets: int, seed: int, run
     for _ in range(sets):
         v = np.exp(rng.normal(0, 0.03, sum(machines))[host] + rng.normal(0, SIGMA, len(host)))
         out = label_anova(v, lab, host, code_a, code_b, True, ("protection", "vendor"))
-        assert out is not None
+        if out is None:
+            raise RuntimeError("the label ANOVA refused a balanced simulated design")
         table, _, unit, _ = out
         hit = bool(table[0]["F"] is not None and table[0]["F"] > table[0]["F_crit"])
         res.rate("type-level protection effect").add(hit and unit == "machine mean")
@@ -319,7 +323,6 @@ def timeofday_setting(
     phi: float, sets: int, seed: int, effect: float = 0.0, sd: float = 0.10, days: int = 4
 ) -> Result:
     """Calibrated tests and the thesis's ANOVA on simulated campaigns: rate of 'effect' per test."""
-    from testbed_reports.timeofday import calibrated, thesis_anova
 
     rng = np.random.default_rng(seed)
     what = f"business-hours effect {100 * effect:g}%" if effect else "no effect"
@@ -364,7 +367,6 @@ def draw(kind: str, sigma: float) -> Callable[[random.Random], float]:
 
 def stop_adaptively(rng: random.Random, one: Callable[[random.Random], float], rule: Any) -> list[float]:
     """Runs the agent's rule (testbed_agent.adaptive.decide) takes, one run at a time."""
-    from testbed_agent.adaptive import decide
 
     values: list[float] = []
     while True:
@@ -384,8 +386,6 @@ def adaptive_setting(
     """Two labels stopped adaptively (Adaptive(5, 30, 1 %)), compared by the report: coverage of the
     true overhead, false slower/faster; and the one-label interval's coverage at stop. Each pair is
     a metric of one benchmark (every interval a 95 % one), so one report compares them all."""
-    from testbed_agent.adaptive import Adaptive
-    from testbed_shared.intervals import describe as one_sample
 
     rule = Adaptive(5, 30, 1.0)
     rng = random.Random(seed)  # noqa: S311 - a seeded simulation, not a secret

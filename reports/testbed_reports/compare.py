@@ -38,8 +38,9 @@ from testbed_reports.inference import (
     sides,
     signed,
 )
+from testbed_shared.groups import PAIRS
 
-CC_PAIRS = (("sev", "amd_baseline"), ("tdx", "intel_baseline"))
+CC_PAIRS = PAIRS  # each confidential group and its baseline (testbed_shared.groups)
 COMPARE_COLUMNS = [
     "comparison",
     "kind",

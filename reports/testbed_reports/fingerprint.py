@@ -8,9 +8,8 @@ from typing import Any
 import pandas as pd
 
 from testbed_agent.sysinfo import virt
+from testbed_shared import groups as inventory_groups
 
-CC_GROUPS = {"sev": "sev", "tdx": "tdx"}
-BASELINE_GROUPS = ("amd_baseline", "intel_baseline")
 _ENCRYPTED = re.compile(r"(?<![a-z])(?<!un)(?<!not[-_ ])encrypt", re.IGNORECASE)
 
 
@@ -36,18 +35,9 @@ def disk_encrypted(value: Any) -> bool | None:
 
 
 def claimed_technology(label: str, groups: list[str]) -> str | None:
-    """What the inventory claims: 'sev', 'tdx', 'none' (a baseline) or None (no claim)."""
-    for g, tech in CC_GROUPS.items():
-        if g in groups:
-            return tech
-    if any(g in groups for g in BASELINE_GROUPS):
-        return "none"
-    low = label.lower()
-    if "snp" in low or re.search(r"(?<![a-z])sev", low):
-        return "sev"
-    if "tdx" in low:
-        return "tdx"
-    return None
+    """What the inventory claims: 'sev', 'tdx', 'none' (a baseline) or None (no claim)
+    (:func:`testbed_shared.groups.claimed`, the agent's rule too)."""
+    return inventory_groups.claimed(groups, label)
 
 
 def claims_encryption(label: str) -> bool:
@@ -170,13 +160,10 @@ def mismatches(fp: pd.DataFrame) -> list[tuple[str, str]]:
         def flag(text: str, label: str = str(row.label)) -> None:
             problems.append((label, text))
 
-        if claim in ("sev", "tdx"):
-            if not row.sysinfo:
-                flag(f"{who} claims {claim.upper()} but has no sysinfo: the protection is unproven")
-            elif not tech.startswith(claim):
-                flag(f"{who} claims {claim.upper()} but its evidence says '{tech}'")
-        elif claim == "none" and row.sysinfo and tech not in ("none", "unknown"):
-            flag(f"{who} is a baseline but its evidence says '{tech}'")
+        if claim in inventory_groups.CONFIDENTIAL and not row.sysinfo:
+            flag(f"{who} claims {claim.upper()} but has no sysinfo: the protection is unproven")
+        elif row.sysinfo and (problem := inventory_groups.contradiction(groups, tech, str(row.label))):
+            flag(f"{who} {problem}")
         if claims_encryption(str(row.label)) and row.disk_encryption is False:
             flag(f"{who} claims disk encryption but sysinfo finds none active")
         if row.agent_mismatch:

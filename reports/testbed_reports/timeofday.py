@@ -88,7 +88,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def _cmd_timeofday(args: argparse.Namespace) -> int:
-    from testbed_reports.load import load
+    from testbed_reports.load import load  # noqa: PLC0415 - CLI start-up: a command imports what it runs (the loader pulls pandas)
 
     ds = load(args.results)
     table = select(ds.obs, args.metric, args.benchmark, args.label, args.unit)

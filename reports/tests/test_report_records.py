@@ -42,17 +42,18 @@ def _agent(plan: Path, out: Path, scratch: Path) -> list[str]:
     ]  # fmt: skip
 
 
-def _dd_writing_to(scratch: Path) -> int | None:
-    """The pid of a dd process writing into ``scratch`` (this test's own), or None."""
+def _dd_child_of(agent: int) -> int | None:
+    """The pid of a dd process the agent ``agent`` started (its benchmark), or None."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
+            stat = (entry / "stat").read_text()
         except OSError:
             continue
-        target = f"of={scratch}".encode()
-        if Path(argv[0].decode(errors="replace")).name == "dd" and any(a.startswith(target) for a in argv):
+        ppid = int(stat[stat.rfind(")") + 2 :].split()[1])
+        if ppid == agent and Path(argv[0].decode(errors="replace")).name == "dd":
             return int(entry.name)
     return None
 
@@ -71,7 +72,7 @@ def test_a_retried_execution_counts_its_final_attempt(tmp_path: Path) -> None:
     killed = None
     deadline = time.monotonic() + 120
     while killed is None and time.monotonic() < deadline and proc.poll() is None:
-        pid = _dd_writing_to(scratch)
+        pid = _dd_child_of(proc.pid)
         if pid is not None:
             os.kill(pid, signal.SIGKILL)
             killed = pid

@@ -41,13 +41,18 @@ def registry() -> Mapping[str, type[Cloud]]:
                 and obj.name
                 and obj.__module__ == module.__name__
             ):
+                if obj.name != info.name:
+                    raise TypeError(
+                        f"cloud {obj.name!r} must live in clouds/{obj.name}.py, not {info.name}.py"
+                    )
                 found[obj.name] = obj
     return MappingProxyType(found)
 
 
 def names() -> tuple[str, ...]:
-    """The ``--cloud`` choices: ``none`` and every cloud's name."""
-    return (NONE, *sorted(registry()))
+    """The ``--cloud`` choices: ``none`` and every cloud's name (a cloud's module is named as the
+    cloud, so the command line is built without importing any)."""
+    return (NONE, *sorted(i.name for i in pkgutil.iter_modules(__path__) if i.name != "base"))
 
 
 def get(name: str) -> type[Cloud] | None:

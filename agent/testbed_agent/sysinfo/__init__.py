@@ -1,5 +1,9 @@
 """Machine fingerprint (the classic ``systeminfo`` benchmark): CPU, kernel, memory, disks,
-hypervisor, clocksource, confidential-computing state, tool versions."""
+hypervisor, clocksource, confidential-computing state, tool versions.
+
+One producer: :func:`fingerprint` makes it from a run's options (cloud, hypervisor facts, what
+the inventory declares), for ``testbed-agent sysinfo``, the runner's ``<host>.sysinfo.json`` and
+the ``sysinfo`` workload alike (the workload passes the same options on: :func:`option_args`)."""
 
 from __future__ import annotations
 
@@ -11,6 +15,8 @@ import shutil
 import socket
 import subprocess
 import sys
+from collections.abc import Mapping
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +35,38 @@ TOOLS = {
     "java": ["java", "-version"],
     "node": ["node", "--version"],
 }
+
+
+def options_from_args(args: Any) -> dict[str, Any]:
+    """A run's fingerprint options from the command line (``--cloud``, ``--host-facts``,
+    ``--disk-encryption``)."""
+    options: dict[str, Any] = {
+        "cloud": args.cloud,
+        "host_facts": str(args.host_facts) if args.host_facts else None,
+    }
+    if getattr(args, "disk_encryption", None) is not None:
+        options["declared"] = {"disk_encryption": args.disk_encryption == "true"}
+    return options
+
+
+def option_args(options: Mapping[str, Any]) -> list[str]:
+    """The command-line arguments that give ``testbed-agent sysinfo`` the same options."""
+    args = ["--cloud", options.get("cloud") or "none"]
+    if options.get("host_facts"):
+        args += ["--host-facts", str(options["host_facts"])]
+    declared = (options.get("declared") or {}).get("disk_encryption")
+    if declared is not None:
+        args += ["--disk-encryption", "true" if declared else "false"]
+    return args
+
+
+def fingerprint(options: Mapping[str, Any], probe: Probe | None = None) -> dict[str, Any]:
+    """This machine's fingerprint with a run's options (:func:`options_from_args`)."""
+    host_facts = options.get("host_facts")
+    facts = json.loads(Path(host_facts).read_text()) if host_facts else None
+    return collect(
+        cloud=options.get("cloud") or "none", host_facts=facts, probe=probe, declared=options.get("declared")
+    )
 
 
 def collect(
@@ -82,7 +120,7 @@ def _run(cmd: list[str], timeout: float = 10) -> str | None:
     if not shutil.which(cmd[0]):
         return None
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)  # noqa: S603 - a read-only version probe, bounded by its timeout
     except (OSError, subprocess.TimeoutExpired):
         return None
     if out.returncode != 0:
@@ -198,8 +236,6 @@ def tool_versions() -> dict[str, str | None]:
         out = _run(cmd)
         versions[name] = out.splitlines()[0] if out else None
     try:
-        from importlib.metadata import version
-
         for pkg in ("pyperformance", "pyperf", "nbclient", "cryptography", "psutil"):
             try:
                 versions[pkg] = version(pkg)

@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from testbed_agent.sysinfo.probe import CC_PATHS, Probe, regs_to_str
+from testbed_shared.groups import contradiction
 
 MSR_AMD64_SEV = 0xC0010131
 HV_VENDOR = "Microsoft Hv"
@@ -150,16 +151,11 @@ def detect(probe: Probe) -> dict[str, Any]:
     }
 
 
-def label_mismatch(groups: list[str] | tuple[str, ...], technology: str) -> str | None:
-    """A loud message when inventory groups claim protection the evidence does not show."""
-    claims = {"sev": ("sev", "sev-es", "sev-snp"), "tdx": ("tdx",)}
-    for group, accepted in claims.items():
-        if group in groups and technology not in accepted:
-            return f"host is in group '{group}' but its evidence says '{technology}'"
-    for group in ("amd_baseline", "intel_baseline"):
-        if group in groups and technology != "none":
-            return f"host is in group '{group}' (non-confidential) but its evidence says '{technology}'"
-    return None
+def label_mismatch(groups: list[str] | tuple[str, ...], technology: str, label: str = "") -> str | None:
+    """A loud message when the inventory claims protection the evidence does not show (the one
+    judgement: :func:`testbed_shared.groups.contradiction`, the report's too)."""
+    problem = contradiction(groups, technology, label)
+    return f"host {problem}" if problem else None
 
 
 def _stronger(current: str, new: str) -> str:

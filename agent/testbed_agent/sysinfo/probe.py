@@ -65,7 +65,7 @@ class Probe:
         for cmd in (["dmesg", "--notime"], ["journalctl", "-k", "-b", "--no-pager", "-o", "cat"]):
             if shutil.which(cmd[0]):
                 try:
-                    out = subprocess.run(cmd, capture_output=True, text=True, timeout=10, check=False)
+                    out = subprocess.run(cmd, capture_output=True, text=True, timeout=10, check=False)  # noqa: S603 - a read-only probe of the kernel log, bounded (10 s)
                 except (OSError, subprocess.TimeoutExpired):
                     continue
                 if out.returncode == 0 and out.stdout:
@@ -93,7 +93,7 @@ class Probe:
         if not shutil.which(argv[0]):
             return None
         try:
-            out = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)  # noqa: S603 - a read-only probe command of this module, bounded (10 s)
         except (OSError, subprocess.TimeoutExpired):
             return None
         text = out.stdout.strip()
@@ -105,7 +105,7 @@ def _cpuid_tool(leaf: int, subleaf: int) -> Regs | None:
     if not shutil.which("cpuid"):
         return None
     try:
-        out = subprocess.run(
+        out = subprocess.run(  # noqa: S603 - the cpuid tool, read-only, bounded (10 s)
             ["cpuid", "-1", "-r", "-l", hex(leaf), "-s", hex(subleaf)],
             capture_output=True,
             text=True,

@@ -93,7 +93,7 @@ class RunContext:
         if remaining <= 0:
             raise BenchmarkTimeout("timed out before start")
         try:
-            proc = subprocess.Popen(
+            proc = subprocess.Popen(  # noqa: S603 - RunContext.exec: the tracked path every benchmark tool takes
                 cmd,
                 cwd=cwd,
                 env=env,
@@ -174,6 +174,8 @@ class Workload:
     default_timeout_s: ClassVar[float] = DEFAULT_TIMEOUT_S
     #: typical seconds of one execution when the params say nothing more precise (plan show)
     typical_s: ClassVar[float] = 60.0
+    #: how ``estimate_s`` estimates, when plan show should say so
+    estimate_note: ClassVar[str] = ""
     #: name for ``testbed-agent parse KIND FILE``; empty when the type has no raw-output parser
     parse_kind: ClassVar[str] = ""
 

@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from testbed_agent import __version__
 from testbed_agent.benchmark import Benchmark
 from testbed_agent.params import ParamError, spec
 from testbed_agent.results import Outcome, metric
@@ -27,6 +28,7 @@ from testbed_agent.workloads.base import RunContext, Workload
 from testbed_services import launcher
 from testbed_services.faas import DEFAULT_PORT
 from testbed_services.faas.client import FaasClient
+from testbed_services.faas.profiles import load_profile
 from testbed_shared.cost import cost_efficiency
 from testbed_shared.errors import BenchmarkTimeout, Interrupted, TestbedError, WorkloadError
 
@@ -74,8 +76,6 @@ class FaasWorkload(Workload):
     @classmethod
     def check_environment(cls, bench: Benchmark, params: FaasParams) -> None:
         if params.endpoint == "auto":
-            from testbed_services.faas.profiles import load_profile
-
             try:
                 profile = load_profile(params.profile)
                 if params.memory_mb is not None:
@@ -401,7 +401,7 @@ def ols(x: list[float], y: list[float]) -> dict[str, float] | None:
     confidence interval. None where scipy is not installed (it comes with the agent's notebooks
     extra; the agent's core has no numerical library)."""
     try:
-        from scipy import stats
+        from scipy import stats  # noqa: PLC0415 - scipy comes with the notebooks extra; without it the regression is left out
     except ImportError:
         return None
     n = len(x)  # >= 3, with two distinct x at least
@@ -508,6 +508,4 @@ def _emulator_summary(info: dict[str, Any]) -> dict[str, Any]:
 
 
 def _version() -> str:
-    from testbed_agent import __version__
-
     return __version__

@@ -90,7 +90,7 @@ def job_env(p: FioParams, target: str, size: int) -> dict[str, str]:
 def _check_run(cmd: list[str], env: dict[str, str]) -> str:
     """fio --showcmd while a plan is checked (no run yet: bounded, nothing to track)."""
     try:
-        res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=30, check=False)
+        res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=30, check=False)  # noqa: S603 - fio --showcmd while a plan is checked: no run exists yet, bounded (30 s)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise TargetRefused(f"fio could not read the job file: {exc}") from None
     if res.returncode != 0:

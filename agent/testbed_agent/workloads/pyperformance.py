@@ -7,6 +7,7 @@ import json
 import os
 import sys
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +96,7 @@ class Pyperformance(Workload):
     @staticmethod
     def parse_file(path: Path) -> dict[str, Any]:
         """Mean, sd and all values (seconds) of every benchmark in a pyperf JSON file."""
-        import pyperf
+        import pyperf  # noqa: PLC0415 - pyperformance extra: only this type needs pyperf
 
         try:
             suite = pyperf.BenchmarkSuite.load(str(path))
@@ -130,8 +131,6 @@ class Pyperformance(Workload):
 
 
 def _version(pkg: str) -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version(pkg)
     except PackageNotFoundError:

@@ -6,6 +6,7 @@ import json
 import sys
 
 from testbed_agent.results import Outcome, metric
+from testbed_agent.sysinfo import option_args
 from testbed_agent.workloads.base import NoParams, RunContext, Workload
 
 
@@ -20,10 +21,7 @@ class Sysinfo(Workload):
     def run(self, ctx: RunContext, params: NoParams) -> Outcome:
         out = ctx.artifact("sysinfo.json")
         cmd = [sys.executable, "-m", "testbed_agent", "sysinfo", "--out", str(out)]
-        cmd += ["--cloud", ctx.options.get("cloud") or "none"]
-        if ctx.options.get("host_facts"):
-            cmd += ["--host-facts", str(ctx.options["host_facts"])]
-        ctx.exec(cmd)
+        ctx.exec([*cmd, *option_args(ctx.options)])  # the run's options, as the runner's fingerprint
         info = json.loads(out.read_text())
         metrics = {}
         if info["memory"].get("total_bytes"):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from testbed_shared.paths import workloads_dir
+
 DEFAULT_PORT = 8650
 
 
@@ -13,6 +15,5 @@ def faas_dir() -> Path:
     env = os.environ.get("TESTBED_FAAS_DIR")
     if env:
         return Path(env)
-    from testbed_shared.paths import workloads_dir
 
     return workloads_dir() / "faas"

@@ -112,10 +112,10 @@ def add_parser(subparsers: Any) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from testbed_services.faas.emulator import Emulator, log
-    from testbed_services.faas.functions import default_dirs
-    from testbed_services.faas.profiles import load_profile
-    from testbed_services.faas.server import FaasServer
+    from testbed_services.faas.emulator import Emulator, log  # noqa: PLC0415 - CLI start-up: a command imports what it runs (the emulator loads only for `faas serve`)
+    from testbed_services.faas.functions import default_dirs  # noqa: PLC0415 - CLI start-up: a command imports what it runs (the emulator loads only for `faas serve`)
+    from testbed_services.faas.profiles import load_profile  # noqa: PLC0415 - CLI start-up: a command imports what it runs (the emulator loads only for `faas serve`)
+    from testbed_services.faas.server import FaasServer  # noqa: PLC0415 - CLI start-up: a command imports what it runs (the emulator loads only for `faas serve`)
 
     # The emulator shares code, mount points and instance stores with the unprivileged function user:
     # a caller's umask (the agent runs with 077) must not make them unreadable to it.
@@ -210,7 +210,7 @@ def _info(args: argparse.Namespace) -> int:
 
 
 def _profiles(args: argparse.Namespace) -> int:
-    from testbed_services.faas.profiles import available, load_profile
+    from testbed_services.faas.profiles import available, load_profile  # noqa: PLC0415 - CLI start-up: a command imports what it runs (the emulator loads only for `faas serve`)
 
     for name in available(args.profiles_dir):
         p = load_profile(name, args.profiles_dir)

@@ -31,10 +31,11 @@ class FaasClient:
             self._sock.close()
             self._sock = self._rfile = None
 
-    def _connect(self) -> None:
+    def _connect(self) -> socket.socket:
         self._sock = socket.create_connection((self.host, self.port), timeout=self.timeout_s)
         self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._rfile = self._sock.makefile("rb")
+        return self._sock
 
     def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         data = b"" if body is None else json.dumps(body).encode()
@@ -45,10 +46,8 @@ class FaasClient:
         for attempt in (0, 1):
             reused = self._sock is not None
             try:
-                if self._sock is None:
-                    self._connect()
-                assert self._sock is not None
-                self._sock.sendall(head + data)
+                sock = self._sock if self._sock is not None else self._connect()
+                sock.sendall(head + data)
                 status_line = self._rfile.readline()
                 if not status_line:
                     raise ConnectionResetError("connection closed by the emulator")

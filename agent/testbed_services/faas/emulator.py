@@ -126,7 +126,7 @@ class Emulator:
                 continue
             self.backend.reclaim(d.name.removeprefix("emu-"))
             for point in sorted(_mounts_under(d), key=len, reverse=True):
-                subprocess.run(["umount", "-l", point], capture_output=True, check=False)
+                subprocess.run(["umount", "-l", point], capture_output=True, check=False)  # noqa: S603 - the emulator's own cleanup (umount), inside the launcher-tracked service
             shutil.rmtree(d, ignore_errors=True)
             count += 1
         return count
@@ -443,7 +443,8 @@ class Emulator:
     def _fetch(self, dep: Deployment, host: Host) -> tuple[Path, float, float]:
         """Host path: boot the host's directory, unpack the package there once per version.
         Returns (code directory, boot seconds, fetch seconds)."""
-        assert dep.package is not None
+        if dep.package is None:
+            raise RuntimeError(f"deployment {dep.name} fetched before it was packaged")
         with host.lock:
             boot = fetch = 0.0
             if host.directory is None:

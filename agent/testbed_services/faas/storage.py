@@ -33,7 +33,7 @@ class TmpStore:
     def release(self) -> None:
         """Unmount (lazily, the instance may still hold it) and delete."""
         if self.enforced:
-            subprocess.run(["umount", "-l", str(self.path)], capture_output=True, check=False)
+            subprocess.run(["umount", "-l", str(self.path)], capture_output=True, check=False)  # noqa: S603 - the emulator's /tmp cleanup (umount), inside the launcher-tracked service
         shutil.rmtree(self.path, ignore_errors=True)
         if self.image is not None:
             with contextlib.suppress(OSError):
@@ -41,7 +41,7 @@ class TmpStore:
 
 
 def _run(cmd: list[str]) -> None:
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)  # noqa: S603 - the emulator's /tmp mount, inside the launcher-tracked service
     if proc.returncode != 0:
         raise OSError(f"{' '.join(cmd[:2])} failed: {(proc.stderr or proc.stdout).strip()[:200]}")
 

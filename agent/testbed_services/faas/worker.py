@@ -66,8 +66,8 @@ def main(argv: list[str]) -> int:
 
     t0 = time.perf_counter()
     try:
-        from testbed_services.faas import sandbox
-        from testbed_shared.paths import workloads_dir
+        from testbed_services.faas import sandbox  # noqa: PLC0415 - inside the worker's start: an import error is reported to the emulator, not a crash
+        from testbed_shared.paths import workloads_dir  # noqa: PLC0415 - inside the worker's start: an import error is reported to the emulator, not a crash
 
         python = [sys.prefix, sys.base_prefix, sys.exec_prefix, *(p for p in sys.path if os.path.isdir(p))]
         keep = [*python, str(workloads_dir()), *cfg.get("keep_dirs", [])]

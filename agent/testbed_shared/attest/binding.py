@@ -12,10 +12,13 @@ vouches for them."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
+import stat
 import tempfile
+import textwrap
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -84,9 +87,6 @@ def tpm_nonce(c: dict[str, Any]) -> bytes:
 
 
 def _pem(der: bytes) -> str:
-    import base64
-    import textwrap
-
     body = "\n".join(textwrap.wrap(base64.b64encode(der).decode(), 64))
     return f"-----BEGIN CERTIFICATE-----\n{body}\n-----END CERTIFICATE-----\n"
 
@@ -111,7 +111,6 @@ def hcl_kind(hcl: bytes) -> str:
 
 def _evidence_dir(target: Path) -> None:
     """Create the phase directory; it and ``<host>.evidence`` must be real directories, not links."""
-    import stat
 
     target.mkdir(parents=True, exist_ok=True)
     for d in (target.parent, target):

@@ -4,6 +4,8 @@ ending at a pinned root."""
 from __future__ import annotations
 
 import itertools
+import os
+import stat
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
@@ -16,7 +18,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
+from testbed_shared.attest import der
 from testbed_shared.attest.model import EvidenceError, Result
+from testbed_shared.attest.roots import AMD_ARK, INTEL_SGX_ROOT_CA
 
 _SPKI = (serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
 MAX_BUNDLE = 1 << 20
@@ -93,7 +97,6 @@ def _one_der(data: bytes) -> list[x509.Certificate]:
 def outer_algorithm_ok(cert: x509.Certificate, source: str = "certificate") -> None:
     """Refuse a certificate whose unsigned outer signature algorithm differs from the signed inner
     one, or whose signature BIT STRING has unused bits (bytes no signature covers)."""
-    from testbed_shared.attest import der
 
     inner, outer, bits = der.certificate_parts(cert.public_bytes(serialization.Encoding.DER))
     if inner != outer:
@@ -146,8 +149,6 @@ def signed_by(cert: x509.Certificate, issuer: x509.Certificate) -> tuple[bool, s
 
 def read_evidence(path: Path, what: str, limit: int = MAX_BUNDLE * 16) -> bytes:
     """A regular file's bytes (no device, FIFO or directory; bounded size), or an EvidenceError."""
-    import os
-    import stat
 
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -218,15 +219,11 @@ def check_chain(
 
 @cache
 def amd_roots() -> list[x509.Certificate]:
-    from testbed_shared.attest.roots import AMD_ARK
-
     return [load_certs(pem.encode() + b"\n")[0] for pem in AMD_ARK.values()]
 
 
 @cache
 def intel_roots() -> list[x509.Certificate]:
-    from testbed_shared.attest.roots import INTEL_SGX_ROOT_CA
-
     return load_certs(INTEL_SGX_ROOT_CA.encode() + b"\n")
 
 

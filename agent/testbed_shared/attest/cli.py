@@ -100,8 +100,8 @@ def _hex(text: str) -> bytes:
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
-    from testbed_shared.attest.model import EvidenceError
-    from testbed_shared.attest.verify import Options, dumps, verify_file
+    from testbed_shared.attest.model import EvidenceError  # noqa: PLC0415 - CLI start-up: a command imports what it runs
+    from testbed_shared.attest.verify import Options, dumps, verify_file  # noqa: PLC0415 - CLI start-up: a command imports what it runs
 
     opts = Options(
         chain=args.chain,

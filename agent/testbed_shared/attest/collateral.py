@@ -16,6 +16,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from cryptography.hazmat.primitives import hashes
+
+from testbed_shared.attest import chain, keys
 from testbed_shared.attest.model import EvidenceError, Result
 
 TCB_SIGNING_CN = "Intel SGX TCB Signing"
@@ -60,9 +63,6 @@ def _signature(
     when: datetime,
 ) -> None:
     """Find the TCB signing certificate whose key made ``sig`` and check its chain to Intel's root."""
-    from cryptography.hazmat.primitives import hashes
-
-    from testbed_shared.attest import chain, keys
 
     signers = [c for c in pool if chain.cn(c) == TCB_SIGNING_CN]
     signer = next((c for c in signers if keys.ecdsa_raw_ok(c.public_key(), body, sig, hashes.SHA256())), None)

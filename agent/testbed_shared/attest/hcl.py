@@ -25,8 +25,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from testbed_shared.attest import keys, tpm
 from testbed_shared.attest.layout import Reader
 from testbed_shared.attest.model import EvidenceError, Result
+from testbed_shared.attest.snp import verify_snp
+from testbed_shared.attest.tdx import parse_quote, verify_tdx
 
 MAGIC = b"HCLA"
 HEADER = 32
@@ -130,7 +133,6 @@ def verify_hcl(
 ) -> tuple[Result, Any]:
     """Verify the hardware report, the claims digest and (when given) a TPM quote by HCLAkPub.
     Returns the result and the AK (or None)."""
-    from testbed_shared.attest import keys, tpm
 
     rep = parse_hcl(blob)
     res = Result(f"azure-{rep.kind}", when)
@@ -167,8 +169,6 @@ def _hardware(
     collateral: dict[str, bytes | None],
 ) -> None:
     if rep.kind == "sev-snp":
-        from testbed_shared.attest.snp import verify_snp
-
         inner = verify_snp(rep.hw, pool, when, allow_debug=allow_debug, extra_roots=extra_roots)
         res.measurement, res.report_data = inner.measurement, inner.report_data
         res.merge(inner)
@@ -181,7 +181,6 @@ def _hardware(
             "tdx: TDREPORT quoted", False, "the TDREPORT is MAC'd, not signed: give the TD quote made from it"
         )
         return
-    from testbed_shared.attest.tdx import parse_quote, verify_tdx
 
     inner = verify_tdx(tdx_quote, pool, when, allow_debug=allow_debug, extra_roots=extra_roots, **collateral)
     res.merge(inner)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 from typing import Any
 
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
@@ -80,15 +81,13 @@ def ecdsa_raw_ok(key: Any, data: bytes, sig: bytes, algo: hashes.HashAlgorithm) 
 
 
 def fingerprint(key: Any) -> str:
-    import hashlib
-
     der = key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
     return hashlib.sha256(der).hexdigest()[:16]
 
 
 def verify_tpm_signature(key: Any, msg: bytes, raw_sig: bytes) -> tuple[bool, str]:
     """A TPM quote signature (plain or TPMT_SIGNATURE) by ``key``."""
-    from testbed_shared.attest.tpm import parse_signature
+    from testbed_shared.attest.tpm import parse_signature  # noqa: PLC0415 - cuts an import cycle of issue 26's code (agent/tests/test_import_graph.py KNOWN_CYCLES)
 
     size = key.key_size // 8 if isinstance(key, rsa.RSAPublicKey) else 0
     scheme, halg, sig = parse_signature(raw_sig, size)

@@ -11,13 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from testbed_shared.attest import binding
+from testbed_shared.attest.chain import read_evidence
 from testbed_shared.attest.model import EvidenceError, Result
 from testbed_shared.attest.verify import Options, verify_bytes
 
 
 def load_manifest(path: Path) -> dict[str, Any]:
-    from testbed_shared.attest.chain import read_evidence
-
     try:
         doc = json.loads(read_evidence(Path(path), "evidence manifest", 1 << 20).decode("utf-8"))
     except (ValueError, RecursionError) as exc:
@@ -89,6 +88,5 @@ def verify_manifest(path: Path, opts: Options) -> Result:
 def _read(files: dict[str, Path], key: str) -> bytes:
     if key not in files:
         raise EvidenceError(f"evidence manifest names no '{key}' file")
-    from testbed_shared.attest.chain import read_evidence
 
     return read_evidence(files[key], f"evidence file '{key}'")

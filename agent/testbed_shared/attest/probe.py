@@ -4,13 +4,17 @@ tested on recorded answers or a software TPM (same seam style as ``sysinfo.probe
 
 from __future__ import annotations
 
+import base64
+import binascii
 import ctypes
 import fcntl
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
+import textwrap
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -97,7 +101,7 @@ class EvidenceProbe:
         """Run one tpm2-tools command against the vTPM; stdout bytes."""
         env = dict(os.environ, TPM2TOOLS_TCTI=self.tcti)
         try:
-            done = subprocess.run(
+            done = subprocess.run(  # noqa: S603 - tpm2-tools for evidence, bounded (timeout), between benchmarks
                 ["tpm2_" + args[0], *args[1:]],
                 input=data,
                 capture_output=True,
@@ -114,7 +118,6 @@ class EvidenceProbe:
 
     def tdx_quote(self, td_report: bytes) -> bytes:
         """A TD quote of ``td_report`` from Azure IMDS's quote service (``POST /acc/tdquote``)."""
-        import base64
 
         url = f"{self.imds.rstrip('/')}/acc/tdquote"
         if not url.startswith(("http://", "https://")):
@@ -149,10 +152,6 @@ class EvidenceProbe:
 def canonical_pem(text: str) -> str:
     """The certificates of a PEM text re-encoded as plain PEM blocks (64-column base64, one newline
     after each END line, nothing else), the exact form ``attest verify`` accepts."""
-    import base64
-    import binascii
-    import re
-    import textwrap
 
     out = []
     for body in re.findall(r"-----BEGIN CERTIFICATE-----(.+?)-----END CERTIFICATE-----", text, re.S):

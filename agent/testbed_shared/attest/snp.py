@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from testbed_shared.attest import chain
 from testbed_shared.attest.model import EvidenceError, Result
 
 REPORT_SIZE = 0x4A0  # 1184 bytes
@@ -186,7 +187,6 @@ def verify_snp(
     source: str = "report",
 ) -> Result:
     """Verify an SEV-SNP report: the VCEK signature, the VCEK's chip and TCB, the AMD chain, policy."""
-    from testbed_shared.attest import chain
 
     rep = parse_report(raw, source)
     res = Result("sev-snp", when, measurement=rep.measurement.hex(), report_data=rep.report_data.hex())

@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from cryptography.hazmat.primitives import hashes
+
+from testbed_shared.attest import chain, collateral, der, keys
 from testbed_shared.attest.layout import Reader
 from testbed_shared.attest.model import EvidenceError, Result
 
@@ -121,7 +124,6 @@ def parse_quote(raw: bytes, source: str = "quote") -> TdxQuote:
 
 def pck_info(leaf: Any) -> dict[str, Any]:
     """FMSPC, PCE id, TCB components and PCESVN from the PCK leaf's SGX extension."""
-    from testbed_shared.attest import chain, der
 
     raw = chain.raw_extensions(leaf).get(SGX_EXT)
     if raw is None:
@@ -152,9 +154,6 @@ def verify_tdx(
     source: str = "quote",
 ) -> Result:
     """Verify a TDX quote; ``pool`` holds extra certificates (e.g. Intel's TCB signing chain)."""
-    from cryptography.hazmat.primitives import hashes
-
-    from testbed_shared.attest import chain, collateral, keys
 
     q = parse_quote(raw, source)
     res = Result("tdx", when, measurement=q.mrtd.hex(), report_data=q.report_data.hex())

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
+
 from testbed_shared.attest.model import EvidenceError, Result
 
 TPM_GENERATED = 0xFF544347
@@ -111,8 +113,6 @@ def load_pcrs(text: str, source: str = "pcrs") -> dict[str, dict[int, bytes]]:
     except RecursionError as exc:
         raise EvidenceError(f"{source}: nested too deeply") from exc
     except ValueError:
-        import yaml
-
         try:
             data = yaml.safe_load(text)
         except (yaml.YAMLError, RecursionError) as exc:
@@ -180,7 +180,7 @@ def verify_quote(
     prefix: str = "tpm",
 ) -> Quote:
     """Add the quote checks (signature, nonce, PCR digest) to ``res``."""
-    from testbed_shared.attest import keys
+    from testbed_shared.attest import keys  # noqa: PLC0415 - cuts an import cycle of issue 26's code (agent/tests/test_import_graph.py KNOWN_CYCLES)
 
     quote = parse_quote(msg)
     ok, detail = keys.verify_tpm_signature(ak, msg, sig)

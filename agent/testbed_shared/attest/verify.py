@@ -10,7 +10,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from testbed_shared.attest import chain
+from testbed_shared.attest.chain import read_evidence
+from testbed_shared.attest.hcl import verify_hcl
+from testbed_shared.attest.keys import load_public_key
 from testbed_shared.attest.model import EvidenceError, Result
+from testbed_shared.attest.snp import verify_snp
+from testbed_shared.attest.tdx import verify_tdx
+from testbed_shared.attest.tpm import load_pcrs, verify_quote
 
 
 @dataclass
@@ -59,7 +66,6 @@ def _read(path: Path | None, what: str) -> bytes | None:
     """A regular file's bytes (bounded), or None without a path."""
     if path is None:
         return None
-    from testbed_shared.attest.chain import read_evidence
 
     return read_evidence(Path(path), what)
 
@@ -76,25 +82,19 @@ def verify_file(path: Path, opts: Options | None = None) -> Result:
     except EvidenceError as exc:
         raise EvidenceError(f"{path}: {exc}") from exc
     if kind == "manifest":
-        from testbed_shared.attest.manifest import verify_manifest
+        from testbed_shared.attest.manifest import verify_manifest  # noqa: PLC0415 - cuts an import cycle of issue 26's code (agent/tests/test_import_graph.py KNOWN_CYCLES)
 
         return verify_manifest(path, opts)
     return verify_bytes(kind, data, opts, str(path))
 
 
 def verify_bytes(kind: str, data: bytes, opts: Options, source: str, pool: list[Any] | None = None) -> Result:
-    from testbed_shared.attest import chain
-
     pool = (pool or []) + chain.load_cert_files(opts.chain)
     roots = chain.load_cert_files(opts.roots)
     when = opts.when
     if kind == "sev-snp":
-        from testbed_shared.attest.snp import verify_snp
-
         res = verify_snp(data, pool, when, allow_debug=opts.allow_debug, extra_roots=roots, source=source)
     elif kind == "tdx":
-        from testbed_shared.attest.tdx import verify_tdx
-
         res = verify_tdx(
             data,
             pool,
@@ -122,8 +122,6 @@ def _quote_pair(opts: Options) -> tuple[bytes, bytes] | None:
 
 
 def _pcrs(opts: Options) -> Any:
-    from testbed_shared.attest.tpm import load_pcrs
-
     raw = _read(opts.pcrs, "--pcrs")
     if raw is None:
         return None
@@ -135,8 +133,6 @@ def _pcrs(opts: Options) -> Any:
 
 
 def _hcl(data: bytes, opts: Options, pool: list[Any], roots: list[Any]) -> Result:
-    from testbed_shared.attest.hcl import verify_hcl
-
     res, _ak = verify_hcl(
         data,
         pool,
@@ -154,9 +150,6 @@ def _hcl(data: bytes, opts: Options, pool: list[Any], roots: list[Any]) -> Resul
 
 
 def _tpm(data: bytes, opts: Options, when: datetime) -> Result:
-    from testbed_shared.attest.keys import load_public_key
-    from testbed_shared.attest.tpm import verify_quote
-
     ak_raw, sig = _read(opts.ak, "--ak"), _read(opts.signature, "--signature")
     if ak_raw is None or sig is None:
         raise EvidenceError("a TPM quote needs --ak PEM and --signature FILE")

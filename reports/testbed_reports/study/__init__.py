@@ -57,7 +57,7 @@ def run_study(study_id: str, results: list[Path], out: Path, csv: Path | None = 
     else:
         if not results:
             raise StudyError(f"study {man.id}: give result directories (or --csv FILE)")
-        from testbed_reports.load import load
+        from testbed_reports.load import load  # noqa: PLC0415 - CLI start-up: a command imports what it runs (the loader pulls pandas)
 
         view = mod.build(load(results), man)
     write_view(view, out)

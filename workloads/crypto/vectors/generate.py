@@ -102,7 +102,8 @@ def cipher_vectors() -> list[dict[str, Any]]:
     # FIPS-197 appendix C.1 as the first CBC block (zero IV)
     key, pt = bytes(range(16)), bytes.fromhex("00112233445566778899aabbccddeeff")
     ct = _cipher("aes-cbc", key, bytes(16), pt)
-    assert ct[:16].hex() == "69c4e0d86a7b0430d8cdb78070b4c55a", "FIPS-197 C.1"
+    if ct[:16].hex() != "69c4e0d86a7b0430d8cdb78070b4c55a":
+        raise SystemExit("AES-128 does not give FIPS-197 C.1's ciphertext")
     out.append(
         {
             "id": "aes-cbc-fips197-c1",
@@ -179,7 +180,8 @@ def mac_vectors() -> list[dict[str, Any]]:
     for alg, digest in (("hmac-sha256", "sha256"), ("hmac-sha384", "sha384")):
         key, msg = b"Jefe", b"what do ya want for nothing?"
         got = hmac.digest(key, msg, digest).hex()
-        assert got == rfc4231[alg], f"RFC 4231 case 2 {alg}"
+        if got != rfc4231[alg]:
+            raise SystemExit(f"{alg} does not give RFC 4231 case 2's MAC")
         out.append({"id": f"{alg}-rfc4231-2", "alg": alg, "key": key.hex(), "message": msg.hex(), "mac": got})
         bits = int(alg[-3:])
         key, msg = det(f"{alg}-key", bits // 8), det("pt-4096", 4096)

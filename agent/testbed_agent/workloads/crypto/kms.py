@@ -59,10 +59,9 @@ def run_kms(ctx: RunContext, res: dict[str, Any], root: Any, tiers: TierCells | 
                 reason = cmd if isinstance(cmd, str) else None
                 if reason is None and name not in key_ids:
                     reason = f"no key id configured for {name}"
-                if reason is not None:
+                if reason is not None or isinstance(cmd, str):
                     samples["cells"].append({**cell, "status": "skipped", "reason": reason})
                     continue
-                assert not isinstance(cmd, str)
                 argv = [*cmd[0], "run", "--key-id", key_ids[name], "--key-spec", spec, "--usage", usage]
                 argv += [
                     "--region",

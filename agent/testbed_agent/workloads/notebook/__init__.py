@@ -63,7 +63,7 @@ def notebook_datasets(bench: Benchmark, path: Path) -> list[str]:
     """Data sets a notebook needs: the plan's datasets field, else the notebook's metadata."""
     if bench.datasets:
         return list(bench.datasets)
-    import nbformat
+    import nbformat  # noqa: PLC0415 - notebooks extra (nbformat, papermill, nbclient): only the notebook type needs it
 
     meta = nbformat.read(path, as_version=4).metadata.get("testbed", {})
     return list(meta.get("datasets", []))
@@ -110,11 +110,11 @@ class NotebookWorkload(Workload):
         return SCALE_TYPICAL_S[params.scale]
 
     def run(self, ctx: RunContext, params: NotebookParams) -> Outcome:
-        import nbformat
-        from papermill.iorw import load_notebook_node
-        from papermill.parameterize import parameterize_notebook
+        import nbformat  # noqa: PLC0415 - notebooks extra (nbformat, papermill, nbclient): only the notebook type needs it
+        from papermill.iorw import load_notebook_node  # noqa: PLC0415 - notebooks extra (nbformat, papermill, nbclient): only the notebook type needs it
+        from papermill.parameterize import parameterize_notebook  # noqa: PLC0415 - notebooks extra (nbformat, papermill, nbclient): only the notebook type needs it
 
-        from testbed_agent.workloads.notebook.execute import execute
+        from testbed_agent.workloads.notebook.execute import execute  # noqa: PLC0415 - notebooks extra (nbformat, papermill, nbclient): only the notebook type needs it
 
         bench, p = ctx.bench, params
         path = locate(bench.name)
@@ -179,9 +179,9 @@ class NotebookWorkload(Workload):
     @staticmethod
     def parse_file(path: Path) -> dict[str, Any]:
         """Metrics of an executed notebook from its timing metadata (``record_timing``)."""
-        import nbformat
+        import nbformat  # noqa: PLC0415 - notebooks extra (nbformat, papermill, nbclient): only the notebook type needs it
 
-        from testbed_agent.workloads.notebook.execute import cell_seconds
+        from testbed_agent.workloads.notebook.execute import cell_seconds  # noqa: PLC0415 - notebooks extra (nbformat, papermill, nbclient): only the notebook type needs it
 
         nb = nbformat.read(path, as_version=4)
         cells = [
@@ -224,7 +224,7 @@ def timing_metrics(wall_s: float, startup_s: float, cells_s: float) -> dict[str,
 
 
 def tool_info(kernel: str) -> dict[str, Any]:
-    import nbclient
+    import nbclient  # noqa: PLC0415 - notebooks extra (nbformat, papermill, nbclient): only the notebook type needs it
 
     return {
         "name": "nbclient",

@@ -76,72 +76,82 @@ def _bulk_gcm(key_bits: int, payload: bytes, update: int) -> Callable[[int], obj
     return op
 
 
-def _make_op(
-    alg: A.Alg,
-    op: str,
-    key_bits: int,
-    payload: bytes | None,
-    stream: str | None,
-    chunk: int,
-    vectors: list[dict[str, Any]],
-) -> Callable[[int], object]:
-    """A function of the operation number doing one operation (setup done here, untimed)."""
+def _key_pair(alg: A.Alg, key_bits: int, vectors: list[dict[str, Any]]) -> tuple[Any, Any]:
+    """(private, public) key of a signature or hybrid algorithm: the vector file's."""
     name = alg.name
-    if alg.kind in ("sign", "hybrid"):
-        vec = next((v for v in vectors if v["alg"] == name and v.get("key_bits", key_bits) == key_bits), None)
-        if vec is None:
-            raise SpecError(f"no vector with a {key_bits}-bit key for {name} in the vector file")
-        priv = A.load_private(bytes.fromhex(vec["private_key"]))
-        pub = A.load_public(bytes.fromhex(vec["public_key"]))
-    key = os.urandom(key_bits // 8)
+    vec = next((v for v in vectors if v["alg"] == name and v.get("key_bits", key_bits) == key_bits), None)
+    if vec is None:
+        raise SpecError(f"no vector with a {key_bits}-bit key for {name} in the vector file")
+    return A.load_private(bytes.fromhex(vec["private_key"])), A.load_public(bytes.fromhex(vec["public_key"]))
+
+
+def _cipher_op(
+    alg: A.Alg, op: str, key: bytes, payload: bytes | None, stream: str | None, chunk: int
+) -> Callable[[int], object]:
+    name = alg.name
     prefix = os.urandom(8)
-    if alg.kind == "cipher":
 
-        def iv_for(n: int) -> bytes:
-            if name == "aes-gcm":
-                return prefix + n.to_bytes(4, "big")
-            if name == "aes-ctr":
-                return prefix + n.to_bytes(4, "big") + bytes(4)
-            return os.urandom(alg.block)
+    def iv_for(n: int) -> bytes:
+        if name == "aes-gcm":
+            return prefix + n.to_bytes(4, "big")
+        if name == "aes-ctr":
+            return prefix + n.to_bytes(4, "big") + bytes(4)
+        return os.urandom(alg.block)
 
-        if stream:
+    if stream:
 
-            def op_stream(n: int) -> object:
-                with open(stream, "rb", buffering=0) as src:
-                    A.stream_encrypt(name, key, os.urandom(alg.block), src, chunk, len)
-                return None
-
-            return op_stream
-        assert payload is not None
-        if op == "encrypt":
-            return lambda n: A.encrypt(name, key, iv_for(n), payload)
-        iv0 = iv_for(0)
-        ct = A.encrypt(name, key, iv0, payload)
-        return lambda n: A.decrypt(name, key, iv0, ct)
-    if alg.kind == "mac":
-        if stream:
-
-            def mac_stream(n: int) -> object:
-                with open(stream, "rb", buffering=0) as src:
-                    return A.stream_mac(name, key, src, chunk)
-
-            return mac_stream
-        return lambda n: A.mac(name, key, payload or b"")
-    if alg.kind == "sign":
-        if stream:
-            raise SpecError("ecdsa takes --payload-bytes or --input, not --stream")
-        data = payload or b""
-        if op == "sign":
-            return lambda n: A.sign(name, priv, data)  # type: ignore[arg-type]
-        sig = A.sign(name, priv, data)  # type: ignore[arg-type]
-
-        def op_verify(n: int) -> object:
-            if not A.verify(name, pub, data, sig):  # type: ignore[arg-type]
-                raise VectorFailure("own signature failed to verify")
+        def op_stream(n: int) -> object:
+            with open(stream, "rb", buffering=0) as src:
+                A.stream_encrypt(name, key, os.urandom(alg.block), src, chunk, len)
             return None
 
-        return op_verify
-    # hybrid
+        return op_stream
+    if payload is None:
+        raise SpecError(f"{name} needs --payload-bytes, --input or --stream")
+    if op == "encrypt":
+        return lambda n: A.encrypt(name, key, iv_for(n), payload)
+    iv0 = iv_for(0)
+    ct = A.encrypt(name, key, iv0, payload)
+    return lambda n: A.decrypt(name, key, iv0, ct)
+
+
+def _mac_op(
+    alg: A.Alg, key: bytes, payload: bytes | None, stream: str | None, chunk: int
+) -> Callable[[int], object]:
+    name = alg.name
+    if stream:
+
+        def mac_stream(n: int) -> object:
+            with open(stream, "rb", buffering=0) as src:
+                return A.stream_mac(name, key, src, chunk)
+
+        return mac_stream
+    return lambda n: A.mac(name, key, payload or b"")
+
+
+def _sign_op(
+    alg: A.Alg, op: str, keys: tuple[Any, Any], payload: bytes | None, stream: str | None
+) -> Callable[[int], object]:
+    name, (priv, pub) = alg.name, keys
+    if stream:
+        raise SpecError("ecdsa takes --payload-bytes or --input, not --stream")
+    data = payload or b""
+    if op == "sign":
+        return lambda n: A.sign(name, priv, data)
+    sig = A.sign(name, priv, data)
+
+    def op_verify(n: int) -> object:
+        if not A.verify(name, pub, data, sig):
+            raise VectorFailure("own signature failed to verify")
+        return None
+
+    return op_verify
+
+
+def _hybrid_op(
+    op: str, key_bits: int, keys: tuple[Any, Any], payload: bytes | None, stream: str | None, chunk: int
+) -> Callable[[int], object]:
+    priv, pub = keys
     if stream:
 
         def hybrid_stream(n: int) -> object:
@@ -156,6 +166,26 @@ def _make_op(
         return lambda n: A.hybrid_encrypt(pub, payload or b"")
     blob = A.hybrid_encrypt(pub, payload or b"")
     return lambda n: A.hybrid_decrypt(priv, blob, key_bits // 8)
+
+
+def _make_op(
+    alg: A.Alg,
+    op: str,
+    key_bits: int,
+    payload: bytes | None,
+    stream: str | None,
+    chunk: int,
+    vectors: list[dict[str, Any]],
+) -> Callable[[int], object]:
+    """A function of the operation number doing one operation (setup done here, untimed)."""
+    if alg.kind == "cipher":
+        return _cipher_op(alg, op, os.urandom(key_bits // 8), payload, stream, chunk)
+    if alg.kind == "mac":
+        return _mac_op(alg, os.urandom(key_bits // 8), payload, stream, chunk)
+    keys = _key_pair(alg, key_bits, vectors)
+    if alg.kind == "sign":
+        return _sign_op(alg, op, keys, payload, stream)
+    return _hybrid_op(op, key_bits, keys, payload, stream, chunk)
 
 
 def steady_warmup(
