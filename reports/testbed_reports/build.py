@@ -352,10 +352,30 @@ def _env() -> Environment:
         "—" if v is None or (isinstance(v, float) and not math.isfinite(v)) else f"{v:.2g}"
     )
     env.filters["human"] = lambda v, unit, sc=None: display.human(_float(v), str(unit), sc)
+    env.filters["cell"] = _cell
     env.filters["interval"] = lambda lo, hi, unit, sc=None: display.interval(
         _float(lo), _float(hi), str(unit), sc
     )
     return env
+
+
+#: column-name suffixes of the extra sections' tables -> the unit their values are in
+_COLUMN_UNITS = (
+    ("_bytes_per_s", "B/s"),
+    ("_ops_per_s", "op/s"),
+    ("_Bps", "B/s"),
+    ("_bytes", "B"),
+    ("_s", "s"),
+)
+
+
+def _cell(v: Any, column: str) -> str:
+    """A table cell of an extra section: a number in a column named for its unit, scaled for
+    reading (``throughput_Bps`` 2.414e9 -> "2.41 GB/s"); anything else as ``num`` shows it."""
+    for suffix, unit in _COLUMN_UNITS:
+        if str(column).endswith(suffix) and isinstance(v, (int, float)) and not isinstance(v, bool):
+            return display.human(float(v), unit)
+    return _fmt(v)
 
 
 def _float(v: Any) -> float | None:
