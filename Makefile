@@ -49,9 +49,9 @@ build-plan: $(RUN_STAMP) ## build only what PLAN runs (default the quick plan): 
 # the report's path. QUICK_PAIRS=0 leaves out the quick run's comparison (agent vs bare fio).
 run: ## the quick plan on localhost through Ansible, with a comparison; prints the timings and the report path
 	@$(STEP) --reset
-	@$(STEP) install --estimate 300 -- $(MAKE) --no-print-directory install-run
+	@$(STEP) install --estimate 120 -- $(MAKE) --no-print-directory install-run
 	@$(STEP) build --estimate 60 -- $(MAKE) --no-print-directory build-plan PLAN=$(PLAN)
-	@$(STEP) plan --estimate 300 -- bash -c 'source $(VENV)/bin/activate && scripts/run-plan.sh $(PLAN)'
+	@$(STEP) plan --estimate 240 -- bash -c 'source $(VENV)/bin/activate && scripts/run-plan.sh $(PLAN)'
 	@echo; echo "make run: $$($(STEP) --summary install build plan)"
 	@cat .cache/last-report.txt
 
