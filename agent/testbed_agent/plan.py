@@ -48,10 +48,7 @@ class Plan:
 def load_plan(path: str | Path, known_types: set[str] | None = None) -> Plan:
     """Read and validate a plan file; raise :class:`PlanError` naming file, line and field."""
     p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise PlanError(str(p), None, None, f"cannot read plan: {exc.strerror}") from exc
+    raw = _read_capped(p)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -290,6 +287,9 @@ def _expanded_size(node: yaml.Node, memo: dict[int, int], active: set[int]) -> i
 
 
 def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    for key, _value in node.value:  # the loader's own bookkeeping keys: a plan may not use them
+        if isinstance(key, yaml.ScalarNode) and key.value in ("__line__", "__keylines__"):
+            raise _YamlLimit(f"'{key.value}' is a reserved key", key.start_mark.line + 1)
     mapping = yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
     mapping["__line__"] = node.start_mark.line + 1
     mapping["__keylines__"] = {k.value: k.start_mark.line + 1 for k, _ in node.value if hasattr(k, "value")}
@@ -297,6 +297,34 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode, deep: bool =
 
 
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _read_capped(p: Path) -> bytes:
+    """The plan's bytes, at most MAX_PLAN_BYTES of them (issue 26): the cap is on bytes, checked
+    before anything is decoded or parsed, for both plan forms; a larger file, or an endless one
+    (a FIFO, /dev/zero), is refused after reading one byte past the cap."""
+    try:
+        with p.open("rb") as fh:
+            raw = fh.read(MAX_PLAN_BYTES + 1)
+    except OSError as exc:
+        raise PlanError(str(p), None, None, f"cannot read plan: {exc.strerror}") from exc
+    if len(raw) > MAX_PLAN_BYTES:
+        raise PlanError(str(p), None, None, f"plan larger than {MAX_PLAN_BYTES} bytes")
+    return raw
+
+
+def _count_values(text: str) -> None:
+    """Refuse a YAML plan of more than MAX_YAML_NODES values before it is composed: the events
+    are counted by libyaml's C parser (pure Python where it is missing), which needs neither the
+    time nor the memory that composing a 1 MiB flat list takes."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    kinds = (yaml.ScalarEvent, yaml.SequenceStartEvent, yaml.MappingStartEvent, yaml.AliasEvent)
+    n = 0
+    for event in yaml.parse(text, Loader=loader):
+        if isinstance(event, kinds):
+            n += 1
+            if n > MAX_YAML_NODES:
+                raise _YamlLimit(f"more than {MAX_YAML_NODES} values", event.start_mark.line + 1)
 
 
 def _strip(obj: Any) -> Any:
@@ -311,6 +339,7 @@ def _load_yaml(text: str, path: str) -> Any:
     if len(text.encode()) > MAX_PLAN_BYTES:
         raise PlanError(path, None, None, f"plan larger than {MAX_PLAN_BYTES} bytes")
     try:
+        _count_values(text)
         return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

@@ -144,6 +144,11 @@ def check_output_path(path: Path | str, what: str = "output", make_parents: bool
     if not existing.is_dir():
         raise OutputRefused(f"cannot write {what} {p}: directory {existing} does not exist")
     _check_real_fs(existing, p, what)
+    if os.path.islink(parent):
+        raise OutputRefused(
+            f"refusing to write {what} {p}: its directory {parent} is a symbolic link",
+            hint="name the real directory",
+        )
     if existing != parent:
         try:
             parent.mkdir(parents=True, exist_ok=True)
@@ -173,7 +178,10 @@ def _check_existing(p: Path, what: str) -> None:
 
 
 def _check_real_fs(directory: Path, p: Path, what: str) -> None:
-    kind = fs_type(directory)
+    try:
+        kind = fs_type(directory)
+    except OSError as exc:
+        raise OutputRefused(f"cannot write {what} {p}: {directory}: {exc.strerror}") from None
     if kind in PSEUDO_FILESYSTEMS:
         raise OutputRefused(
             f"refusing to write {what} {p}: {directory} is on a kernel pseudo-filesystem ({kind})",
@@ -193,25 +201,76 @@ def _kind(mode: int) -> str:
     return "special file"
 
 
+def open_dir_nofollow(directory: Path, create: bool = False) -> int:
+    """A descriptor of the real directory ``directory``, opened one component at a time from ``/``
+    with ``O_NOFOLLOW|O_DIRECTORY``: a component that is (or became) a symbolic link is refused
+    with :class:`OutputRefused`, never followed. ``create`` makes missing components (0700)."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    cur = os.open("/", flags)
+    try:
+        for part in directory.parts[1:]:
+            try:
+                nxt = os.open(part, flags, dir_fd=cur)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, 0o700, dir_fd=cur)
+                nxt = os.open(part, flags, dir_fd=cur)
+            os.close(cur)
+            cur = nxt
+    except OSError as exc:
+        os.close(cur)
+        raise OutputRefused(
+            f"refusing {directory}: a component is a symbolic link or not a directory "
+            f"(changed while it was written?): {exc.strerror}"
+        ) from None
+    return cur
+
+
 def write_atomically(
     path: Path, text: str | bytes, mode: int = 0o666, what: str = "output", make_parents: bool = False
 ) -> None:
     """Write ``text`` to ``path`` through a uniquely named temporary file beside it and a rename.
 
-    ``path`` is checked by :func:`check_output_path` first. ``mode`` is filtered by the umask, as
-    for ``open()`` (the agent runs with 077). The temporary name is hidden and unique, so
-    concurrent writers (agent and watchdog) never share one; the rename replaces the directory
-    entry itself, so a symbolic link swapped in after the check is replaced, never written through.
+    ``path`` is checked by :func:`check_output_path` first. The directory is then resolved once
+    and opened without following links (:func:`open_dir_nofollow`); its filesystem type and the
+    entry at ``path`` are checked again on that descriptor, and the temporary file is created and
+    renamed beneath it, so a directory swapped for a link after the check redirects nothing.
+    ``mode`` is filtered by the umask, as for ``open()`` (the agent runs with 077). The temporary
+    name is hidden and unique, so concurrent writers (agent and watchdog) never share one; the
+    rename replaces the directory entry itself, so a link swapped in for the file is replaced,
+    never written through.
     """
     path = check_output_path(path, what, make_parents)
     data = text.encode("utf-8") if isinstance(text, str) else text
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+    parent = path.absolute().parent
+    try:  # links above the output directory are resolved once; the directory itself is not
+        real_parent = Path(os.path.realpath(parent.parent, strict=True)) / parent.name
+    except OSError as exc:
+        raise OutputRefused(f"cannot write {what} {path}: its directory is gone ({exc.strerror})") from None
+    dfd = open_dir_nofollow(real_parent)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+        kind = fs_type(dfd)
+        if kind in PSEUDO_FILESYSTEMS:
+            raise OutputRefused(f"refusing to write {what} {path}: on a kernel pseudo-filesystem ({kind})")
+        try:
+            st = os.lstat(path.name, dir_fd=dfd)
+        except FileNotFoundError:
+            st = None
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            raise OutputRefused(f"refusing to write {what} {path}: it is no longer a regular file")
+        tmp = f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+        fd = os.open(
+            tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dfd
+        )
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path.name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dfd)
+            raise
+    finally:
+        os.close(dfd)

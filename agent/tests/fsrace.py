@@ -161,3 +161,59 @@ if __name__ == "__main__":
     for tb in r.tracebacks[:5]:
         print(tb)
     sys.exit(1 if r.foreign_writes or r.tracebacks else 0)
+
+
+#: the attacker of the toolkit's output files: the output directory becomes a link and comes back
+OUT_ATTACKER = textwrap.dedent(
+    """
+    import os, sys, time, random
+    out, foreign, swaps = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    rng = random.Random(27)
+    for _ in range(swaps):
+        try:
+            os.symlink(foreign, out + ".link")
+            os.rename(out, out + ".parked")
+            os.replace(out + ".link", out)
+            time.sleep(rng.random() / 2000)
+            os.unlink(out)
+            os.rename(out + ".parked", out)
+        except OSError:
+            pass
+        time.sleep(rng.random() / 5000)
+    print(swaps)
+    """
+)
+
+
+def run_outputs(swaps: int, work: Path) -> RaceResult:
+    """``swaps`` swaps of an output directory for a link to a foreign one while the toolkit writes
+    report files into it with ``write_atomically``."""
+    from testbed_shared.atomic import write_atomically
+
+    res = RaceResult()
+    out, foreign = work / "report", work / "foreign"
+    out.mkdir()
+    foreign.mkdir()
+    attacker = subprocess.Popen(
+        [sys.executable, "-c", OUT_ATTACKER, str(out), str(foreign), str(swaps)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        while attacker.poll() is None or res.attempts < 10:
+            res.attempts += 1
+            try:
+                write_atomically(out / "index.html", f"<p>{res.attempts}</p>\n", what="report")
+                res.writes += 1
+            except TestbedError:
+                res.refusals += 1
+            except Exception:  # noqa: BLE001 - the harness counts what must not happen
+                res.tracebacks.append(traceback.format_exc(limit=4))
+        out_text, _ = attacker.communicate(timeout=60)
+        res.swaps = int(out_text.strip() or 0)
+    finally:
+        if attacker.poll() is None:
+            attacker.kill()
+            attacker.wait()
+    res.foreign_writes = len(list(foreign.iterdir()))
+    return res

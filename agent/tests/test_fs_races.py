@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fsrace import run
+from fsrace import run, run_outputs
 
 from testbed_agent.benchmark import Benchmark
 from testbed_agent.workloads.base import RunContext
@@ -67,3 +67,13 @@ def test_dd_and_fio_benchmarks_under_swaps_write_only_their_file(tmp_path: Path,
     print(cls.type, res.summary())
     assert res.foreign_writes == 0 and res.tracebacks == [], res.tracebacks[:2]
     assert res.tool_runs > 0
+
+
+@pytest.mark.slow
+def test_output_directory_swapped_for_a_link_gets_no_write(tmp_path: Path) -> None:
+    """Every file the toolkit writes goes through ``write_atomically``: 1,000 swaps of the output
+    directory for a link to a foreign directory while reports are written into it."""
+    res = run_outputs(SWAPS, tmp_path)
+    print(res.summary())
+    assert res.foreign_writes == 0 and res.tracebacks == [], res.tracebacks[:2]
+    assert res.writes > 0

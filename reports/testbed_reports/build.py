@@ -37,15 +37,18 @@ FACTOR_PAIRS = (("protection", "vendor"), ("protection", "disk"))
 MAX_CV_METRICS = 16
 METHOD = [
     (
-        "n, mean, median, sd and CV are computed over the ok runs of each label; failed, timed-out, skipped "
-        "and interrupted runs are listed, never used as values; a duplicated record (same run, host, "
+        "n, mean, median, sd and CV are computed over the ok runs of each label (a run's pyperf values are "
+        "first summarised by their mean: a run, not a value inside it, is the unit); failed, timed-out, "
+        "skipped and interrupted runs are listed, never used as values; a duplicated record (same run, host, "
         "benchmark, index and repetition) counts once. Means and sds are two-pass on values scaled by "
         "their group's largest magnitude, so they are finite and exact at any scale."
     ),
     (
-        "95% CI of the mean: Student t over runs for a label measured on one machine; with several machines "
-        "the machine is the unit of replication: t over the machine means. CV CI: Vangel's modified McKay "
-        f"interval (none below {MIN_N_CV_CI} runs)."
+        "95% CI: for a positive quantity (times, rates, sizes) the t interval of the mean log value, "
+        "transformed back (the geometric mean's interval, never below zero); otherwise of the mean. Student "
+        "t over runs for a label measured on one machine; with several machines the machine is the unit of "
+        f"replication: t over the machine means. CV CI: Vangel's modified McKay interval (none below "
+        f"{MIN_N_CV_CI} runs)."
     ),
     (
         "Overhead estimand: the ratio of geometric means a/b (log scale), shown as (a/b - 1) x 100 for "
@@ -53,10 +56,13 @@ METHOD = [
         "positive. Ratios are refused, with the reason, when a label has zero or negative values."
     ),
     (
-        "Interval: Welch t on log values: on the machine means when both labels have at least 2 machines "
-        "(the machine is the unit), otherwise on runs (the verdict then speaks about those machines, not "
-        "their VM types). Measured coverage of the 95% interval (tests/test_report_calibration.py, 2000 "
-        "simulated data sets each): see docs/report.md."
+        "Interval and scope: Welch t on log values: on the machine means when both labels have at least 2 "
+        "machines (scope types: the statement is about the VM types), otherwise on runs (scope machines: "
+        "the statement is about these machines, with the machines per label a type-level decision would "
+        "need), or on runs plus a stated machine-spread prior (scope types via the prior, named in the "
+        "verdict). A machine whose runs drift (Spearman trend or KPSS level stability) gets the variance "
+        "of a wandering level in run-level intervals. Coverage and error rates of every rule are measured "
+        "by seeded simulations (reports/tests/test_calibration_*.py): see docs/report.md."
     ),
     (
         "Decision, read from the printed interval: equivalent when it lies within +-margin (default 2%, "
@@ -70,10 +76,12 @@ METHOD = [
         "crypto throughput, each pyperformance benchmark's time, FaaS latency) over all comparisons of "
         "the report forms one family; its intervals are Bonferroni-adjusted (level 1 - 0.05/m, p adjusted "
         "= m p), so the chance of any false slower/faster among them is at most 5%. Other metrics are "
-        "secondary: unadjusted 95% intervals, shown for exploration."
+        "secondary: unadjusted 95% intervals, listed under their benchmark and never counted in the "
+        "headline, whose counts are of primary metrics per scope."
     ),
     (
-        "Diagnostics beside each verdict, per machine: drift with run order (Spearman, p < 0.01, 6+ runs), "
+        "Diagnostics beside each verdict, per machine: drift with run order (Spearman, p < 0.01, 6+ runs; "
+        "KPSS level stability, p < 0.05, 8+ runs), "
         "outliers beyond robust z 5 (8+ runs; flagged, never removed), bimodality coefficient of the log "
         "values > 0.555 (20+ runs), "
         "fewer than 5 runs, and whether the compared labels' time windows overlap."

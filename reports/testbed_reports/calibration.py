@@ -21,7 +21,8 @@ import numpy as np
 import pandas as pd
 from scipy import signal
 
-from testbed_agent.adaptive import Adaptive, decide
+from testbed_agent.adaptive import Adaptive
+from testbed_agent.adaptive import decide as adaptive_decide
 from testbed_reports.anova import label_anova
 from testbed_reports.compare import Pair, compare, headline
 from testbed_reports.diagnostics import findings
@@ -279,7 +280,6 @@ def headline_setting(sets: int, seed: int, metrics: int = 25) -> Result:
 def anova_setting(machines: tuple[int, int, int, int], sets: int, seed: int, runs: int = 10) -> Result:
     """Label ANOVA protection x vendor on null data with a 3 % machine spread: 'protection' effects
     claimed about VM types (unit machine mean) and tables that speak about machines only."""
-
     rng = np.random.default_rng(seed)
     code_a, code_b = np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1])
     lab = np.repeat(np.arange(4), np.array(machines) * runs)
@@ -323,7 +323,6 @@ def timeofday_setting(
     phi: float, sets: int, seed: int, effect: float = 0.0, sd: float = 0.10, days: int = 4
 ) -> Result:
     """Calibrated tests and the thesis's ANOVA on simulated campaigns: rate of 'effect' per test."""
-
     rng = np.random.default_rng(seed)
     what = f"business-hours effect {100 * effect:g}%" if effect else "no effect"
     res = Result(f"time of day, AR(1) phi {phi}, {days} days x 1440 min, {100 * sd:g}% noise, {what}")
@@ -367,12 +366,11 @@ def draw(kind: str, sigma: float) -> Callable[[random.Random], float]:
 
 def stop_adaptively(rng: random.Random, one: Callable[[random.Random], float], rule: Any) -> list[float]:
     """Runs the agent's rule (testbed_agent.adaptive.decide) takes, one run at a time."""
-
     values: list[float] = []
     while True:
         values.append(one(rng))
         recs = [{"status": "ok", "metrics": {"write_bw_bytes": {"value": v}}} for v in values]
-        if decide(rule, "fio", recs, len(values))["stop"]:
+        if adaptive_decide(rule, "fio", recs, len(values))["stop"]:
             return values
 
 
@@ -386,7 +384,6 @@ def adaptive_setting(
     """Two labels stopped adaptively (Adaptive(5, 30, 1 %)), compared by the report: coverage of the
     true overhead, false slower/faster; and the one-label interval's coverage at stop. Each pair is
     a metric of one benchmark (every interval a 95 % one), so one report compares them all."""
-
     rule = Adaptive(5, 30, 1.0)
     rng = random.Random(seed)  # noqa: S311 - a seeded simulation, not a secret
     res = Result(f"adaptive {rule.min}-{rule.max} runs, target 1%, {kind} noise")

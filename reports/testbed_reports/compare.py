@@ -176,18 +176,28 @@ def scope_text(est: Estimate, ha: list[str], hb: list[str], na: int, nb: int, ne
     return text + "; machine spread not measured: a type-level decision needs >= 2 machines per label"
 
 
-def verdict(pair: Pair, bench: str, metric: str, dec: Decision, scope: str, margin: float) -> str:
-    """One readable line whose words are the decision read from the printed interval."""
+def _subject(label: str, hosts: list[str]) -> str:
+    """Who a scope-machines verdict is about: the machine(s), not the label's VM type."""
+    return f"{label} machine {hosts[0]}" if len(hosts) == 1 else f"{label}'s {len(hosts)} machines"
+
+
+def verdict(
+    pair: Pair, bench: str, metric: str, dec: Decision, scope: str, margin: float, hosts: tuple = ()
+) -> str:
+    """One readable line whose words are the decision read from the printed interval.
+
+    With ``hosts`` (the two sides' hosts, scope machines) its subjects are the machines, so a line
+    never reads as a statement about VM types.
+    """
+    a, b = (_subject(pair.a, hosts[0]), _subject(pair.b, hosts[1])) if hosts else (pair.a, pair.b)
     where = f"on {bench} {metric}"
     ci = f"[{signed(dec.lo)}, {signed(dec.hi)}]"
     if dec.decision in ("slower", "faster"):
-        return f"{pair.a} is {abs(dec.overhead):.1f}% {dec.decision} {ci} than {pair.b} {where} ({scope})"
+        return f"{a} is {abs(dec.overhead):.1f}% {dec.decision} {ci} than {b} {where} ({scope})"
     if dec.decision == "equivalent":
-        return (
-            f"{pair.a} is equivalent to {pair.b} within +-{margin:g}% {where}: "
-            f"{signed(dec.overhead)}% {ci} ({scope})"
-        )
-    return f"{pair.a} vs {pair.b} {where}: inconclusive, {dec.reason} ({scope})"
+        ovh = signed(dec.overhead)
+        return f"{a} is equivalent to {b} within +-{margin:g}% {where}: {ovh}% {ci} ({scope})"
+    return f"{a} vs {b} {where}: inconclusive, {dec.reason} ({scope})"
 
 
 def _margin_for(bench: str, margin: float, margins: Mapping[str, float] | None) -> float:
@@ -319,7 +329,15 @@ def _row(
         "decision": dec.decision,
         "reason": dec.reason,
         "diagnostics": "; ".join(diag),
-        "verdict": verdict(pair, bench, metric, dec, scope + ("" if c.primary else SECONDARY), mg),
+        "verdict": verdict(
+            pair,
+            bench,
+            metric,
+            dec,
+            scope + ("" if c.primary else SECONDARY),
+            mg,
+            (c.side_a.hosts, c.side_b.hosts) if est.scope == "machines" and est.ok else (),
+        ),
     }
 
 

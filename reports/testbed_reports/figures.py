@@ -10,6 +10,7 @@ the first label of its CPU vendor (one figure per vendor).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -75,7 +76,10 @@ def _titled(title: str, k: int, n: int) -> str:
 
 
 def _value(row: Any, scale: float = 1.0) -> tuple[float, float, float]:
-    return (float(row.mean) / scale, float(row.ci95_low) / scale, float(row.ci95_high) / scale)
+    """The bar (the geometric mean where the interval is of it: positive quantities) and its CI."""
+    centre = float(getattr(row, "geomean", float("nan")))
+    centre = centre if math.isfinite(centre) else float(row.mean)
+    return (centre / scale, float(row.ci95_low) / scale, float(row.ci95_high) / scale)
 
 
 def fio_figures(desc: pd.DataFrame, types: dict[str, str], palette: dict[str, str]) -> list[dict[str, Any]]:

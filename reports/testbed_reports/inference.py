@@ -232,7 +232,8 @@ def estimate(a: Side, b: Side, prior: MachineSpread | None = None) -> Estimate:
     these machines' runs (scope machines), or the runs plus a machine-spread prior (scope types)."""
     why = _refused(a, b)
     if why:
-        return Estimate(reason=why)
+        types = (a.machines >= 2 and b.machines >= 2) or prior is not None
+        return Estimate(reason=why, scope="types" if types else "machines")
     seen, seen_from = _observed_machine_spread(a, b)
     if a.machines >= 2 and b.machines >= 2:
         (ma, sa, na), (mb, sb, nb) = a.machine_level(), b.machine_level()

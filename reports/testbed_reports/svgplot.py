@@ -193,12 +193,16 @@ def _bar(
 
 
 def bars(desc: pd.DataFrame, metrics: list[str], palette: dict[str, str]) -> str:
-    """Mean per label with its 95% CI error bar; one panel per metric."""
+    """Geometric mean (positive quantities, whose CI is of it) or mean per label with its 95% CI error
+    bar; one panel per metric."""
     labels = list(dict.fromkeys(desc["label"].astype(str)))
     svg, top = _frame(PANEL_W * max(len(metrics), 1), labels, palette)
     for i, m in enumerate(metrics):
         part = desc[desc["metric"] == m]
         mean = part["mean"].to_numpy(float)
+        if "geomean" in part:
+            geo = part["geomean"].to_numpy(float)
+            mean = np.where(np.isfinite(geo), geo, mean)
         lo = np.where(np.isfinite(part["ci95_low"].to_numpy(float)), part["ci95_low"].to_numpy(float), mean)
         hi = np.where(np.isfinite(part["ci95_high"].to_numpy(float)), part["ci95_high"].to_numpy(float), mean)
         ymin = min(0.0, float(np.nanmin(lo)))

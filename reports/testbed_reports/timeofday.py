@@ -375,9 +375,9 @@ def thesis_anova(
     ``business`` local hours vs off-hours, S1 L666) and day of week (workdays Mon-Fri vs weekends,
     S1 L667); two-way ANOVA without interaction (the thesis's tables have no interaction row:
     1 + 1 + 2847 = 2849 df), sequential sums of squares in the thesis's order (time of day, then
-    day of week), SS % of the total, F against F crit(0.95); level medians (Table 10) and the
-    difference between level medians in % (Table 11). It treats autocorrelated runs as independent:
-    read it beside :func:`calibrated`.
+    day of week), SS % of the total, F against F crit(0.95) and ``significant`` (F > F crit); level
+    medians (Table 10) and the difference between level medians in % (Table 11). It treats
+    autocorrelated runs as independent: read it beside :func:`calibrated`.
     """
     f = local_frame(table, tz, 1)
     tod = np.where((f["hour"] >= business[0]) & (f["hour"] < business[1]), "business hours", "off-hours")
@@ -391,9 +391,11 @@ def thesis_anova(
         "timezone": tz,
     }
     try:
-        out["anova"] = sequential_anova(
-            df, "value", "time of day", "day of week", interaction=False, alpha=alpha
-        )
+        rows = sequential_anova(df, "value", "time of day", "day of week", interaction=False, alpha=alpha)
+        for r in rows:  # Table 11's "statistically significant?" column: F above F crit
+            if r["F"] is not None and r["F_crit"] is not None:
+                r["significant"] = bool(r["F"] > r["F_crit"])
+        out["anova"] = rows
     except ReportError as exc:
         out["refused"] = str(exc)
     medians: dict[str, dict[str, float]] = {}

@@ -184,3 +184,61 @@ def test_unreadable_results_file_is_a_failing_row(tmp_path: Path) -> None:
     assert len(rows) == 1 and not rows[0].ok and "not UTF-8" in rows[0].problems[0]
     bad.write_text("[1, 2]\n")
     assert "a record is a JSON object" in audit([bad])[0].problems[0]
+
+
+FUZZ = 300
+
+
+def test_audit_fuzz_never_raises_and_catches_every_binding_edit(tmp_path: Path) -> None:
+    """Red team, report fuzz (bounded, seeded): random bit flips, truncations and field edits of
+    the manifests and results of a finished run. audit never raises; every edit that changes what
+    a manifest binds (its claims) or the results themselves leaves the host not ok."""
+    import random
+
+    rng = random.Random(26)
+    base = _run(tmp_path / "base")
+    counts = {"tries": 0, "not ok": 0, "ok (claims unchanged)": 0}
+    for i in range(FUZZ):
+        run_dir = tmp_path / f"f{i}"
+        shutil.copytree(base.parent, run_dir)
+        results = run_dir / "h1.jsonl"
+        files = [results, *sorted((run_dir / "h1.evidence").glob("*/manifest.json"))]
+        victim = rng.choice(files)
+        data = bytearray(victim.read_bytes())
+        before = _claims(victim) if victim != results else None
+        op = rng.random()
+        if op < 0.4:
+            at = rng.randrange(len(data))
+            data[at] ^= 1 << rng.randrange(8)
+        elif op < 0.6:
+            del data[rng.randrange(len(data)) :]
+        elif victim != results:
+            doc = json.loads(data)
+            key = rng.choice(["binding", "phase", "collected_at", "format", "attestation", "version"])
+            sub = rng.choice([None, 0, "x", [], {}, True])
+            if key == "binding" and rng.random() < 0.7:
+                doc["binding"][rng.choice(list(doc["binding"]))] = sub
+            else:
+                doc[key] = sub
+            data = bytearray(json.dumps(doc).encode())
+        else:
+            data += b'{"run_id": "r1"}\n'
+        victim.write_bytes(bytes(data))
+        a = audit_host(results)  # must not raise
+        counts["tries"] += 1
+        changed = victim == results or _claims(victim) != before
+        if a.ok:
+            counts["ok (claims unchanged)"] += 1
+            assert not changed, (i, victim.name, a.problems)
+        else:
+            counts["not ok"] += 1
+    print(counts)
+    assert counts["tries"] == FUZZ and counts["not ok"] > FUZZ // 2
+
+
+def _claims(manifest: Path) -> object:
+    try:
+        doc = json.loads(manifest.read_bytes())
+    except ValueError:
+        return "unreadable"
+    return doc.get("binding") if isinstance(doc, dict) else "not an object"

@@ -26,7 +26,8 @@ def test_known_slowdown_is_found_within_its_ci_and_decided_slower(slowdown_run: 
         assert abs(row.overhead_percent - 8.0) < 3.0
         assert row.decision == "slower"
         assert row.p < 0.05 and row.p_adjusted >= row.p
-        assert row.verdict.startswith("SEV-SNP is ") and "slower" in row.verdict
+        assert row.verdict.startswith("SEV-SNP machine sev-1 is ")
+        assert "than AMD-Baseline machine base-1" in row.verdict
         assert "these two machines, not about their VM types" in row.verdict
 
 

@@ -109,7 +109,7 @@ class _Handler(BaseHTTPRequestHandler):
                 emu.delete(parts[1])
                 return self._send(200, {"deleted": parts[1]})
             if len(parts) == 3 and parts[0] == "functions" and parts[2] == "invoke" and method == "POST":
-                status, resp = emu.invoke(parts[1], body)
+                status, resp = emu.invoke(parts[1], _event(body))
                 return self._send(status, resp)
             if len(parts) == 3 and parts[0] == "functions" and parts[2] == "logs" and method == "GET":
                 return self._send(200, emu.logs_of(parts[1]))
@@ -140,6 +140,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_DELETE(self) -> None:
         self._dispatch("DELETE")
+
+
+def _event(body: Any) -> Any:
+    """An invocation event: a JSON object (or no body); the functions read fields of it."""
+    if body is not None and not isinstance(body, dict):
+        raise FaasError(400, f"the event must be a JSON object, not {type(body).__name__}")
+    return body
 
 
 def _no_constant(name: str) -> None:

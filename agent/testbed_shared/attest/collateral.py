@@ -128,6 +128,8 @@ def tcb_level_status(
     major version, TEE_TCB_SVN[1], is non-zero)."""
     if not isinstance(levels, list):
         raise EvidenceError(f"{source}: tcbLevels is not a list")
+    if len(pck.get("sgx_tcb", [])) != 16:
+        return "no SGX TCB components in the PCK certificate", None
     start = 2 if tee_svn[1] > 0 else 0
     for level in levels:
         sgx = _svns(level, "sgxtcbcomponents", 16, source)
