@@ -14,8 +14,15 @@ STEP      := python3 scripts/step.py
 BUILD_TARGETS :=
 TEST_PREREQS  :=
 BENCH_SCRIPTS := bench/agent_overhead.py
-# make test leaves out the study reruns (pytest -m study, ~12 min): make test-studies runs them
-PYTEST_ARGS   ?= -m "not study"
+# make test leaves out the study reruns (pytest -m study, ~12 min): make test-studies runs them.
+# --durations=30: the costliest tests at the end of every run (CI keeps an eye on the total).
+PYTEST_ARGS   ?= -m "not study" --durations=30
+# make test and make bench fill the venv and build the workload programs in parallel: downloads
+# (pip, Maven, npm, Go and Cargo crates) overlap the compiles; each part prints its own duration.
+BUILD_JOBS    ?= 4
+PARALLEL      := -j$(BUILD_JOBS) --output-sync=line
+# the end of a part's recipe (one shell, bash): how long it took
+TOOK           = echo "   $@: $${SECONDS}s"
 
 -include mk/*.mk
 
@@ -25,7 +32,7 @@ help: ## list the targets
 
 # Everything (`make test`, the labs, the Azure roles): scripts/apt-packages.txt and requirements.txt.
 $(STAMP): requirements.txt agent/pyproject.toml reports/pyproject.toml scripts/apt-packages.txt scripts/install.sh
-	scripts/install.sh $(VENV) all
+	@scripts/install.sh $(VENV) all && $(TOOK)
 	@touch $@ $(RUN_STAMP)
 
 # What `make run` needs: the first section of apt-packages.txt, requirements-run.txt at the pins.
@@ -55,21 +62,24 @@ run: ## the quick plan on localhost through Ansible, with a comparison; prints t
 	@echo; echo "make run: $$($(STEP) --summary install build plan)"
 	@cat .cache/last-report.txt
 
+# Two timed steps before the tests: the Debian packages, then the venv and every build in parallel.
 test: ## install and build everything, then run the whole test suite
-	@$(STEP) install --estimate 600 -- $(MAKE) --no-print-directory $(STAMP)
-	@$(STEP) build --estimate 300 -- $(MAKE) --no-print-directory build $(TEST_PREREQS)
+	@$(STEP) --reset
+	@$(STEP) install-apt --estimate 300 -- scripts/install.sh $(VENV) all apt
+	@$(STEP) install-build --estimate 600 -- $(MAKE) --no-print-directory $(PARALLEL) $(STAMP) build $(TEST_PREREQS)
+	@echo "make test: $$($(STEP) --summary install-apt install-build)"
 	@source $(VENV)/bin/activate && python -m pytest $(PYTEST_ARGS)
 
 test-studies: ## the published studies' plans, small, through Ansible (~12 min)
-	@$(MAKE) --no-print-directory test PYTEST_ARGS="-m study"
+	@$(MAKE) --no-print-directory test PYTEST_ARGS="-m study --durations=30"
 
 bench: ## benchmarks of the toolkit itself: ratios with intervals and decisions
 	@$(STEP) --reset
-	@$(STEP) install --estimate 600 -- $(MAKE) --no-print-directory $(STAMP)
-	@$(STEP) build --estimate 300 -- $(MAKE) --no-print-directory build
+	@$(STEP) install-apt --estimate 300 -- scripts/install.sh $(VENV) all apt
+	@$(STEP) install-build --estimate 600 -- $(MAKE) --no-print-directory $(PARALLEL) $(STAMP) build
 	@source $(VENV)/bin/activate && for s in $(BENCH_SCRIPTS); do \
 	  $(STEP) $$(basename $$s .py) --estimate 120 -- python $$s || exit 1; done
-	@echo; echo "make bench: $$($(STEP) --summary install build $(foreach s,$(BENCH_SCRIPTS),$(basename $(notdir $(s)))))"
+	@echo; echo "make bench: $$($(STEP) --summary install-apt install-build $(foreach s,$(BENCH_SCRIPTS),$(basename $(notdir $(s)))))"
 
 lint: $(STAMP) ## ruff and ansible-lint (production profile)
 	@source $(VENV)/bin/activate && $(STEP) ruff-check --estimate 10 -- ruff check . \
