@@ -354,7 +354,7 @@ def mark_fd(fd: int, dir_fd: int, name: str) -> None:
     try:
         os.setxattr(fd, XATTR, ident)
     except OSError:
-        tmp = f".sidecar-{os.getpid()}-{fd}-{secrets_token()}"
+        tmp = f".sidecar-{os.getpid()}-{fd}-{secrets.token_hex(4)}"
         sfd = os.open(
             tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd
         )
@@ -364,10 +364,6 @@ def mark_fd(fd: int, dir_fd: int, name: str) -> None:
         finally:
             os.close(sfd)
         os.replace(tmp, name + SIDECAR, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-
-
-def secrets_token() -> str:
-    return secrets.token_hex(4)
 
 
 def is_marked_fd(fd: int, dir_fd: int, name: str) -> bool:
@@ -396,7 +392,7 @@ def is_marked_fd(fd: int, dir_fd: int, name: str) -> bool:
 
 def open_staging(target: OpenTarget) -> OpenTarget:
     """A new marked file beside ``target`` (same directory descriptor) to lay the target out in."""
-    name = f".{target.name}.{secrets_token()}.staging"
+    name = f".{target.name}.{secrets.token_hex(4)}.staging"
     flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     fd = os.open(name, flags, 0o600, dir_fd=target.dir_fd)
     mark_fd(fd, target.dir_fd, name)
