@@ -221,9 +221,10 @@ COMMANDS: dict[str, Run | Excluded] = {
         group="campaign",
     ),
     "testbed-report timeofday results/io-tod --metric read_seconds [--benchmark NAME] [--label L] "
-    "[--unit run|observation] [--min-per-group 5] [--alpha 0.05] [--json tod.json]": Run(
+    "[--unit run|observation] [--tz UTC] [--block-days 1] [--min-per-group 1] [--alpha 0.05] "
+    "[--json tod.json]": Run(
         "testbed-report timeofday {tmp}/io-tod --metric read_seconds --benchmark dd_1m_128k --label local"
-        " --unit run --min-per-group 2 --alpha 0.05 --json {tmp}/tod.json",
+        " --unit run --tz UTC --block-days 1 --min-per-group 1 --alpha 0.05 --json {tmp}/tod.json",
         says("weekday"),
         group="campaign",
     ),
