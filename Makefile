@@ -19,7 +19,7 @@ BENCH_SCRIPTS := bench/agent_overhead.py
 PYTEST_ARGS   ?= -m "not study" --durations=30
 # make test and make bench fill the venv and build the workload programs in parallel: downloads
 # (pip, Maven, npm, Go and Cargo crates) overlap the compiles; each part prints its own duration.
-BUILD_JOBS    ?= 4
+BUILD_JOBS    ?= 6
 PARALLEL      := -j$(BUILD_JOBS) --output-sync=line
 # the end of a part's recipe (one shell, bash): how long it took
 TOOK           = echo "   $@: $${SECONDS}s"
