@@ -19,8 +19,10 @@ BENCH_SCRIPTS := bench/agent_overhead.py
 PYTEST_ARGS   ?= -m "not study" --durations=30
 # make test and make bench fill the venv and build the workload programs in parallel: downloads
 # (pip, Maven, npm, Go and Cargo crates) overlap the compiles; each part prints its own duration.
+# No --output-sync: it would hold a part's lines until the part ends (no progress); every line
+# says which part it comes from.
 BUILD_JOBS    ?= 6
-PARALLEL      := -j$(BUILD_JOBS) --output-sync=line
+PARALLEL      := -j$(BUILD_JOBS)
 # the end of a part's recipe (one shell, bash): how long it took
 TOOK           = echo "   $@: $${SECONDS}s"
 
