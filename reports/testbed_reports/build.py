@@ -625,7 +625,9 @@ def _param_section(rep: Report, ds: Dataset) -> dict[str, Any] | None:
                 "rows": _clean(a["table"]),
             }
         )
-        cols = [*a["factors"], "n", "mean", "sd", "cv_percent", "ci95_low", "ci95_high"]
+        # the interval sits beside the quantity it is about (geomean on the log scale)
+        cols = [*a["factors"], "n", "mean", "sd", "cv_percent"]
+        cols += ["geomean", "ci95_low", "ci95_high", "ci_scale"]
         tables.append(
             {
                 "caption": f"cells: {what}",

@@ -78,7 +78,8 @@ def test_two_way_anova_over_plan_parameters_with_cells(tmp_path: Path) -> None:
     assert rows["param.bs:param.tier_mb"]["ss_percent"] < 2
     cells = pd.DataFrame(entry["cells"])
     assert len(cells) == 4 and (cells["n"] == 6).all()
-    assert (cells["cv_percent"] < 10).all() and (cells["ci95_low"] < cells["mean"]).all()
+    assert (cells["cv_percent"] < 10).all() and (cells["ci_scale"] == "log").all()
+    assert ((cells["ci95_low"] < cells["geomean"]) & (cells["geomean"] < cells["ci95_high"])).all()
     tk = {(r["group1"], r["group2"]): r for r in entry["tukey"]}
     assert len(tk) == 6 and tk[("131072 · 128", "512 · 128")]["reject"]
     obs = observations(ds)

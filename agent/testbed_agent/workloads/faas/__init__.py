@@ -1,18 +1,44 @@
 """``faas`` workload: drive the FaaS emulator over HTTP and record what the calls measured.
 
-Modes: ``warm`` (warm-up call, then ``calls`` warm calls), ``cold`` (every call forced cold),
-``cold_warm`` (pairs: a forced cold call, then a warm one), ``scaling`` (``concurrency`` callers
-at once, each making ``calls`` calls, from fresh hosts), ``retention`` (warm ``concurrency``
-instances, stay idle for a gap of ``gaps_s``, count those still in the pool, call again and count
-the recycled calls; each gap from freshly warmed instances).
-``endpoint: auto`` starts a private emulator on 127.0.0.1 with ``profile`` for the benchmark;
-``endpoint: local`` uses this host's emulator service ($TESTBED_FAAS_URL, default port 8650).
+Modes (each call's phase, instance, host and cold-start path go to ``samples.calls``):
+
+* ``warm``: ``warmup`` unmeasured calls, then ``calls`` measured ones; ``first: cold`` records the
+  first call apart as ``cold`` (the 30-call protocol: call 1 cold, 2-10 warm-up, 11-30 measured);
+* ``cold``: every call forced cold; ``cold_warm``: pairs of a forced cold call and a warm one;
+* ``scaling``: ``concurrency`` callers at once, each making ``calls`` calls; ``ladder`` runs
+  several levels in turn (phases ``c<N>``), ``level_pause_s`` apart; before each level ``cold``
+  retires the function's containers (``container``: hosts keep the code, as a configuration
+  change does), or also the hosts (``host``, the default), or nothing (``none``);
+* ``retention``: warm ``concurrency`` containers, stay idle ``gaps_s``, see which are still in the
+  pool, call again (phases ``gap_<G>s``); each gap from fresh containers, or, with
+  ``fresh_per_gap: false``, one sequence where each set warms the next gap's containers;
+* ``sets``: ``warmup_sets`` then ``sets`` sets of ``concurrency`` concurrent calls,
+  ``set_pause_s`` apart (phases ``warmup<k>``, ``set<k>``); ``memory_sweep`` repeats them per
+  memory size after a configuration change, ``batches`` times (phases ``m<MB>.b<k>.set<j>``);
+* ``sequence``: one call per ``sequence`` item in order on the warm instance (``{phase, event}``
+  or ``{pause_s}``): e.g. a write then a direct-I/O read of the same file; metrics per phase;
+* ``ramp``: a continuous load whose concurrency steps through ``steps`` every ``step_s`` seconds
+  (a list: several ramps in turn on the same emulator; the first ``warmup_ramps`` unmeasured;
+  phases ``r<k>.c<N>``).
+
+``endpoint: auto`` starts a private emulator on 127.0.0.1 with ``profile`` (and ``seed``,
+``time_scale``, ``max_concurrency``) for the benchmark; ``endpoint: local`` uses this host's
+emulator service ($TESTBED_FAAS_URL, default port 8650). ``time_scale`` K runs the emulated
+platform's clock K times faster and divides the plan's idle times (gaps, pauses) by K, so a derived
+plan with ``faas.time_scale=100`` reruns an hours-long retention study in minutes.
+``key_service: true`` starts moto's KMS server on loopback with one key per key spec and gives the
+function ``KMS_ENDPOINT_URL`` and ``KMS_KEY_<NAME>``; ``payload_bytes`` puts a random JSON string
+of that many bytes (seeded) in every event's ``payload``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import json
 import os
+import random
+import re
 import statistics
 import time
 from collections.abc import Iterable, Iterator
@@ -25,14 +51,19 @@ from testbed_agent.benchmark import Benchmark
 from testbed_agent.params import ParamError, spec
 from testbed_agent.results import Outcome, metric
 from testbed_agent.workloads.base import RunContext, Workload
+from testbed_agent.workloads.faas import estimate as faas_estimate
 from testbed_services import launcher
 from testbed_services.faas import DEFAULT_PORT
 from testbed_services.faas.client import FaasClient
 from testbed_services.faas.profiles import load_profile
+from testbed_services.kms import KmsConfig, create_keys, local_kms_server, make_client
 from testbed_shared.cost import cost_efficiency
 from testbed_shared.errors import BenchmarkTimeout, Interrupted, TestbedError, WorkloadError
 
-MODES = ("warm", "cold", "cold_warm", "scaling", "retention")
+MODES = ("warm", "cold", "cold_warm", "scaling", "retention", "sets", "sequence", "ramp")
+#: the key names a ``key_service`` gets (testbed_services.kms.KEYS), one key each
+KMS_KEYS = ("sym", "hmac256", "hmac384", "p256", "p384", "rsa2048", "rsa3072", "rsa4096")
+_PHASE = re.compile(r"[A-Za-z0-9_]{1,40}")
 DEFAULT_TIMEOUT_S = 1800.0
 
 
@@ -56,12 +87,76 @@ class FaasParams:
     #: design factors of a study (file size, I/O size, ...): kept in the record for the report's
     #: parameter ANOVA, not used by the run
     factors: dict = field(default_factory=dict, metadata={"kind": "map"})
+    #: ``warm``: ``cold`` records the first call apart (phase ``cold``)
+    first: str = spec("warm", choices=("warm", "cold"))
+    #: ``scaling``: concurrency levels in turn (replaces ``concurrency``), their pause, what is cold
+    ladder: tuple[float, ...] = spec((), "nums", lo=1, hi=4096)
+    level_pause_s: float = spec(0.0, "num", lo=0, hi=86_400)
+    cold: str = spec("host", choices=("host", "container", "none"))
+    #: ``retention``: fresh containers per gap, or one sequence of sets
+    fresh_per_gap: bool = spec(True, "bool")
+    #: ``sets``
+    sets: int = spec(0, "int", lo=0, hi=100_000)
+    warmup_sets: int = spec(1, "int", lo=0, hi=1000)
+    set_pause_s: float = spec(0.0, "num", lo=0, hi=86_400)
+    memory_sweep: tuple[float, ...] = spec((), "nums", lo=1, hi=1_048_576)
+    batches: int = spec(1, "int", lo=1, hi=10_000)
+    #: ``sequence``: [{phase, event} | {pause_s}]
+    sequence: tuple[dict, ...] = spec((), "maps")
+    #: ``ramp``
+    steps: tuple[float, ...] = spec((), "nums", lo=1, hi=4096)
+    step_s: tuple[float, ...] = spec((), "nums", lo=0.1, hi=86_400)
+    warmup_ramps: int = spec(0, "int", lo=0, hi=100)
+    #: emulator options (``endpoint: auto``)
+    seed: int | None = spec(None, "int", lo=0, hi=2**31)
+    time_scale: float = spec(1.0, "num", lo=1, hi=100_000)
+    max_concurrency: int | None = spec(None, "int", lo=1, hi=4096)
+    #: a local AWS-KMS-compatible key service for the function, and a random JSON payload
+    key_service: bool = spec(False, "bool")
+    payload_bytes: int = spec(0, "int", lo=0, hi=1 << 20)
 
     def __post_init__(self) -> None:
         if self.calls is None:
-            object.__setattr__(self, "calls", 1 if self.mode == "scaling" else 5)
+            object.__setattr__(self, "calls", 1 if self.mode in ("scaling", "ramp") else 5)
         if self.mode == "retention" and not self.gaps_s:
             raise ParamError("params.gaps_s", "retention needs a list of idle gaps in seconds")
+        if self.mode == "sets" and self.sets < 1:
+            raise ParamError("params.sets", "sets mode needs sets >= 1")
+        if self.memory_sweep and self.mode != "sets":
+            raise ParamError("params.memory_sweep", "is a sets-mode parameter")
+        if self.ladder and self.mode != "scaling":
+            raise ParamError("params.ladder", "is a scaling-mode parameter")
+        if self.mode == "ramp" and (not self.steps or not self.step_s):
+            raise ParamError("params.steps", "ramp needs steps (concurrency levels) and step_s")
+        if self.mode == "ramp" and self.warmup_ramps >= len(self.step_s):
+            raise ParamError("params.warmup_ramps", "must leave at least one measured ramp in step_s")
+        if self.mode == "sequence":
+            _check_sequence(self.sequence)
+        if self.key_service and self.endpoint not in ("auto", "local"):
+            raise ParamError("params.key_service", "the local key service serves emulators on this host only")
+
+
+def _check_sequence(items: tuple[dict, ...]) -> None:
+    if not items:
+        raise ParamError("params.sequence", "sequence mode needs a list of {phase, event} or {pause_s}")
+    phases = set()
+    for i, item in enumerate(items):
+        where = f"params.sequence[{i}]"
+        if set(item) == {"pause_s"}:
+            pause = item["pause_s"]
+            if isinstance(pause, bool) or not isinstance(pause, (int, float)) or not 0 <= pause <= 86_400:
+                raise ParamError(where, "pause_s must be seconds from 0 to 86400")
+            continue
+        if set(item) - {"phase", "event"} or "phase" not in item:
+            raise ParamError(where, "an item is {phase, event} or {pause_s}")
+        phase = item["phase"]
+        if not isinstance(phase, str) or not _PHASE.fullmatch(phase) or phase in ("warmup", "measured"):
+            raise ParamError(where, "phase must be a name of letters, digits and _ (not warmup or measured)")
+        if phase in phases:
+            raise ParamError(where, f"phase {phase!r} appears twice")
+        phases.add(phase)
+        if not isinstance(item.get("event", {}), dict):
+            raise ParamError(where, "event must be a mapping")
 
 
 class FaasWorkload(Workload):
@@ -87,15 +182,20 @@ class FaasWorkload(Workload):
 
     @classmethod
     def estimate_s(cls, params: FaasParams) -> float:
-        p = params
-        calls = p.calls * (2 if p.mode == "cold_warm" else 1) * (1 if p.mode != "cold" else 3)
-        return 10.0 + calls * 0.5 + sum(p.gaps_s)
+        """Seconds of one execution: the emulator's start, the calls (from their work: dd bytes,
+        calcs levels, concurrent calls sharing this machine's CPUs) and the idle times."""
+        return faas_estimate.estimate(params)
 
     @classmethod
     def primary_metrics(cls, names: Iterable[str]) -> list[str]:
-        """``latency_s`` where the function reports it, else the median round trip."""
+        """``latency_s`` where the function reports it (per phase in a sequence: ``write_latency_s``,
+        ``read_latency_s``), else the median round trip."""
         names = sorted(set(names))
-        return [n for n in names if n == "latency_s"] or [n for n in names if n == "round_trip_p50_s"]
+        return (
+            [n for n in names if n == "latency_s"]
+            or [n for n in names if n.endswith("_latency_s") and not n.startswith("direct_")]
+            or [n for n in names if n == "round_trip_p50_s"]
+        )
 
     def run(self, ctx: RunContext, params: FaasParams) -> Outcome:
         try:
@@ -106,7 +206,11 @@ class FaasWorkload(Workload):
             raise WorkloadError(exc.message, exc.hint) from exc
 
     def _run(self, ctx: RunContext, p: FaasParams) -> Outcome:
-        with _endpoint(ctx, p) as url:
+        if p.payload_bytes:
+            p = _with_payload(p)
+        with _key_service(ctx, p) as kms_env, _endpoint(ctx, p) as url:
+            if kms_env:
+                p = dataclasses.replace(p, env={**p.env, **kms_env})
             client = FaasClient(url, timeout_s=max(1.0, ctx.remaining()))
             info = client.info()
             name = f"{p.function}-{ctx.bench.index}"
@@ -119,19 +223,11 @@ class FaasWorkload(Workload):
                 "env": p.env,
             }
             deployment = client.deploy(name, **{k: v for k, v in fields.items() if v is not None})
-            mode = p.mode
-            modes = {
-                "warm": _mode_warm,
-                "cold": _mode_cold,
-                "cold_warm": _mode_cold_warm,
-                "scaling": _mode_scaling,
-                "retention": _mode_retention,
-            }
             try:
-                calls = modes[mode](ctx, p, client, name)
+                calls = MODE_RUNNERS[p.mode](ctx, p, client, name)
             finally:
                 client.close()
-        return _outcome(ctx, info, deployment, calls, mode)
+        return _outcome(ctx, info, deployment, calls, p.mode)
 
 
 # -- the emulator for the benchmark ---------------------------------------------------------
@@ -148,11 +244,15 @@ def _endpoint(ctx: RunContext, p: FaasParams) -> Iterator[str]:
         return
     ctx.scratch.mkdir(parents=True, exist_ok=True)
     url_file = ctx.scratch / f"faas-{os.getpid()}-{ctx.bench.index}.url"
+    options = ["--profile", p.profile, "--time-scale", f"{p.time_scale:g}"]
+    if p.seed is not None:
+        options += ["--seed", str(p.seed)]
+    if p.max_concurrency is not None:
+        options += ["--max-concurrency", str(p.max_concurrency)]
     svc = launcher.emulator(
         url_file,
         ctx.scratch / "faas-state",
-        "--profile",
-        p.profile,
+        *options,
         tracker=ctx.tracker,
         log=ctx.artifact("emulator.log"),
         stop=ctx.stop,
@@ -162,6 +262,47 @@ def _endpoint(ctx: RunContext, p: FaasParams) -> Iterator[str]:
     finally:
         svc.stop(timeout_s=20)
         url_file.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def _key_service(ctx: RunContext, p: FaasParams) -> Iterator[dict[str, str]]:
+    """The function's environment for a local KMS-compatible key service (empty without one)."""
+    if not p.key_service:
+        yield {}
+        return
+    with local_kms_server(tracker=ctx.tracker) as url:
+        cfg = KmsConfig()
+        keys = create_keys(make_client(cfg, url), list(KMS_KEYS))
+        yield {
+            "KMS_ENDPOINT_URL": url,
+            "AWS_REGION": cfg.region,
+            # dummy credentials moto accepts; the server listens on loopback only
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_EC2_METADATA_DISABLED": "true",
+            **{f"KMS_KEY_{k.upper()}": v for k, v in keys.items()},
+        }
+
+
+def payload(size: int, seed: int | None) -> str:
+    """A random JSON string of exactly ``size`` bytes (ASCII), the same for the same seed."""
+    rng = random.Random(seed)  # noqa: S311 - test data, not secrets
+    alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+    head = '{"data": "'
+    body = "".join(rng.choice(alphabet) for _ in range(max(0, size - len(head) - 2)))
+    text = (head + body + '"}')[:size] if size >= len(head) + 2 else "x" * size
+    if size >= len(head) + 2:
+        json.loads(text)  # well-formed by construction
+    return text
+
+
+def _with_payload(p: FaasParams) -> FaasParams:
+    data = payload(p.payload_bytes, p.seed)
+    seq = tuple(
+        {**it, "event": {**it.get("event", {}), "payload": data}} if "phase" in it else it
+        for it in p.sequence
+    )
+    return dataclasses.replace(p, event={**p.event, "payload": data}, sequence=seq)
 
 
 # -- modes: each returns the list of calls (one dict per call) -------------------------------
@@ -185,6 +326,8 @@ def _call(client: FaasClient, name: str, event: Any, phase: str) -> dict[str, An
 
 def _mode_warm(ctx: RunContext, p: FaasParams, client: FaasClient, name: str) -> list[dict[str, Any]]:
     event, out = p.event, []
+    if p.first == "cold":
+        out.append(_call(client, name, event, "cold"))
     for _ in range(p.warmup):
         out.append(_call(client, name, event, "warmup"))
     for _ in range(p.calls):
@@ -227,8 +370,23 @@ def _parallel(
 
 
 def _mode_scaling(ctx: RunContext, p: FaasParams, client: FaasClient, name: str) -> list[dict[str, Any]]:
-    client.cold(None, "host")
-    return _parallel(client, name, p.event, p.concurrency, p.calls, "measured")
+    """``concurrency`` callers (or each level of ``ladder`` in turn), cold as ``cold`` says:
+    ``host`` fresh hosts, ``container`` the function's containers retired (hosts keep the code:
+    a configuration change), ``none`` as the last level left them."""
+    out: list[dict[str, Any]] = []
+    for _ in range(p.warmup if p.ladder else 0):
+        out.append(_call(client, name, p.event, "warmup"))
+    levels = [int(x) for x in p.ladder] or [p.concurrency]
+    for i, n in enumerate(levels):
+        _check_stop(ctx)
+        if i:
+            ctx.sleep(p.level_pause_s / p.time_scale)
+        if p.cold == "host":
+            client.cold(None, "host")
+        elif p.cold == "container":
+            client.cold(name)
+        out += _parallel(client, name, p.event, n, p.calls, f"c{n}" if p.ladder else "measured")
+    return out
 
 
 def _mode_retention(ctx: RunContext, p: FaasParams, client: FaasClient, name: str) -> list[dict[str, Any]]:
@@ -238,12 +396,24 @@ def _mode_retention(ctx: RunContext, p: FaasParams, client: FaasClient, name: st
     of the other gaps."""
     event, n = p.event, p.concurrency
     out: list[dict[str, Any]] = []
+    if not p.fresh_per_gap:  # the study's one sequence: each set warms the containers of the next gap
+        start = time.monotonic()
+        warm = _parallel(client, name, event, n, 1, "warmup")
+        out += warm
+        for gap in p.gaps_s:
+            _check_stop(ctx)
+            ctx.sleep(float(gap) / p.time_scale)
+            out.append(_observe(client, gap, warm, start))
+            start = time.monotonic()
+            warm = _parallel(client, name, event, n, 1, f"gap_{_num(gap)}s")
+            out += warm
+        return out
     for gap in p.gaps_s:
         _check_stop(ctx)
         client.cold(name)
         start = time.monotonic()
         warm = _parallel(client, name, event, n, 1, "warmup")
-        ctx.sleep(float(gap))
+        ctx.sleep(float(gap) / p.time_scale)
         out += [*warm, _observe(client, gap, warm, start)]
         out += _parallel(client, name, event, n, 1, f"gap_{_num(gap)}s")
     return out
@@ -268,6 +438,92 @@ def _observe(client: FaasClient, gap: float, warm: list[dict[str, Any]], start: 
         "max_idle_s": max_idle,
         "containers": seen,
     }
+
+
+def _mode_sets(ctx: RunContext, p: FaasParams, client: FaasClient, name: str) -> list[dict[str, Any]]:
+    """``warmup_sets`` + ``sets`` sets of ``concurrency`` concurrent calls, ``set_pause_s`` apart;
+    with ``memory_sweep``, per batch each memory size in turn after a configuration change (the
+    function redeployed with that memory: its containers retired, the hosts keep the code)."""
+    out: list[dict[str, Any]] = []
+    sizes = [int(m) for m in p.memory_sweep] or [None]
+    first = True
+    for batch in range(p.batches if p.memory_sweep else 1):
+        for mem in sizes:
+            prefix = f"m{mem}.b{batch}." if mem is not None else ""
+            if mem is not None:
+                _redeploy(client, name, p, mem)
+            for kind, count in (("warmup", p.warmup_sets), ("set", p.sets)):
+                for k in range(count):
+                    _check_stop(ctx)
+                    if not first:
+                        ctx.sleep(p.set_pause_s / p.time_scale)
+                    first = False
+                    out += _parallel(client, name, p.event, p.concurrency, 1, f"{prefix}{kind}{k}")
+    return out
+
+
+def _redeploy(client: FaasClient, name: str, p: FaasParams, memory_mb: int) -> None:
+    fields = {
+        "function": p.function,
+        "memory_mb": memory_mb,
+        "tmp_mb": p.tmp_mb,
+        "keep_alive_s": p.keep_alive_s,
+        "timeout_s": p.function_timeout_s,
+        "env": p.env,
+    }
+    client.deploy(name, **{k: v for k, v in fields.items() if v is not None})
+
+
+def _mode_sequence(ctx: RunContext, p: FaasParams, client: FaasClient, name: str) -> list[dict[str, Any]]:
+    """One call per item, in order (the same warm instance serves them): e.g. a write, a pause,
+    then a direct-I/O read of the file the write left in the instance's /tmp."""
+    out: list[dict[str, Any]] = []
+    for item in p.sequence:
+        _check_stop(ctx)
+        if "pause_s" in item:
+            ctx.sleep(float(item["pause_s"]) / p.time_scale)
+            continue
+        out.append(_call(client, name, {**p.event, **item.get("event", {})}, item["phase"]))
+    return out
+
+
+def _mode_ramp(ctx: RunContext, p: FaasParams, client: FaasClient, name: str) -> list[dict[str, Any]]:
+    """A continuous load: for each ramp (one per ``step_s``), the concurrency steps through ``steps``,
+    ``step_s`` seconds each; every caller calls again as soon as its call returns."""
+    out: list[dict[str, Any]] = []
+    top = int(max(p.steps))
+    for r, duration in enumerate(p.step_s):
+        kind = "warmup" if r < p.warmup_ramps else "r"
+        for n in (int(x) for x in p.steps):
+            _check_stop(ctx)
+            end = time.monotonic() + duration
+            phase = f"{kind}{r}.c{n}"
+
+            def worker(_: int, end: float = end, phase: str = phase) -> list[dict[str, Any]]:
+                own = FaasClient(client.url, client.timeout_s)
+                got: list[dict[str, Any]] = []
+                try:
+                    while time.monotonic() < end and not ctx.stop.is_set():
+                        got.append(_call(own, name, p.event, phase))
+                finally:
+                    own.close()
+                return got
+
+            with ThreadPoolExecutor(max_workers=min(n, top)) as pool:
+                out += [c for batch in pool.map(worker, range(n)) for c in batch]
+    return out
+
+
+MODE_RUNNERS = {
+    "warm": _mode_warm,
+    "cold": _mode_cold,
+    "cold_warm": _mode_cold_warm,
+    "scaling": _mode_scaling,
+    "retention": _mode_retention,
+    "sets": _mode_sets,
+    "sequence": _mode_sequence,
+    "ramp": _mode_ramp,
+}
 
 
 def _check_stop(ctx: RunContext) -> None:
@@ -298,7 +554,9 @@ def _outcome(
 ) -> Outcome:
     observed = [c for c in calls if c.get("observation")]
     calls = [c for c in calls if not c.get("observation")]
-    measured = [c for c in calls if c["phase"] != "warmup"] or calls
+    # warm mode's first cold call is reported apart (cold_*); cold_warm measures its cold calls
+    apart = {"cold"} if mode == "warm" else set()
+    measured = [c for c in calls if not _is_warmup(c["phase"]) and c["phase"] not in apart] or calls
     ok = [c for c in measured if c["ok"]]
     if not ok:
         raise WorkloadError(f"every call failed; first error: {measured[0]['error']}")
@@ -332,7 +590,8 @@ def _outcome(
         m["calls_per_currency_unit"] = metric(
             cost_efficiency(1.0, _mean([b["price"] for b in bills])), f"1/{bills[0]['currency']}", "higher"
         )
-    results = [c["result"] for c in ok if isinstance(c["result"], dict)]
+    # a sequence's calls are different operations: their figures are per phase (_phase_metrics)
+    results = [c["result"] for c in ok if isinstance(c["result"], dict) and mode != "sequence"]
     keys = sorted({k for r in results for k in r if k.endswith("bytes_per_s")})
     for key, unit, better in [(k, "B/s", "higher") for k in keys] + [
         ("calcs_per_s", "1/s", "higher"),
@@ -342,20 +601,7 @@ def _outcome(
         ("bw_bytes", "B/s", "higher"),
     ]:
         add(key, [r[key] for r in results if isinstance(r.get(key), (int, float))], unit, better)
-    if mode == "cold_warm":
-        for phase in ("cold", "warm"):
-            add(f"{phase}_round_trip_s", [c["round_trip_s"] for c in ok if c["phase"] == phase], "s", "lower")
-            add(
-                f"{phase}_handler_s",
-                [c["inspector"]["handler_s"] for c in ok if c["phase"] == phase],
-                "s",
-                "lower",
-            )
-    if mode in ("scaling", "retention"):
-        _pool_metrics(m, ok)
-    if mode == "retention":
-        _retention_metrics(m, measured, observed)
-    m |= _host_regression(ok)
+    _mode_metrics(m, ok, measured, observed, mode, calls)
     samples = {
         "calls": [_sample(c) for c in calls],
         "emulator": _emulator_summary(info),
@@ -375,6 +621,63 @@ def _outcome(
         },
         error=f"{len(errors)} of {len(measured)} calls failed; first: {errors[0]}" if errors else None,
     )
+
+
+def _mode_metrics(
+    m: dict[str, dict[str, Any]],
+    ok: list[dict[str, Any]],
+    measured: list[dict[str, Any]],
+    observed: list[dict[str, Any]],
+    mode: str,
+    calls: list[dict[str, Any]],
+) -> None:
+    """The metrics a mode adds: cold and warm apart, per phase, pool and retention figures."""
+
+    def add(key: str, values: list[float], unit: str, better: str) -> None:
+        if values:
+            m[key] = metric(_mean(values), unit, better)
+
+    if mode == "cold_warm":
+        for phase in ("cold", "warm"):
+            add(f"{phase}_round_trip_s", [c["round_trip_s"] for c in ok if c["phase"] == phase], "s", "lower")
+            add(
+                f"{phase}_handler_s",
+                [c["inspector"]["handler_s"] for c in ok if c["phase"] == phase],
+                "s",
+                "lower",
+            )
+    if mode == "warm":  # first: cold - the first call apart (the other metrics are the measured calls)
+        first = [c for c in calls if c["phase"] == "cold" and c["ok"]]
+        add("cold_handler_s", [c["inspector"]["handler_s"] for c in first], "s", "lower")
+        add("cold_round_trip_s", [c["round_trip_s"] for c in first], "s", "lower")
+    if mode == "sequence":
+        _phase_metrics(m, ok)
+    if mode in ("scaling", "retention", "sets", "ramp"):
+        _pool_metrics(m, ok)
+    if mode == "retention":
+        _retention_metrics(m, measured, observed)
+    m |= _host_regression(ok)
+
+
+def _is_warmup(phase: str) -> bool:
+    """Unmeasured calls: ``warmup``, ``warmup<k>``, ``m<MB>.b<k>.warmup<j>`` (RQ-5's cold sets are
+    measured apart by the report from the samples), ``warmup<k>.c<N>``."""
+    return phase == "warmup" or phase.startswith("warmup") or ".warmup" in phase
+
+
+def _phase_metrics(m: dict[str, dict[str, Any]], ok: list[dict[str, Any]]) -> None:
+    """Per phase of a sequence: the function's own latency (dd's seconds), handler and round trip."""
+    for phase in dict.fromkeys(c["phase"] for c in ok):
+        batch = [c for c in ok if c["phase"] == phase]
+        lat = [
+            c["result"]["latency_s"]
+            for c in batch
+            if isinstance(c["result"], dict) and "latency_s" in c["result"]
+        ]
+        if lat:
+            m[f"{phase}_latency_s"] = metric(_mean(lat), "s", "lower")
+        m[f"{phase}_handler_s"] = metric(_mean([c["inspector"]["handler_s"] for c in batch]), "s", "lower")
+        m[f"{phase}_round_trip_s"] = metric(_mean([c["round_trip_s"] for c in batch]), "s", "lower")
 
 
 def _retention_metrics(
@@ -466,6 +769,8 @@ def _sample(c: dict[str, Any]) -> dict[str, Any]:
         "host_containers",
         "instance_uptime_s",
         "instance_keep_alive_s",
+        "host_live_containers",
+        "time_scale",
         "cold_start_kind",
         "provider_s",
         "host_s",
