@@ -45,6 +45,17 @@ PREFIXES = (
     "python ",
 )
 QUICK_RUN = "reports/tests/data/quick-run"
+#: the campaign's slot at toy size (the S1 slot writes and reads a GB through the FaaS emulator)
+TOD_TOY_PLAN = """name: tod-toy
+defaults: {wait_s: 0, repetitions: 1}
+benchmarks:
+  - name: dd_10k_512b
+    type: dd
+    params: {bs: 512, count: 20, source: urandom, conv: fsync, iflag: direct, pause_s: 0.2}
+  - name: dd_1m_128k
+    type: dd
+    params: {bs: 128k, count: 8, source: urandom, conv: fsync, iflag: direct, pause_s: 0.2}
+"""
 TOY_PLAN = """name: toy
 defaults: {wait_s: 0, repetitions: 1}
 benchmarks:
@@ -140,6 +151,10 @@ LAB = (
     "tests/hyperv run the roles against real libvirt (TCG) and a WinRM stand-in"
 )
 
+STUDY_RERUN = (
+    "a published study rerun at full size (hours on the FaaS emulator); tests/studies runs each study"
+    " plan derived small and its view (pytest -m study, make test-studies)"
+)
 STUDY_RUN = (
     "ansible-playbook run.yml -i inventory/azure-study.yml -i inventory/azure.constructed.yml "
     "-l sev,tdx,amd_baseline,intel_baseline -e plan=workloads/plans/cc-datascience-study.txt"
@@ -207,19 +222,19 @@ COMMANDS: dict[str, Run | Excluded] = {
     '"pyperformance.mode=fast"]}\'': Excluded(
         NO_AZURE + " (make test-studies runs this very command against the local ARM)"
     ),
-    # docs/campaigns.md (four days at one run a minute: the toy runs three slots)
-    "testbed-agent campaign workloads/plans/timeofday-dd.yml --out results/io-tod --every 1m --for 4d "
+    # docs/campaigns.md (four days at one run every 2 minutes: the toy runs three slots of a dd plan)
+    "testbed-agent campaign workloads/plans/timeofday-dd.yml --out results/io-tod --every 2m --for 4d "
     "--label local": Run(
-        "testbed-agent campaign workloads/plans/timeofday-dd.yml --out {tmp}/io-tod --every 3s --for 7s"
-        " --label local --node-exporter ''",
+        "testbed-agent campaign {todtoy} --out {tmp}/io-tod --every 3s --for 7s --label local"
+        " --node-exporter ''",
         says("campaign io-tod: complete"),
         group="campaign",
     ),
-    "testbed-report timeofday results/io-tod --metric read_seconds --benchmark dd_10k_512b": Run(
-        "testbed-report timeofday {tmp}/io-tod --metric read_seconds --benchmark dd_10k_512b",
-        says(r"hour: not tested - .* need at least 2"),
-        group="campaign",
+    "testbed-report timeofday results/io-tod --metric write_latency_s --benchmark tod_aws": Excluded(
+        "needs the S1 slot's campaign (a GB written through the FaaS emulator every 2 minutes for days);"
+        " the synopsis below runs the same command on the toy campaign"
     ),
+    "testbed-report study S1 results/io-tod --out reports/out/s1-tod": Excluded(STUDY_RERUN),
     "testbed-report timeofday results/io-tod --metric read_seconds [--benchmark NAME] [--label L] "
     "[--unit run|observation] [--tz UTC] [--block-days 1] [--min-per-group 1] [--alpha 0.05] "
     "[--json tod.json]": Run(
@@ -227,6 +242,40 @@ COMMANDS: dict[str, Run | Excluded] = {
         " --unit run --tz UTC --block-days 1 --min-per-group 1 --alpha 0.05 --json {tmp}/tod.json",
         says("weekday"),
         group="campaign",
+    ),
+    # docs/faas.md and docs/plans.md: the published studies
+    "testbed-agent run workloads/plans/faas-io.yml --out results/s1": Excluded(STUDY_RERUN),
+    "testbed-agent campaign workloads/plans/timeofday-dd.yml --out results/tod --every 2m --for 4d": Excluded(
+        STUDY_RERUN + "; docs/campaigns.md's campaign runs here at toy size"
+    ),
+    "testbed-report study S1 results/s1 results/tod --out reports/out/s1": Excluded(STUDY_RERUN),
+    "testbed-report study S1 --csv start_dump.sql --csv day-time-dataset.csv "
+    "--out reports/out/s1-thesis": Excluded(
+        "the thesis's own data files, which are not in the repository (reports/tests/test_study_s1.py"
+        " reads the same formats from synthetic rows)"
+    ),
+    "testbed-agent run workloads/plans/faas-factors-$p.yml --out results/s3-$p; done": Excluded(STUDY_RERUN),
+    "testbed-report study S3 results/s3-* --out reports/out/s3": Excluded(STUDY_RERUN),
+    "testbed-agent run workloads/plans/faas-crypto-kms.yml --out results/s0": Excluded(STUDY_RERUN),
+    "testbed-report study S0 results/s0 --out reports/out/s0": Excluded(STUDY_RERUN),
+    "testbed-agent plan derive workloads/plans/faas-factors-retention.yml --set faas.time_scale=20 "
+    "-o rq4-fast.yml": Run(
+        "testbed-agent plan derive workloads/plans/faas-factors-retention.yml --set faas.time_scale=20"
+        " -o {tmp}/rq4-fast.yml",
+        ok,
+    ),
+    "testbed-agent plan derive workloads/plans/faas-io.yml --set repetitions=2 -o s1-small.yml": Run(
+        "testbed-agent plan derive workloads/plans/faas-io.yml --set repetitions=2 -o {tmp}/s1-small.yml", ok
+    ),
+    "testbed-agent plan derive workloads/plans/faas-factors-retention.yml --set faas.time_scale=20 "
+    "--set faas.concurrency=16 -o s3-rq4-small.yml": Run(
+        "testbed-agent plan derive workloads/plans/faas-factors-retention.yml --set faas.time_scale=20"
+        " --set faas.concurrency=16 -o {tmp}/s3-rq4-small.yml",
+        ok,
+        group="derive",
+    ),
+    "testbed-agent plan show s3-rq4-small.yml": Run(
+        "testbed-agent plan show {tmp}/s3-rq4-small.yml", ok, group="derive"
     ),
     # docs/faas.md (the quick start, in order, on a port of its own when 8650 is taken)
     ".venv/bin/testbed-agent faas profiles": Run(check=says("aws-lambda", "gcf-gen2"), fixed="undocumented"),
@@ -340,6 +389,7 @@ def _prepare(tmp: Path) -> dict[str, str]:
         ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(home / ".ssh/id_ed25519")], check=True
     )
     (tmp / "toy.yml").write_text(TOY_PLAN)
+    (tmp / "tod-toy.yml").write_text(TOD_TOY_PLAN)
     for run, host in (("run-a", "fio-agent"), ("run-b", "fio-bare")):  # two runs, one label each
         (tmp / run).mkdir()
         for f in (ROOT / QUICK_RUN).glob(f"{host}.*"):
@@ -377,6 +427,7 @@ def _prepare(tmp: Path) -> dict[str, str]:
     return {
         "tmp": str(tmp),
         "toy": str(tmp / "toy.yml"),
+        "todtoy": str(tmp / "tod-toy.yml"),
         "port": str(port),
         "stamp": str(int(time.time())),
         **env,
