@@ -30,6 +30,9 @@ from typing import Any
 from testbed_agent import clouds, workloads
 from testbed_agent.plan import Benchmark, Plan, load_plan
 from testbed_agent.plan_derive import add_derive_parser, add_set_argument, derived_plan
+from testbed_agent.workloads import notebook
+from testbed_agent.workloads.crypto.estimate import FILE_MBPS
+from testbed_agent.workloads.notebook.aliases import dataset_origin
 from testbed_shared.errors import TestbedError
 from testbed_shared.groups import GROUPS
 from testbed_shared.studies import Element, Manifest, manifest_for_plan
@@ -195,6 +198,8 @@ def show(args: argparse.Namespace) -> int:
             print(json.dumps(row, sort_keys=True))
         for m in matrix:
             print(json.dumps({"machine": m}, sort_keys=True))
+        for row in notebook_datasets(plan):
+            print(json.dumps({"dataset": row}, sort_keys=True))
         summary = {"plan": plan.name, "sha256": plan.sha256, "machines": len(matrix), **total}
         study = study_of(args.plan)
         if study is not None:
@@ -204,12 +209,35 @@ def show(args: argparse.Namespace) -> int:
         print(json.dumps({"summary": summary}))
         return 0
     _print_table(plan, rows, total)
+    _print_datasets(plan)
     if matrix:
         _print_machines(matrix, total)
     study = study_of(args.plan)
     if study is not None:
         _print_deviations(study)
     return 0
+
+
+def notebook_datasets(plan: Plan) -> list[dict[str, Any]]:
+    """Each notebook benchmark's data sets: generator and where the files come from here."""
+    return [
+        {"index": b.index, "benchmark": b.name, **dataset_origin(name)}
+        for b in plan.benchmarks
+        if b.type == "kaggle_notebook"
+        for name in notebook.notebook_datasets(b, notebook.locate(b.name))
+    ]
+
+
+def _print_datasets(plan: Plan) -> None:
+    rows = notebook_datasets(plan)
+    if not rows:
+        return
+    print()
+    _print_columns(
+        ("#", "notebook", "data set", "generator", "files here"),
+        [(str(r["index"]), r["benchmark"], r["dataset"], r["generator"], r["source"]) for r in rows],
+    )
+    print("(real files: kaggle_notebooks/datasets/real/<generator>/, with the names docs/notebooks.md lists)")
 
 
 def study_of(plan_path: Path) -> Manifest | None:
@@ -269,6 +297,8 @@ def _print_table(plan: Plan, rows: list[Execution], total: dict[str, Any]) -> No
         workload = workloads.get(wtype)
         if workload is not None and workload.estimate_note:
             print(f"({wtype}: {workload.estimate_note})")
+    if any(r.type == "crypto" for r in rows):
+        _print_files(rows)
     if total["executions_max"] != total["executions"]:
         span += f" .. {human(total['estimated_max_s'])}"
         print("(* adaptive: runs only while the confidence interval is wider than its target)")
@@ -299,6 +329,23 @@ def _print_machines(matrix: list[dict[str, Any]], total: dict[str, Any]) -> None
     _print_columns(head, table)
     each = human(total["estimated_s"])
     print(f"{len(matrix)} machines, each running the plan (estimated {each} each, in parallel)")
+
+
+def _print_files(rows: list[Execution]) -> None:
+    """What the streamed files of crypto benchmarks cost: made once per run and kept in its scratch
+    directory (each kind and size once), plus the largest ciphertext a decryption makes beside them."""
+    files = [r.cells["files"] for r in rows if r.cells and "files" in r.cells]
+    if not files:
+        return
+    distinct = {(f["kind"], s) for f in files for s in f["sizes"]}
+    scratch = sum(s for _, s in distinct) + max(f["ciphertext_bytes"] for f in files)
+    largest = max(s for _, s in distinct)
+    make = sum(s / (FILE_MBPS.get(k, 200) * 1e6) for k, s in distinct)
+    gib = 1 << 30
+    print(
+        f"(crypto files: {len(distinct)} made once per run and streamed, the largest {largest / gib:.3g} "
+        f"GiB; scratch: {scratch / gib:.3g} GiB with the largest ciphertext; made in about {human(make)})"
+    )
 
 
 def _print_columns(head: tuple[str, ...], table: list[tuple[str, ...]]) -> None:
