@@ -277,6 +277,17 @@ COMMANDS: dict[str, Run | Excluded] = {
     "testbed-agent plan show s3-rq4-small.yml": Run(
         "testbed-agent plan show {tmp}/s3-rq4-small.yml", ok, group="derive"
     ),
+    # docs/crypto.md and docs/plans.md: the VM studies (S2 on Azure, S4 on a KVM and Hyper-V lab)
+    "ansible-playbook -i inventory/lab-s4.yml run.yml -l kvm,hyperv "
+    "-e plan=workloads/plans/crypto-hypervisor.yml": Excluded(LAB),
+    "testbed-report study S2 results/<run_id> --out reports/out/s2": Excluded(
+        "records of the S2 rerun on Azure; tests/notebooks/test_s2_report.py runs the S2 view"
+        " on synthetic reruns"
+    ),
+    "testbed-report study S4 results/<run_id> --out reports/out/s4": Excluded(
+        "records of the S4 rerun on a KVM and Hyper-V lab; tests/crypto/test_s4_report.py runs the S4 view"
+        " on synthetic reruns"
+    ),
     # docs/faas.md (the quick start, in order, on a port of its own when 8650 is taken)
     ".venv/bin/testbed-agent faas profiles": Run(check=says("aws-lambda", "gcf-gen2"), fixed="undocumented"),
     ".venv/bin/testbed-agent faas serve --profile aws-lambda --port 8650 &": Run(
