@@ -18,6 +18,7 @@ PLUGIN_COMMANDS = (
     "testbed_shared.attest.cli",
     "testbed_agent.plan_show",
     "testbed_agent.campaign",
+    "testbed_agent.faas_drivers.cli",
 )
 
 

@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from testbed_agent import clouds, workloads
+from testbed_agent.faas_drivers.cli import print_cost
+from testbed_agent.faas_drivers.pricing import load_pricing, plan_cost
 from testbed_agent.plan import Benchmark, Plan, load_plan
 from testbed_agent.plan_derive import add_derive_parser, add_set_argument, derived_plan
 from testbed_agent.workloads import notebook
@@ -201,6 +203,8 @@ def show(args: argparse.Namespace) -> int:
         for row in notebook_datasets(plan):
             print(json.dumps({"dataset": row}, sort_keys=True))
         summary = {"plan": plan.name, "sha256": plan.sha256, "machines": len(matrix), **total}
+        for platform, cost in _faas_cost(plan).items():
+            print(json.dumps({"faas_cost": {"platform": platform, **cost}}, sort_keys=True))
         study = study_of(args.plan)
         if study is not None:
             summary["study"] = {"id": study.id, "fidelity": study.counts()}
@@ -209,6 +213,10 @@ def show(args: argparse.Namespace) -> int:
         print(json.dumps({"summary": summary}))
         return 0
     _print_table(plan, rows, total)
+    faas = _faas_cost(plan)
+    if faas:
+        print("\nOn real FaaS platforms (each benchmark on the platform its profile models):")
+        print_cost(plan.name, faas, load_pricing())
     _print_datasets(plan)
     if matrix:
         _print_machines(matrix, total)
@@ -216,6 +224,13 @@ def show(args: argparse.Namespace) -> int:
     if study is not None:
         _print_deviations(study)
     return 0
+
+
+def _faas_cost(plan: Plan) -> dict[str, Any]:
+    """A real run's invocations, GB-seconds and price per platform (faas_drivers.pricing)."""
+    if not any(b.type == "faas" for b in plan.benchmarks):
+        return {}
+    return plan_cost(plan.benchmarks)
 
 
 def notebook_datasets(plan: Plan) -> list[dict[str, Any]]:

@@ -192,6 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
     from testbed_reports.study import add_parser as add_study  # study packs (docs/design.md section 10)  # noqa: PLC0415 - CLI start-up: a command imports what it runs
 
     add_study(sub)
+    from testbed_reports.platform_check import add_parser as add_platform_check  # issue 29  # noqa: PLC0415 - CLI start-up: a command imports what it runs
+
+    add_platform_check(sub)
     return parser
 
 

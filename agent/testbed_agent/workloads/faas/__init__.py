@@ -23,7 +23,12 @@ Modes (each call's phase, instance, host and cold-start path go to ``samples.cal
 
 ``endpoint: auto`` starts a private emulator on 127.0.0.1 with ``profile`` (and ``seed``,
 ``time_scale``, ``max_concurrency``) for the benchmark; ``endpoint: local`` uses this host's
-emulator service ($TESTBED_FAAS_URL, default port 8650). ``time_scale`` K runs the emulated
+emulator service ($TESTBED_FAAS_URL, default port 8650). Every call goes through a FaaS driver
+(``testbed_agent.faas_drivers``): the emulator's, or - on a host whose ``TESTBED_FAAS_TARGET``
+names AWS Lambda, Google Cloud Functions or Azure Functions - that platform's, with the plan
+unchanged (a benchmark whose ``profile`` models another platform, whose ``architecture`` is not the
+target's, or which needs the emulator itself - ``time_scale``, ``key_service`` - is recorded as
+skipped there). ``time_scale`` K runs the emulated
 platform's clock K times faster and divides the plan's idle times (gaps, pauses) by K, so a derived
 plan with ``faas.time_scale=100`` reruns an hours-long retention study in minutes.
 ``key_service: true`` starts moto's KMS server on loopback with one key per key spec and gives the
@@ -48,13 +53,15 @@ from typing import Any
 
 from testbed_agent import __version__
 from testbed_agent.benchmark import Benchmark
+from testbed_agent.faas_drivers import routing
+from testbed_agent.faas_drivers.base import Driver
+from testbed_agent.faas_drivers.pricing import emulator_only
 from testbed_agent.params import ParamError, spec
 from testbed_agent.results import Outcome, metric
 from testbed_agent.workloads.base import RunContext, Workload
 from testbed_agent.workloads.faas import estimate as faas_estimate
 from testbed_services import launcher
 from testbed_services.faas import DEFAULT_PORT
-from testbed_services.faas.client import FaasClient
 from testbed_services.faas.profiles import load_profile
 from testbed_services.kms import KmsConfig, create_keys, local_kms_server, make_client
 from testbed_shared.cost import cost_efficiency
@@ -83,6 +90,10 @@ class FaasParams:
     function_timeout_s: float | None = spec(None, "num", lo=1e-3, hi=86_400)
     event: dict = field(default_factory=dict, metadata={"kind": "map"})
     env: dict = field(default_factory=dict, metadata={"kind": "map", "pattern": r"[A-Za-z_]\w{0,127}"})
+    #: instruction set and runtime id on a real platform (the emulator runs on this machine's CPU
+    #: and Python; its record names those)
+    architecture: str | None = spec(None, choices=("x86_64", "arm64"))
+    runtime: str | None = spec(None, pattern=r"[A-Za-z0-9.|_-]{1,32}")
     gaps_s: tuple[float, ...] = spec((), "nums", lo=0, hi=86_400)
     #: design factors of a study (file size, I/O size, ...): kept in the record for the report's
     #: parameter ANOVA, not used by the run
@@ -206,28 +217,38 @@ class FaasWorkload(Workload):
             raise WorkloadError(exc.message, exc.hint) from exc
 
     def _run(self, ctx: RunContext, p: FaasParams) -> Outcome:
+        target = routing.real_target(ctx.options)
+        reason = _real_skip_reason(target, p) if target is not None else None
+        if target is not None and reason:
+            return Outcome(status="skipped", error=reason, params={"platform": target.platform})
         if p.payload_bytes:
             p = _with_payload(p)
-        with _key_service(ctx, p) as kms_env, _endpoint(ctx, p) as url:
+        timeout = max(1.0, ctx.remaining())
+        with (
+            _key_service(ctx, p) as kms_env,
+            routing.driver_for(ctx.options, lambda: _endpoint(ctx, p), timeout) as driver,
+        ):
             if kms_env:
                 p = dataclasses.replace(p, env={**p.env, **kms_env})
-            client = FaasClient(url, timeout_s=max(1.0, ctx.remaining()))
-            info = client.info()
+            info = driver.info()
             name = f"{p.function}-{ctx.bench.index}"
-            fields = {
-                "function": p.function,
-                "memory_mb": p.memory_mb,
-                "tmp_mb": p.tmp_mb,
-                "keep_alive_s": p.keep_alive_s,
-                "timeout_s": p.function_timeout_s,
-                "env": p.env,
-            }
-            deployment = client.deploy(name, **{k: v for k, v in fields.items() if v is not None})
+            routing.check_budget(driver, p, ctx.bench.name)
+            deployment = driver.deploy(routing.function_spec(name, p))
             try:
-                calls = MODE_RUNNERS[p.mode](ctx, p, client, name)
+                calls = MODE_RUNNERS[p.mode](ctx, p, driver, name)
+                settled = routing.settle(driver, name, calls)
+                where = routing.record_params(driver, info)
             finally:
-                client.close()
-        return _outcome(ctx, info, deployment, calls, p.mode)
+                if driver.platform != "emulator":
+                    driver.delete(name)  # what the benchmark deployed; teardown takes the rest
+        return _outcome(ctx, info, deployment, calls, p.mode, where, settled, driver)
+
+
+def _real_skip_reason(target: Any, p: FaasParams) -> str | None:
+    """Why a benchmark does not run on this host's real target: it is about another platform or
+    architecture, or it needs the emulator itself (a faster clock, a key service on loopback)."""
+    reason = routing.skip_reason(target, p.profile, p.architecture)
+    return reason or emulator_only({"time_scale": p.time_scale, "key_service": p.key_service})
 
 
 # -- the emulator for the benchmark ---------------------------------------------------------
@@ -308,88 +329,87 @@ def _with_payload(p: FaasParams) -> FaasParams:
 # -- modes: each returns the list of calls (one dict per call) -------------------------------
 
 
-def _call(client: FaasClient, name: str, event: Any, phase: str) -> dict[str, Any]:
-    status, body, rtt = client.invoke(name, event)
-    insp = body.get("inspector") or {}
-    err = body.get("error") or {}
+def _call(driver: Driver, name: str, event: Any, phase: str) -> dict[str, Any]:
+    c = driver.invoke(name, event)
     return {
         "phase": phase,
-        "status": status,
-        "round_trip_s": rtt,
-        "ok": status == 200,
-        "error": f"{err.get('type')}: {err.get('message')}" if status != 200 else None,
-        "result": body.get("result"),
-        "inspector": insp,
-        "billing": body.get("billing") or {},
+        "status": c.status,
+        "round_trip_s": c.round_trip_s,
+        "ok": c.ok,
+        "error": c.error if not c.ok else None,
+        "result": c.result,
+        "inspector": c.inspector,
+        "billing": c.billing,
+        "platform": c.platform,
+        "call": c,
     }
 
 
-def _mode_warm(ctx: RunContext, p: FaasParams, client: FaasClient, name: str) -> list[dict[str, Any]]:
+def _mode_warm(ctx: RunContext, p: FaasParams, driver: Driver, name: str) -> list[dict[str, Any]]:
     event, out = p.event, []
     if p.first == "cold":
-        out.append(_call(client, name, event, "cold"))
+        out.append(_call(driver, name, event, "cold"))
     for _ in range(p.warmup):
-        out.append(_call(client, name, event, "warmup"))
+        out.append(_call(driver, name, event, "warmup"))
     for _ in range(p.calls):
         _check_stop(ctx)
-        out.append(_call(client, name, event, "measured"))
+        out.append(_call(driver, name, event, "measured"))
     return out
 
 
-def _mode_cold(ctx: RunContext, p: FaasParams, client: FaasClient, name: str) -> list[dict[str, Any]]:
+def _mode_cold(ctx: RunContext, p: FaasParams, driver: Driver, name: str) -> list[dict[str, Any]]:
     event, out = p.event, []
     for _ in range(p.calls):
         _check_stop(ctx)
-        client.cold(name)
-        out.append(_call(client, name, event, "measured"))
+        driver.cold(name)
+        out.append(_call(driver, name, event, "measured"))
     return out
 
 
-def _mode_cold_warm(ctx: RunContext, p: FaasParams, client: FaasClient, name: str) -> list[dict[str, Any]]:
+def _mode_cold_warm(ctx: RunContext, p: FaasParams, driver: Driver, name: str) -> list[dict[str, Any]]:
     event, out = p.event, []
     for _ in range(p.calls):
         _check_stop(ctx)
-        client.cold(name)
-        out.append(_call(client, name, event, "cold"))
-        out.append(_call(client, name, event, "warm"))
+        driver.cold(name)
+        out.append(_call(driver, name, event, "cold"))
+        out.append(_call(driver, name, event, "warm"))
     return out
 
 
 def _parallel(
-    client: FaasClient, name: str, event: Any, callers: int, per_caller: int, phase: str
+    driver: Driver, name: str, event: Any, callers: int, per_caller: int, phase: str
 ) -> list[dict[str, Any]]:
-    def worker(_: int) -> list[dict[str, Any]]:
-        own = FaasClient(client.url, client.timeout_s)
+    def worker(_: int) -> list[dict[str, Any]]:  # the drivers are thread-safe
         try:
-            return [_call(own, name, event, phase) for _ in range(per_caller)]
+            return [_call(driver, name, event, phase) for _ in range(per_caller)]
         finally:
-            own.close()
+            driver.release_thread()
 
     with ThreadPoolExecutor(max_workers=callers) as pool:
         return [c for batch in pool.map(worker, range(callers)) for c in batch]
 
 
-def _mode_scaling(ctx: RunContext, p: FaasParams, client: FaasClient, name: str) -> list[dict[str, Any]]:
+def _mode_scaling(ctx: RunContext, p: FaasParams, driver: Driver, name: str) -> list[dict[str, Any]]:
     """``concurrency`` callers (or each level of ``ladder`` in turn), cold as ``cold`` says:
     ``host`` fresh hosts, ``container`` the function's containers retired (hosts keep the code:
     a configuration change), ``none`` as the last level left them."""
     out: list[dict[str, Any]] = []
     for _ in range(p.warmup if p.ladder else 0):
-        out.append(_call(client, name, p.event, "warmup"))
+        out.append(_call(driver, name, p.event, "warmup"))
     levels = [int(x) for x in p.ladder] or [p.concurrency]
     for i, n in enumerate(levels):
         _check_stop(ctx)
         if i:
             ctx.sleep(p.level_pause_s / p.time_scale)
         if p.cold == "host":
-            client.cold(None, "host")
+            driver.cold(None, "host")
         elif p.cold == "container":
-            client.cold(name)
-        out += _parallel(client, name, p.event, n, p.calls, f"c{n}" if p.ladder else "measured")
+            driver.cold(name)
+        out += _parallel(driver, name, p.event, n, p.calls, f"c{n}" if p.ladder else "measured")
     return out
 
 
-def _mode_retention(ctx: RunContext, p: FaasParams, client: FaasClient, name: str) -> list[dict[str, Any]]:
+def _mode_retention(ctx: RunContext, p: FaasParams, driver: Driver, name: str) -> list[dict[str, Any]]:
     """Per idle gap, from fresh containers (the study's separate runs): warm ``concurrency`` of
     them, stay idle for the gap, look which are still in the pool (without calling them), call
     again. Each gap's retained share samples the survival of drawn idle lifetimes, independently
@@ -398,35 +418,38 @@ def _mode_retention(ctx: RunContext, p: FaasParams, client: FaasClient, name: st
     out: list[dict[str, Any]] = []
     if not p.fresh_per_gap:  # the study's one sequence: each set warms the containers of the next gap
         start = time.monotonic()
-        warm = _parallel(client, name, event, n, 1, "warmup")
+        warm = _parallel(driver, name, event, n, 1, "warmup")
         out += warm
         for gap in p.gaps_s:
             _check_stop(ctx)
             ctx.sleep(float(gap) / p.time_scale)
-            out.append(_observe(client, gap, warm, start))
+            out.append(_observe(driver, gap, warm, start))
             start = time.monotonic()
-            warm = _parallel(client, name, event, n, 1, f"gap_{_num(gap)}s")
+            warm = _parallel(driver, name, event, n, 1, f"gap_{_num(gap)}s")
             out += warm
         return out
     for gap in p.gaps_s:
         _check_stop(ctx)
-        client.cold(name)
+        driver.cold(name)
         start = time.monotonic()
-        warm = _parallel(client, name, event, n, 1, "warmup")
+        warm = _parallel(driver, name, event, n, 1, "warmup")
         ctx.sleep(float(gap) / p.time_scale)
-        out += [*warm, _observe(client, gap, warm, start)]
-        out += _parallel(client, name, event, n, 1, f"gap_{_num(gap)}s")
+        out += [*warm, _observe(driver, gap, warm, start)]
+        out += _parallel(driver, name, event, n, 1, f"gap_{_num(gap)}s")
     return out
 
 
-def _observe(client: FaasClient, gap: float, warm: list[dict[str, Any]], start: float) -> dict[str, Any]:
+def _observe(driver: Driver, gap: float, warm: list[dict[str, Any]], start: float) -> dict[str, Any]:
     """The warmed containers in the emulator's pool after the gap: idle seconds and whether each is
     still usable (listed, within its idle lifetime, on a live host; the reaper lags up to 0.1 s).
-    ``max_idle_s`` (since the warm-up started) bounds the idle time of those no longer listed."""
+    ``max_idle_s`` (since the warm-up started) bounds the idle time of those no longer listed.
+    A real platform shows no pool: no containers are observed there (only the recycled calls)."""
     max_idle = time.monotonic() - start
-    pool = {i["id"]: i for i in client.info()["instances"]}
+    info = driver.info()
+    pool = {i["id"]: i for i in info.get("instances", [])}
     seen = []
-    for iid in dict.fromkeys(c["inspector"]["instance_id"] for c in warm if c["ok"]):
+    warmed = [c["inspector"].get("instance_id") for c in warm if c["ok"]] if "instances" in info else []
+    for iid in dict.fromkeys(warmed):
         inst = pool.get(iid)
         keep = inst.get("keep_alive_s") if inst else None
         alive = inst is not None and not inst.get("host_expired") and (keep is None or inst["idle_s"] <= keep)
@@ -440,7 +463,7 @@ def _observe(client: FaasClient, gap: float, warm: list[dict[str, Any]], start: 
     }
 
 
-def _mode_sets(ctx: RunContext, p: FaasParams, client: FaasClient, name: str) -> list[dict[str, Any]]:
+def _mode_sets(ctx: RunContext, p: FaasParams, driver: Driver, name: str) -> list[dict[str, Any]]:
     """``warmup_sets`` + ``sets`` sets of ``concurrency`` concurrent calls, ``set_pause_s`` apart;
     with ``memory_sweep``, per batch each memory size in turn after a configuration change (the
     function redeployed with that memory: its containers retired, the hosts keep the code)."""
@@ -451,30 +474,23 @@ def _mode_sets(ctx: RunContext, p: FaasParams, client: FaasClient, name: str) ->
         for mem in sizes:
             prefix = f"m{mem}.b{batch}." if mem is not None else ""
             if mem is not None:
-                _redeploy(client, name, p, mem)
+                _redeploy(driver, name, p, mem)
             for kind, count in (("warmup", p.warmup_sets), ("set", p.sets)):
                 for k in range(count):
                     _check_stop(ctx)
                     if not first:
                         ctx.sleep(p.set_pause_s / p.time_scale)
                     first = False
-                    out += _parallel(client, name, p.event, p.concurrency, 1, f"{prefix}{kind}{k}")
+                    out += _parallel(driver, name, p.event, p.concurrency, 1, f"{prefix}{kind}{k}")
     return out
 
 
-def _redeploy(client: FaasClient, name: str, p: FaasParams, memory_mb: int) -> None:
-    fields = {
-        "function": p.function,
-        "memory_mb": memory_mb,
-        "tmp_mb": p.tmp_mb,
-        "keep_alive_s": p.keep_alive_s,
-        "timeout_s": p.function_timeout_s,
-        "env": p.env,
-    }
-    client.deploy(name, **{k: v for k, v in fields.items() if v is not None})
+def _redeploy(driver: Driver, name: str, p: FaasParams, memory_mb: int) -> None:
+    """The function's configuration changed to ``memory_mb`` (its containers retired)."""
+    driver.deploy(routing.function_spec(name, dataclasses.replace(p, memory_mb=memory_mb)))
 
 
-def _mode_sequence(ctx: RunContext, p: FaasParams, client: FaasClient, name: str) -> list[dict[str, Any]]:
+def _mode_sequence(ctx: RunContext, p: FaasParams, driver: Driver, name: str) -> list[dict[str, Any]]:
     """One call per item, in order (the same warm instance serves them): e.g. a write, a pause,
     then a direct-I/O read of the file the write left in the instance's /tmp."""
     out: list[dict[str, Any]] = []
@@ -483,11 +499,11 @@ def _mode_sequence(ctx: RunContext, p: FaasParams, client: FaasClient, name: str
         if "pause_s" in item:
             ctx.sleep(float(item["pause_s"]) / p.time_scale)
             continue
-        out.append(_call(client, name, {**p.event, **item.get("event", {})}, item["phase"]))
+        out.append(_call(driver, name, {**p.event, **item.get("event", {})}, item["phase"]))
     return out
 
 
-def _mode_ramp(ctx: RunContext, p: FaasParams, client: FaasClient, name: str) -> list[dict[str, Any]]:
+def _mode_ramp(ctx: RunContext, p: FaasParams, driver: Driver, name: str) -> list[dict[str, Any]]:
     """A continuous load: for each ramp (one per ``step_s``), the concurrency steps through ``steps``,
     ``step_s`` seconds each; every caller calls again as soon as its call returns."""
     out: list[dict[str, Any]] = []
@@ -500,13 +516,14 @@ def _mode_ramp(ctx: RunContext, p: FaasParams, client: FaasClient, name: str) ->
             phase = f"{kind}{r}.c{n}"
 
             def worker(_: int, end: float = end, phase: str = phase) -> list[dict[str, Any]]:
-                own = FaasClient(client.url, client.timeout_s)
                 got: list[dict[str, Any]] = []
                 try:
                     while time.monotonic() < end and not ctx.stop.is_set():
-                        got.append(_call(own, name, p.event, phase))
+                        got.append(_call(driver, name, p.event, phase))
+                        if driver.dry_run:
+                            break  # a dry run shows each caller's call once, not the load
                 finally:
-                    own.close()
+                    driver.release_thread()
                 return got
 
             with ThreadPoolExecutor(max_workers=min(n, top)) as pool:
@@ -550,7 +567,14 @@ def _quantile(values: list[float], q: float) -> float:
 
 
 def _outcome(
-    ctx: RunContext, info: dict[str, Any], deployment: dict[str, Any], calls: list[dict[str, Any]], mode: str
+    ctx: RunContext,
+    info: dict[str, Any],
+    deployment: dict[str, Any],
+    calls: list[dict[str, Any]],
+    mode: str,
+    where: dict[str, Any],
+    settled: dict[str, Any],
+    driver: Driver,
 ) -> Outcome:
     observed = [c for c in calls if c.get("observation")]
     calls = [c for c in calls if not c.get("observation")]
@@ -562,25 +586,27 @@ def _outcome(
         raise WorkloadError(f"every call failed; first error: {measured[0]['error']}")
     m: dict[str, dict[str, Any]] = {}
 
-    def add(key: str, values: list[float], unit: str, better: str) -> None:
-        if values:
-            m[key] = metric(_mean(values), unit, better)
+    def add(key: str, values: list[float | None], unit: str, better: str) -> None:
+        known = [v for v in values if v is not None]  # a real platform does not report everything
+        if known:
+            m[key] = metric(_mean(known), unit, better)
 
     ins = [c["inspector"] for c in ok]
     add("round_trip_s", [c["round_trip_s"] for c in ok], "s", "lower")
     m["round_trip_p50_s"] = metric(_quantile([c["round_trip_s"] for c in ok], 0.5), "s", "lower")
     m["round_trip_p99_s"] = metric(_quantile([c["round_trip_s"] for c in ok], 0.99), "s", "lower")
-    add("handler_s", [i["handler_s"] for i in ins], "s", "lower")
-    add("emulator_overhead_s", [c["round_trip_s"] - c["inspector"]["handler_s"] for c in ok], "s", "lower")
-    add("cpu_user_s", [i["cpu_user_s"] for i in ins], "s", "lower")
-    add("cpu_system_s", [i["cpu_system_s"] for i in ins], "s", "lower")
-    add("cpu_throttled_s", [i["cpu_throttled_s"] for i in ins], "s", "lower")
+    add("handler_s", [i.get("handler_s") for i in ins], "s", "lower")
+    overhead = "emulator_overhead_s" if driver.platform == "emulator" else "platform_overhead_s"
+    add(overhead, [c["round_trip_s"] - c["inspector"].get("handler_s", 0.0) for c in ok], "s", "lower")
+    add("cpu_user_s", [i.get("cpu_user_s") for i in ins], "s", "lower")
+    add("cpu_system_s", [i.get("cpu_system_s") for i in ins], "s", "lower")
+    add("cpu_throttled_s", [i.get("cpu_throttled_s") for i in ins], "s", "lower")
     add(
         "memory_peak_bytes", [i["memory_peak_bytes"] for i in ins if i.get("memory_peak_bytes")], "B", "lower"
     )
-    cold = [i for i in ins if i["new_instance"]]
-    add("cold_start_s", [i["cold_start_s"] for i in cold], "s", "lower")
-    add("init_s", [i["init_s"] for i in cold], "s", "lower")
+    cold = [i for i in ins if i.get("new_instance")]
+    add("cold_start_s", [i.get("cold_start_s") for i in cold], "s", "lower")
+    add("init_s", [i.get("init_s") for i in cold], "s", "lower")
     m["cold_fraction"] = metric(len(cold) / len(ins), "1", "lower")
     m["error_fraction"] = metric((len(measured) - len(ok)) / len(measured), "1", "lower")
     bills = [c["billing"] for c in ok if c["billing"]]
@@ -602,25 +628,39 @@ def _outcome(
     ]:
         add(key, [r[key] for r in results if isinstance(r.get(key), (int, float))], unit, better)
     _mode_metrics(m, ok, measured, observed, mode, calls)
-    samples = {
-        "calls": [_sample(c) for c in calls],
-        "emulator": _emulator_summary(info),
-        "deployment": deployment,
-    }
-    if observed:
-        samples["retention"] = observed
+    samples, tool = _samples(info, deployment, calls, observed, settled, driver)
     errors = [c["error"] for c in measured if not c["ok"]]
     return Outcome(
         metrics=m,
         samples=samples,
-        tool={"name": "testbed-faas-emulator", "version": _version(), "profile": info["profile"]["name"]},
-        params={
-            "limits_enforced": info["limits_enforced"],
-            "platform": info["profile"]["name"],
-            "cgroup": info["cgroup"],
-        },
+        tool=tool,
+        params=where,
         error=f"{len(errors)} of {len(measured)} calls failed; first: {errors[0]}" if errors else None,
     )
+
+
+def _samples(
+    info: dict[str, Any],
+    deployment: dict[str, Any],
+    calls: list[dict[str, Any]],
+    observed: list[dict[str, Any]],
+    settled: dict[str, Any],
+    driver: Driver,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The record's samples and tool: per-call figures, and the emulator's or the target's state."""
+    samples = {"calls": [_sample(c) for c in calls], "deployment": deployment}
+    if driver.platform == "emulator":
+        samples["emulator"] = _emulator_summary(info)
+        tool = {"name": "testbed-faas-emulator", "version": _version(), "profile": info["profile"]["name"]}
+    else:
+        samples["target"] = driver.describe()
+        samples["requests"] = driver.counts()  # the platform API requests, per operation
+        tool = {"name": f"testbed-faas-driver-{driver.platform}", "version": _version()}
+    if settled:
+        samples["platform"] = settled
+    if observed:
+        samples["retention"] = observed
+    return samples, tool
 
 
 def _mode_metrics(
@@ -633,22 +673,23 @@ def _mode_metrics(
 ) -> None:
     """The metrics a mode adds: cold and warm apart, per phase, pool and retention figures."""
 
-    def add(key: str, values: list[float], unit: str, better: str) -> None:
-        if values:
-            m[key] = metric(_mean(values), unit, better)
+    def add(key: str, values: list[float | None], unit: str, better: str) -> None:
+        known = [v for v in values if v is not None]  # a real platform does not report everything
+        if known:
+            m[key] = metric(_mean(known), unit, better)
 
     if mode == "cold_warm":
         for phase in ("cold", "warm"):
             add(f"{phase}_round_trip_s", [c["round_trip_s"] for c in ok if c["phase"] == phase], "s", "lower")
             add(
                 f"{phase}_handler_s",
-                [c["inspector"]["handler_s"] for c in ok if c["phase"] == phase],
+                [c["inspector"].get("handler_s") for c in ok if c["phase"] == phase],
                 "s",
                 "lower",
             )
     if mode == "warm":  # first: cold - the first call apart (the other metrics are the measured calls)
         first = [c for c in calls if c["phase"] == "cold" and c["ok"]]
-        add("cold_handler_s", [c["inspector"]["handler_s"] for c in first], "s", "lower")
+        add("cold_handler_s", [c["inspector"].get("handler_s") for c in first], "s", "lower")
         add("cold_round_trip_s", [c["round_trip_s"] for c in first], "s", "lower")
     if mode == "sequence":
         _phase_metrics(m, ok)
@@ -676,7 +717,9 @@ def _phase_metrics(m: dict[str, dict[str, Any]], ok: list[dict[str, Any]]) -> No
         ]
         if lat:
             m[f"{phase}_latency_s"] = metric(_mean(lat), "s", "lower")
-        m[f"{phase}_handler_s"] = metric(_mean([c["inspector"]["handler_s"] for c in batch]), "s", "lower")
+        handler = [c["inspector"]["handler_s"] for c in batch if c["inspector"].get("handler_s") is not None]
+        if handler:
+            m[f"{phase}_handler_s"] = metric(_mean(handler), "s", "lower")
         m[f"{phase}_round_trip_s"] = metric(_mean([c["round_trip_s"] for c in batch]), "s", "lower")
 
 
@@ -695,7 +738,7 @@ def _retention_metrics(
         batch = [c for c in measured if c["phase"] == phase and c["ok"]]
         if batch:
             m[f"recycled_fraction_{phase}"] = metric(
-                sum(not c["inspector"]["new_instance"] for c in batch) / len(batch), "1", "higher"
+                sum(not c["inspector"].get("new_instance") for c in batch) / len(batch), "1", "higher"
             )
 
 
@@ -723,7 +766,7 @@ def _host_regression(ok: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         return {}
     out: dict[str, dict[str, Any]] = {}
     for name, y in (
-        ("handler_s", [c["inspector"]["handler_s"] for c in ok]),
+        ("handler_s", [c["inspector"].get("handler_s", 0.0) for c in ok]),
         ("round_trip_s", [c["round_trip_s"] for c in ok]),
     ):
         fit = ols(x, y)
@@ -736,12 +779,16 @@ def _host_regression(ok: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def _pool_metrics(m: dict[str, dict[str, Any]], ok: list[dict[str, Any]]) -> None:
+    if any(c["inspector"].get("instance_id") is None for c in ok):
+        return  # Lambda names no instance in its answer: no pool figures there
     per_instance: dict[str, int] = {}
     for c in ok:
         iid = c["inspector"]["instance_id"]
         per_instance[iid] = per_instance.get(iid, 0) + 1
     counts = list(per_instance.values())
     m["instances_used"] = metric(len(counts), "1", "lower")
+    if any(c["inspector"].get("host_id") is None for c in ok):
+        return  # hosts are the emulator's; real platforms do not show theirs
     m["hosts_used"] = metric(len({c["inspector"]["host_id"] for c in ok}), "1", "lower")
     m["requests_per_instance_mean"] = metric(_mean(counts), "1", "higher")
     m["requests_per_instance_sd"] = metric(statistics.stdev(counts) if len(counts) > 1 else 0.0, "1", "lower")
@@ -786,7 +833,7 @@ def _sample(c: dict[str, Any]) -> dict[str, Any]:
         "started_at",
         "ended_at",
     )
-    return {
+    out = {
         "phase": c["phase"],
         "status": c["status"],
         "round_trip_s": c["round_trip_s"],
@@ -794,6 +841,9 @@ def _sample(c: dict[str, Any]) -> dict[str, Any]:
         **{k: i.get(k) for k in keep},
         "price": c["billing"].get("price"),
     }
+    if c.get("platform"):  # the platform's own figures of the call (REPORT line, request log)
+        out["platform"] = {k: v for k, v in c["platform"].items() if k != "report"}
+    return out
 
 
 def _emulator_summary(info: dict[str, Any]) -> dict[str, Any]:
