@@ -151,6 +151,11 @@ LAB = (
     "tests/hyperv run the roles against real libvirt (TCG) and a WinRM stand-in"
 )
 
+REAL_FAAS = (
+    "a target file of a real FaaS account (lambda.yml, my-faas.yml: docs/faas.md); tests/faas runs the"
+    " platform commands against local stand-ins of Lambda, GCF and Azure Functions"
+)
+LAMBDA_API = "the emulator's Lambda API walk-through; tests/faas/test_faas_lambda_api.py makes the same calls"
 STUDY_RERUN = (
     "a published study rerun at full size (hours on the FaaS emulator); tests/studies runs each study"
     " plan derived small and its view (pytest -m study, make test-studies)"
@@ -288,6 +293,21 @@ COMMANDS: dict[str, Run | Excluded] = {
         "records of the S4 rerun on a KVM and Hyper-V lab; tests/crypto/test_s4_report.py runs the S4 view"
         " on synthetic reruns"
     ),
+    # README.md and docs/faas.md: real FaaS platforms (a target file per account) and the Lambda API
+    "ansible-playbook run.yml -i inventory/local.yml -i my-faas.yml -l faas "
+    "-e plan=workloads/plans/faas-io.yml": Excluded(REAL_FAAS),
+    "testbed-agent plan show workloads/plans/faas-io.yml": Run(check=ok),
+    "testbed-agent platform estimate workloads/plans/faas-io.yml --target lambda.yml": Excluded(REAL_FAAS),
+    "testbed-agent platform dry-run workloads/plans/faas-smoke.yml --target lambda.yml": Excluded(REAL_FAAS),
+    "testbed-agent platform check --target lambda.yml": Excluded(REAL_FAAS),
+    "testbed-report platform-check results/REAL results/EMULATED --out reports/out/check": Excluded(
+        "records of a real platform's run; reports/tests/test_platform_check_view.py builds the view"
+    ),
+    "testbed-agent faas deploy calcs --memory 128": Excluded(LAMBDA_API),
+    'python -c \'import boto3, base64; r = boto3.client("lambda", endpoint_url="http://127.0.0.1:8650", '
+    'region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x").invoke( '
+    'FunctionName="calcs", LogType="Tail"); print(r["StatusCode"], r["Payload"].read()); '
+    'print(base64.b64decode(r["LogResult"]).decode())\'': Excluded(LAMBDA_API),
     # docs/faas.md (the quick start, in order, on a port of its own when 8650 is taken)
     ".venv/bin/testbed-agent faas profiles": Run(check=says("aws-lambda", "gcf-gen2"), fixed="undocumented"),
     ".venv/bin/testbed-agent faas serve --profile aws-lambda --port 8650 &": Run(
