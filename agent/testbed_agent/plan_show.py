@@ -141,6 +141,12 @@ def machines(inventories: list[Path]) -> list[dict[str, Any]]:
     tool = ansible_inventory()
     if tool is None:
         raise TestbedError("ansible-inventory not found", hint="activate the project venv (make install)")
+    missing = [str(inv) for inv in inventories if not Path(inv).exists()]
+    if missing:  # ansible-inventory only warns and lists nothing: say which path is wrong
+        raise TestbedError(
+            f"inventory {', '.join(missing)}: no such file or directory",
+            hint="give the inventory's path, e.g. -i inventory/azure.yml -i inventory/azure.constructed.yml",
+        )
     cmd = [tool, "--list"]
     for inv in inventories:
         cmd += ["-i", str(inv)]
@@ -148,7 +154,13 @@ def machines(inventories: list[Path]) -> list[dict[str, Any]]:
     if proc.returncode != 0:
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise TestbedError(f"ansible-inventory failed on {', '.join(map(str, inventories))}: {tail[:300]}")
-    return _matrix(json.loads(proc.stdout))
+    found = _matrix(json.loads(proc.stdout))
+    if not found:
+        raise TestbedError(
+            f"inventory {', '.join(map(str, inventories))}: no hosts in it (or Ansible could not parse it)",
+            hint="ansible-inventory --graph -i INV shows what Ansible reads from it",
+        )
+    return found
 
 
 def ansible_inventory() -> str | None:

@@ -1,4 +1,4 @@
-"""Study packs (DESIGN.md section 10): the fidelity manifest of a published study.
+"""Study packs (docs/design.md section 10): the fidelity manifest of a published study.
 
 A study pack lives in ``workloads/studies/<id>/`` (``S0`` ... ``S4``): its plans and
 ``manifest.yml``. The manifest lists every design element of the paper (machines, factors and
