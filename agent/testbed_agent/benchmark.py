@@ -38,6 +38,8 @@ class Benchmark:
     #: the equivalence margin of the report's decisions in percent (the entry's or the plan
     #: defaults' ``margin_percent``; records carry it); None: the report's default
     margin_percent: float | None = None
+    #: the plan's ``allow_weak_keys: true`` (a study plan that runs key sizes unsafe today)
+    allow_weak_keys: bool = False
 
     @property
     def key(self) -> str:

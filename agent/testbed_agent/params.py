@@ -203,6 +203,13 @@ def _as_map(where: str, value: Any, meta: dict[str, Any]) -> dict:
     return dict(value)
 
 
+def _as_maps(where: str, value: Any, meta: dict[str, Any]) -> tuple[dict, ...]:
+    """A list of mappings (string keys; values bounded by :func:`check_tree`)."""
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, dict) for v in value):
+        raise ParamError(where, f"expected a list of mappings, got {value!r:.60}")
+    return tuple(dict(v) for v in value)
+
+
 def _as_size(where: str, value: Any, meta: dict[str, Any]) -> int:
     return _bounded(where, size_bytes(value, where), meta)
 
@@ -223,5 +230,6 @@ _CONVERTERS = {
     "names": _as_names,
     "nums": _as_nums,
     "map": _as_map,
+    "maps": _as_maps,
     "size": _as_size,
 }

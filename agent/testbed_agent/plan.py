@@ -1,11 +1,11 @@
-"""Benchmark plans: the classic text form and the YAML form (DESIGN.md section 3)."""
+"""Benchmark plans: the classic text form and the YAML form (docs/design.md section 3)."""
 
 from __future__ import annotations
 
 import hashlib
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from testbed_agent.adaptive import Adaptive, RepetitionsError, parse_repetitions
 from testbed_agent.benchmark import DEFAULT_REPETITIONS, DEFAULT_WAIT_S, Benchmark
 from testbed_agent.params import ParamError
 from testbed_shared.errors import PlanError
+from testbed_shared.studies import realized_params
 
 __all__ = ["Benchmark", "ParamError", "Plan", "PlanError", "load_plan", "resolve_type"]
 #: bounds that keep a plan runnable: waits and timeouts up to a week, repetitions up to 100000
@@ -23,10 +24,12 @@ MAX_SECONDS = 7 * 86_400.0
 MAX_REPETITIONS = 100_000
 #: a name becomes part of artifact file names (limit 255 bytes with prefix and suffix)
 MAX_NAME_BYTES = 160
-_DATASET_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,127}", re.ASCII)
+#: a data set: a name, or a Kaggle-style owner/name (no empty, dot-led or '..' part)
+_PART = r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,127}"
+_DATASET_RE = re.compile(_PART + r"(/" + _PART + r")?", re.ASCII)
 
 _BENCH_KEYS = {"name", "type", "datasets", "wait_s", "repetitions", "timeout_s", "margin_percent", "params"}
-_PLAN_KEYS = {"name", "description", "defaults", "benchmarks"}
+_PLAN_KEYS = {"name", "description", "defaults", "benchmarks", "allow_weak_keys"}
 _DEFAULT_KEYS = {"wait_s", "repetitions", "timeout_s", "margin_percent", "params"}
 
 
@@ -39,6 +42,8 @@ class Plan:
     sha256: str
     form: str
     benchmarks: tuple[Benchmark, ...]
+    #: ``allow_weak_keys: true`` at the plan's top level (YAML form only)
+    allow_weak_keys: bool = False
 
     @property
     def executions(self) -> int:
@@ -77,7 +82,10 @@ def load_plan(path: str | Path, known_types: set[str] | None = None) -> Plan:
                 + ", ".join(sorted(known_types))
                 + (f" (not here: {missing})" if missing else ""),
             )
-    return Plan(name=name, path=str(p), sha256=sha, form=form, benchmarks=tuple(benches))
+    weak = any(b.allow_weak_keys for b in benches)
+    return Plan(
+        name=name, path=str(p), sha256=sha, form=form, benchmarks=tuple(benches), allow_weak_keys=weak
+    )
 
 
 def check_params(benches: list[Benchmark], path: str) -> None:
@@ -107,6 +115,7 @@ _TEXT_FIELDS = ("path_to_benchmark", "type", "datasets", "waittime_in_seconds", 
 
 def _parse_text(text: str, path: str) -> list[Benchmark]:
     benches: list[Benchmark] = []
+    realized = realized_params(path)  # a published study plan: its pack's parameters per name
     for lineno, line in enumerate(text.splitlines(), start=1):
         content = line.split("#", 1)[0].strip().lstrip("\ufeff")
         if not content:
@@ -134,6 +143,7 @@ def _parse_text(text: str, path: str) -> list[Benchmark]:
                 datasets=check_datasets([d for d in re.split(r"[;|\s]+", datasets) if d], path, lineno),
                 wait_s=wait_s,
                 repetitions=repetitions,
+                params=dict(realized.get(name, {})),
             )
         )
     return benches
@@ -377,7 +387,17 @@ def _parse_yaml(text: str, path: str) -> tuple[str, list[Benchmark]]:
     items = doc.get("benchmarks")
     if not isinstance(items, list):
         raise PlanError(path, keylines.get("benchmarks"), "benchmarks", "must be a list of benchmarks")
+    weak = doc.get("allow_weak_keys", False)
+    if not isinstance(weak, bool):
+        raise PlanError(
+            path,
+            keylines.get("allow_weak_keys"),
+            "allow_weak_keys",
+            f"expected true or false, got {_short(weak)}",
+        )
     benches = [_parse_item(item, i, path, defaults) for i, item in enumerate(items)]
+    if weak:  # a study plan running key sizes unsafe today (workloads/crypto: crypto.study)
+        benches = [replace(b, allow_weak_keys=True) for b in benches]
     _check_default_params(defaults, benches, path)
     name = doc.get("name")
     if name is None:

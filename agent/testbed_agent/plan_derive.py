@@ -152,6 +152,7 @@ def render(source: Plan, benches: list[Benchmark], overrides: list[Override]) ->
     doc = {
         "name": f"{source.name}.derived" if overrides else source.name,
         "description": f"{source.name} with {len(overrides)} override(s), source sha256 {source.sha256}",
+        **({"allow_weak_keys": True} if source.allow_weak_keys else {}),
         "benchmarks": [_item(b) for b in benches],
     }
     return "\n".join(head) + "\n" + yaml.safe_dump(doc, sort_keys=False, allow_unicode=False, width=110)

@@ -28,8 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from testbed_agent import clouds, workloads
+from testbed_agent.faas_drivers.cli import print_cost
+from testbed_agent.faas_drivers.pricing import load_pricing, plan_cost
 from testbed_agent.plan import Benchmark, Plan, load_plan
 from testbed_agent.plan_derive import add_derive_parser, add_set_argument, derived_plan
+from testbed_agent.workloads import notebook
+from testbed_agent.workloads.crypto.estimate import FILE_MBPS
+from testbed_agent.workloads.notebook.aliases import dataset_origin
 from testbed_shared.errors import TestbedError
 from testbed_shared.groups import GROUPS
 from testbed_shared.studies import Element, Manifest, manifest_for_plan
@@ -108,6 +113,16 @@ def totals(rows: list[Execution]) -> dict[str, Any]:
     }
 
 
+def guest_split(rows: list[Execution]) -> dict[int, float]:
+    """Seconds (waits included) each guest of a ``guest_cpus`` plan spends: a guest runs only the
+    crypto cells of its own vCPU count (S4's guests of 1, 2 and 4 vCPUs); empty for other plans."""
+    split: dict[int, float] = {}
+    for r in rows:
+        for n in (r.cells or {}).get("guest_cpus") or []:
+            split[n] = split.get(n, 0.0) + r.estimated_s + r.wait_s
+    return {n: round(split[n], 1) for n in sorted(split)}
+
+
 def human(seconds: float) -> str:
     """``1h 05m``, ``12m 30s``, ``45s``."""
     s = round(seconds)
@@ -126,6 +141,12 @@ def machines(inventories: list[Path]) -> list[dict[str, Any]]:
     tool = ansible_inventory()
     if tool is None:
         raise TestbedError("ansible-inventory not found", hint="activate the project venv (make install)")
+    missing = [str(inv) for inv in inventories if not Path(inv).exists()]
+    if missing:  # ansible-inventory only warns and lists nothing: say which path is wrong
+        raise TestbedError(
+            f"inventory {', '.join(missing)}: no such file or directory",
+            hint="give the inventory's path, e.g. -i inventory/azure.yml -i inventory/azure.constructed.yml",
+        )
     cmd = [tool, "--list"]
     for inv in inventories:
         cmd += ["-i", str(inv)]
@@ -133,7 +154,13 @@ def machines(inventories: list[Path]) -> list[dict[str, Any]]:
     if proc.returncode != 0:
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise TestbedError(f"ansible-inventory failed on {', '.join(map(str, inventories))}: {tail[:300]}")
-    return _matrix(json.loads(proc.stdout))
+    found = _matrix(json.loads(proc.stdout))
+    if not found:
+        raise TestbedError(
+            f"inventory {', '.join(map(str, inventories))}: no hosts in it (or Ansible could not parse it)",
+            hint="ansible-inventory --graph -i INV shows what Ansible reads from it",
+        )
+    return found
 
 
 def ansible_inventory() -> str | None:
@@ -183,7 +210,13 @@ def show(args: argparse.Namespace) -> int:
             print(json.dumps(row, sort_keys=True))
         for m in matrix:
             print(json.dumps({"machine": m}, sort_keys=True))
+        for row in notebook_datasets(plan):
+            print(json.dumps({"dataset": row}, sort_keys=True))
         summary = {"plan": plan.name, "sha256": plan.sha256, "machines": len(matrix), **total}
+        if guest_split(rows):
+            summary["guest_estimated_s"] = {str(n): v for n, v in guest_split(rows).items()}
+        for platform, cost in _faas_cost(plan).items():
+            print(json.dumps({"faas_cost": {"platform": platform, **cost}}, sort_keys=True))
         study = study_of(args.plan)
         if study is not None:
             summary["study"] = {"id": study.id, "fidelity": study.counts()}
@@ -192,12 +225,46 @@ def show(args: argparse.Namespace) -> int:
         print(json.dumps({"summary": summary}))
         return 0
     _print_table(plan, rows, total)
+    faas = _faas_cost(plan)
+    if faas:
+        print("\nOn real FaaS platforms (each benchmark on the platform its profile models):")
+        print_cost(plan.name, faas, load_pricing())
+    _print_datasets(plan)
     if matrix:
         _print_machines(matrix, total)
     study = study_of(args.plan)
     if study is not None:
         _print_deviations(study)
     return 0
+
+
+def _faas_cost(plan: Plan) -> dict[str, Any]:
+    """A real run's invocations, GB-seconds and price per platform (faas_drivers.pricing)."""
+    if not any(b.type == "faas" for b in plan.benchmarks):
+        return {}
+    return plan_cost(plan.benchmarks)
+
+
+def notebook_datasets(plan: Plan) -> list[dict[str, Any]]:
+    """Each notebook benchmark's data sets: generator and where the files come from here."""
+    return [
+        {"index": b.index, "benchmark": b.name, **dataset_origin(name)}
+        for b in plan.benchmarks
+        if b.type == "kaggle_notebook"
+        for name in notebook.notebook_datasets(b, notebook.locate(b.name))
+    ]
+
+
+def _print_datasets(plan: Plan) -> None:
+    rows = notebook_datasets(plan)
+    if not rows:
+        return
+    print()
+    _print_columns(
+        ("#", "notebook", "data set", "generator", "files here"),
+        [(str(r["index"]), r["benchmark"], r["dataset"], r["generator"], r["source"]) for r in rows],
+    )
+    print("(real files: kaggle_notebooks/datasets/real/<generator>/, with the names docs/notebooks.md lists)")
 
 
 def study_of(plan_path: Path) -> Manifest | None:
@@ -257,6 +324,12 @@ def _print_table(plan: Plan, rows: list[Execution], total: dict[str, Any]) -> No
         workload = workloads.get(wtype)
         if workload is not None and workload.estimate_note:
             print(f"({wtype}: {workload.estimate_note})")
+    if any(r.type == "crypto" for r in rows):
+        _print_files(rows)
+    split = guest_split(rows)
+    if split:
+        each = ", ".join(f"{n} vCPU{'s' if n > 1 else ''} {human(v)}" for n, v in split.items())
+        print(f"(guest_cpus: each guest runs only the cells of its vCPU count, waits included: {each})")
     if total["executions_max"] != total["executions"]:
         span += f" .. {human(total['estimated_max_s'])}"
         print("(* adaptive: runs only while the confidence interval is wider than its target)")
@@ -287,6 +360,23 @@ def _print_machines(matrix: list[dict[str, Any]], total: dict[str, Any]) -> None
     _print_columns(head, table)
     each = human(total["estimated_s"])
     print(f"{len(matrix)} machines, each running the plan (estimated {each} each, in parallel)")
+
+
+def _print_files(rows: list[Execution]) -> None:
+    """What the streamed files of crypto benchmarks cost: made once per run and kept in its scratch
+    directory (each kind and size once), plus the largest ciphertext a decryption makes beside them."""
+    files = [r.cells["files"] for r in rows if r.cells and "files" in r.cells]
+    if not files:
+        return
+    distinct = {(f["kind"], s) for f in files for s in f["sizes"]}
+    scratch = sum(s for _, s in distinct) + max(f["ciphertext_bytes"] for f in files)
+    largest = max(s for _, s in distinct)
+    make = sum(s / (FILE_MBPS.get(k, 200) * 1e6) for k, s in distinct)
+    gib = 1 << 30
+    print(
+        f"(crypto files: {len(distinct)} made once per run and streamed, the largest {largest / gib:.3g} "
+        f"GiB; scratch: {scratch / gib:.3g} GiB with the largest ciphertext; made in about {human(make)})"
+    )
 
 
 def _print_columns(head: tuple[str, ...], table: list[tuple[str, ...]]) -> None:

@@ -1,4 +1,4 @@
-"""Study packs (DESIGN.md section 10): the fidelity manifest of a published study.
+"""Study packs (docs/design.md section 10): the fidelity manifest of a published study.
 
 A study pack lives in ``workloads/studies/<id>/`` (``S0`` ... ``S4``): its plans and
 ``manifest.yml``. The manifest lists every design element of the paper (machines, factors and
@@ -13,12 +13,20 @@ It also transcribes the paper's published values a rerun can be compared with (`
 each with its line. This module reads and checks manifests; ``plan show`` prints a study plan's
 deviations from it and ``testbed-report study`` puts the published values beside a rerun's.
 
+A plan in the classic text form carries no parameters, yet a study's names meant something
+precise in its own code (a fio command line, a benchmark list). ``realize`` gives, per plan file
+and benchmark name, the workload parameters that do the same work here; the plan loader applies
+them to that plan's text-form entries (:func:`realized_params`), so the published plan stays
+byte for byte as printed and every record still says what ran.
+
 Manifest layout (YAML)::
 
     id: S1
     title: ...
     paper: {file: S1-serverless-local-io-thesis.txt, lines: 1279, sha256: ..., cite: "..."}
     plans: [faas-io.yml, timeofday-dd.yml]        # file names under workloads/plans/ or the pack
+    realize:                                       # optional: parameters of text-plan names
+      cc-datascience-study.txt: {fio_4k_sequentialread: {job: studies/S2/fio/x.fio, ramp_s: 0}}
     elements:
       - {id: io.write, what: write command, source: S1 L637, value: ..., status: exact}
       - {id: ..., status: adapted, reason: ...}
@@ -28,6 +36,7 @@ Manifest layout (YAML)::
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +52,10 @@ STUDY_IDS = ("S0", "S1", "S2", "S3", "S4")
 #: a source in the paper: "S1 L637", "S1 L680-687", several separated by ", "
 SOURCE_RE = re.compile(r"(S[0-4]) L([0-9]{1,5})(?:-([0-9]{1,5}))?")
 _ID_RE = re.compile(r"[A-Za-z0-9_.:+-]{1,120}")
+
+
+#: libyaml's safe loader when PyYAML has it (a large manifest parses 50x faster)
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class ManifestError(TestbedError):
@@ -85,6 +98,8 @@ class Manifest:
     plans: tuple[str, ...]
     elements: tuple[Element, ...]
     published: tuple[Published, ...]
+    #: plan file name -> benchmark name -> workload parameters (see the module docstring)
+    realize: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
         """Elements per status."""
@@ -129,10 +144,22 @@ def source_lines(source: str) -> list[tuple[str, int, int]]:
 
 
 def load_manifest(path: Path | str) -> Manifest:
-    """Read and check one manifest; raise :class:`ManifestError` naming the file and element."""
+    """Read and check one manifest; raise :class:`ManifestError` naming the file and element.
+
+    Every text plan's load looks its name up in the manifests, so a parsed manifest is kept while
+    its file is unchanged (same size and modification time)."""
     p = Path(path)
     try:
-        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+        st = p.stat()
+    except OSError as exc:
+        raise ManifestError(f"{p}: cannot read manifest: {exc.strerror}") from None
+    return _load_manifest(p.resolve(), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=32)
+def _load_manifest(p: Path, _mtime_ns: int, _size: int) -> Manifest:
+    try:
+        doc = yaml.load(p.read_text(encoding="utf-8"), Loader=_LOADER)  # noqa: S506 - a SafeLoader
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ManifestError(f"{p}: cannot read manifest: {' '.join(str(exc).split())[:160]}") from None
     if not isinstance(doc, dict):
@@ -156,6 +183,7 @@ def load_manifest(path: Path | str) -> Manifest:
     plans = doc.get("plans") or []
     if not isinstance(plans, list) or not all(isinstance(x, str) for x in plans):
         raise ManifestError(f"{p}: plans must be a list of plan file names")
+    realize = _realize(doc.get("realize"), p, plans)
     return Manifest(
         id=sid,
         title=str(doc.get("title", "")),
@@ -164,7 +192,26 @@ def load_manifest(path: Path | str) -> Manifest:
         plans=tuple(plans),
         elements=elements,
         published=published,
+        realize=realize,
     )
+
+
+def _realize(raw: Any, p: Path, plans: list[str]) -> dict[str, dict[str, dict[str, Any]]]:
+    """The ``realize`` table: plan file (one of ``plans``) -> name -> parameter mapping."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ManifestError(f"{p}: realize must map plan file names to benchmark names")
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for plan, names in raw.items():
+        if plan not in plans:
+            raise ManifestError(f"{p}: realize: {plan!r} is not one of the manifest's plans")
+        if not isinstance(names, dict) or not all(
+            isinstance(k, str) and isinstance(v, dict) for k, v in names.items()
+        ):
+            raise ManifestError(f"{p}: realize: {plan}: map each benchmark name to its parameters")
+        out[plan] = {k: dict(v) for k, v in names.items()}
+    return out
 
 
 def _list(doc: dict[str, Any], key: str, p: Path) -> list[Any]:
@@ -194,6 +241,12 @@ def _common(item: Any, i: int, p: Path, what: str, sid: str, lines: int) -> tupl
             raise ManifestError(f"{p}: {what} {eid}: line {last} is past the paper's {lines} lines")
     if "value" not in item:
         raise ManifestError(f"{p}: {what} {eid}: value is missing")
+    split = [k for k, v in item.items() if v is None and isinstance(k, str) and " " in k.strip()]
+    if split:
+        raise ManifestError(
+            f"{p}: {what} {eid}: {split[0][:40]!r} reads as a key without a value: "
+            "quote a text with commas inside {...}"
+        )
     return eid, source
 
 
@@ -237,6 +290,14 @@ def manifest(study_id: str, root: Path | None = None) -> Manifest:
     if not found:
         raise ManifestError(f"study {sid} has no manifest in {base}")
     return load_manifest(found[0])
+
+
+def realized_params(plan_path: Path | str, root: Path | None = None) -> dict[str, dict[str, Any]]:
+    """Name -> parameters that a study pack gives the text plan ``plan_path`` ({} if none)."""
+    found = manifest_for_plan(plan_path, root)
+    if found is None:
+        return {}
+    return {k: dict(v) for k, v in found.realize.get(Path(plan_path).name, {}).items()}
 
 
 def manifest_for_plan(plan_path: Path | str, root: Path | None = None) -> Manifest | None:

@@ -154,5 +154,6 @@ def test_the_timeofday_plan_is_valid() -> None:
     from testbed_agent.plan import load_plan
 
     plan = load_plan(Path(__file__).resolve().parents[2] / "workloads/plans/timeofday-dd.yml")
-    assert [b.name for b in plan.benchmarks] == ["dd_10k_512b", "dd_1m_128k"] and plan.executions == 2
-    assert plan.benchmarks[0].params["bs"] == 512 and plan.benchmarks[0].params["count"] == 20
+    assert [b.name for b in plan.benchmarks] == ["tod_gcf", "tod_aws"] and plan.executions == 2
+    write = plan.benchmarks[0].params["sequence"][0]["event"]["command"]
+    assert write == "if=/dev/zero of=/tmp/file1 bs=1024000 count=976"  # the thesis's slot (S1 L710-713)

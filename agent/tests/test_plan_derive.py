@@ -54,7 +54,9 @@ def test_overrides_change_only_what_they_name() -> None:
         (b.name, b.type, b.datasets) for b in source.benchmarks
     ]
     by_type = {b.type: b for b in derived.benchmarks}
-    assert by_type["fio"].params == {"runtime_s": 1, "ramp_s": 0, "size": "8M"}
+    # the study pack's parameters of the text plan's names (S2 manifest, realize), then the overrides
+    was = {b.type: b.params for b in source.benchmarks}
+    assert by_type["fio"].params == {**was["fio"], "runtime_s": 1, "ramp_s": 0, "size": "8M"}
     assert by_type["kaggle_notebook"].params == {"scale": "quick"}
     assert by_type["pyperformance"].params == {"benchmarks": ["float"], "mode": "fast"}
     assert by_type["sysinfo"].params == {}
@@ -87,7 +89,8 @@ def test_plan_show_set_prints_the_derived_plan(capsys: pytest.CaptureFixture[str
     assert main(["plan", "show", str(STUDY), "--json", "--set", "notebook.scale=quick"]) == 0
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     notebooks = [r for r in lines if r.get("type") == "kaggle_notebook"]
-    assert len(notebooks) == 10 and all(r["params"] == {"scale": "quick"} for r in notebooks)
+    # the study's 11 notebooks, SimplePrime x5, movie x2, energy x3 (S2 L348-368)
+    assert len(notebooks) == 18 and all(r["params"] == {"scale": "quick"} for r in notebooks)
     assert lines[-1]["summary"]["plan"] == "cc-datascience-study.derived"
 
 

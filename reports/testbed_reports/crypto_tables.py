@@ -42,7 +42,7 @@ KEYS = ["label", "language", "cpus", "alg", "key_bits", "file_kind", "file_bytes
 KIND_WORDS = ("random", "json", "text", "binary", "csv", "image", "zero")
 #: the file kind of cells that carry none (tables built from rows without the column)
 NO_KIND = "unspecified"
-CELL_COLUMNS = ["run_id", "host", "benchmark", "repetition", *KEYS, *QUANTITIES.values()]
+CELL_COLUMNS = ["run_id", "host", "groups", "benchmark", "repetition", *KEYS, *QUANTITIES.values()]
 
 
 def _records(paths: Sequence[Path]) -> Iterable[dict[str, Any]]:
@@ -89,6 +89,7 @@ def cell_rows(rec: dict[str, Any]) -> list[dict[str, Any]]:
         row = {
             "run_id": rec.get("run_id"),
             "host": rec.get("host"),
+            "groups": ",".join(sorted(str(g) for g in rec.get("groups") or [])),
             "label": rec.get("label") or rec.get("host"),
             "benchmark": rec.get("benchmark"),
             "repetition": rec.get("repetition"),

@@ -366,36 +366,49 @@ def calibrated(
     }
 
 
+def thesis_levels(local: pd.Series, business: tuple[int, int] = BUSINESS) -> tuple[np.ndarray, np.ndarray]:
+    """(time of day, day of week) of local times as the thesis's orchestrator classified them
+    (its TimeOfDay.java and WeekPeriod.java, S1 L1102): weekends (Saturday, Sunday) are always
+    off-hours; on workdays business hours are strictly after ``business[0]`` o'clock and strictly
+    before ``business[1]`` (09:00:00 itself is off-hours)."""
+    t = pd.to_datetime(local)
+    weekend = (t.dt.day_of_week >= 5).to_numpy()
+    sec = (t.dt.hour * 3600 + t.dt.minute * 60 + t.dt.second + t.dt.microsecond / 1e6).to_numpy()
+    inside = (sec > business[0] * 3600) & (sec < business[1] * 3600)
+    tod = np.where(~weekend & inside, "business hours", "off-hours")
+    dow = np.where(weekend, "weekends", "workdays")
+    return tod, dow
+
+
 def thesis_anova(
     table: pd.DataFrame, tz: str = "UTC", business: tuple[int, int] = BUSINESS, alpha: float = 0.05
 ) -> dict[str, Any]:
     """S1's analysis of its preliminary experiment (Tables 8-11), computed as the thesis did.
 
-    Every run is one observation on the raw scale; factors time of day (business hours
-    ``business`` local hours vs off-hours, S1 L666) and day of week (workdays Mon-Fri vs weekends,
-    S1 L667); two-way ANOVA without interaction (the thesis's tables have no interaction row:
-    1 + 1 + 2847 = 2849 df), sequential sums of squares in the thesis's order (time of day, then
-    day of week), SS % of the total, F against F crit(0.95) and ``significant`` (F > F crit); level
-    medians (Table 10) and the difference between level medians in % (Table 11). It treats
-    autocorrelated runs as independent: read it beside :func:`calibrated`.
+    Every run is one observation on the raw scale; factors time of day and day of week classified
+    as the thesis's code did (:func:`thesis_levels`: weekends always off-hours, S1 L666-667); two-way
+    ANOVA without interaction (weekends have no business hours, so R's aov drops the aliased
+    interaction: 1 + 1 + 2847 = 2849 df), sequential sums of squares in the thesis's order (time of
+    day, then day of week), SS % of the total, F against F crit(0.95); level medians (Table 10) and
+    the difference between level medians, (business / off - 1) and (workdays / weekends - 1) in %,
+    absolute (Table 11). It treats autocorrelated runs as independent: read it beside
+    :func:`calibrated`.
     """
-    f = local_frame(table, tz, 1)
-    tod = np.where((f["hour"] >= business[0]) & (f["hour"] < business[1]), "business hours", "off-hours")
-    dow = np.where(f["weekday"] < 5, "workdays", "weekends")
-    df = pd.DataFrame({"value": f["value"], "time of day": tod, "day of week": dow})
+    local = pd.to_datetime(table["time"], utc=True).dt.tz_convert(_zone(tz)).dt.tz_localize(None)
+    tod, dow = thesis_levels(local, business)
+    df = pd.DataFrame({"value": table["value"].to_numpy(dtype=float), "time of day": tod, "day of week": dow})
     out: dict[str, Any] = {
         "label": "S1's analysis (thesis Tables 8-11): every run an observation, raw scale, "
-        "time of day + day of week, no interaction, sequential SS; assumes independent runs",
+        "time of day + day of week (weekends off-hours), no interaction, sequential SS; assumes "
+        "independent runs",
         "observations": len(df),
         "business_hours": list(business),
         "timezone": tz,
     }
     try:
-        rows = sequential_anova(df, "value", "time of day", "day of week", interaction=False, alpha=alpha)
-        for r in rows:  # Table 11's "statistically significant?" column: F above F crit
-            if r["F"] is not None and r["F_crit"] is not None:
-                r["significant"] = bool(r["F"] > r["F_crit"])
-        out["anova"] = rows
+        out["anova"] = sequential_anova(
+            df, "value", "time of day", "day of week", interaction=False, alpha=alpha
+        )
     except ReportError as exc:
         out["refused"] = str(exc)
     medians: dict[str, dict[str, float]] = {}
@@ -407,7 +420,7 @@ def thesis_anova(
         med = df.groupby(factor)["value"].median()
         medians[factor] = {k: float(v) for k, v in med.items()}
         if first in med and second in med:
-            diffs[factor] = float(100 * abs(med[first] - med[second]) / min(med[first], med[second]))
+            diffs[factor] = float(100 * abs(med[first] / med[second] - 1))
         else:
             diffs[factor] = None
     out["medians"] = medians

@@ -78,7 +78,8 @@ def test_two_way_anova_over_plan_parameters_with_cells(tmp_path: Path) -> None:
     assert rows["param.bs:param.tier_mb"]["ss_percent"] < 2
     cells = pd.DataFrame(entry["cells"])
     assert len(cells) == 4 and (cells["n"] == 6).all()
-    assert (cells["cv_percent"] < 10).all() and (cells["ci95_low"] < cells["mean"]).all()
+    assert (cells["cv_percent"] < 10).all() and (cells["ci_scale"] == "log").all()
+    assert ((cells["ci95_low"] < cells["geomean"]) & (cells["geomean"] < cells["ci95_high"])).all()
     tk = {(r["group1"], r["group2"]): r for r in entry["tukey"]}
     assert len(tk) == 6 and tk[("131072 · 128", "512 · 128")]["reject"]
     obs = observations(ds)
@@ -89,7 +90,7 @@ def test_report_shows_parameter_anova_primary_first_and_telemetry(tmp_path: Path
     rep = build([_io_study(tmp_path)], tmp_path / "out")
     html = (tmp_path / "out" / "index.html").read_text()
     assert "Analysis over plan parameters" in html and "param.bs x param.tier_mb" in html
-    assert "system CPU % (mean)" in html and "Tukey HSD between cells" in html
+    assert "machine CPU % (all cores, every process)" in html and "Tukey HSD between cells" in html
     assert 'alt="cells: dd write_seconds by param.bs x param.tier_mb (log scale) histograms"' in html
     sec = html.split("<h2>dd_512_128</h2>")[1]
     assert sec.index("write_seconds") < sec.index("aux_count")  # the primary metric first

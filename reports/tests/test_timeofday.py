@@ -103,12 +103,15 @@ def test_thesis_anova_is_the_sequential_raw_scale_two_way_anova() -> None:
     th = thesis_anova(table)
     rows = {r["source"]: r for r in th["anova"]}
     assert [r["df"] for r in th["anova"]] == [1, 1, 5757, 5759]
-    hour = table["time"].dt.hour
+    t = table["time"].dt
+    sec = t.hour * 3600 + t.minute * 60 + t.second
+    weekday = t.day_of_week < 5
     df = pd.DataFrame(
         {
             "y": table["value"],
-            "tod": np.where((hour >= 9) & (hour < 18), "business", "off"),
-            "dow": np.where(table["time"].dt.day_of_week < 5, "work", "weekend"),
+            # the thesis's TimeOfDay.java: weekends always off-hours, business strictly 9:00-18:00
+            "tod": np.where(weekday & (sec > 9 * 3600) & (sec < 18 * 3600), "business", "off"),
+            "dow": np.where(weekday, "work", "weekend"),
         }
     )
     ref = anova_lm(ols("y ~ C(tod) + C(dow)", data=df).fit(), typ=1)
@@ -118,7 +121,7 @@ def test_thesis_anova_is_the_sequential_raw_scale_two_way_anova() -> None:
     assert rows["time of day"]["F_crit"] == pytest.approx(3.8433, abs=1e-3)  # the thesis's 3.84
     assert sum(r["ss_percent"] for r in th["anova"][:3]) == pytest.approx(100.0)
     med = th["medians"]["time of day"]
-    diff = 100 * abs(med["business hours"] - med["off-hours"]) / min(med.values())
+    diff = 100 * abs(med["business hours"] / med["off-hours"] - 1)
     assert th["median_difference_percent"]["time of day"] == pytest.approx(diff)
 
 

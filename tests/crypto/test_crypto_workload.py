@@ -233,13 +233,14 @@ def test_steady_state_warmup_and_file_decryption(tmp_path: Path) -> None:
         (lang, op, "ok") for lang in langs for op in ("encrypt", "decrypt")
     }
     for lang in langs:
-        assert out.samples[f"{lang}.decrypt"]["input"] == "memory"
+        # Python decrypts a file by streaming it (a ciphertext file made before timing); Go reads it
+        assert out.samples[f"{lang}.decrypt"]["input"] == ("stream" if lang == "python" else "memory")
         assert out.samples[f"{lang}.encrypt"]["input"] == "stream"
         for op in ("encrypt", "decrypt"):
-            m = out.metrics
-            assert m[f"{lang}.{op}.steady"]["value"] in (0.0, 1.0)
-            assert 0 < m[f"{lang}.{op}.warmup_time"]["value"] < 5
-            assert m[f"{lang}.{op}.warmup_ops"]["value"] >= 1
+            m, s = out.metrics, out.samples[f"{lang}.{op}"]
+            # the warm-up's counters are how the cell ran, kept in samples, never metrics (issue 30)
+            assert not any(f"{lang}.{op}.{q}" in m for q in ("steady", "warmup_ops", "warmup_time"))
+            assert s["steady"] in (True, False) and s["warmup_ops"] >= 1 and 0 < s["warmup_ns"] / 1e9 < 5
             assert 0 <= m[f"{lang}.{op}.system_cpu_percent"]["value"] <= 100
     text = (tmp_path / "scratch" / "crypto" / "text-65536.bin").read_bytes()
     assert len(text) == 65536 and text.isascii()
@@ -267,9 +268,9 @@ def test_java_reaches_steady_state_and_reports_cold_apart(tmp_path: Path) -> Non
     m = out.metrics
     for lang in ("java", "go"):
         sample = out.samples[f"{lang}.encrypt"]
-        assert m[f"{lang}.encrypt.steady"]["value"] == 1.0, sample["warmup_batches_ns"]
-        assert m[f"{lang}.encrypt.warmup_time"]["value"] >= warmup_s / 2
-        assert m[f"{lang}.encrypt.warmup_ops"]["value"] >= 1
+        assert sample["steady"] is True, sample["warmup_batches_ns"]
+        assert sample["warmup_ns"] / 1e9 >= warmup_s / 2
+        assert sample["warmup_ops"] >= 1
         assert len(sample["times_ns"]) == iterations  # the cold operation is not among the timed
         assert m[f"{lang}.encrypt.cold_time"]["value"] == pytest.approx(sample["cold_ns"] / 1e9)
         warm = statistics.median(sample["times_ns"]) / 1e9

@@ -1,6 +1,7 @@
-"""The I/O study's full plan as published (issue 17 item 1), checked through ``plan show --json``:
-2 platforms x 2 tiers x 2 file sizes x 2 I/O sizes x write/read, 150 observations per cell, and
-the exact dd command shapes (writes synced, reads O_DIRECT after an unmeasured setup write)."""
+"""The local-I/O full factorial (faas-io-factorial.yml; not the thesis's design, which is faas-io.yml:
+tests/studies/test_serverless_plans.py), checked through ``plan show --json``: 2 platforms x 2 tiers
+x 2 file sizes x 2 I/O sizes x write/read, 150 observations per cell, and its dd command shapes
+(writes synced, reads O_DIRECT after an unmeasured setup write)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PLAN = ROOT / "workloads/plans/faas-io.yml"
+PLAN = ROOT / "workloads/plans/faas-io-factorial.yml"
 PLATFORMS = {"aws-lambda", "gcf-gen2"}
 TIERS = {128, 2048}
 FILES = {10 * 1024, 1 << 30}

@@ -9,13 +9,35 @@ import pytest
 from testbed_services.faas.profiles import MIB, available, load_profile
 from testbed_shared import errors
 
+#: the physics parameters an era profile (a platform as a paper measured it) must source
+ERA_PHYSICS = ("memory", "cpu.mb_per_vcpu", "tmp", "timeout_s", "retention.container", "retention.host")
+
 
 def test_shipped_profiles_load_with_sources():
     assert {"aws-lambda", "gcf-gen2", "azure-consumption"} <= set(available())
     for name in available():
         p = load_profile(name)
         text = Path(p.path).read_text(encoding="utf-8")
-        assert "Sources" in text and "https://" in text, f"{name} must document its sources"
+        documented = ("Sources" in text and "https://" in text) or p.sources
+        assert documented, f"{name} must document its sources"
+        if p.sources:  # a sources: block names one source per physics parameter the profile sets
+            keys = set(p.sources)
+            wanted = [k for k in ERA_PHYSICS if k in keys or not k.startswith(("cpu.", "retention."))]
+            if p.cpu_model == "proportional":
+                wanted.append("cpu.mb_per_vcpu")
+            if p.container_retention.model != "never":
+                wanted.append("retention.container")
+            missing = [k for k in wanted if not any(s == k or s.startswith(k + ".") for s in keys)]
+            assert not missing, f"{name}: no source for {missing}"
+            for key in ("host.max_containers", "host.reclaim_empty_s", "scale_out.interval_s"):
+                set_here = {
+                    "host.max_containers": p.host_max_containers,
+                    "host.reclaim_empty_s": p.host_reclaim_empty_s != float("inf"),
+                    "scale_out.interval_s": p.scale_out_interval_s,
+                }[key]
+                assert not set_here or key in keys, f"{name}: {key} is set without a source"
+            for path in p.cold_start_s:
+                assert f"cold_start_s.{path}" in keys, f"{name}: cold_start_s.{path} without a source"
 
 
 def test_aws_cpu_proportional_to_memory():

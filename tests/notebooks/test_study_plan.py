@@ -1,10 +1,13 @@
-"""The published data-science study as written (issue 16 items 1 and 2): its classic plan with
-the original notebook and data-set names validates, resolves to our notebooks and generators,
-reads real data when placed, and ``plan show`` prints its machine matrix as the study describes."""
+"""The S2 study as published (issue 25): its classic plan entry for entry against the fidelity
+manifest (the paper's plan, S2 L321-372, with the data sets of the study's code), the names
+resolving to our notebooks and generators, the pack's fio jobs doing what the study's fio command
+did, real data read when placed, and ``plan show`` printing the study's machines (S2 L195-261,
+Table 1 S2 L520-528), each notebook's data set and the deviations."""
 
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import subprocess
 import sys
@@ -14,32 +17,26 @@ import nbformat
 import pytest
 from nbhelpers import NOTEBOOKS, ROOT, STUDY_PLAN, Runner, code_outputs, write_notebook
 
-from testbed_agent.plan import ParamError, load_plan
+from testbed_agent.plan import ParamError, load_plan, resolve_type
+from testbed_agent.workloads.fio import Fio, job_file
 from testbed_agent.workloads.notebook import locate
 from testbed_agent.workloads.notebook.aliases import aliases, dataset_generator, notebook_alias
+from testbed_shared.studies import manifest
 
-#: the study's notebooks and their data sets, as the issue lists them (original names)
-STUDY_NOTEBOOKS = {
-    "credit-fraud-dealing-with-imbalanced-datasets.ipynb": "creditcard.csv",
-    "twitter-sentiment-analysis.ipynb": "training.1600000.processed.noemoticon.csv",
-    "pneumonia-detection-using-cnn-92-6-accuracy.ipynb": "chest_xray",
-    "lstm-sentiment-analysis-keras.ipynb": "Sentiment.csv",
-    "getting-started-with-a-movie-recommendation-system.ipynb": "tmdb_5000_movies.csv",
-    "airline-delay-notebook.ipynb": "flights.csv",
-    "e-commerce-eda-purchase-classification.ipynb": "online_shoppers_intention.csv",
-    "google-play-store-analysis.ipynb": "Google-Playstore.csv",
-    "creditcard-fraud-balance-is-key-feat-pycaret.ipynb": "creditcard.csv",
-    "energy-eda-segmentation-and-prediction.ipynb": "dutch-energy",
-}
-#: the study's machines, written from its description: 2 vCPU / 8 GiB sizes, 50 GB Standard SSD
+S2 = manifest("S2")
+#: the published plan's entries, as the manifest transcribes them (S2 L326-370 + the study's code)
+PUBLISHED = [e.value for e in S2.elements if e.id.startswith("plan.") and e.id[5:].isdigit()]
+#: the study's notebooks and the Kaggle data sets its code downloads for each (S2 L348-368)
+STUDY_NOTEBOOKS = {e["name"]: tuple(e["datasets"]) for e in PUBLISHED if e["type"] == "kaggle_notebook"}
+#: the study's machines (S2 L199-261, Table 1 S2 L520-528): 2 vCPU / 8 GiB, 50 GB Standard SSD
 STUDY_MACHINES = """
-host                label           groups          size               vcpus memory disk            disk_gb security       encryption
-study-amd-base-1    AMD-Baseline    amd_baseline    Standard_D2as_v5   2     8      StandardSSD_LRS 50      Standard       -
-study-intel-base-1  Intel-Baseline  intel_baseline  Standard_D2s_v5    2     8      StandardSSD_LRS 50      Standard       -
-study-sev-1         SEV             sev             Standard_DC2as_v5  2     8      StandardSSD_LRS 50      ConfidentialVM VMGuestStateOnly
-study-sev-enc-1     SEV-Encrypted   sev             Standard_DC2as_v5  2     8      StandardSSD_LRS 50      ConfidentialVM DiskWithVMGuestState
-study-tdx-1         TDX             tdx             Standard_DC2es_v5  2     8      StandardSSD_LRS 50      ConfidentialVM VMGuestStateOnly
-study-tdx-enc-1     TDX-Encrypted   tdx             Standard_DC2es_v5  2     8      StandardSSD_LRS 50      ConfidentialVM DiskWithVMGuestState
+host                label              groups          size               vcpus memory disk            disk_gb security       encryption
+study-amd-base-1    AMD-Non-SEV        amd_baseline    Standard_D2as_v5   2     8      StandardSSD_LRS 50      Standard       -
+study-intel-base-1  Intel-Non-TDX      intel_baseline  Standard_D2_v5     2     8      StandardSSD_LRS 50      Standard       -
+study-sev-1         SEV-Non-Encrypted  sev             Standard_DC2as_v5  2     8      StandardSSD_LRS 50      ConfidentialVM VMGuestStateOnly
+study-sev-enc-1     SEV-Encrypted      sev             Standard_DC2as_v5  2     8      StandardSSD_LRS 50      ConfidentialVM DiskWithVMGuestState
+study-tdx-1         TDX-Non-Encrypted  tdx             Standard_DC2es_v5  2     8      StandardSSD_LRS 50      ConfidentialVM VMGuestStateOnly
+study-tdx-enc-1     TDX-Encrypted      tdx             Standard_DC2es_v5  2     8      StandardSSD_LRS 50      ConfidentialVM DiskWithVMGuestState
 """  # noqa: E501
 #: the record field each column of the table is checked against
 COLUMNS = {
@@ -61,10 +58,81 @@ def _table(text: str) -> list[dict[str, str]]:
     return [dict(zip(head, row, strict=True)) for row in rows]
 
 
+def test_the_plan_is_the_published_one_cell_by_cell() -> None:
+    """25 entries (S2 L321-372): name, type, data sets, wait and executions of each, in order."""
+    plan = load_plan(STUDY_PLAN)
+    assert len(PUBLISHED) == len(plan.benchmarks) == 25 == S2.element("plan.count").value
+    for want, got in zip(PUBLISHED, plan.benchmarks, strict=True):
+        where = f"entry {got.index + 1} ({want['name']})"
+        assert got.name == want["name"], where
+        assert got.type == resolve_type(want["name"], want["type"]), where
+        assert got.datasets == tuple(want["datasets"]), where
+        assert got.wait_s == want["wait_s"], where
+        assert got.repetitions == want["executions"], where
+
+
+def test_the_published_plan_has_the_paper_s_runs_and_waits() -> None:
+    """What the issue checks by hand: systeminfo waits 5 s (S2 L326), SimplePrime runs 5 times at
+    20 s (S2 L348), movie twice (S2 L358), energy three times (S2 L368), pyperformance default."""
+    plan = {b.name: b for b in load_plan(STUDY_PLAN).benchmarks}
+    assert plan["systeminfo"].wait_s == 5 and plan["systeminfo"].type == "sysinfo"
+    assert (plan["SimplePrime.ipynb"].repetitions, plan["SimplePrime.ipynb"].wait_s) == (5, 20)
+    assert plan["getting-started-with-a-movie-recommendation-system.ipynb"].repetitions == 2
+    assert plan["energy-eda-segmentation-and-prediction.ipynb"].repetitions == 3
+    assert plan["pyperformance default"].type == "pyperformance"
+    assert sum(b.repetitions for b in plan.values()) == 32
+
+
+def test_fio_jobs_run_the_study_s_fio_command() -> None:
+    """Each fio entry's job (the pack's, S2 L374 and manage.py) as fio itself reads it: the study's
+    options, fio's defaults for what the study left out (psync, depth 1, buffered)."""
+    if shutil.which("fio") is None:
+        pytest.skip("fio not installed")
+    command = S2.element("fio.command").value
+    study = dict(_options(command.split()[1:]))
+    for b in load_plan(STUDY_PLAN).benchmarks:
+        if b.type != "fio":
+            continue
+        bs, rw = b.name.split("_")[1:3]
+        env = {"FIO_FILENAME": "/tmp/x", "FIO_SIZE": str(1 << 30), "FIO_RUNTIME": "60"}
+        env |= {"FIO_IOENGINE": b.params["ioengine"], "FIO_IODEPTH": str(b.params["iodepth"])}
+        job = str(job_file(b, Fio.parse(b)))
+        shown = subprocess.run(
+            ["fio", "--showcmd", job], env=env, capture_output=True, text=True, check=True
+        ).stdout
+        ours = dict(_options(shlex.split(shown)[1:]))
+        rw_fio = {"sequentialread": "read", "sequentialwrite": "write", "randomread": "randread"}
+        assert ours["rw"] == rw_fio.get(rw, "randwrite") and ours["bs"] == bs, b.name
+        assert ours["size"] in ("1G", "1073741824") and study["size"] == "1G"
+        for key in ("numjobs", "runtime"):
+            assert ours[key] == study[key], (b.name, key)
+        assert "time_based" in ours and "time_based" in study
+        assert ours["ioengine"] == "psync" and ours["iodepth"] == "1" and ours.get("direct", "0") == "0"
+        assert "ramp_time" not in ours and b.params["ramp_s"] == 0
+
+
+def _options(argv: list[str]) -> list[tuple[str, str]]:
+    out = []
+    for arg in argv:
+        if arg.startswith("--"):
+            key, _, value = arg[2:].partition("=")
+            out.append((key, value))
+    return out
+
+
+def test_pyperformance_runs_the_study_s_list() -> None:
+    """manage.py's "default" (S2 L370): its names, sqlglot as pyperformance 1.14 calls it."""
+    bench = next(b for b in load_plan(STUDY_PLAN).benchmarks if b.type == "pyperformance")
+    names = bench.params["benchmarks"]
+    assert len(names) == len(set(names)) == 86
+    assert {"crypto_pyaes", "float", "raytrace", "regex_v8"} <= set(names)  # the paper's Figures 3-10
+    assert not any(n == "sqlglot" or (n.startswith("sqlglot_") and "_v2" not in n) for n in names)
+
+
 def test_study_plan_validates_with_its_original_names() -> None:
     plan = load_plan(STUDY_PLAN)
     notebooks = {b.name: b.datasets for b in plan.benchmarks if b.type == "kaggle_notebook"}
-    assert notebooks == {name: (data,) for name, data in STUDY_NOTEBOOKS.items()}
+    assert notebooks == STUDY_NOTEBOOKS
     assert [b.name for b in plan.benchmarks if b.type == "fio"] == [
         f"fio_{bs}_{rw}"
         for bs in ("4k", "64k", "1m")
@@ -73,12 +141,12 @@ def test_study_plan_validates_with_its_original_names() -> None:
     assert {b.type for b in plan.benchmarks} == {"sysinfo", "fio", "kaggle_notebook", "pyperformance"}
 
 
-@pytest.mark.parametrize("name", sorted(STUDY_NOTEBOOKS))
+@pytest.mark.parametrize("name", sorted(n for n in STUDY_NOTEBOOKS if n != "SimplePrime.ipynb"))
 def test_original_names_resolve_to_our_notebooks_and_generators(name: str) -> None:
     ours = locate(name)
     assert ours.parent == NOTEBOOKS and ours.name == notebook_alias(name)
     meta = nbformat.read(ours, as_version=4).metadata["testbed"]["datasets"]
-    assert [dataset_generator(STUDY_NOTEBOOKS[name])] == meta
+    assert {dataset_generator(d) for d in STUDY_NOTEBOOKS[name]} == set(meta)
 
 
 def test_aliases_name_existing_files() -> None:
@@ -96,17 +164,18 @@ def test_real_data_is_used_and_recorded(nbdir, runner: Runner) -> None:
     real.mkdir(parents=True)
     (real / "creditcard.csv").write_text("Time,V1,Amount,Class\n0,1.5,9.99,0\n")
     (nbdir / "aliases.yml").write_text(
-        "notebooks: {orig-reader.ipynb: reader.ipynb}\ndatasets: {creditcard.csv: creditcard}\n"
+        "notebooks: {orig-reader.ipynb: reader.ipynb}\ndatasets: {mlg-ulb/creditcardfraud: creditcard}\n"
     )
     write_notebook(
         nbdir / "reader.ipynb",
         "import os\nrows = open(os.path.join(data_dir, 'creditcard.csv')).read().count(chr(10))",
         "print(sorted(os.listdir(data_dir)), rows)",
     )
-    out, ctx = runner.run("orig-reader.ipynb", datasets=("creditcard.csv",), scale="quick")
+    out, ctx = runner.run("orig-reader.ipynb", datasets=("mlg-ulb/creditcardfraud",), scale="quick")
     assert out.status == "ok", out.error
-    assert out.params["datasets"] == {"creditcard.csv": "real"} and out.params["dataset_source"] == "real"
-    assert out.params["dataset_generators"] == {"creditcard.csv": "creditcard"}
+    assert out.params["datasets"] == {"mlg-ulb/creditcardfraud": "real"}
+    assert out.params["dataset_source"] == "real"
+    assert out.params["dataset_generators"] == {"mlg-ulb/creditcardfraud": "creditcard"}
     assert "['creditcard.csv'] 2" in code_outputs(
         nbformat.read(ctx.artifacts / out.artifacts[0], as_version=4)
     )
@@ -148,10 +217,24 @@ def test_plan_show_prints_the_study_matrix_cell_by_cell(study_show: list[dict]) 
 def test_plan_show_lists_every_execution_of_the_study(study_show: list[dict]) -> None:
     rows = [r for r in study_show if "benchmark" in r]
     summary = study_show[-1]["summary"]
-    assert [r["benchmark"] for r in rows] == [b.name for b in load_plan(STUDY_PLAN).benchmarks]
-    assert summary["executions"] == len(rows) == 24 and summary["machines"] == 6
+    plan = load_plan(STUDY_PLAN).benchmarks
+    assert [r["benchmark"] for r in rows] == [b.name for b in plan for _ in range(b.repetitions)]
+    assert summary["executions"] == len(rows) == 32 and summary["machines"] == 6
     assert summary["estimated_s"] == pytest.approx(sum(r["estimated_s"] for r in rows), abs=0.5)
     assert all(r["wait_s"] <= r["estimated_s"] <= r["wait_s"] + r["timeout_s"] for r in rows)
+
+
+def test_plan_show_prints_each_notebook_s_data_set_and_the_deviations(study_show: list[dict]) -> None:
+    rows = [r["dataset"] for r in study_show if "dataset" in r]
+    assert [(r["benchmark"], r["dataset"]) for r in rows] == [
+        (name, d) for name, sets in STUDY_NOTEBOOKS.items() for d in sets
+    ]
+    assert all(r["generator"] == dataset_generator(r["dataset"]) for r in rows)
+    assert {r["source"] for r in rows} <= {"generated", "real", "real, converted"}
+    deviations = [r["deviation"] for r in study_show if "deviation" in r]
+    assert [d["id"] for d in deviations] == [d.id for d in S2.deviations()]
+    assert all(d["reason"] and d["source"].startswith("S2 L") for d in deviations)
+    assert study_show[-1]["summary"]["study"] == {"id": "S2", "fidelity": S2.counts()}
 
 
 def test_default_matrix_stays_at_four_vcpus() -> None:

@@ -1,13 +1,15 @@
-"""Study packs (DESIGN.md section 10): a manifest that cites outside its paper, leaves a deviation
-unexplained or lacks a value is refused, naming the element."""
+"""Study packs (docs/design.md section 10): a manifest that cites outside its paper, leaves a deviation
+unexplained or lacks a value is refused, naming the element; the shipped manifests load and name
+existing plans; a plan header or a doc says "reproduces" only for a study with exact rows."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from testbed_shared.studies import ManifestError, load_manifest
+from testbed_shared.studies import ManifestError, all_manifests, load_manifest, studies_dir
 
 HEAD = "id: S1\npaper: {lines: 10}\n"
 
@@ -47,3 +49,77 @@ def test_a_good_manifest_counts_its_statuses(tmp_path: Path) -> None:
     m = load_manifest(p)
     assert m.counts() == {"exact": 1, "adapted": 1, "not here": 0}
     assert [d.id for d in m.deviations()] == ["b"] and m.published_value("t1").value == 1.5
+
+
+# -- the shipped study packs -----------------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+PLANS = ROOT / "workloads" / "plans"
+CLAIM = re.compile(r"\breproduc(?:e|es|ed|ing)\b", re.IGNORECASE)
+
+
+def _plan_path(study_dir: Path, name: str) -> Path | None:
+    for base in (study_dir, PLANS):
+        if (base / name).is_file():
+            return base / name
+    return None
+
+
+def test_every_shipped_manifest_loads_and_names_existing_plans() -> None:
+    manifests = all_manifests()
+    assert {m.id for m in manifests} == {"S0", "S1", "S2", "S3", "S4"}, "one study pack per paper"
+    for m in manifests:
+        assert m.elements and m.published, f"{m.id}: a manifest lists the design and the published values"
+        assert m.plans, f"{m.id}: names its plans"
+        for name in m.plans:
+            assert _plan_path(m.path.parent, name) is not None, f"{m.id}: plan {name} does not exist"
+        paper = ROOT.parent / "shared" / "studies" / m.paper.get("file", "")
+        if paper.is_file():  # the papers sit beside the repository on the development machine
+            assert paper.read_bytes().count(b"\n") == m.paper["lines"], m.id  # as wc -l counts them
+
+
+def _header(path: Path) -> str:
+    lines = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("#"):
+            break
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def test_a_plan_says_reproduces_only_for_a_study_with_exact_rows() -> None:
+    """docs/design.md section 10: "reproduces" only for what a manifest marks exact."""
+    owners = {}
+    for m in all_manifests():
+        for name in m.plans:
+            owners[name] = m
+    plans = [*PLANS.glob("*.yml"), *PLANS.glob("*.txt"), *studies_dir().glob("*/*.yml")]
+    for path in plans:
+        if path.name == "manifest.yml":
+            continue
+        head = _header(path)
+        if not CLAIM.search(head):
+            continue
+        derived = re.match(r"# Derived from (\S+)", head)
+        owner = owners.get(Path(derived.group(1)).name if derived else path.name)
+        assert owner is not None, f"{path.name} says it reproduces a study but no manifest lists it"
+        assert owner.counts()["exact"] > 0, f"{path.name}: {owner.id} has no exact rows"
+
+
+def test_docs_say_reproduces_only_for_studies_with_exact_rows() -> None:
+    """A line of README.md or docs/*.md claiming to reproduce names a study (S0-S4) or one of its
+    plans, and that study's manifest has exact rows."""
+    by_id = {m.id: m for m in all_manifests()}
+    plan_owner = {name: m for m in by_id.values() for name in m.plans}
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for n, line in enumerate(doc.read_text(encoding="utf-8").splitlines(), start=1):
+            claim = re.sub(
+                r"[\"'`]reproduces[\"'`]", "", line, flags=re.IGNORECASE
+            )  # the word quoted: no claim
+            if not re.search(r"\breproduces\b", claim, re.IGNORECASE):
+                continue
+            named = [by_id[s] for s in re.findall(r"\b(S[0-4])\b", line) if s in by_id]
+            named += [m for name, m in plan_owner.items() if name in line]
+            assert named, f"{doc.name}:{n} says 'reproduces' without naming a study or its plan"
+            for m in named:
+                assert m.counts()["exact"] > 0, f"{doc.name}:{n}: {m.id} has no exact rows"

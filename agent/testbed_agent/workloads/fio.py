@@ -69,8 +69,11 @@ class FioParams:
 
 
 def job_file(bench: Benchmark, p: FioParams) -> Path:
-    """The job file of a benchmark: ``params.job``, else the classic job its name says."""
-    return Path(p.job) if p.job else workloads_dir() / "fio" / f"{job_name(bench.name)}.fio"
+    """The job file of a benchmark: ``params.job`` (a relative path is under workloads/, e.g. a
+    study pack's ``studies/S2/fio/...``), else the classic job its name says."""
+    if p.job:
+        return Path(p.job) if Path(p.job).is_absolute() else workloads_dir() / p.job
+    return workloads_dir() / "fio" / f"{job_name(bench.name)}.fio"
 
 
 def job_env(p: FioParams, target: str, size: int) -> dict[str, str]:

@@ -70,6 +70,14 @@ def add_parser(subparsers: Any) -> None:
         help="largest CPU weight for instances against other work on the machine (tier fidelity runs)",
     )
     serve.add_argument("--seed", type=int, help="seed of the drawn container and host lifetimes")
+    serve.add_argument(
+        "--time-scale",
+        type=float,
+        default=1.0,
+        metavar="K",
+        help="run the platform's clock K times faster: lifetimes, host ages, keep-alives and modelled "
+        "cold-start seconds are divided by K (default 1; reduced reruns of retention studies)",
+    )
     serve.add_argument("--url-file", type=Path, help="write the listening URL to this file once ready")
     serve.add_argument("--verbose", action="store_true", help="log every HTTP request")
     serve.set_defaults(func=_serve)
@@ -105,7 +113,9 @@ def add_parser(subparsers: Any) -> None:
         p.set_defaults(func=globals()[f"_{name}"])
 
     prof = sub.add_parser("profiles", help="list the platform profiles")
-    prof.add_argument("--profiles-dir", type=Path)
+    prof.add_argument(
+        "--profiles-dir", type=Path, help="directory of profiles (default workloads/faas/profiles)"
+    )
     prof.set_defaults(func=_profiles)
 
 
@@ -131,6 +141,7 @@ def _serve(args: argparse.Namespace) -> int:
         cgroup=args.cgroup,
         seed=args.seed,
         cpu_boost=args.cpu_boost,
+        time_scale=args.time_scale,
     )
     try:
         server = FaasServer(emu, args.host, args.port, verbose=args.verbose)

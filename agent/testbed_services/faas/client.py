@@ -93,6 +93,9 @@ class FaasClient:
     def deploy(self, name: str, **spec: Any) -> dict[str, Any]:
         return self._ok("PUT", f"/functions/{quote(name)}", spec)
 
+    def delete(self, name: str) -> dict[str, Any]:
+        return self._ok("DELETE", f"/functions/{quote(name)}")
+
     def cold(self, function: str | None = None, scope: str = "function") -> dict[str, Any]:
         return self._ok("POST", "/cold", {"function": function, "scope": scope})
 

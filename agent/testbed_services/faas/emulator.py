@@ -1,7 +1,21 @@
-"""The emulator: deployments, the instance pool on emulated hosts, keep-alive, forced cold starts."""
+"""The emulator: deployments, the instance pool on emulated hosts, keep-alive, forced cold starts.
+
+Platform physics come from the profile (workloads/faas/profiles): hosts hold at most
+``host.max_containers`` containers and ``host.memory_mb`` of them, start at a drawn age and live a
+drawn lifetime, and go once empty for ``host.reclaim_empty_s``; containers live a drawn idle
+lifetime; the three cold-start paths (provider: the deployment's package is built; host: a host
+without the package fetches it; container: a worker starts from the package on the host) are real
+work here, plus the profile's ``cold_start_s`` for what cannot be done physically (an image
+transfer to a new VM). A code package is cached by its content, so a configuration change (memory,
+timeout) gives container-cold starts on the hosts that hold it, and new code or a new function a
+provider-cold one. ``time_scale`` K divides every emulated time (lifetimes, ages, keep-alives,
+modelled cold-start seconds) by K, so an hour of idle platform behaviour takes 36 s at K=100;
+the inspector reports host and instance times back in platform seconds.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import random
@@ -49,17 +63,23 @@ class Deployment:
     tmp_mb: int
     concurrency: int
     env: dict[str, str]
+    #: content digest of the code (packages and host copies are cached by it)
+    digest: str = ""
     version: int = 1
     #: keep-alive set explicitly (deployment or --keep-alive): every container keeps it; otherwise
     #: each container's idle lifetime is drawn from the profile's retention model
     keep_alive_fixed: bool = True
-    package: Path | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def code_key(self) -> tuple[str, str]:
+        return (self.name, self.digest)
 
     def describe(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "function": self.code.name,
+            "digest": self.digest[:12],
             "memory_mb": self.memory_mb,
             "timeout_s": self.timeout_s,
             "keep_alive_s": self.keep_alive_s,
@@ -86,15 +106,26 @@ class Emulator:
         key_service: str = "",
         seed: int | None = None,
         cpu_boost: bool = False,
+        time_scale: float = 1.0,
     ) -> None:
+        if not (math.isfinite(time_scale) and time_scale >= 1):
+            raise TestbedError(f"time scale must be a finite number >= 1, not {time_scale}")
         self.profile = profile
+        self.time_scale = float(time_scale)
         self.rng = random.Random(seed)  # noqa: S311 - emulated lifetimes, not secrets
+        self._container_ret = profile.container_retention.scaled(self.time_scale)
+        self._host_ret = profile.host_retention.scaled(self.time_scale)
+        self._host_age = profile.host_age.scaled(self.time_scale)
+        self._packages: dict[tuple[str, str], Path] = {}
+        self._package_locks: dict[tuple[str, str], threading.Lock] = {}
+        self._last_scale_out = -math.inf
         self._keep_fixed = keep_alive_s is not None or profile.container_retention.model == "never"
         self.id = uuid.uuid4().hex[:8]
         self.state_dir = state_dir / f"emu-{self.id}"
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.function_dirs = function_dirs
-        self.keep_alive_s = profile.keep_alive_s if keep_alive_s is None else keep_alive_s
+        # real seconds; given (profile, --keep-alive, deployments) in platform seconds
+        self.keep_alive_s = (profile.keep_alive_s if keep_alive_s is None else keep_alive_s) / self.time_scale
         self.max_concurrency = max_concurrency
         self.key_service = key_service
         self.backend = cgroups.detect(self.id, cgroup) if cgroup != "none" else cgroups.Backend("disabled")
@@ -162,6 +193,7 @@ class Emulator:
                 "cpu_model": inspector.cpu_model(),
                 "host_cpus": self.ncpu,
                 "keep_alive_s": self.keep_alive_s,
+                "time_scale": self.time_scale,
                 "max_concurrency": self.max_concurrency,
                 "function_user": self.run_as[2] if self.run_as else None,
                 "cpu_boost": self.cpu_boost,
@@ -181,6 +213,7 @@ class Emulator:
             "used_mb": h.used_mb,
             "capacity_mb": h.capacity_mb,
             "containers": h.containers,
+            "live_containers": h.live,
             "requests": h.requests,
         }
 
@@ -225,16 +258,17 @@ class Emulator:
                 dep.version = old.version + 1
             self.deployments[name] = dep
         self.cold(name)
-        if old is not None:
+        if old is not None and old.digest != dep.digest:
             self._drop_code(old)
         return dep.describe()
 
     def _drop_code(self, dep: Deployment) -> None:
-        """Remove a retired deployment version's package and its copies on the hosts."""
-        if dep.package is not None:
-            dep.package.unlink(missing_ok=True)
+        """Remove a retired code version's package and its copies on the hosts."""
         with self._lock:
-            copies = [h.code.pop((dep.name, dep.version), None) for h in self.hosts]
+            package = self._packages.pop(dep.code_key, None)
+            copies = [h.code.pop(dep.code_key, None) for h in self.hosts]
+        if package is not None:
+            package.unlink(missing_ok=True)
         for path in filter(None, copies):
             shutil.rmtree(path, ignore_errors=True)
 
@@ -243,7 +277,9 @@ class Emulator:
         replaced by the default); only a missing field (or null) takes the profile's default."""
         p = self.profile
         keep = spec.get("keep_alive_s")
-        keep_alive = self.keep_alive_s if keep is None else _number(keep, "keep_alive_s")
+        keep = spec.get("keep_alive_s")
+        # given in platform seconds; kept in the emulator's (time-scaled) seconds
+        keep_alive = self.keep_alive_s if keep is None else _number(keep, "keep_alive_s") / self.time_scale
         concurrency = _given_int(spec, "concurrency", p.instance_concurrency)
         if keep_alive < 0:
             raise ValueError("keep_alive_s must be >= 0")
@@ -278,6 +314,7 @@ class Emulator:
             tmp_mb=tmp_mb,
             concurrency=concurrency,
             env={str(k): str(v) for k, v in env.items()},
+            digest=_code_digest(code.code_dir),
             keep_alive_fixed=keep is not None or self._keep_fixed,
         )
 
@@ -326,14 +363,23 @@ class Emulator:
             self.inflight += 1
             inst = self._pick(dep)
         try:
+            deadline = time.monotonic() + dep.timeout_s
+            while inst is None:  # the platform adds hosts at its scale-out rate: the call waits
+                if time.monotonic() > deadline:
+                    raise FaasError(504, f"no capacity for {name} within its timeout (scale-out rate)")
+                time.sleep(0.01)
+                with self._lock:
+                    inst = self._pick(dep)
             return self._invoke(dep, inst, event, received)
         finally:
             with self._lock:
                 self.inflight -= 1
 
-    def _pick(self, dep: Deployment) -> Instance | Host:
+    def _pick(self, dep: Deployment) -> Instance | Host | None:
         """A warm instance with a free slot (most recently used first), else a host with room for a
-        new one (first fit over the live hosts, else a new host with a drawn lifetime)."""
+        new one (first fit over the live hosts: memory and the profile's container cap), else a new
+        host with a drawn age and lifetime; None while the profile's scale-out rate holds new hosts
+        back (the caller waits)."""
         now = time.monotonic()
         warm = [i for i in self.instances if i.deployment is dep and _usable(i, now)]
         if warm:
@@ -341,17 +387,33 @@ class Emulator:
             inst.inflight += 1
             inst.host.requests += 1
             return inst
+        cap = self.profile.host_max_containers
         host = next(
-            (h for h in self.hosts if h.capacity_mb - h.used_mb >= dep.memory_mb and not h.expired()), None
+            (
+                h
+                for h in self.hosts
+                if h.capacity_mb - h.used_mb >= dep.memory_mb
+                and not h.expired()
+                and (not cap or h.live < cap)
+            ),
+            None,
         )
         if host is None:
+            interval = self.profile.scale_out_interval_s / self.time_scale
+            throttled = now - self._last_scale_out < interval
+            if interval and throttled and any(not h.expired() for h in self.hosts):
+                return None
             host = Host(
                 capacity_mb=max(self.profile.host_memory_mb, dep.memory_mb),
-                lifetime_s=self.profile.host_retention.draw(self.rng),
+                lifetime_s=self._host_ret.draw(self.rng),
+                age_s=self._host_age.draw(self.rng),
             )
+            self._last_scale_out = now
             self.hosts.append(host)
         host.used_mb += dep.memory_mb
         host.containers += 1
+        host.live += 1
+        host.empty_since = None
         host.requests += 1
         return host
 
@@ -365,6 +427,7 @@ class Emulator:
             except Exception as exc:
                 with self._lock:
                     picked.used_mb -= dep.memory_mb
+                    _leave(picked)
                 raise FaasError(500, f"cannot start an instance of {dep.name}: {exc}") from exc
         else:
             inst = picked
@@ -427,46 +490,55 @@ class Emulator:
         body["billing"] = self._bill(dep, inst, new, handler_s, after.memory_peak_bytes)
         return status, body
 
-    def _package(self, dep: Deployment) -> float:
-        """Provider path: build the deployment's code package once (seconds spent, 0 if built)."""
-        with dep.lock:
-            if dep.package is not None:
-                return 0.0
-            t0 = time.perf_counter()
-            path = self.state_dir / "packages" / f"{dep.name}-v{dep.version}.tar.gz"
-            path.parent.mkdir(exist_ok=True)
-            with tarfile.open(path, "w:gz") as tar:
-                tar.add(dep.code.code_dir, arcname=".", filter=_no_cache)
-            dep.package = path
-            return time.perf_counter() - t0
+    def _modelled(self, path: str) -> None:
+        """Wait out the profile's modelled seconds of a cold-start path (time-scaled)."""
+        seconds = self.profile.cold_start_s.get(path, 0.0) / self.time_scale
+        if seconds > 0:
+            self._stop.wait(seconds)
 
-    def _fetch(self, dep: Deployment, host: Host) -> tuple[Path, float, float]:
-        """Host path: boot the host's directory, unpack the package there once per version.
-        Returns (code directory, boot seconds, fetch seconds)."""
-        if dep.package is None:
-            raise RuntimeError(f"deployment {dep.name} fetched before it was packaged")
+    def _package(self, dep: Deployment) -> tuple[Path, bool, float]:
+        """Provider path: build the code package once per content (package, whether this start
+        took the provider path, seconds spent here)."""
+        key = dep.code_key
+        with self._lock:
+            lock = self._package_locks.setdefault(key, threading.Lock())
+            built = key in self._packages
+        t0 = time.perf_counter()
+        with lock:
+            if key not in self._packages:
+                path = self.state_dir / "packages" / f"{dep.name}-{dep.digest[:12]}.tar.gz"
+                path.parent.mkdir(exist_ok=True)
+                with tarfile.open(path, "w:gz") as tar:
+                    tar.add(dep.code.code_dir, arcname=".", filter=_no_cache)
+                self._modelled("provider")
+                with self._lock:
+                    self._packages[key] = path
+            package = self._packages[key]
+        return package, not built, 0.0 if built else time.perf_counter() - t0
+
+    def _fetch(self, dep: Deployment, host: Host, package: Path) -> tuple[Path, bool, float]:
+        """Host path: boot the host's directory and unpack the package there once per content.
+        Returns (code directory, whether this start waited for the host path, seconds spent)."""
+        key = dep.code_key
+        fetched = key in host.code
+        t0 = time.perf_counter()
         with host.lock:
-            boot = fetch = 0.0
             if host.directory is None:
-                t0 = time.perf_counter()
                 host.directory = self.state_dir / "hosts" / host.id
                 host.directory.mkdir(parents=True)
-                boot = time.perf_counter() - t0
-            key = (dep.name, dep.version)
             if key not in host.code:
-                t0 = time.perf_counter()
-                target = host.directory / f"{dep.name}-v{dep.version}"
-                with tarfile.open(dep.package) as tar:
+                target = host.directory / f"{dep.name}-{dep.digest[:12]}"
+                with tarfile.open(package) as tar:
                     tar.extractall(target, filter=_unpack_filter)  # noqa: S202 - our own package, through tarfile's data filter
                 target.chmod(0o755)
+                self._modelled("host")
                 host.code[key] = target
-                fetch = time.perf_counter() - t0
-            return host.code[key], boot, fetch
+            return host.code[key], not fetched, 0.0 if fetched else time.perf_counter() - t0
 
     def _start(self, dep: Deployment, host: Host) -> Instance:
         t0 = time.perf_counter()
-        provider_s = self._package(dep)
-        code_dir, boot_s, fetch_s = self._fetch(dep, host)
+        package, provider_path, provider_s = self._package(dep)
+        code_dir, host_path, host_s = self._fetch(dep, host, package)
         t1 = time.perf_counter()
         iid = "i-" + uuid.uuid4().hex[:12]
         directory = self.state_dir / iid
@@ -514,16 +586,17 @@ class Emulator:
         inst.inflight = 1
         try:
             inst.wait_ready()
+            self._modelled("container")
         except Exception:
             inst.retire()
             raise
         done = time.perf_counter()
         inst.cold_start_s = done - t0
-        inst.cold_costs = {"provider_s": provider_s, "host_s": boot_s + fetch_s, "container_s": done - t1}
-        inst.cold_kind = "provider" if provider_s else "host" if boot_s or fetch_s else "container"
+        inst.cold_costs = {"provider_s": provider_s, "host_s": host_s, "container_s": done - t1}
+        inst.cold_kind = "provider" if provider_path else "host" if host_path else "container"
         with self._lock:
             if not dep.keep_alive_fixed:
-                inst.keep_alive_s = self.profile.container_retention.draw(self.rng)
+                inst.keep_alive_s = self._container_ret.draw(self.rng)
             self.instances.append(inst)
         return inst
 
@@ -532,6 +605,7 @@ class Emulator:
         if inst in self.instances:
             self.instances.remove(inst)
             inst.host.used_mb -= inst.deployment.memory_mb
+            _leave(inst.host)
         inst.retired = True
 
     def _inspect(
@@ -554,6 +628,7 @@ class Emulator:
         else:
             user, system = msg.get("proc_user_s", 0.0), msg.get("proc_system_s", 0.0)
         started, ended = msg.get("started"), msg.get("ended")
+        k = self.time_scale
         return {
             "instance_id": inst.id,
             "new_instance": new,
@@ -561,8 +636,8 @@ class Emulator:
             "version": dep.version,
             "profile": self.profile.name,
             "host_id": inst.host.id,
-            "host_uptime_s": inst.host.uptime_s(),
-            "instance_uptime_s": time.monotonic() - inst.created,
+            "host_uptime_s": inst.host.uptime_s() * k,
+            "instance_uptime_s": (time.monotonic() - inst.created) * k,
             "instance_invocations": inst.invocations,
             "cpu_model": inspector.cpu_model(),
             "vcpus": self.profile.vcpus(dep.memory_mb),
@@ -584,8 +659,10 @@ class Emulator:
             **({k: v if new else 0.0 for k, v in inst.cold_costs.items()}),
             "recycled": not new,
             "host_containers": inst.host.containers,
+            "host_live_containers": inst.host.live,
             "host_requests": inst.host.requests,
-            "instance_keep_alive_s": inst.keep_alive_s if math.isfinite(inst.keep_alive_s) else None,
+            "instance_keep_alive_s": inst.keep_alive_s * k if math.isfinite(inst.keep_alive_s) else None,
+            "time_scale": k,
             "handler_s": handler_s,
             "emulator_s": max(0.0, total_s - handler_s),
             "tmp": inst.tmp.info(),
@@ -622,8 +699,15 @@ class Emulator:
                 ]
                 for inst in idle:
                     self._detach(inst)
-                # used_mb counts starting instances too: a host is gone only when nothing is on it
-                gone = [h for h in self.hosts if h.expired() and h.used_mb <= 0]
+                # used_mb counts starting instances too: a host is gone only when nothing is on it;
+                # an expired one then, a live one once it has been empty for reclaim_empty_s
+                empty_for = self.profile.host_reclaim_empty_s / self.time_scale
+                gone = [
+                    h
+                    for h in self.hosts
+                    if h.used_mb <= 0
+                    and (h.expired() or (h.empty_since is not None and now - h.empty_since > empty_for))
+                ]
                 self.hosts = [h for h in self.hosts if h not in gone]
             _retire_all(idle)
             for host in gone:
@@ -650,6 +734,25 @@ def _usable(inst: Instance, now: float) -> bool:
         and not inst.host.expired()
         and inst.alive()
     )
+
+
+def _leave(host: Host) -> None:
+    """One container fewer on ``host`` (caller holds the emulator's lock)."""
+    host.live -= 1
+    if host.live <= 0:
+        host.live = 0
+        host.empty_since = time.monotonic()
+
+
+def _code_digest(code_dir: Path) -> str:
+    """Content digest of a function's code directory (file names and bytes, caches left out)."""
+    h = hashlib.sha256()
+    for path in sorted(code_dir.rglob("*")):
+        rel = path.relative_to(code_dir).as_posix()
+        if "__pycache__" in rel or rel.endswith(".pyc") or not path.is_file():
+            continue
+        h.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
 
 
 def _retire_all(instances: list[Instance]) -> None:

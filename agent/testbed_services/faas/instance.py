@@ -36,22 +36,29 @@ class CallTimeout(Exception):
 
 @dataclass
 class Host:
-    """An emulated host: identity, boot time, lifetime, the memory its instances take and the
-    function packages fetched to it."""
+    """An emulated host: identity, age when first used, lifetime, the memory its instances take and
+    the function packages fetched to it. Times are the emulator's real seconds (time-scaled)."""
 
     capacity_mb: int
     lifetime_s: float = math.inf
+    #: how old the host already was when the emulator first placed a container on it
+    age_s: float = 0.0
     id: str = field(default_factory=lambda: "host-" + uuid.uuid4().hex[:10])
     booted: float = field(default_factory=time.monotonic)
     used_mb: int = 0
+    #: containers ever placed on it (the inspector's ``host_containers``)
     containers: int = 0
+    #: containers on it now (placed and not yet retired)
+    live: int = 0
+    #: when it last became empty (None while it holds a container)
+    empty_since: float | None = None
     requests: int = 0
     directory: Path | None = None
-    code: dict[tuple[str, int], Path] = field(default_factory=dict)
+    code: dict[tuple[str, str], Path] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def uptime_s(self) -> float:
-        return time.monotonic() - self.booted
+        return self.age_s + time.monotonic() - self.booted
 
     def expired(self) -> bool:
         return self.uptime_s() >= self.lifetime_s

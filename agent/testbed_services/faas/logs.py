@@ -38,6 +38,12 @@ class LogRing:
     def truncated(self) -> int:
         return self.total - len(self._buf)
 
+    def since(self, offset: int) -> str:
+        """What was written after byte ``offset`` of the stream, as far as the ring still holds it."""
+        with self._lock:
+            start = max(0, offset - (self.total - len(self._buf)))
+            return bytes(self._buf[start:]).decode("utf-8", "replace")
+
     def text(self) -> str:
         """The kept tail, after a ``[... N bytes truncated ...]`` line when some was dropped."""
         with self._lock:

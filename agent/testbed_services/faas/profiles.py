@@ -1,4 +1,10 @@
-"""Platform profiles (workloads/faas/profiles/*.yml): memory range, CPU share, /tmp, prices."""
+"""Platform profiles (workloads/faas/profiles/*.yml): memory range, CPU share, /tmp, prices, and the
+platform's physics: host packing, lifetimes and ages, cold-start paths, scale-out rate.
+
+A profile models one platform in one era (``aws-lambda-2017`` is the Lambda the factors study
+measured, ``aws-lambda`` today's); its ``sources:`` block names, per parameter, the documentation
+page or the paper's line it follows (``S3 L145``) and how a value was fitted to it.
+"""
 
 from __future__ import annotations
 
@@ -49,6 +55,19 @@ class Profile:
     #: idle lifetime of a container and total lifetime of a host (``retention:`` in the profile)
     container_retention: Retention = field(default_factory=Retention)
     host_retention: Retention = field(default_factory=Retention)
+    #: age (uptime) of a host when the platform first places a container of ours on it
+    host_age: Retention = field(default_factory=lambda: Retention("fixed", value_s=0.0))
+    #: most containers one host holds at once (0: only its memory limits it)
+    host_max_containers: int = 0
+    #: a host with no container for this long is reclaimed (inf: only its lifetime ends it)
+    host_reclaim_empty_s: float = math.inf
+    #: modelled seconds of the cold-start paths the emulator cannot perform physically (an image
+    #: transfer to a new host, a platform's package build), waited out on that path
+    cold_start_s: dict[str, float] = field(default_factory=dict)
+    #: at most one new host per this many seconds while hosts exist (0: no limit); calls wait
+    scale_out_interval_s: float = 0.0
+    #: where each parameter comes from (``sources:`` in the profile)
+    sources: dict[str, str] = field(default_factory=dict)
 
     def check_memory(self, memory_mb: int) -> None:
         """Raise unless the platform accepts this memory size."""
@@ -118,10 +137,17 @@ class Profile:
             "instance_concurrency": self.instance_concurrency,
             "keep_alive_s": self.keep_alive_s,
             "host_memory_mb": self.host_memory_mb,
+            "host_max_containers": self.host_max_containers or None,
+            "host_reclaim_empty_s": (
+                self.host_reclaim_empty_s if math.isfinite(self.host_reclaim_empty_s) else None
+            ),
             "retention": {
                 "container": self.container_retention.describe(),
                 "host": self.host_retention.describe(),
+                "host_age": self.host_age.describe(),
             },
+            "cold_start_s": dict(self.cold_start_s),
+            "scale_out_interval_s": self.scale_out_interval_s or None,
         }
 
 
@@ -167,6 +193,16 @@ def _from_doc(doc: dict[str, Any], path: str) -> Profile:
         raise ValueError("retention must be a mapping with container and host")
     if "per_gb_second" not in price and "per_vcpu_second" not in price:
         raise ValueError("price needs per_gb_second or per_vcpu_second + per_gib_second")
+    host = doc.get("host") or {}
+    cold = doc.get("cold_start_s") or {}
+    if not isinstance(cold, dict) or set(cold) - {"provider", "host", "container"}:
+        raise ValueError("cold_start_s maps provider, host, container to seconds")
+    if any(isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 for v in cold.values()):
+        raise ValueError("cold_start_s values must be seconds >= 0")
+    sources = doc.get("sources") or {}
+    if not isinstance(sources, dict) or not all(isinstance(v, str) for v in sources.values()):
+        raise ValueError("sources maps parameter names to citations")
+    age = keep.get("host_age")
     return Profile(
         name=str(doc["name"]),
         description=str(doc.get("description", "")),
@@ -190,11 +226,19 @@ def _from_doc(doc: dict[str, Any], path: str) -> Profile:
         timeout_default_s=float(timeout.get("default", 60)),
         timeout_max_s=float(timeout.get("max", 900)),
         keep_alive_s=float(doc.get("keep_alive_s", 600)),
-        host_memory_mb=int((doc.get("host") or {}).get("memory_mb", 8192)),
+        host_memory_mb=int(host.get("memory_mb", 8192)),
+        host_max_containers=int(host.get("max_containers", 0)),
+        host_reclaim_empty_s=float(host.get("reclaim_empty_s", math.inf)),
         price=price,
         path=path,
         container_retention=retention.parse(
             (doc.get("retention") or {}).get("container"), "retention.container"
         ),
         host_retention=retention.parse((doc.get("retention") or {}).get("host"), "retention.host"),
+        host_age=(
+            Retention("fixed", value_s=0.0) if age is None else retention.parse(age, "retention.host_age")
+        ),
+        cold_start_s={str(k): float(v) for k, v in cold.items()},
+        scale_out_interval_s=float((doc.get("scale_out") or {}).get("interval_s", 0.0)),
+        sources={str(k): v for k, v in sources.items()},
     )

@@ -1,7 +1,8 @@
 """Retention models: how long an idle container, and a host, live before the platform reclaims
-them. Each profile names its model and the published observations it follows
-(``retention:`` in workloads/faas/profiles/*.yml); the emulator draws one value per container
-(idle lifetime) and per host (total lifetime) from it.
+them, and how old a host already is when a function first lands on it. Each profile names its
+model and the published observations it follows (``retention:`` in workloads/faas/profiles/*.yml,
+with a ``sources:`` entry per parameter); the emulator draws one value per container (idle
+lifetime) and per host (total lifetime, age at first use) from it.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-MODELS = ("fixed", "exponential", "lognormal", "uniform", "never")
+MODELS = ("fixed", "exponential", "lognormal", "uniform", "triangular", "never")
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,7 @@ class Retention:
     mean_s: float = 0.0
     low_s: float = 0.0
     high_s: float = 0.0
+    mode_s: float = 0.0
     min_s: float = 0.0
     max_s: float = math.inf
 
@@ -37,6 +39,8 @@ class Retention:
             x = rng.expovariate(1.0 / self.mean_s)
         elif self.model == "lognormal":
             x = rng.lognormvariate(math.log(self.median_s), self.sigma)
+        elif self.model == "triangular":
+            x = rng.triangular(self.low_s, self.high_s, self.mode_s)
         else:
             x = rng.uniform(self.low_s, self.high_s)
         return min(max(x, self.min_s), self.max_s)
@@ -61,11 +65,34 @@ class Retention:
             return 0.5 * (1 + math.erf(math.log(x / self.median_s) / (self.sigma * math.sqrt(2))))
         if self.high_s == self.low_s:
             return float(x >= self.low_s)
+        if self.model == "triangular":
+            return _triangular_cdf(x, self.low_s, self.mode_s, self.high_s)
         return min(1.0, max(0.0, (x - self.low_s) / (self.high_s - self.low_s)))
 
     def survival(self, x: float) -> float:
         """P(lifetime > x): the share of containers (hosts) expected to outlive an idle gap of x s."""
         return 1.0 - self.cdf(x)
+
+    def mean(self) -> float:
+        """Mean of the unclipped model (inf for ``never``)."""
+        return {
+            "never": math.inf,
+            "fixed": self.value_s,
+            "exponential": self.mean_s,
+            "lognormal": self.median_s * math.exp(self.sigma**2 / 2),
+            "uniform": (self.low_s + self.high_s) / 2,
+            "triangular": (self.low_s + self.mode_s + self.high_s) / 3,
+        }[self.model]
+
+    def scaled(self, factor: float) -> Retention:
+        """The same model with every time divided by ``factor`` (an emulator's time scale)."""
+        if factor == 1:
+            return self
+        div = {
+            k: getattr(self, k) / factor
+            for k in ("value_s", "median_s", "mean_s", "low_s", "high_s", "mode_s", "min_s", "max_s")
+        }
+        return Retention(model=self.model, sigma=self.sigma, **div)
 
     def describe(self) -> dict[str, Any]:
         keys = {
@@ -74,6 +101,7 @@ class Retention:
             "exponential": ("mean_s",),
             "lognormal": ("median_s", "sigma"),
             "uniform": ("low_s", "high_s"),
+            "triangular": ("low_s", "mode_s", "high_s"),
         }[self.model]
         out: dict[str, Any] = {"model": self.model, **{k: getattr(self, k) for k in keys}}
         if self.min_s:
@@ -94,6 +122,7 @@ def parse(doc: Any, where: str) -> Retention:
         raise ValueError(f"{where}.model must be one of {', '.join(MODELS)}, not {model!r}")
     need = {"fixed": ("value_s",), "exponential": ("mean_s",), "lognormal": ("median_s", "sigma")}
     need["uniform"], need["never"] = ("low_s", "high_s"), ()
+    need["triangular"] = ("low_s", "mode_s", "high_s")
     fields: dict[str, float] = {}
     for key in (*need[model], "min_s", "max_s"):
         if key not in doc:
@@ -108,4 +137,16 @@ def parse(doc: Any, where: str) -> Retention:
         raise ValueError(f"{where}: the mean/median must be > 0")
     if model == "uniform" and fields["low_s"] > fields["high_s"]:
         raise ValueError(f"{where}: low_s > high_s")
+    if model == "triangular" and not fields["low_s"] <= fields["mode_s"] <= fields["high_s"]:
+        raise ValueError(f"{where}: needs low_s <= mode_s <= high_s")
     return Retention(model=model, **fields)
+
+
+def _triangular_cdf(x: float, low: float, mode: float, high: float) -> float:
+    if x <= low:
+        return 0.0
+    if x >= high:
+        return 1.0
+    if x <= mode:
+        return (x - low) ** 2 / ((high - low) * (mode - low))
+    return 1.0 - (high - x) ** 2 / ((high - low) * (high - mode))

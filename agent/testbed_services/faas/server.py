@@ -9,6 +9,10 @@ POST   /functions/NAME/invoke      call (body: the event); response: result, err
 POST   /cold                       retire instances
                                    (body: {"function": NAME|null, "scope": "function"|"host"})
 GET    /keys/ID                    local key service stand-in: a stable random 256-bit key per ID
+
+/2015-03-31/..., /2017-03-31/tags/...: the AWS Lambda API on the paths boto3 uses (lambda_api.py);
+GET /_lambda/packages/NAME.zip is a function's package (GetFunction's Code.Location);
+GET /_lambda/stats the Lambda API's request counts per operation.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from urllib.parse import unquote
 
 from testbed_services.faas.emulator import Emulator, FaasError
 from testbed_services.faas.functions import check_name
+from testbed_services.faas.lambda_api import LambdaApi
 from testbed_shared.errors import TestbedError
 
 MAX_BODY = 64 << 20
@@ -72,7 +77,34 @@ class _Handler(BaseHTTPRequestHandler):
         if getattr(self, "command", None) != "HEAD" and code >= 200 and code not in (204, 304):
             self.wfile.write(data.encode())
 
-    def _body(self) -> Any:
+    def _send_raw(self, status: int, headers: dict[str, str], data: bytes) -> None:
+        self.send_response(status)
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _lambda(self, method: str) -> None:
+        """A request of the Lambda API (raw body: Invoke's payload is any bytes)."""
+        try:
+            raw = self._raw_body() if method in ("PUT", "POST") else b""
+        except FaasError as exc:
+            return self._send_raw(exc.status, {"x-amzn-ErrorType": "InvalidRequestContentException"}, b"")
+        api = self.server.lambda_api()
+        path = self.path.split("?", 1)[0]
+        if path == "/_lambda/stats" and method == "GET":
+            data = json.dumps({"requests": api.stats()}).encode()
+            return self._send_raw(200, {"Content-Type": "application/json"}, data)
+        if path.startswith("/_lambda/packages/") and method == "GET":
+            data = api.package_zip(unquote(path.removeprefix("/_lambda/packages/").removesuffix(".zip")))
+            if data is None:
+                return self._send_raw(404, {}, b"")
+            return self._send_raw(200, {"Content-Type": "application/zip"}, data)
+        status, headers, body = api.handle(method, self.path, dict(self.headers.items()), raw)
+        self._send_raw(status, headers, body)
+
+    def _raw_body(self) -> bytes:
         text = self.headers.get("Content-Length") or "0"
         if not text.isascii() or not text.strip().isdigit():
             self.close_connection = True  # where the body ends is unknown: no further request
@@ -85,6 +117,10 @@ class _Handler(BaseHTTPRequestHandler):
         if len(raw) < length:
             self.close_connection = True
             raise FaasError(400, f"request body shorter than Content-Length ({len(raw)} < {length})")
+        return raw
+
+    def _body(self) -> Any:
+        raw = self._raw_body()
         if not raw.strip():
             return None
         try:
@@ -129,17 +165,24 @@ class _Handler(BaseHTTPRequestHandler):
                 {"status": "error", "error": {"type": "ApiError", "message": exc.message, "hint": exc.hint}},
             )
 
+    def _entry(self, method: str) -> None:
+        """The Lambda API's paths, else the emulator's own API."""
+        if LambdaApi.owns(self.path) or self.path.startswith("/_lambda/"):
+            self._lambda(method)
+        else:
+            self._dispatch(method)
+
     def do_GET(self) -> None:
-        self._dispatch("GET")
+        self._entry("GET")
 
     def do_PUT(self) -> None:
-        self._dispatch("PUT")
+        self._entry("PUT")
 
     def do_POST(self) -> None:
-        self._dispatch("POST")
+        self._entry("POST")
 
     def do_DELETE(self) -> None:
-        self._dispatch("DELETE")
+        self._entry("DELETE")
 
 
 def _event(body: Any) -> Any:
@@ -179,7 +222,15 @@ class FaasServer(ThreadingHTTPServer):
         self.verbose = verbose
         self._keys: dict[str, str] = {}
         self._keys_lock = threading.Lock()
+        self._lambda: LambdaApi | None = None
         super().__init__((host, port), _Handler)
+
+    def lambda_api(self) -> LambdaApi:
+        """The Lambda API front of the emulator (made on first use: it loads botocore's model)."""
+        with self._keys_lock:
+            if self._lambda is None:
+                self._lambda = LambdaApi(self.emulator, self.url)
+            return self._lambda
 
     def key(self, key_id: str) -> str:
         with self._keys_lock:

@@ -9,6 +9,7 @@ the original stdin/stdout.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -108,6 +109,9 @@ def _call(handler: Any, cfg: dict[str, Any], req: dict[str, Any], send: Any) -> 
     except BaseException as exc:  # noqa: BLE001 - a function error is a response, not a crash
         msg = {"ok": False, "error": _error(exc)}
     handler_s = time.perf_counter() - t0
+    with contextlib.suppress(OSError, ValueError):  # the call's output is in the log pipe before its answer
+        sys.stdout.flush()
+        sys.stderr.flush()
     times1 = os.times()
     user = (times1.user + times1.children_user) - (times0.user + times0.children_user)
     system = (times1.system + times1.children_system) - (times0.system + times0.children_system)

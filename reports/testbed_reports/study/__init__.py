@@ -1,16 +1,17 @@
 """``testbed-report study ID RESULTS... --out DIR``: a paper's own tables and figures, rebuilt.
 
-Each published study (DESIGN.md section 10) has a view module here, ``s0.py`` ... ``s4.py``,
+Each published study (docs/design.md section 10) has a view module here, ``s0.py`` ... ``s4.py``,
 found by its id; adding one needs no edit to this file. A view module provides::
 
     def build(ds: Dataset, manifest: Manifest) -> StudyView
 
 (``ds`` is what :func:`testbed_reports.load.load` read; ``manifest`` the study's fidelity
 manifest) and may provide ``build_csv(path: Path, manifest: Manifest) -> StudyView`` for a CSV
-of the paper's own raw observations (``--csv``). It raises :class:`StudyError` naming the cells
-the store lacks. This package renders every view the same way: ``study.html`` (self-contained),
-``study.md``, one CSV per table and ``study.json``, with the paper's published value beside each
-rebuilt one and whether the rerun's interval contains it.
+of the paper's own raw observations (``--csv``), and ``build_csvs(paths, manifest)`` when
+several of the paper's files make one view (``--csv`` given more than once). It raises
+:class:`StudyError` naming the cells the store lacks. This package renders every view the same
+way: ``study.html`` (self-contained), ``study.md``, one CSV per table and ``study.json``, with the
+paper's published value beside each rebuilt one and whether the rerun's interval contains it.
 """
 
 from __future__ import annotations
@@ -46,14 +47,19 @@ def view_module(study_id: str) -> Any:
     return importlib.import_module(name)
 
 
-def run_study(study_id: str, results: list[Path], out: Path, csv: Path | None = None) -> StudyView:
-    """Build and write the view of ``study_id`` from result directories (or the paper's CSV)."""
+def run_study(
+    study_id: str, results: list[Path], out: Path, csv: Path | list[Path] | None = None
+) -> StudyView:
+    """Build and write the view of ``study_id`` from result directories (or the paper's CSVs)."""
     man = manifest(study_id)
     mod = view_module(man.id)
-    if csv is not None:
+    csvs = [csv] if isinstance(csv, Path) else list(csv or [])
+    if csvs:
         if not hasattr(mod, "build_csv"):
             raise StudyError(f"study {man.id} reads no CSV of published observations", hint="give RESULTS")
-        view = mod.build_csv(csv, man)
+        if len(csvs) > 1 and not hasattr(mod, "build_csvs"):
+            raise StudyError(f"study {man.id} reads one --csv file at a time")
+        view = mod.build_csv(csvs[0], man) if len(csvs) == 1 else mod.build_csvs(csvs, man)
     else:
         if not results:
             raise StudyError(f"study {man.id}: give result directories (or --csv FILE)")
@@ -91,7 +97,11 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("study", metavar="ID", help="study id: " + ", ".join(STUDY_IDS))
     p.add_argument("results", nargs="*", type=Path, metavar="RESULTS", help="result directories of the rerun")
     p.add_argument(
-        "--csv", type=Path, metavar="FILE", help="the paper's own raw observations (where supported)"
+        "--csv",
+        type=Path,
+        action="append",
+        metavar="FILE",
+        help="the paper's own raw observations (where supported; repeat for several of its files)",
     )
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="output directory")
     p.set_defaults(func=_cmd_study)
@@ -101,8 +111,11 @@ def _cmd_study(args: argparse.Namespace) -> int:
     view = run_study(args.study, args.results, args.out, args.csv)
     inside = sum(1 for c in view.cells() if c.contains is True)
     compared = sum(1 for c in view.cells() if c.contains is not None)
+    matched = sum(1 for c in view.cells() if c.matches is True)
+    pointwise = sum(1 for c in view.cells() if c.matches is not None)
+    extra = f", {matched} of {pointwise} without an interval match the printed value" if pointwise else ""
     print(
-        f"{view.manifest.id}: {len(view.tables)} tables, {len(view.figures)} figures; "
-        f"{inside} of {compared} published values inside the rerun's interval -> {args.out / 'study.html'}"
+        f"{view.manifest.id}: {len(view.tables)} tables, {len(view.figures)} figures; {inside} of "
+        f"{compared} published values inside the rerun's interval{extra} -> {args.out / 'study.html'}"
     )
     return 0

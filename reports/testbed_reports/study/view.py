@@ -1,7 +1,9 @@
 """What a study view holds (tables of cells, figures) and how it is written (HTML, Markdown, CSV).
 
 A :class:`Cell` is one rebuilt number: the rerun's estimate with its interval, the paper's
-published value (from the manifest, with its line) and whether the interval contains it. Tables
+published value (from the manifest, with its line) and whether the interval contains it - the
+range the paper's rounded value stands for (7.85 is [7.845, 7.855]); a number without an interval
+(an ANOVA's F, a count) says instead whether it rounds to the printed value (``matches``). Tables
 keep the paper's layout: rows and columns as the paper printed them, units as the paper used.
 """
 
@@ -30,18 +32,42 @@ class Cell:
     #: a note on how the rerun value was computed (n, method), shown in a tooltip and the JSON
     note: str = ""
 
-    @property
-    def contains(self) -> bool | None:
-        """True/False when there is a paper value and an interval; None otherwise."""
-        if self.paper is None or self.low is None or self.high is None:
+    def _paper_range(self) -> tuple[float, float] | None:
+        """The paper's value as the range its printed digits stand for (7.85 -> [7.845, 7.855])."""
+        if self.paper is None or isinstance(self.paper.value, bool):
             return None
         try:
             value = float(self.paper.value)
         except (TypeError, ValueError):
             return None
+        if not math.isfinite(value):
+            return None
+        half = printed_half_unit(self.paper.value)
+        return value - half, value + half
+
+    @property
+    def contains(self) -> bool | None:
+        """True/False when there is a paper value and an interval (the interval meets the range the
+        paper's rounded value stands for); None otherwise."""
+        rng = self._paper_range()
+        if rng is None or self.low is None or self.high is None:
+            return None
         if not (math.isfinite(self.low) and math.isfinite(self.high)):
             return None
-        return self.low <= value <= self.high
+        return self.low <= rng[1] and rng[0] <= self.high
+
+    @property
+    def matches(self) -> bool | None:
+        """Without an interval: whether the rebuilt value rounds to the paper's printed value (a
+        table recomputed from the paper's own data); None where there is an interval or no pair."""
+        if self.low is not None and self.high is not None:
+            return None
+        if self.paper is not None and isinstance(self.paper.value, bool) and self.rerun is not None:
+            return bool(self.rerun) == self.paper.value
+        rng = self._paper_range()
+        if rng is None or self.rerun is None or not math.isfinite(self.rerun):
+            return None
+        return rng[0] - 1e-12 <= self.rerun <= rng[1] + 1e-12
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -51,6 +77,7 @@ class Cell:
             "paper": None if self.paper is None else self.paper.value,
             "paper_source": None if self.paper is None else self.paper.source,
             "contains": self.contains,
+            "matches": self.matches,
             "note": self.note,
         }
 
@@ -74,12 +101,12 @@ class StudyTable:
         return [v for row in self.rows for v in row.values() if isinstance(v, Cell)]
 
     def csv(self) -> str:
-        """One row per table row; a Cell becomes four columns (rerun, low, high, paper, contains)."""
+        """One row per table row; a Cell becomes six columns (rerun, low, high, paper, contains, matches)."""
         buf = io.StringIO()
         header: list[str] = []
         for c in self.columns:
             if any(isinstance(r.get(c), Cell) for r in self.rows):
-                header += [f"{c}", f"{c} low", f"{c} high", f"{c} paper", f"{c} contains"]
+                header += [f"{c}", f"{c} low", f"{c} high", f"{c} paper", f"{c} contains", f"{c} matches"]
             else:
                 header.append(c)
         w = csv.writer(buf, lineterminator="\r\n")  # RFC 4180: a cell with CR or LF is quoted
@@ -91,7 +118,7 @@ class StudyTable:
                 if any(isinstance(x.get(c), Cell) for x in self.rows):
                     cell = v if isinstance(v, Cell) else Cell(None)
                     paper = None if cell.paper is None else cell.paper.value
-                    line += [cell.rerun, cell.low, cell.high, paper, cell.contains]
+                    line += [cell.rerun, cell.low, cell.high, paper, cell.contains, cell.matches]
                 else:
                     line.append(_safe_csv(v))
             w.writerow(["" if x is None else x for x in line])
@@ -145,6 +172,17 @@ class StudyView:
         }
 
 
+def printed_half_unit(value: Any) -> float:
+    """Half a unit of the last digit a published number was printed with (0.005 for 7.85, 0.5 for
+    2619, 5e-10 for 6.57e-07); 0 for values given exactly (booleans, text)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0.0
+    text = repr(value) if isinstance(value, float) else str(value)
+    mantissa, _, exp = text.lower().partition("e")
+    decimals = len(mantissa.partition(".")[2]) if "." in mantissa else 0
+    return 0.5 * 10.0 ** (-decimals + (int(exp) if exp else 0))
+
+
 def fmt(x: Any, digits: int = 4) -> str:
     """A number with ``digits`` significant digits; text as it is; empty for None/NaN."""
     if x is None:
@@ -164,6 +202,8 @@ def _cell_text(c: Cell) -> str:
         text += f" [{fmt(c.low)}, {fmt(c.high)}]"
     if c.paper is not None:
         mark = {True: "inside", False: "outside", None: "no interval"}[c.contains]
+        if c.matches is not None:
+            mark = "matches" if c.matches else "differs"
         text += f" | paper {fmt(c.paper.value)} ({mark})"
     return text
 
@@ -226,7 +266,8 @@ def render_html(view: StudyView) -> str:
             for c in t.columns:
                 v = r.get(c)
                 if isinstance(v, Cell):
-                    cls = {True: "in", False: "out", None: ""}[v.contains]
+                    verdict = v.contains if v.contains is not None else v.matches
+                    cls = {True: "in", False: "out", None: ""}[verdict]
                     ci = f" [{e(fmt(v.low))}, {e(fmt(v.high))}]" if v.low is not None else ""
                     paper = (
                         f"<br><span class='paper'>paper {e(fmt(v.paper.value))} ({e(v.paper.source)})</span>"

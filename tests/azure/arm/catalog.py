@@ -44,6 +44,14 @@ TYPES: dict[str, tuple[str, str, tuple[str, ...]]] = {
         ("2024-07-01",),
     ),
     "microsoft.devtestlab/schedules": ("azure.mgmt.devtestlabs.models", "Schedule", ("2018-09-15",)),
+    # Azure Functions (web.py): the API versions azure-mgmt-web 7.3.1 and azure-mgmt-storage 21.2.1 send
+    "microsoft.web/sites": ("azure.mgmt.web.v2023_12_01.models", "Site", ("2023-12-01",)),
+    "microsoft.web/serverfarms": ("azure.mgmt.web.v2023_12_01.models", "AppServicePlan", ("2023-12-01",)),
+    "microsoft.storage/storageaccounts": (
+        "azure.mgmt.storage.v2023_05_01.models",
+        "StorageAccountCreateParameters",
+        ("2023-05-01",),
+    ),
 }
 
 # Sizes each location offers (regular expressions), and the regional vCPU quota. northeurope's

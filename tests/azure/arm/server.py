@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import signal
 import socketserver
 import ssl
 import sys
@@ -28,6 +29,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import tls
+import web
 from state import Arm
 from validate import ArmError
 
@@ -56,7 +58,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_CONNECT(self) -> None:
         host, _, port = self.path.partition(":")
-        if host not in (ARM, LOGIN) or port != "443":
+        if (host not in (ARM, LOGIN) and not web.kudu_host(host)) or port != "443":
             self._send(403, {"error": f"the rehearsal proxy serves only {ARM} and {LOGIN}, not {self.path}"})
             self.close_connection = True
             return
@@ -91,11 +93,12 @@ class Handler(BaseHTTPRequestHandler):
         return self.rfile.read(length) if length else b""
 
     def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
-        data = b"" if body is None else json.dumps(body).encode()
+        data = body if isinstance(body, bytes) else b"" if body is None else json.dumps(body).encode()
         self.send_response(status)
         for k, v in {"Content-Type": "application/json; charset=utf-8", **(headers or {})}.items():
             self.send_header(k, v)
         self.send_header("x-ms-request-id", str(uuid.uuid4()))
+        self.send_header("X-Testbed-Standin", "azure")  # records can say they were rehearsed, not real
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -109,11 +112,19 @@ class Handler(BaseHTTPRequestHandler):
                 status, body, headers = self._control(method, url.path)
             elif self.host == LOGIN:
                 status, body, headers = self._login(method, url.path, raw)
+            elif web.kudu_host(self.host):
+                status, body, headers = self._site(method, url, raw)
             else:
                 status, body, headers = self._arm(method, url.path, parse_qs(url.query), raw)
         except ArmError as err:
             status, body, headers = err.status, err.body(), {"x-ms-failure-cause": "gateway"}
-        self.server.log(self.host, method, self.path, status, body if status >= 400 else None)
+        self.server.log(
+            self.host,
+            method,
+            self.path,
+            status,
+            body if status >= 400 and not isinstance(body, bytes) else None,
+        )
         self._send(status, body, headers)
 
     def _control(self, method: str, path: str) -> tuple[int, Any, dict]:
@@ -210,9 +221,25 @@ class Handler(BaseHTTPRequestHandler):
             arm.settle()
             return self._route(arm, method, path.rstrip("/"), query, raw, api)
 
+    def _site(self, method: str, url: Any, raw: bytes) -> tuple[int, Any, dict]:
+        """Kudu (bearer token of ARM) or the function front (function keys) of a function app."""
+        name, is_kudu = web.kudu_host(self.host)
+        srv = self.server
+        if not is_kudu:
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            return srv.web.invoke(srv.arm.lock, srv.arm, name, method, url.path, url.query, headers, raw)
+        if self.headers.get("Authorization", "").removeprefix("Bearer ") not in srv.tokens:
+            return 401, {"Message": "Unauthorized"}, {}
+        with srv.arm.lock:
+            srv.arm.counts["requests"] += 1
+            site = srv.web.site(srv.arm, name)
+            return srv.web.kudu(srv.arm, site, method, url.path, raw)
+
     def _route(
         self, arm: Arm, method: str, path: str, query: dict, raw: bytes, api: str
     ) -> tuple[int, Any, dict]:
+        if web.owns(path):
+            return self.server.web.route(arm, method, path, query, raw)
         found = OP_PATH.match(path)
         if found and method == "GET":
             return self._operation(arm, found.group(1).lower(), found.group(2))
@@ -246,7 +273,7 @@ class Handler(BaseHTTPRequestHandler):
                 f"The request content was invalid and could not be deserialized: {err}.",
             ) from None
         status, out, op = arm.put(path, body, api)
-        return status, out, self._lro_headers(path, op, api, location=False) if op else {}
+        return status, out, self._lro_headers(path, op, api, location=status == 202) if op else {}
 
     @staticmethod
     def _lro_headers(path: str, op: str, api: str, location: bool) -> dict[str, str]:
@@ -273,13 +300,16 @@ class Server(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, port: int, directory: Path, addresses: list[str]) -> None:
+    def __init__(self, port: int, directory: Path, addresses: list[str], functions_python: str = "") -> None:
         super().__init__(("127.0.0.1", port), Handler)
-        ca, cert, key = tls.make(directory)
+        hosts = [*tls.HOSTS, "*.azurewebsites.net", "*.scm.azurewebsites.net"]
+        ca, cert, key = tls.make(directory, hosts)
         self.ca = ca
         self.tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         self.tls.load_cert_chain(cert, key)
         self.arm = Arm(SUBSCRIPTION, addresses)
+        self.web = web.Web(directory, functions_python or sys.executable)
+        self.arm.web = self.web
         self.tokens: set[str] = set()
         self._log = (directory / "requests.jsonl").open("a", buffering=1)
         self._log_lock = threading.Lock()
@@ -307,8 +337,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--addresses", default="127.0.0.1", help="comma-separated public IPs to hand out (loopback)"
     )
+    ap.add_argument(
+        "--functions-python",
+        default="",
+        help="Python with azure-functions that runs the function apps' instances (default this one)",
+    )
     args = ap.parse_args(argv)
-    server = Server(args.port, args.dir, args.addresses.split(",") * 64)
+    server = Server(args.port, args.dir, args.addresses.split(",") * 64, args.functions_python)
     endpoint = {
         "proxy": f"http://127.0.0.1:{server.server_address[1]}",
         "ca": str(server.ca),
@@ -320,10 +355,13 @@ def main(argv: list[str] | None = None) -> int:
     tmp = args.dir / "endpoint.json.tmp"
     tmp.write_text(json.dumps(endpoint, indent=1) + "\n")
     tmp.rename(args.dir / "endpoint.json")
+    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown, daemon=True).start())
     try:
         server.serve_forever(poll_interval=0.2)
     except KeyboardInterrupt:
         return 0
+    finally:
+        server.web.stop_all()
     return 0
 
 

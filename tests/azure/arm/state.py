@@ -20,7 +20,12 @@ CREATE_S = {
     MACHINE: 2.0,
     "microsoft.network/virtualnetworks": 0.5,
     "microsoft.network/networksecuritygroups": 0.5,
+    "microsoft.storage/storageaccounts": 1.0,
 }
+#: types whose creation Azure answers 202 Accepted (no body; poll the Location) instead of 201
+ACCEPTED = {"microsoft.storage/storageaccounts"}
+#: types whose (synchronous) creation Azure answers 200 OK: App Service's
+CREATED_OK = {"microsoft.web/serverfarms", "microsoft.web/sites"}
 DEFAULT_CREATE_S = 0.0
 DELETE_S = 1.0
 
@@ -44,6 +49,8 @@ class Arm:
         self.lock = threading.Lock()
         self.free_addresses = list(address_pool)
         self.counts = {"requests": 0, "machines_created": 0, "machines_deleted": 0}
+        #: the Azure Functions data plane (web.Web), when the server serves it
+        self.web: Any = None
 
     # --- time ------------------------------------------------------------------------------
     def settle(self) -> None:
@@ -60,6 +67,8 @@ class Arm:
         doomed = [k for k in self.items if k == key or k.startswith(key + "/")]
         for k in doomed:
             item = self.items.pop(k)
+            if self.web is not None and item["rtype"] == "microsoft.web/sites":
+                self.web.removed(item["name"])
             if item["rtype"] == MACHINE:
                 self.counts["machines_deleted"] += 1
             address = (item["properties"] or {}).get("ipAddress")
@@ -103,10 +112,11 @@ class Arm:
 
     def _view(self, item: dict[str, Any]) -> dict[str, Any]:
         out = {k: copy.deepcopy(item[k]) for k in ("id", "name", "type", "location", "tags")}
+        out |= copy.deepcopy(item.get("extra") or {})
         props = copy.deepcopy(item["properties"] or {})
         props["provisioningState"] = self._state(item)
         out["properties"] = props
-        return out
+        return self.web.view(item, out) if self.web is not None else out
 
     def _state(self, item: dict[str, Any]) -> str:
         op = self.ops.get(item.get("op") or "")
@@ -121,6 +131,8 @@ class Arm:
         rtype, proper = _type_of(rid)
         models, model = catalog.model_of(rtype, api_version)
         check(body, model, models)
+        if self.web is not None:
+            self.web.check_put(self, rid, rtype, body)
         if not body.get("location"):
             raise ArmError(400, "LocationRequired", "The location property is required for this definition.")
         existing = self.items.get(rid.lower())
@@ -133,6 +145,7 @@ class Arm:
         self._check_kind(rid, rtype, body, props, existing)
         item = existing or {"id": rid, "name": rid.rstrip("/").split("/")[-1], "type": proper, "rtype": rtype}
         item.update(location=body["location"], tags=body.get("tags") or {}, properties=props)
+        item["extra"] = {k: body[k] for k in ("kind", "sku") if k in body}
         if existing:
             return 200, self._view(item), None
         seconds = CREATE_S.get(rtype, DEFAULT_CREATE_S)
@@ -140,7 +153,9 @@ class Arm:
         self.items[rid.lower()] = item
         if rtype == MACHINE:
             self.counts["machines_created"] += 1
-        return 201, self._view(item), item["op"]
+        if rtype in ACCEPTED and item["op"]:
+            return 202, None, item["op"]
+        return 200 if rtype in CREATED_OK else 201, self._view(item), item["op"]
 
     def _check_parent(self, rid: str, rtype: str) -> None:
         if rtype == "resourcegroups":
@@ -254,6 +269,7 @@ class Arm:
         machines = [i["id"] for i in self.items.values() if i["rtype"] == MACHINE]
         return {
             **self.counts,
+            **({"functions": dict(self.web.counts)} if self.web is not None else {}),
             "machines_left": machines,
             "resources_left": [i["id"] for i in self.items.values()],
         }

@@ -18,8 +18,10 @@ def _name(cn: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
 
 
-def make(directory: Path) -> tuple[Path, Path, Path]:
-    """Write ca.pem, server.pem and server.key under ``directory``; return their paths."""
+def make(directory: Path, hosts: list[str] | None = None) -> tuple[Path, Path, Path]:
+    """Write ca.pem, server.pem and server.key under ``directory`` (a certificate for ``hosts``,
+    wildcards allowed; default the ARM stand-in's); return their paths."""
+    hosts = hosts or HOSTS
     now = dt.datetime.now(dt.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca = (
@@ -37,10 +39,10 @@ def make(directory: Path) -> tuple[Path, Path, Path]:
         .sign(ca_key, hashes.SHA256())
     )
     key = ec.generate_private_key(ec.SECP256R1())
-    sans = [x509.DNSName(h) for h in HOSTS] + [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+    sans = [x509.DNSName(h) for h in hosts] + [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
     cert = (
         x509.CertificateBuilder()
-        .subject_name(_name(HOSTS[0]))
+        .subject_name(_name(hosts[0]))
         .issuer_name(ca.subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())

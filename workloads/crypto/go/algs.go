@@ -42,7 +42,7 @@ var algs = []alg{
 	{"aes-cbc", "cipher", []int{128, 192, 256}, cipherOps, "CBC", "PKCS#7", 16},
 	{"3des-cbc", "cipher", []int{192, 128}, cipherOps, "EDE (192: 3 keys; 128: 2 keys, K1 K2 K1), CBC", "PKCS#7", 8},
 	{"cast128-cbc", "cipher", []int{128}, cipherOps, "CBC", "PKCS#7", 8},
-	{"blowfish-cbc", "cipher", []int{128, 256, 448}, cipherOps, "CBC", "PKCS#7", 8},
+	{"blowfish-cbc", "cipher", []int{128, 256, 448, 64}, cipherOps, "CBC", "PKCS#7", 8},
 	{"twofish-cbc", "cipher", []int{128, 192, 256}, cipherOps, "CBC", "PKCS#7", 16},
 	{"hmac-sha256", "mac", []int{256}, []string{"mac"}, "HMAC", "none", 0},
 	{"hmac-sha384", "mac", []int{384}, []string{"mac"}, "HMAC", "none", 0},

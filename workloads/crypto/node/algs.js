@@ -11,7 +11,7 @@ const ALGS = {
   'aes-cbc': { kind: 'cipher', keyBits: [128, 192, 256], ops: CIPHER_OPS, mode: 'CBC', padding: 'PKCS#7', block: 16 },
   '3des-cbc': { kind: 'cipher', keyBits: [192, 128], ops: CIPHER_OPS, mode: 'EDE (192: 3 keys; 128: 2 keys, K1 K2 K1), CBC', padding: 'PKCS#7', block: 8 },
   'cast128-cbc': { kind: 'cipher', keyBits: [128], ops: CIPHER_OPS, mode: 'CBC', padding: 'PKCS#7', block: 8 },
-  'blowfish-cbc': { kind: 'cipher', keyBits: [128, 256, 448], ops: CIPHER_OPS, mode: 'CBC', padding: 'PKCS#7', block: 8 },
+  'blowfish-cbc': { kind: 'cipher', keyBits: [128, 256, 448, 64], ops: CIPHER_OPS, mode: 'CBC', padding: 'PKCS#7', block: 8 },
   'twofish-cbc': { kind: 'cipher', keyBits: [128, 192, 256], ops: CIPHER_OPS, mode: 'CBC', padding: 'PKCS#7', block: 16 },
   'hmac-sha256': { kind: 'mac', keyBits: [256], ops: ['mac'], mode: 'HMAC', padding: 'none', block: 0 },
   'hmac-sha384': { kind: 'mac', keyBits: [384], ops: ['mac'], mode: 'HMAC', padding: 'none', block: 0 },

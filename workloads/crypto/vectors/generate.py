@@ -170,6 +170,122 @@ def cipher_vectors() -> list[dict[str, Any]]:
     return out
 
 
+def weak_key_vectors() -> list[dict[str, Any]]:
+    """Blowfish with S4's 64-bit key (S4 L308): Eric Young's published ECB answer for the zero key
+    and block as the first CBC block (zero IV), and one reproducible 100-byte vector."""
+    out = []
+    zero = _cipher("blowfish-cbc", bytes(8), bytes(8), bytes(8))
+    if zero[:8].hex() != "4ef997456198dd78":
+        raise SystemExit("Blowfish does not give Eric Young's vector (zero key, zero block)")
+    out.append(
+        {
+            "id": "blowfish-cbc-64-eay-zero",
+            "alg": "blowfish-cbc",
+            "key_bits": 64,
+            "key": bytes(8).hex(),
+            "iv": bytes(8).hex(),
+            "plaintext": bytes(8).hex(),
+            "ciphertext": zero.hex(),
+            "note": "first block is Eric Young's Blowfish answer for the zero key and block",
+        }
+    )
+    key, iv, pt = det("blowfish-cbc-64-key", 8), det("blowfish-cbc-iv", 8), det("pt-100", 100)
+    out.append(
+        {
+            "id": "blowfish-cbc-64-100b",
+            "alg": "blowfish-cbc",
+            "key_bits": 64,
+            "key": key.hex(),
+            "iv": iv.hex(),
+            "plaintext": pt.hex(),
+            "ciphertext": _cipher("blowfish-cbc", key, iv, pt).hex(),
+        }
+    )
+    return out
+
+
+#: key sizes of rsa-raw: the S4 study's RSA keys (S4 L189-215)
+RSA_RAW_BITS = (64, 256, 1024, 1536, 2048)
+
+
+def _probable_prime(bits: int) -> int:
+    """A random prime of exactly ``bits`` bits (Miller-Rabin, 40 rounds; the two top bits set so
+    a product of two has exactly twice the bits)."""
+    import secrets
+
+    while True:
+        n = secrets.randbits(bits) | (3 << (bits - 2)) | 1
+        if all(n % p for p in (3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37)) and _miller_rabin(n):
+            return n
+
+
+def _miller_rabin(n: int, rounds: int = 40) -> bool:
+    import secrets
+
+    d, s = n - 1, 0
+    while d % 2 == 0:
+        d, s = d // 2, s + 1
+    for _ in range(rounds):
+        x = pow(secrets.randbelow(n - 3) + 2, d, n)
+        if x in (1, n - 1):
+            continue
+        for _ in range(s - 1):
+            x = pow(x, 2, n)
+            if x == n - 1:
+                break
+        else:
+            return False
+    return True
+
+
+def _raw_key(bits: int) -> dict[str, int]:
+    """An RSA key of exactly ``bits`` bits with e = 65537 (p, q of bits/2 each)."""
+    e = 65537
+    while True:
+        p, q = _probable_prime(bits // 2), _probable_prime(bits - bits // 2)
+        phi = (p - 1) * (q - 1)
+        if p != q and (p * q).bit_length() == bits and phi % e:
+            return {"n": p * q, "e": e, "d": pow(e, -1, phi), "p": p, "q": q}
+
+
+def _textbook(key: dict[str, int], pt: bytes) -> bytes:
+    """CONTRACT.md rsa-raw, written here on its own: length header, blocks of (bits-1)//8 bytes
+    raised to e mod n, each as many bytes as the modulus."""
+    k, size = (key["n"].bit_length() - 1) // 8, (key["n"].bit_length() + 7) // 8
+    blocks = [pt[i : i + k] for i in range(0, len(pt), k)]
+    return len(pt).to_bytes(8, "big") + b"".join(
+        pow(int.from_bytes(b, "big"), key["e"], key["n"]).to_bytes(size, "big") for b in blocks
+    )
+
+
+def raw_vectors(old: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """rsa-raw: textbook RSA on the data (S4 encrypted files with RSA directly, S4 L189-215)."""
+    if pow(65, 17, 3233) != 2790 or pow(2790, 2753, 3233) != 65:
+        raise SystemExit("modular exponentiation does not give the RSA paper's worked example")
+    out = []
+    for bits in RSA_RAW_BITS:
+        vid = f"rsa-raw-{bits}"
+        if vid in old:
+            key = {k: int(old[vid][f"rsa_{k}"], 16) for k in ("n", "e", "d", "p", "q")}
+        else:
+            key = _raw_key(bits)
+        fields = {f"rsa_{k}": format(v, "x") for k, v in key.items()}
+        pt = det("pt-100", 100)
+        out.append(
+            {
+                "id": vid,
+                "alg": "rsa-raw",
+                "key_bits": bits,
+                **fields,
+                "plaintext": pt.hex(),
+                "ciphertext": _textbook(key, pt).hex(),
+            }
+        )
+        if bits == RSA_RAW_BITS[0]:  # streamed in 16-byte reads: blocks straddle the reads
+            out.append({**out[-1], "id": f"{vid}-stream16", "chunk_bytes": 16})
+    return out
+
+
 def mac_vectors() -> list[dict[str, Any]]:
     rfc4231 = {
         "hmac-sha256": "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843",
@@ -267,7 +383,11 @@ def main() -> None:
     doc = {
         "version": 1,
         "description": "Known-answer vectors of workloads/crypto (see README.md)",
-        "vectors": cipher_vectors() + mac_vectors() + asym_vectors(old),
+        "vectors": cipher_vectors()
+        + weak_key_vectors()
+        + mac_vectors()
+        + asym_vectors(old)
+        + raw_vectors(old),
     }
     OUT.write_text(json.dumps(doc, indent=1) + "\n")
     print(f"wrote {len(doc['vectors'])} vectors to {OUT}")

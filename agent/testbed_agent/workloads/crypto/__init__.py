@@ -25,7 +25,8 @@ from testbed_agent.benchmark import Benchmark
 from testbed_agent.params import ParamError, check_tree, size_bytes
 from testbed_agent.results import Outcome, metric
 from testbed_agent.workloads.base import RunContext, Workload
-from testbed_agent.workloads.crypto import estimate
+from testbed_agent.workloads.crypto import estimate, study
+from testbed_agent.workloads.crypto.files import FileKindError, user_files
 from testbed_agent.workloads.crypto.kms import run_kms
 from testbed_agent.workloads.crypto.tiers import TierCells, resolve_tier, run_tiered, tier_params
 from testbed_services.kms import KEYS, KmsConfig
@@ -42,13 +43,15 @@ ALGS: dict[str, tuple[tuple[int, ...], tuple[str, ...]]] = {
     "aes-cbc": ((128, 192, 256), _CIPHER),
     "3des-cbc": ((192, 128), _CIPHER),
     "cast128-cbc": ((128,), _CIPHER),
-    "blowfish-cbc": ((128, 256, 448), _CIPHER),
+    "blowfish-cbc": ((128, 256, 448, 64), _CIPHER),
     "twofish-cbc": ((128, 192, 256), _CIPHER),
     "hmac-sha256": ((256,), ("mac",)),
     "hmac-sha384": ((384,), ("mac",)),
     "ecdsa-p256": ((256,), ("sign", "verify")),
     "ecdsa-p384": ((384,), ("sign", "verify")),
     "rsa-oaep": ((2048, 3072, 4096), _CIPHER),
+    # textbook RSA on the data itself (S4: RSA applied to files with 64- to 2048-bit keys)
+    "rsa-raw": ((64, 256, 1024, 1536, 2048), _CIPHER),
 }
 KMS_ALG = "kms-envelope"
 _KEYS = {
@@ -73,6 +76,8 @@ _KEYS = {
     "tolerance",
     "crypto_dir",
     "tier_profile",
+    "guest_cpus",
+    "files_dir",
 }
 
 
@@ -141,10 +146,8 @@ def _resolve_common(p: dict[str, Any], out: dict[str, Any]) -> None:
         out["file_sizes"] = _sizes(p, "file_sizes")
     else:
         out["payload_sizes"] = _sizes({"payload_bytes": p.get("payload_bytes", 4096)}, "payload_bytes")
-    kind = p.get("payload", "random")
-    if kind not in ("random", "json", "text"):
-        raise ParamError("params.payload", f"must be random, json or text, got {kind!r}")
-    out["payload"] = kind
+    study.check_files(p, out)  # payload kinds, a user's files_dir, guest_cpus
+    out["payload"] = p.get("payload", "random")
 
 
 def _resolve_kms_alg(p: dict[str, Any], out: dict[str, Any]) -> dict[str, Any]:
@@ -160,7 +163,11 @@ def _resolve_kms_alg(p: dict[str, Any], out: dict[str, Any]) -> dict[str, Any]:
 
 
 def _resolve_cells(
-    p: dict[str, Any], out: dict[str, Any], alg: str, named: tuple[str, int | None] | None
+    p: dict[str, Any],
+    out: dict[str, Any],
+    alg: str,
+    named: tuple[str, int | None] | None,
+    allow_weak_keys: bool = False,
 ) -> None:
     """Fill in what spans the cells of a local algorithm: key sizes, operations, languages, CPUs."""
     sizes, ops = ALGS[alg]
@@ -169,6 +176,7 @@ def _resolve_cells(
     for bits in out["key_bits"]:
         if bits not in sizes:
             raise ParamError("params.key_bits", f"{alg} takes {', '.join(map(str, sizes))}, got {bits}")
+    study.check_weak_keys(alg, out["key_bits"], allow_weak_keys)
     out["ops"] = p.get("ops", list(ops))
     if not isinstance(out["ops"], list) or not out["ops"] or any(o not in ops for o in out["ops"]):
         raise ParamError("params.ops", f"{alg} takes a list of {', '.join(ops)}, got {out['ops']!r}")
@@ -206,7 +214,7 @@ def resolve(bench: Benchmark) -> dict[str, Any]:
     resolve_tier(p, out)
     if alg == KMS_ALG:
         return _resolve_kms_alg(p, out)
-    _resolve_cells(p, out, alg, named)
+    _resolve_cells(p, out, alg, named, bench.allow_weak_keys)
     if "price_table" in p:
         _resolve_price(p, out)
     return out
@@ -390,10 +398,8 @@ def cell_metrics(out: dict[str, Any], res: dict[str, Any]) -> dict[str, dict[str
         ),
         "cpu_s_per_op": metric(cpu_s / len(times), "s", "lower"),
     }
-    if out.get("steady") is not None:
-        m["steady"] = metric(1.0 if out["steady"] else 0.0, "bool", "higher")
-        m["warmup_time"] = metric(out.get("warmup_ns", 0) / 1e9, "s", "lower")
-        m["warmup_ops"] = metric(float(out.get("warmup", 0)), "op", "higher")
+    # the warm-up's counters (steady, its operations and length) describe how the cell ran, not what
+    # it measured: they stay in samples (cell_samples), never metrics a report would average
     if size > 0:
         m["throughput"] = metric(size / median if median > 0 else 0.0, "B/s", "higher")
         m["cpu_s_per_gb"] = metric(cpu_s / (size * len(times) / 1e9), "s/GB", "lower")
@@ -410,29 +416,41 @@ def cell_metrics(out: dict[str, Any], res: dict[str, Any]) -> dict[str, dict[str
     return m
 
 
-def cells(res: dict[str, Any], sizes: list[int]) -> list[dict[str, Any]]:
-    """Every language x key size x op x size x CPU-count cell, named as its metrics are."""
+def cells(res: dict[str, Any], sizes: list[int], files: list[Any] | None = None) -> list[dict[str, Any]]:
+    """Every language x key size x op x size (or file) x CPU-count cell, named as its metrics are.
+
+    CPU counts are ``cpus`` (taskset) or ``guest_cpus`` (the guest the cell is for); with
+    ``files`` (a user's directory) each file is a cell, named by its position.
+    """
     out = []
-    for lang, bits, op, size, ncpu in itertools.product(
-        res["languages"], res["key_bits"], res["ops"], sizes, res["cpus"] or [0]
+    counts = res["cpus"] or res.get("guest_cpus") or [0]
+    mode = "taskset" if res["cpus"] else "guest" if res.get("guest_cpus") else None
+    items = list(enumerate(files)) if files else [(None, size) for size in sizes]
+    for lang, bits, op, (i, item), ncpu in itertools.product(
+        res["languages"], res["key_bits"], res["ops"], items, counts
     ):
+        size = item.size if files else item
         parts = [lang, op]
         if len(res["key_bits"]) > 1:
             parts.append(f"k{bits}")
-        if len(sizes) > 1:
+        if files and len(files) > 1:
+            parts.append(f"f{i + 1}")
+        elif len(sizes) > 1:
             parts.append(size_label(size))
         if ncpu:
             parts.append(f"cpu{ncpu}")
-        out.append(
-            {
-                "cell": ".".join(parts),
-                "language": lang,
-                "op": op,
-                "key_bits": bits,
-                "bytes": size,
-                "cpus": ncpu or None,
-            }
-        )
+        cell = {
+            "cell": ".".join(parts),
+            "language": lang,
+            "op": op,
+            "key_bits": bits,
+            "bytes": size,
+            "cpus": ncpu or None,
+            "cpu_mode": mode,
+        }
+        if files:
+            cell.update(file=item.path.name, file_kind=item.kind)
+        out.append(cell)
     return out
 
 
@@ -447,15 +465,24 @@ _KEEP_SAMPLES = (
     "padding",
     "input",
     "steady",
+    "warmup_ns",
     "warmup_batches_ns",
     "backend",
     "provider",
 )
 
 
-def _skip_reason(cmd: Any, ncpu: int, affinity: list[int]) -> str | None:
-    """Why a cell cannot run here (its program is missing, too few CPUs, no taskset), or None."""
+def _skip_reason(
+    cmd: Any, info: dict[str, Any], affinity: list[int], res: dict[str, Any], streamed: bool
+) -> str | None:
+    """Why a cell cannot run here (its program is missing, a Python-only feature, a guest of
+    another vCPU count, too few CPUs, no taskset), or None."""
+    ncpu = info["cpus"] or 0
     reason = cmd if isinstance(cmd, str) else None
+    if reason is None:
+        reason = study.language_skip(info["language"], res["alg"], info["op"], streamed, info["bytes"])
+    if reason is None and info.get("cpu_mode") == "guest":
+        return study.guest_skip(ncpu, len(affinity))
     if reason is None and ncpu > len(affinity):
         reason = f"machine has {len(affinity)} CPUs, cell needs {ncpu}"
     if reason is None and ncpu and shutil.which("taskset") is None:
@@ -488,16 +515,23 @@ def _cell_argv(
     if res["warmup_s"]:
         argv += ["--warmup-s", str(res["warmup_s"]), "--tolerance", str(res["tolerance"])]
     size = info["bytes"]
-    if streamed and info["op"] in ("decrypt", "verify"):
-        # decryption of a file: read into memory before timing, its ciphertext made there
-        argv += ["--input", str(input_file(ctx.scratch, size, res["payload"]))]
-    elif streamed:
-        argv += ["--stream", str(input_file(ctx.scratch, size, res["payload"]))]
+    if streamed:
+        # a file: streamed (decryption too, in Python: a ciphertext file made before timing)
+        argv += study.input_argv(info["language"], info["op"], _file_of(ctx, res, info))
     elif res["payload"] in ("json", "text"):
         argv += ["--input", str(input_file(ctx.scratch, size, res["payload"]))]
     else:
         argv += ["--payload-bytes", str(size)]
     return argv
+
+
+def _file_of(ctx: RunContext, res: dict[str, Any], info: dict[str, Any]) -> Path:
+    """The file a streamed cell works on: the user's, a generated PDF/image/archive, or bytes."""
+    if "file" in info:
+        return Path(res["files_dir"]) / info["file"]
+    if res["payload"] in study.KINDS:
+        return study.kind_file(ctx.scratch, res["payload"], info["bytes"])
+    return input_file(ctx.scratch, info["bytes"], res["payload"])
 
 
 def _set_status(outcome: Outcome, cell_log: list[dict[str, Any]], failures: list[str]) -> None:
@@ -508,6 +542,16 @@ def _set_status(outcome: Outcome, cell_log: list[dict[str, Any]], failures: list
     elif not ran:
         reasons = sorted({c["reason"] for c in cell_log})
         outcome.status, outcome.error = "skipped", "no cell could run: " + "; ".join(reasons)[:2000]
+
+
+def _user_files(res: dict[str, Any]) -> list[Any] | None:
+    """A user's files (params.files_dir) as crypto.files.UserFile, or None."""
+    if "files_dir" not in res:
+        return None
+    try:
+        return user_files(Path(res["files_dir"]))
+    except FileKindError as exc:
+        raise WorkloadError(f"params.files_dir: {exc}") from None
 
 
 class Crypto(Workload):
@@ -569,9 +613,10 @@ class Crypto(Workload):
             raise WorkloadError(
                 f"vector file missing: {vectors}", hint="set params.crypto_dir or TESTBED_WORKLOADS_DIR"
             )
-        streamed = "file_sizes" in res
-        sizes = res["file_sizes"] if streamed else res["payload_sizes"]
-        metrics, samples, versions, failures = self._run_cells(ctx, res, root, vectors, tiers)
+        streamed = "file_sizes" in res or "files_dir" in res
+        files = _user_files(res)
+        sizes = [f.size for f in files] if files else res["file_sizes"] if streamed else res["payload_sizes"]
+        metrics, samples, versions, failures = self._run_cells(ctx, res, root, vectors, tiers, files)
         outcome = Outcome(
             metrics=metrics,
             samples=samples,
@@ -583,6 +628,9 @@ class Crypto(Workload):
                 "languages": res["languages"],
                 "bytes": sizes,
                 "streamed": streamed,
+                "payload": res["payload"],
+                **({"guest_cpus": res["guest_cpus"]} if res.get("guest_cpus") else {}),
+                **({"files": [f.path.name for f in files]} if files else {}),
             },
         )
         tier_params(outcome, tiers)
@@ -590,26 +638,32 @@ class Crypto(Workload):
         return outcome
 
     def _run_cells(
-        self, ctx: RunContext, res: dict[str, Any], root: Path, vectors: Path, tiers: TierCells | None
+        self,
+        ctx: RunContext,
+        res: dict[str, Any],
+        root: Path,
+        vectors: Path,
+        tiers: TierCells | None,
+        files: list[Any] | None = None,
     ) -> tuple[dict[str, Any], dict[str, Any], dict[str, str], list[str]]:
         """Run every cell: (metrics, samples, implementation versions, failures)."""
         metrics: dict[str, Any] = {}
         samples: dict[str, Any] = {"cells": []}
         versions: dict[str, str] = {}
         failures: list[str] = []
-        streamed = "file_sizes" in res
-        sizes = res["file_sizes"] if streamed else res["payload_sizes"]
+        streamed = "file_sizes" in res or bool(files)
+        sizes = res.get("file_sizes") or res.get("payload_sizes") or []
         affinity = sorted(os.sched_getaffinity(0))
         commands = {lang: command(lang, root) for lang in res["languages"]}
-        for info in cells(res, sizes):
+        for info in cells(res, sizes, files):
             cell, lang, ncpu = info["cell"], info["language"], info["cpus"] or 0
             cmd = commands[lang]
-            reason = _skip_reason(cmd, ncpu, affinity)
+            reason = _skip_reason(cmd, info, affinity, res, streamed)
             if reason is not None or isinstance(cmd, str):
                 samples["cells"].append({**info, "status": "skipped", "reason": reason})
                 continue
             argv = _cell_argv(ctx, res, info, cmd[0], vectors, streamed)
-            if ncpu:
+            if ncpu and info["cpu_mode"] == "taskset":
                 argv = ["taskset", "-c", ",".join(map(str, affinity[:ncpu])), *argv]
             busy0, total0 = system_cpu()
             status, out, cg_metrics = run_tiered(
@@ -628,6 +682,8 @@ class Crypto(Workload):
                 sys_pct = 100.0 * (busy1 - busy0) / (total1 - total0)
                 metrics[f"{cell}.system_cpu_percent"] = metric(sys_pct, "%", "lower")
             samples[cell] = {k: out[k] for k in _KEEP_SAMPLES if k in out}
+            if out.get("steady") is not None:  # the warm-up's own count (it never was a measurement)
+                samples[cell]["warmup_ops"] = out.get("warmup", 0)
             samples["cells"].append({**info, "status": "ok", "reason": None})
         return metrics, samples, versions, failures
 

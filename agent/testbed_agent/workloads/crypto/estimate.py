@@ -17,6 +17,17 @@ CRYPTO_MBPS = {
     "twofish-cbc": {"python": 1, "go": 47, "rust": 1, "java": 65, "node": 42},
     "rsa-oaep": {"python": 759, "go": 2302, "rust": 677, "java": 42, "node": 454},
 }
+#: MB/s of Python's textbook RSA on a file (rsa-raw, S4) by key size: (encrypt, decrypt), measured
+#: on the development machine under load (decryption: the CRT private-key operation per block)
+RSA_RAW_MBPS = {
+    64: (0.31, 0.084),
+    256: (0.98, 0.065),
+    1024: (0.48, 0.02),
+    1536: (0.47, 0.011),
+    2048: (0.25, 0.009),
+}
+#: MB/s at which the file kinds are made (crypto.files; a PNG's stored deflate blocks are the slowest)
+FILE_MBPS = {"image": 70, "archive": 230, "pdf": 500, "random": 200, "text": 200, "json": 100}
 #: seconds of one operation besides its bytes: the RSA private-key unwrap (slowest language, about
 #: 2x what the development machine measured) and an ECDSA signature
 CRYPTO_OP_S = {2048: 0.003, 3072: 0.008, 4096: 0.02, "ecdsa": 0.002}
@@ -41,8 +52,28 @@ def cell_matrix(res: dict[str, Any]) -> dict[str, Any]:
         "cpus": res["cpus"],
         "languages": res["languages"],
     }
+    if res.get("guest_cpus"):
+        dims["guest_cpus"] = res["guest_cpus"]
     count = len(res["languages"]) * len(res["key_bits"]) * len(res["ops"]) * len(sizes)
-    return {"count": count * max(1, len(res["cpus"])), **dims}
+    out = {"count": count * max(1, len(res["cpus"]), len(res.get("guest_cpus") or [])), **dims}
+    if streamed:
+        out["files"] = files_cost(res)
+    return out
+
+
+def files_cost(res: dict[str, Any]) -> dict[str, Any]:
+    """What a streamed benchmark's files cost a machine: the largest, the scratch space they and a
+    decryption's ciphertext take at once, and the seconds to make them (streamed, never in memory)."""
+    sizes = res["file_sizes"]
+    ciphertext = max(sizes) if "decrypt" in res["ops"] else 0
+    return {
+        "kind": res["payload"],
+        "sizes": sizes,
+        "largest_bytes": max(sizes),
+        "ciphertext_bytes": ciphertext,
+        "scratch_bytes": sum(sizes) + ciphertext,
+        "make_s": round(sum(sizes) / (FILE_MBPS.get(res["payload"], 200) * 1e6), 1),
+    }
 
 
 def crypto_estimate_s(res: dict[str, Any]) -> float:
@@ -58,11 +89,19 @@ def crypto_estimate_s(res: dict[str, Any]) -> float:
         _cell_s(res, lang, bits, op, size)
         for lang, bits, op, size in itertools.product(res["languages"], res["key_bits"], res["ops"], sizes)
     )
-    return total * max(1, len(res["cpus"]))
+    make = files_cost(res)["make_s"] if "file_sizes" in res else 0.0
+    # guest_cpus: a machine runs the cells of its own vCPU count only (one of them)
+    return total * max(1, len(res["cpus"])) + make
 
 
 def _cell_s(res: dict[str, Any], lang: str, bits: int, op: str, size: int) -> float:
     alg = res["alg"]
+    if alg == "rsa-raw":
+        enc, dec = RSA_RAW_MBPS[bits]
+        rate = (dec if op == "decrypt" else enc) * 1e6
+        return (
+            CRYPTO_START_S[lang] + size / (enc * 1e6) + (1 + res["warmup"] + res["iterations"]) * size / rate
+        )
     rate = CRYPTO_MBPS.get(alg, CRYPTO_MBPS["aes-cbc"])[lang] * 1e6
     extra = CRYPTO_OP_S["ecdsa"] if alg.startswith("ecdsa") else 0.0
     one = size / rate + (CRYPTO_OP_S.get(bits, 0.0) if alg == "rsa-oaep" else extra)

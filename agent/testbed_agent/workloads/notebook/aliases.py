@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import functools
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -43,3 +45,37 @@ def notebook_alias(name: str) -> str | None:
 def dataset_generator(name: str) -> str:
     """The generator of a data set named in a plan's ``datasets`` column (alias or our name)."""
     return aliases()["datasets"].get(name, name)
+
+
+def _listed(gen_file: Path, name: str) -> list[str]:
+    """A generator module's list ``name`` (FILES, REAL_ALTERNATIVE), read without running it."""
+    try:
+        tree = ast.parse(gen_file.read_text())
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return []
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == name for t in node.targets):
+            try:
+                value = ast.literal_eval(node.value)
+            except ValueError:
+                return []
+            return [str(v) for v in value] if isinstance(value, list) else []
+    return []
+
+
+def dataset_origin(name: str) -> dict[str, Any]:
+    """Where data set ``name`` of a plan comes from on this machine, as the notebook workload
+    resolves it: its generator, and ``real`` (every file placed in datasets/real/<generator>/),
+    ``real, converted`` (the generator's other real form placed) or ``generated``."""
+    gens = notebooks_dir() / "datasets"
+    gen = dataset_generator(name)
+    real = gens / "real" / gen
+    files = _listed(gens / f"{gen}.py", "FILES")
+    alternative = _listed(gens / f"{gen}.py", "REAL_ALTERNATIVE")
+    if files and all((real / f).exists() for f in files):
+        source = "real"
+    elif alternative and all((real / f).exists() for f in alternative):
+        source = "real, converted"
+    else:
+        source = "generated"
+    return {"dataset": name, "generator": gen, "source": source, "real_dir": str(real), "files": files}

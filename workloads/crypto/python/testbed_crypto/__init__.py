@@ -85,9 +85,48 @@ def _key_pair(alg: A.Alg, key_bits: int, vectors: list[dict[str, Any]]) -> tuple
     return A.load_private(bytes.fromhex(vec["private_key"])), A.load_public(bytes.fromhex(vec["public_key"]))
 
 
+#: ciphertext files a streamed decryption made before timing (removed when the run ends)
+_TEMP_FILES: list[Path] = []
+
+
+def _ciphertext_file(stream: str, encrypt: Callable[[Any, Callable[[bytes], object]], None]) -> Path:
+    """Encrypt ``stream`` once, before timing, into a file beside it (streamed, never in memory)."""
+    path = Path(f"{stream}.{os.getpid()}.enc")
+    _TEMP_FILES.append(path)
+    with open(stream, "rb", buffering=0) as src, open(path, "wb") as out:
+        encrypt(src, out.write)
+    return path
+
+
+def _cipher_stream_op(
+    alg: A.Alg, op: str, key: bytes, iv0: bytes, stream: str, chunk: int
+) -> Callable[[int], object]:
+    """One encryption or decryption of a streamed file (decryption reads a file encrypted untimed)."""
+    name = alg.name
+    if op == "decrypt":
+        ciphertext = _ciphertext_file(
+            stream, lambda src, out: A.stream_encrypt(name, key, iv0, src, chunk, out)
+        )
+
+        def op_stream_decrypt(n: int) -> object:
+            with open(ciphertext, "rb", buffering=0) as src:
+                A.stream_decrypt(name, key, iv0, src, chunk, len)
+            return None
+
+        return op_stream_decrypt
+
+    def op_stream(n: int) -> object:
+        with open(stream, "rb", buffering=0) as src:
+            A.stream_encrypt(name, key, os.urandom(alg.block), src, chunk, len)
+        return None
+
+    return op_stream
+
+
 def _cipher_op(
     alg: A.Alg, op: str, key: bytes, payload: bytes | None, stream: str | None, chunk: int
 ) -> Callable[[int], object]:
+    """One encryption or decryption of a block cipher (in memory, or of a streamed file)."""
     name = alg.name
     prefix = os.urandom(8)
 
@@ -99,13 +138,7 @@ def _cipher_op(
         return os.urandom(alg.block)
 
     if stream:
-
-        def op_stream(n: int) -> object:
-            with open(stream, "rb", buffering=0) as src:
-                A.stream_encrypt(name, key, os.urandom(alg.block), src, chunk, len)
-            return None
-
-        return op_stream
+        return _cipher_stream_op(alg, op, key, iv_for(0), stream, chunk)
     if payload is None:
         raise SpecError(f"{name} needs --payload-bytes, --input or --stream")
     if op == "encrypt":
@@ -152,6 +185,19 @@ def _hybrid_op(
     op: str, key_bits: int, keys: tuple[Any, Any], payload: bytes | None, stream: str | None, chunk: int
 ) -> Callable[[int], object]:
     priv, pub = keys
+    if stream and op == "decrypt":
+        data_key, iv0 = os.urandom(32), os.urandom(12)
+        wrapped = A.wrap(pub, data_key)
+        ciphertext = _ciphertext_file(
+            stream, lambda src, out: A.stream_encrypt("aes-gcm", data_key, iv0, src, chunk, out)
+        )
+
+        def hybrid_stream_decrypt(n: int) -> object:
+            with open(ciphertext, "rb", buffering=0) as src:
+                A.stream_decrypt("aes-gcm", A.unwrap(priv, wrapped), iv0, src, chunk, len)
+            return None
+
+        return hybrid_stream_decrypt
     if stream:
 
         def hybrid_stream(n: int) -> object:
@@ -168,6 +214,47 @@ def _hybrid_op(
     return lambda n: A.hybrid_decrypt(priv, blob, key_bits // 8)
 
 
+def _raw_op(
+    name: str,
+    op: str,
+    key_bits: int,
+    payload: bytes | None,
+    stream: str | None,
+    chunk: int,
+    vectors: list[dict[str, Any]],
+) -> Callable[[int], object]:
+    """Textbook RSA on the data itself (``rsa-raw``): the vector file's key of that size."""
+    vec = next((v for v in vectors if v["alg"] == name and v.get("key_bits") == key_bits), None)
+    if vec is None:
+        raise SpecError(f"no vector with a {key_bits}-bit key for {name} in the vector file")
+    key = A.RawKey.from_vector(vec)
+    if stream:
+        total = os.path.getsize(stream)
+        if op == "encrypt":
+
+            def raw_stream(n: int) -> object:
+                with open(stream, "rb", buffering=0) as src:
+                    A.raw_encrypt_stream(key, total, src, chunk, len)
+                return None
+
+            return raw_stream
+        ciphertext = _ciphertext_file(
+            stream, lambda src, out: A.raw_encrypt_stream(key, total, src, chunk, out)
+        )
+
+        def raw_stream_decrypt(n: int) -> object:
+            with open(ciphertext, "rb", buffering=0) as src:
+                A.raw_decrypt_stream(key, src, chunk, len)
+            return None
+
+        return raw_stream_decrypt
+    data = payload or b""
+    if op == "encrypt":
+        return lambda n: A.raw_encrypt(key, data)
+    blob = A.raw_encrypt(key, data)
+    return lambda n: A.raw_decrypt(key, blob)
+
+
 def _make_op(
     alg: A.Alg,
     op: str,
@@ -178,6 +265,8 @@ def _make_op(
     vectors: list[dict[str, Any]],
 ) -> Callable[[int], object]:
     """A function of the operation number doing one operation (setup done here, untimed)."""
+    if alg.kind == "raw":
+        return _raw_op(alg.name, op, key_bits, payload, stream, chunk, vectors)
     if alg.kind == "cipher":
         return _cipher_op(alg, op, os.urandom(key_bits // 8), payload, stream, chunk)
     if alg.kind == "mac":
@@ -247,8 +336,8 @@ def _spec_input(spec: dict[str, Any], op: str) -> tuple[bytes | None, str | None
         payload = Path(spec["input"]).read_bytes()
     else:
         stream = str(spec["stream"])
-        if op not in ("encrypt", "mac"):
-            raise SpecError("stream takes op encrypt or mac")
+        if op not in ("encrypt", "decrypt", "mac"):
+            raise SpecError("stream takes op encrypt, decrypt or mac")
         os.stat(stream)
     return payload, stream
 
@@ -321,7 +410,11 @@ def run_spec(spec: dict[str, Any]) -> dict[str, Any]:
         do = _bulk_gcm(key_bits, payload, update)
     else:
         do = _make_op(alg, op, key_bits, payload, stream, chunk, vectors)
-    timed = _timed(do, iterations, warmup, warmup_s, tolerance)
+    try:
+        timed = _timed(do, iterations, warmup, warmup_s, tolerance)
+    finally:
+        while _TEMP_FILES:
+            _TEMP_FILES.pop().unlink(missing_ok=True)
     return {
         "contract": CONTRACT,
         **{k: v for k, v in info().items() if k in ("language", "runtime", "library")},

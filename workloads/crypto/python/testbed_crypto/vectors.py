@@ -26,6 +26,7 @@ def _check_cipher(v: dict[str, Any], alg: str, produced: dict[str, str], problem
         out = bytearray()
         A.stream_encrypt(alg, key, iv, io.BytesIO(pt), int(v["chunk_bytes"]), out.extend)
         got = bytes(out)
+        _check_cipher_stream_decrypt(v, alg, problems)
     else:
         got = A.encrypt(alg, key, iv, pt)
         if A.decrypt(alg, key, iv, ct) != pt:
@@ -67,8 +68,42 @@ def _check_hybrid(v: dict[str, Any], alg: str, produced: dict[str, str], problem
     produced["wrapped_key"] = own.hex()
 
 
+def _check_raw(v: dict[str, Any], alg: str, produced: dict[str, str], problems: list[str]) -> None:
+    key = A.RawKey.from_vector(v)
+    pt, ct = _h(v, "plaintext"), _h(v, "ciphertext")
+    if key.n != key.p * key.q or pow(pow(2, key.e, key.n), key.d, key.n) != 2:
+        problems.append("the vector's key is not an RSA key")
+    if "chunk_bytes" in v:
+        out = bytearray()
+        A.raw_encrypt_stream(key, len(pt), io.BytesIO(pt), int(v["chunk_bytes"]), out.extend)
+        got = bytes(out)
+        back = bytearray()
+        A.raw_decrypt_stream(key, io.BytesIO(ct), int(v["chunk_bytes"]), back.extend)
+    else:
+        got, back = A.raw_encrypt(key, pt), bytearray(A.raw_decrypt(key, ct))
+    if got != ct:
+        problems.append(f"ciphertext differs: got {got.hex()[:32]}...")
+    if bytes(back) != pt:
+        problems.append("decryption differs")
+
+
+def _check_cipher_stream_decrypt(v: dict[str, Any], alg: str, problems: list[str]) -> None:
+    """A stream vector also decrypts chunk by chunk back to its plaintext."""
+    out = bytearray()
+    chunk = int(v["chunk_bytes"])
+    A.stream_decrypt(alg, _h(v, "key"), _h(v, "iv"), io.BytesIO(_h(v, "ciphertext")), chunk, out.extend)
+    if bytes(out) != _h(v, "plaintext"):
+        problems.append("streamed decryption differs")
+
+
 #: vector kind -> checker appending to ``problems`` and filling ``produced``
-_CHECKERS = {"cipher": _check_cipher, "mac": _check_mac, "sign": _check_sign, "hybrid": _check_hybrid}
+_CHECKERS = {
+    "cipher": _check_cipher,
+    "mac": _check_mac,
+    "sign": _check_sign,
+    "hybrid": _check_hybrid,
+    "raw": _check_raw,
+}
 
 
 def check_one(v: dict[str, Any]) -> dict[str, Any]:

@@ -37,7 +37,7 @@ pub const ALGS: &[Alg] = &[
           mode: "EDE (192: 3 keys; 128: 2 keys, K1 K2 K1), CBC", padding: "PKCS#7", block: 8 },
     Alg { name: "cast128-cbc", kind: "cipher", key_bits: &[128], ops: CIPHER_OPS,
           mode: "CBC", padding: "PKCS#7", block: 8 },
-    Alg { name: "blowfish-cbc", kind: "cipher", key_bits: &[128, 256, 448], ops: CIPHER_OPS,
+    Alg { name: "blowfish-cbc", kind: "cipher", key_bits: &[128, 256, 448, 64], ops: CIPHER_OPS,
           mode: "CBC", padding: "PKCS#7", block: 8 },
     Alg { name: "twofish-cbc", kind: "cipher", key_bits: &[128, 192, 256], ops: CIPHER_OPS,
           mode: "CBC", padding: "PKCS#7", block: 16 },

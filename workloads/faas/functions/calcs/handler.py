@@ -1,39 +1,39 @@
-"""CPU and memory stress function: random multiply/divide over operand arrays.
+"""The calculations service of the serverless factors study (S3 L118-131): random math on heap arrays.
 
-Each of ``function_calls`` calls fills three operand arrays of ``array_size`` random doubles and
-computes ``a * b / c`` element by element, so the work is ``array_size x function_calls``
-calculations and the memory held is ``3 x 8 x array_size`` bytes. ``level`` (0-8) picks one of
-the nine stress levels instead: the array size grows with the level, so higher levels stress
-memory as well as CPU (level 8 holds 72 MB of operands).
-Deployable unchanged: ``handler(event, context)``, standard library only.
+A request allocates three operand arrays of ``array_size`` random doubles (two multiplication
+operands and one divisor), then makes ``function_calls`` calls of a function that each perform
+``calcs / function_calls`` calculations ``a[i] * b[j] / c[k]``, every operand read from a random
+position of its array (so a large array adds page faults: memory stress; many calls add call-stack
+work). ``{"level": 1..9}`` picks one of the study's nine stress levels (its Table I, S3 L120-131);
+``{"calcs": N, "array_size": A, "function_calls": F}`` any other configuration (``calcs`` defaults
+to ``A x F``). Deployable unchanged: ``handler(event, context)``, standard library only.
 """
 
 import random
 import time
 from array import array
 
-#: stress levels: (calculations, array_size, function_calls); 0 ... 6,000,000 calculations.
-#: The end points follow the study; the steps and array sizes between them are this toolkit's choice.
-LEVELS = (
-    (0, 0, 0),
-    (1_000, 1_000, 1),
-    (10_000, 10_000, 1),
-    (100_000, 100_000, 1),
-    (500_000, 250_000, 2),
-    (1_000_000, 500_000, 2),
-    (2_000_000, 1_000_000, 2),
-    (4_000_000, 2_000_000, 2),
-    (6_000_000, 3_000_000, 2),
-)
+#: Table I of the study (S3 L120-131): stress level -> (calculations, operand array size, function calls)
+LEVELS = {
+    1: (0, 0, 0),
+    2: (2_000, 100, 20),
+    3: (20_000, 1_000, 20),
+    4: (200_000, 10_000, 20),
+    5: (500_000, 25_000, 20),
+    6: (2_000_000, 100_000, 20),
+    7: (10_000_000, 10_000, 1_000),
+    8: (10_000_000, 100, 100_000),
+    9: (6_000_000, 20, 300_000),
+}
 
 
-def _one_call(rng, size):
-    a = array("d", (rng.randint(1, 1000) for _ in range(size)))
-    b = array("d", (rng.randint(1, 1000) for _ in range(size)))
-    c = array("d", (rng.randint(1, 1000) for _ in range(size)))
+def _calculate(rng, a, b, c, count):
+    """``count`` calculations with operands at random positions; returns their sum."""
+    n = len(a)
+    r = rng.random
     acc = 0.0
-    for x, y, z in zip(a, b, c, strict=True):
-        acc += x * y / z
+    for _ in range(count):
+        acc += a[int(r() * n)] * b[int(r() * n)] / c[int(r() * n)]
     return acc
 
 
@@ -41,18 +41,24 @@ def handler(event, context):
     event = event or {}
     if "level" in event:
         level = int(event["level"])
-        if not 0 <= level < len(LEVELS):
-            raise ValueError(f"level must be 0-{len(LEVELS) - 1}")
-        _, size, calls = LEVELS[level]
+        if level not in LEVELS:
+            raise ValueError(f"level must be 1-9 (the study's Table I), not {level}")
+        calcs, size, calls = LEVELS[level]
     else:
         size, calls = int(event.get("array_size", 20)), int(event.get("function_calls", 1000))
-    rng = random.Random(event.get("seed", 42))  # noqa: S311 - operands, not secrets
+        calcs = int(event.get("calcs", size * calls))
+    if calcs and (size < 1 or calls < 1):
+        raise ValueError("calculations need array_size >= 1 and function_calls >= 1")
+    rng = random.Random(event.get("seed"))  # noqa: S311 - operands and positions, not secrets
     t0 = time.perf_counter()
+    a = array("d", (rng.uniform(1.0, 1000.0) for _ in range(size)))
+    b = array("d", (rng.uniform(1.0, 1000.0) for _ in range(size)))
+    c = array("d", (rng.uniform(1.0, 1000.0) for _ in range(size)))
+    per_call, extra = divmod(calcs, calls) if calls else (0, 0)
     checksum = 0.0
-    for _ in range(calls):
-        checksum += _one_call(rng, size)
+    for k in range(calls):
+        checksum += _calculate(rng, a, b, c, per_call + (1 if k < extra else 0))
     elapsed = time.perf_counter() - t0
-    calcs = size * calls
     return {
         "calcs": calcs,
         "array_size": size,

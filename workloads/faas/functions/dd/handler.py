@@ -1,17 +1,22 @@
 """Run ``dd`` under the instance's /tmp and return its raw summary.
 
 Event: ``{"args": ["if=/dev/urandom", "of=f", "bs=1M", "count=64", "conv=fsync"], "cleanup": false}``,
-or several runs in order (e.g. write, then read back with O_DIRECT) in one call:
+or ``{"command": "if=/dev/urandom of=/tmp/file1 bs=512 count=19"}`` (the operands as one string, the
+request body of the serverless I/O thesis's own function: S1 L1102, lambda-dd/app.mjs), or several
+runs in order (e.g. write, then read back with O_DIRECT) in one call:
 ``{"steps": [{"name": "write", "args": [...]}, {"name": "read", "args": [...]}], "cleanup": true}``;
 each step's throughput is returned as ``<name>_bytes_per_s``, and dd's elapsed seconds of the
 measured step (``"measure": true``, else the last) as ``latency_s``.
 Relative ``if=``/``of=`` paths are inside the temp directory; absolute ones must be inside it too,
-or /dev/zero, /dev/urandom, /dev/null. A failing dd (e.g. /tmp full) raises with dd's message.
+or /dev/zero, /dev/urandom, /dev/null; ``/tmp/...`` names the instance's temp directory wherever it
+is (it is /tmp itself in a confined emulator instance and on the platforms). A failing dd (e.g.
+/tmp full) raises with dd's message.
 Deployable unchanged: ``handler(event, context)``, standard library + coreutils dd.
 """
 
 import os
 import re
+import shlex
 import subprocess
 import tempfile
 
@@ -22,6 +27,8 @@ SUMMARY = re.compile(r"(\d+) bytes .*copied, ([0-9.e+-]+) s")
 def _operand(arg, tmp):
     key, sep, value = arg.partition("=")
     if key in ("if", "of") and sep:
+        if value == "/tmp" or value.startswith("/tmp/"):
+            value = os.path.join(tmp, value[len("/tmp/") :])
         path = value if os.path.isabs(value) else os.path.join(tmp, value)
         real = os.path.realpath(path)
         if real not in DEVICES and os.path.commonpath([real, os.path.realpath(tmp)]) != os.path.realpath(tmp):
@@ -50,7 +57,10 @@ def _dd(args, tmp):
 def handler(event, context):
     event = event or {}
     tmp = tempfile.gettempdir()
-    steps = event.get("steps") or [{"name": "dd", "args": event.get("args", [])}]
+    if "command" in event:
+        steps = [{"name": "dd", "args": shlex.split(str(event["command"]))}]
+    else:
+        steps = event.get("steps") or [{"name": "dd", "args": event.get("args", [])}]
     runs = [
         (str(s.get("name", f"step{i}")), [_operand(str(a), tmp) for a in s.get("args", [])])
         for i, s in enumerate(steps)

@@ -49,7 +49,7 @@ final class Algs {
         add(new Alg("aes-cbc", "cipher", List.of(128, 192, 256), cipherOps, "CBC", "PKCS#7", 16));
         add(new Alg("3des-cbc", "cipher", List.of(192, 128), cipherOps, "EDE (192: 3 keys; 128: 2 keys, K1 K2 K1), CBC", "PKCS#7", 8));
         add(new Alg("cast128-cbc", "cipher", List.of(128), cipherOps, "CBC", "PKCS#7", 8));
-        add(new Alg("blowfish-cbc", "cipher", List.of(128, 256, 448), cipherOps, "CBC", "PKCS#7", 8));
+        add(new Alg("blowfish-cbc", "cipher", List.of(128, 256, 448, 64), cipherOps, "CBC", "PKCS#7", 8));
         add(new Alg("twofish-cbc", "cipher", List.of(128, 192, 256), cipherOps, "CBC", "PKCS#7", 16));
         add(new Alg("hmac-sha256", "mac", List.of(256), List.of("mac"), "HMAC", "none", 0));
         add(new Alg("hmac-sha384", "mac", List.of(384), List.of("mac"), "HMAC", "none", 0));
