@@ -12,6 +12,8 @@ PLAN      ?= workloads/plans/quick.yml
 STEP      := python3 scripts/step.py
 # Fragments under mk/ add to these (one file per part of the toolkit).
 BUILD_TARGETS :=
+# the longest builds, started first when make test/bench build in parallel
+LONG_BUILDS   :=
 TEST_PREREQS  :=
 BENCH_SCRIPTS := bench/agent_overhead.py
 # make test leaves out the study reruns (pytest -m study, ~12 min): make test-studies runs them.
@@ -68,7 +70,7 @@ run: ## the quick plan on localhost through Ansible, with a comparison; prints t
 test: ## install and build everything, then run the whole test suite
 	@$(STEP) --reset
 	@$(STEP) install-apt --estimate 300 -- scripts/install.sh $(VENV) all apt
-	@$(STEP) install-build --estimate 600 -- $(MAKE) --no-print-directory $(PARALLEL) $(STAMP) build $(TEST_PREREQS)
+	@$(STEP) install-build --estimate 600 -- $(MAKE) --no-print-directory $(PARALLEL) $(LONG_BUILDS) $(STAMP) build $(TEST_PREREQS)
 	@echo "make test: $$($(STEP) --summary install-apt install-build)"
 	@source $(VENV)/bin/activate && python -m pytest $(PYTEST_ARGS)
 
@@ -78,7 +80,7 @@ test-studies: ## the published studies' plans, small, through Ansible (~12 min)
 bench: ## benchmarks of the toolkit itself: ratios with intervals and decisions
 	@$(STEP) --reset
 	@$(STEP) install-apt --estimate 300 -- scripts/install.sh $(VENV) all apt
-	@$(STEP) install-build --estimate 600 -- $(MAKE) --no-print-directory $(PARALLEL) $(STAMP) build
+	@$(STEP) install-build --estimate 600 -- $(MAKE) --no-print-directory $(PARALLEL) $(LONG_BUILDS) $(STAMP) build
 	@source $(VENV)/bin/activate && for s in $(BENCH_SCRIPTS); do \
 	  $(STEP) $$(basename $$s .py) --estimate 120 -- python $$s || exit 1; done
 	@echo; echo "make bench: $$($(STEP) --summary install-apt install-build $(foreach s,$(BENCH_SCRIPTS),$(basename $(notdir $(s)))))"

@@ -18,6 +18,8 @@ CRYPTO_KMS_JAR        := $(CRYPTO_KMS)/java/target/testbed-kms.jar
 CRYPTO_KMS_NODE_DEPS  := $(CRYPTO_KMS)/node/node_modules/.package-lock.json
 
 BUILD_TARGETS += crypto crypto-kms
+# the Rust key-service client (aws-sdk-kms, aws-lc) is the longest build of make test: first
+LONG_BUILDS   += $(CRYPTO_KMS_RUST_BIN) $(CRYPTO_RUST_BIN)
 BENCH_SCRIPTS += bench/crypto_throughput.py
 
 .PHONY: crypto crypto-kms crypto-clean crypto-vectors crypto-go crypto-rust crypto-java crypto-node \

@@ -69,7 +69,8 @@ else
   echo ">> pip: requirements.txt and the two packages"
   "${pip[@]}" -r requirements.txt 2>&1 | progress
 fi
-"${pip[@]}" -q --no-deps -e agent -e reports
+# (PYTHONWARNINGS: setuptools' 20-line notice about editable installs is noise here)
+PYTHONWARNINGS=ignore "${pip[@]}" -q --no-deps -e agent -e reports
 "$venv/bin/python" -c "import testbed_agent, testbed_reports, yaml, ansible" \
   || { echo "error: the venv $venv is incomplete (pip failed above)" >&2; exit 1; }
 # the collections of requirements.yml come with the full set (the `ansible` bundle)

@@ -22,8 +22,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-STORE = ROOT / ".cache" / "steps.json"
-HEARTBEAT_S = 10.0
+#: the durations of the last successful run per step (TESTBED_STEPS_FILE moves it, for the tests)
+STORE = Path(os.environ.get("TESTBED_STEPS_FILE") or ROOT / ".cache" / "steps.json")
+#: seconds of silence before a progress line (TESTBED_STEP_HEARTBEAT_S, for the tests)
+HEARTBEAT_S = float(os.environ.get("TESTBED_STEP_HEARTBEAT_S") or 10.0)
 
 
 def dur(s: float) -> str:
