@@ -1,128 +1,97 @@
-"""Agent overhead, measured side by side in one run.
+"""Agent overhead: does running fio through the agent change what fio measures? (target: within +-1 %)
 
-1. fio throughput through the agent vs the same fio job run bare, alternating agent/bare so drift
-   hits both equally (target: ratio >= 0.97). Two series: the real disk (libaio, direct I/O, on
-   the same kind of pre-laid-out file) and fio's null engine, which is CPU-bound and so shows any
-   CPU the agent takes from the benchmark.
-2. The agent's own CPU use while a benchmark runs, from its rusage (target: < 1% of one core).
+fio through the agent against the same fio job run bare, in alternating pairs whose order is drawn
+from a seeded generator (bench/agent_vs_bare.py). Two series: the real disk (libaio, direct I/O,
+pre-laid-out files) and fio's null engine, which is CPU-bound and so shows any CPU the agent takes
+from the benchmark. Each series runs until its decision is made or the cap:
+
+- estimand: the geometric mean of the per-pair ratios agent/bare of read bandwidth; unit: the pair;
+- interval: t on the per-pair log ratios, at level 1 - 0.05/L for the L planned looks (after 6, 10,
+  14, 18 pairs and at the cap of 20), so stopping at the first decided look keeps the error rate at
+  5 % (Bonferroni over the looks);
+- decision (testbed_reports.inference.decide): "equivalent within +-1 %" when the interval lies
+  inside +-1 %, "slower"/"faster" when it excludes 0, otherwise "not shown" with the pairs that took
+  and how many more would resolve 1 % at the observed spread.
+
+The agent's own CPU while fio runs (its rusage over the execution, % of one core; target < 1 %): mean
+with its t interval over the agent arms, "below 1 %" when the whole interval is.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import statistics
-import subprocess
+import math
 import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-JOB = ROOT / "workloads" / "fio" / "fio_64k_read.fio"
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from agent_vs_bare import Arms, run_pairs
+from benchlib import looks, paired_ratio
+from scipy import stats as sps
+
+from testbed_reports.inference import ALPHA, units_needed
+
+MARGIN = 1.0
 
 
-def through_agent(tmpd: Path, i: int, engine: str, runtime: int, size: str) -> tuple[float, float]:
-    """Bandwidth (B/s) of one agent run and the agent's CPU % over it."""
-    plan = tmpd / f"plan-{engine}.yml"
-    params = {"size": size, "runtime_s": runtime, "ramp_s": 1, "ioengine": engine, "iodepth": 16}
-    plan.write_text(
-        json.dumps(
-            {"name": "bench", "benchmarks": [{"name": "fio_64k_read", "type": "fio", "params": params}]}
-        )
-    )
-    out = tmpd / f"run-{engine}-{i}"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "testbed_agent",
-            "run",
-            str(plan),
-            "--out",
-            str(out),
-            "--scratch",
-            str(tmpd / "scratch"),
-            "--node-exporter",
-            "",
-            "--host",
-            "bench",
-        ],
-        check=True,
-        capture_output=True,
-    )
-    rec = json.loads((out / "bench.jsonl").read_text().splitlines()[0])
-    return rec["metrics"]["read_bw_bytes"]["value"], rec["telemetry"]["agent_cpu_percent"]
+def series(engine: str, args: argparse.Namespace) -> tuple[Arms, str]:
+    plan = looks(args.first, args.cap, args.every)
+    alpha = ALPHA / len(plan)
+    arms = Arms(job="fio_64k_read", size=args.size, runtime_s=args.runtime, ioengine=engine, run_id="bench")
 
+    def decided(a: Arms) -> bool:
+        n = len(a.agent)
+        if n not in plan:
+            return False
+        return paired_ratio(a.agent, a.bare, "", MARGIN, alpha).decision.decision != "inconclusive"
 
-def bare(target: Path, engine: str, runtime: int, size: str) -> float:
-    env = {
-        **os.environ,
-        "FIO_FILENAME": str(target),
-        "FIO_SIZE": size,
-        "FIO_IOENGINE": engine,
-        "FIO_IODEPTH": "16",
-        "FIO_RUNTIME": str(runtime),
-        "FIO_RAMP": "1",
-    }
-    res = subprocess.run(
-        ["fio", "--output-format=json", str(JOB)], env=env, check=True, capture_output=True, text=True
-    )
-    return json.loads(res.stdout[res.stdout.find("{") :])["jobs"][0]["read"]["bw_bytes"]
-
-
-def series(tmpd: Path, engine: str, pairs: int, runtime: int, size: str) -> list[float]:
-    target = tmpd / "bare.dat"
-    if engine != "null" and not target.exists():
-        subprocess.run(
-            [
-                "fio",
-                "--name=layout",
-                f"--filename={target}",
-                f"--size={size}",
-                "--rw=write",
-                "--bs=1M",
-                "--direct=1",
-                "--end_fsync=1",
-                "--output=/dev/null",
-            ],
-            check=True,
-        )
-    agent_bw, bare_bw, cpu = [], [], []
-    for i in range(pairs):
-        bw, pct = through_agent(tmpd, i, engine, runtime, size)
-        agent_bw.append(bw)
-        cpu.append(pct)
-        bare_bw.append(bare(target, engine, runtime, size))
-        print(
-            f"  {engine} pair {i + 1}: agent {agent_bw[-1] / 1e6:10.1f} MB/s   "
-            f"bare {bare_bw[-1] / 1e6:10.1f} MB/s",
-            flush=True,
-        )
-    ratios = sorted(a / b for a, b in zip(agent_bw, bare_bw, strict=True))
-    q1, _, q3 = statistics.quantiles(ratios, n=4) if len(ratios) >= 2 else (ratios[0], 0, ratios[0])
-    print(
-        f"  {engine}: ratio agent/bare, median of pairs {statistics.median(ratios):.3f} "
-        f"(IQR {q1:.3f}-{q3:.3f}); ratio of medians "
-        f"{statistics.median(agent_bw) / statistics.median(bare_bw):.3f}   target >= 0.97"
-    )
-    return cpu
+    with tempfile.TemporaryDirectory(dir="/var/tmp", prefix="agent-overhead-") as tmp:
+        run_pairs(Path(tmp) / "results", arms, args.cap, args.seed, stop=decided)
+    r = paired_ratio(arms.agent, arms.bare, f"{engine}: agent/bare read bandwidth", MARGIN, alpha)
+    line = r.line("equivalent within +-1 %")
+    if r.decision.decision == "inconclusive":
+        sd = float(np.std(np.log(arms.agent) - np.log(arms.bare), ddof=1))
+        more = units_needed(sd / math.sqrt(2), alpha, MARGIN)
+        line += f"\n    not shown after {r.n} pairs (the cap); about {more} pairs would resolve +-1 %"
+        line += f" at this spread (sd of a pair's log ratio {100 * sd:.1f} %)"
+    else:
+        at = ", ".join(map(str, plan))
+        line += f"\n    decided after {r.n} pairs (looks at {at}; {r.level:.2%} interval per look)"
+    return arms, line
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--pairs", type=int, default=7, help="agent/bare pairs per series (default 7)")
-    ap.add_argument("--runtime", type=int, default=4, help="seconds per fio run (default 4)")
+    ap.add_argument("--first", type=int, default=6, help="pairs before the first look (default 6)")
+    ap.add_argument("--every", type=int, default=4, help="pairs between looks (default 4)")
+    ap.add_argument("--cap", type=int, default=20, help="pairs at most per series (default 20)")
+    ap.add_argument("--runtime", type=int, default=3, help="seconds per fio run (default 3)")
     ap.add_argument("--size", default="256M", help="test file size (default 256M)")
+    ap.add_argument("--seed", type=int, default=1, help="seed of the arms' order (default 1)")
+    ap.add_argument("--engines", default="libaio,null", help="series to run (default libaio,null)")
     args = ap.parse_args()
-    print(f"agent overhead: fio_64k_read, {args.pairs} alternating pairs of {args.runtime} s per series")
-    with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
-        cpu = series(Path(tmp), "libaio", args.pairs, args.runtime, args.size)
-        cpu += series(Path(tmp), "null", args.pairs, args.runtime, args.size)
-    print(
-        f"  agent CPU while fio ran: mean {statistics.mean(cpu):.3f}% of one core, "
-        f"max {max(cpu):.3f}%   target < 1%"
-    )
+    if not 2 <= args.first <= args.cap:
+        ap.error("--first must be between 2 and --cap")
+    print(f"agent overhead: fio_64k_read, agent vs bare, up to {args.cap} pairs per series", flush=True)
+    lines, cpu = [], []
+    for engine in args.engines.split(","):
+        arms, line = series(engine, args)
+        lines.append(line)
+        cpu += [c for c in arms.agent_cpu if math.isfinite(c)]
+    for line in lines:
+        print(line)
+    if len(cpu) >= 2:
+        mean, se = float(np.mean(cpu)), float(np.std(cpu, ddof=1) / math.sqrt(len(cpu)))
+        t = float(sps.t.ppf(0.975, len(cpu) - 1))
+        hi = mean + t * se
+        verdict = "below 1 %" if hi < 1 else ("above 1 %" if mean - t * se > 1 else "not shown")
+        print(
+            f"  agent CPU while fio ran: mean {mean:.3f} % of one core [{mean - t * se:.3f}, {hi:.3f}] "
+            f"(95 % interval, {len(cpu)} executions) -> {verdict}   target: below 1 %"
+        )
     return 0
 
 

@@ -12,12 +12,16 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 from testbed_services import launcher
 from testbed_services.faas.client import FaasClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import against, median_interval, quantile_interval, ratio_of_samples
 
 
 def quantile(values: list[float], q: float) -> float:
@@ -33,7 +37,7 @@ def start(tmp: Path, *extra: str) -> launcher.Service:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--warm-calls", type=int, default=300, help="warm calls for the overhead (default 300)")
-    ap.add_argument("--cold-calls", type=int, default=10, help="forced cold starts (default 10)")
+    ap.add_argument("--cold-calls", type=int, default=12, help="forced cold starts (default 12)")
     ap.add_argument(
         "--work",
         type=int,
@@ -79,13 +83,14 @@ def run(c: FaasClient, args: argparse.Namespace, server_pid: int) -> int:
     n = len(overhead)
     server_ms = (proc_cpu_s(server_pid) - server0) / n * 1e3
     client_ms = (time.process_time() - client0) / n * 1e3
-    p50, p99 = quantile(overhead, 0.5) * 1e3, quantile(overhead, 0.99) * 1e3
+    p50, lo50, hi50 = (1e3 * v for v in median_interval(overhead))
+    p99, lo99, hi99 = (1e3 * v for v in quantile_interval(overhead, 0.99))
     load = os.getloadavg()[0]
     print(
-        f"warm-call overhead (round trip - handler), n={n}: p50 {p50:.3f} ms, p99 {p99:.3f} ms "
-        f"(target p50 < 2 ms: {'met' if p50 < 2 else 'NOT met'}); "
-        f"round trip p50 {quantile(rtts, 0.5) * 1e3:.3f} ms"
+        f"warm-call overhead (round trip - handler), n={n}: p50 {p50:.3f} ms [{lo50:.3f}, {hi50:.3f}] "
+        f"-> {against(lo50, hi50, below=2.0)}   target: p50 below 2 ms (95% distribution-free intervals)"
     )
+    print(f"  p99 {p99:.3f} ms [{lo99:.3f}, {hi99:.3f}]; round trip p50 {quantile(rtts, 0.5) * 1e3:.3f} ms")
     print(
         f"  CPU per warm call: emulator {server_ms:.3f} ms, instance {inst_cpu / n * 1e3:.3f} ms, "
         f"client {client_ms:.3f} ms (load-independent; wall times above at load average {load:.1f} "
@@ -100,19 +105,22 @@ def run(c: FaasClient, args: argparse.Namespace, server_pid: int) -> int:
         cold.append(body["inspector"]["cold_start_s"])
         init.append(body["inspector"]["init_s"])
         cold_rtt.append(rtt)
+    c50, clo, chi = (1e3 * v for v in median_interval(cold))
     print(
-        f"cold start, n={len(cold)}: instance start median {statistics.median(cold) * 1e3:.1f} ms "
-        f"(p90 {quantile(cold, 0.9) * 1e3:.1f} ms; function init {statistics.median(init) * 1e3:.1f} ms), "
-        f"cold round trip median {statistics.median(cold_rtt) * 1e3:.1f} ms"
+        f"cold start, n={len(cold)}: instance start median {c50:.1f} ms [{clo:.1f}, {chi:.1f}] "
+        f"-> {against(clo, chi, below=1000.0)}   target: below 1 s (p90 {quantile(cold, 0.9) * 1e3:.1f} ms; "
+        f"function init {statistics.median(init) * 1e3:.1f} ms; cold round trip median "
+        f"{statistics.median(cold_rtt) * 1e3:.1f} ms)"
     )
 
     event = {"array_size": 20, "function_calls": args.work}
-    times = {}
+    times, samples = {}, {}
     for mb, n in ((1769, 5), (128, 3)):
         c.deploy(f"calcs{mb}", function="calcs", memory_mb=mb, timeout_s=600)
         c.invoke(f"calcs{mb}", {"function_calls": 0})
         runs = [c.invoke(f"calcs{mb}", event)[1]["inspector"] for _ in range(n)]
-        times[mb] = statistics.median(r["handler_s"] for r in runs)
+        samples[mb] = [r["handler_s"] for r in runs]
+        times[mb] = statistics.median(samples[mb])
         cpu = statistics.median(r["cpu_user_s"] + r["cpu_system_s"] for r in runs)
         thr = statistics.median(r["cpu_throttled_s"] for r in runs)
         print(
@@ -121,11 +129,11 @@ def run(c: FaasClient, args: argparse.Namespace, server_pid: int) -> int:
             f"CPU share achieved {cpu / times[mb]:.3f} of {runs[0]['vcpus']:.3f} (n={n})"
         )
     expected = 1769 / 128
-    ratio = times[128] / times[1769]
-    err = (ratio / expected - 1) * 100
+    r = ratio_of_samples(samples[128], samples[1769], "", 15.0, "lower")
     print(
-        f"CPU-tier fidelity: time(128 MB) / time(1769 MB) = {ratio:.2f}, expected {expected:.2f} "
-        f"({err:+.1f}%; target within +-15%: {'met' if abs(err) <= 15 else 'NOT met'})"
+        f"CPU-tier fidelity: time(128 MB) / time(1769 MB) = {r.ratio:.2f} [{r.lo:.2f}, {r.hi:.2f}] "
+        f"(95% Welch interval on logs), expected {expected:.2f} "
+        f"-> {against(r.lo / expected, r.hi / expected, within=(0.85, 1.15))}   target: within +-15%"
     )
     print(
         f"  on {ncpu} CPUs: the 1769 MB tier is 1 vCPU and needs a whole idle core for its 1.0 share; "

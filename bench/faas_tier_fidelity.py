@@ -20,13 +20,15 @@ Run: .venv/bin/python bench/faas_tier_fidelity.py [--runs N] [--work N]
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import signal
 import statistics
+import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import against, geo_interval, ratio_of_samples
 from faas_overhead import start
 
 from testbed_services.faas.client import FaasClient
@@ -52,16 +54,21 @@ def measure(c: FaasClient, mb: int, work: int, runs: int) -> dict[str, float]:
             shares["period"].append(cpu / (i["cpu_periods"] * i["cpu_period_s"]))
         vcpus = i["vcpus_enforced"] or i["vcpus"]
     c.request("DELETE", f"/functions/{name}")
-    return {"vcpus": vcpus, **{k: statistics.median(v) if v else math.nan for k, v in shares.items()}}
+    return {"vcpus": vcpus, **shares}
 
 
-def pct(value: float, expected: float) -> str:
-    return f"{value:.3f} ({(value / expected - 1) * 100:+.1f}%)"
+def share(values: list[float], expected: float) -> tuple[str, str]:
+    """ "0.071 [0.069, 0.073] (-1.2%)" and the decision against +-10 % of ``expected``."""
+    if not values:
+        return "—", "not shown (no data)"
+    g, lo, hi = geo_interval(values)
+    text = f"{g:.3f} [{lo:.3f}, {hi:.3f}] ({(g / expected - 1) * 100:+.1f}%)"
+    return text, against(lo / expected, hi / expected, within=(0.9, 1.1))
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--runs", type=int, default=3, help="calls per tier (default 3)")
+    ap.add_argument("--runs", type=int, default=4, help="calls per tier (default 4)")
     ap.add_argument(
         "--work", type=int, default=30000, help="calcs function_calls x 20 calculations (default 30000)"
     )
@@ -75,22 +82,24 @@ def main() -> int:
         finally:
             os.kill(proc.pid, signal.SIGTERM)
             proc.wait(timeout=30)
-    worst = 0.0
     print(f"load average before: {load0:.2f}, after: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+    print(f"each share: geometric mean of {args.runs} calls [95% t interval on logs]; target: within +-10%")
     for mb, r in results.items():
         v = r["vcpus"]
-        worst = max(worst, abs(r["quota"] / v - 1) * 100, abs(r["wall"] / v - 1) * 100)
+        quota, q_dec = share(r["quota"], v)
+        wall, w_dec = share(r["wall"], v)
+        period, _ = share(r["period"], v)
         print(
-            f"{mb:>5} MB: {v:.3f} vCPU expected; quota share {pct(r['quota'], v)}, "
-            f"period share {pct(r['period'], v)}, wall share {pct(r['wall'], v)}  "
-            f"(median of {args.runs}, {r['handler_s']:.2f} s per call)"
+            f"{mb:>5} MB: {v:.3f} vCPU expected; quota share {quota} -> {q_dec}; "
+            f"wall share {wall} -> {w_dec}; "
+            f"period share {period} ({statistics.median(r['handler_s']):.2f} s per call)"
         )
-    ratio = results[128]["handler_s"] / results[1769]["handler_s"]
     expected = results[1769]["vcpus"] / results[128]["vcpus"]
+    ratio = ratio_of_samples(results[128]["handler_s"], results[1769]["handler_s"], "", 10.0, "lower")
     print(
-        f"speed ratio 1769/128 MB from the handler times: {ratio:.2f}, expected {expected:.2f} "
-        f"({(ratio / expected - 1) * 100:+.1f}%); worst tier (quota and wall shares) {worst:.1f}% "
-        f"(target +-10%: {'met' if worst <= 10 else 'NOT met'})"
+        f"speed ratio 1769/128 MB from the handler times: {ratio.ratio:.2f} [{ratio.lo:.2f}, {ratio.hi:.2f}] "
+        f"(95% Welch interval on logs), expected {expected:.2f} "
+        f"-> {against(ratio.lo / expected, ratio.hi / expected, within=(0.9, 1.1))}   target: within +-10%"
     )
     return 0
 

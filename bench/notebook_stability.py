@@ -20,6 +20,10 @@ from pathlib import Path
 from testbed_agent.plan import Benchmark
 from testbed_agent.workloads.base import RunContext
 from testbed_agent.workloads.notebook import NotebookWorkload
+from testbed_reports.numerics import cv_ci
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import against, mean_interval
 
 
 def cv(values: list[float]) -> float:
@@ -64,17 +68,18 @@ def main() -> int:
         f"SimplePrime ({args.scale}) over {len(rows)} runs through the agent "
         f"(load average {load:.1f} on {os.cpu_count()} CPUs; CV needs a quiet machine):"
     )
+    for what, values, target in (
+        ("cell time (the notebook's work)", cells, 2.0),
+        ("total wall time", walls, None),
+    ):
+        c = cv(values) * 100
+        lo, hi = (float(x[0]) for x in cv_ci([c], [len(values)]))
+        verdict = f" -> {against(lo, hi, below=target)}   target: at most {target:g} %" if target else ""
+        print(f"  run-to-run CV of the {what}: {c:.2f} % [{lo:.2f}, {hi:.2f}] (Vangel 95 %){verdict}")
+    m, lo, hi = (100 * x for x in mean_interval(fractions))
     print(
-        f"  run-to-run CV of the cell time (the notebook's work): {cv(cells) * 100:.2f}% "
-        f"(mean {statistics.mean(cells):.3f} s; target <= 2% on a quiet machine)"
-    )
-    print(
-        f"  run-to-run CV of the total wall time:                  {cv(walls) * 100:.2f}% "
-        f"(mean {statistics.mean(walls):.3f} s)"
-    )
-    print(
-        f"  timing overhead (wall - cells - kernel start) / wall:  "
-        f"mean {statistics.mean(fractions) * 100:.2f}%, max {max(fractions) * 100:.2f}% (target < 2%)"
+        f"  timing overhead (wall - cells - kernel start) / wall: mean {m:.2f} % [{lo:.2f}, {hi:.2f}] "
+        f"(t 95 %) -> {against(lo, hi, below=2.0)}   target: below 2 %"
     )
     return 0
 

@@ -17,6 +17,12 @@ from pathlib import Path
 
 from testbed_reports.synth import Machine, write_run
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import Progress, against, geo_interval
+
+#: issue 13's target for 10^6 observations
+TARGET_S, TARGET_MIB = 10.0, 1024
+
 METRICS = tuple(
     (
         f"m{k}_{'lat' if k % 2 else 'bw'}",
@@ -61,42 +67,61 @@ def machines() -> list[Machine]:
     return out
 
 
-def run(size: int, tmp: Path) -> dict:
+def run(size: int, tmp: Path, repeats: int) -> list[dict]:
+    """``repeats`` builds of one data set of about ``size`` observations, each in its own process."""
     ms = machines()
     per_rep = len(ms) * len(BENCHMARKS) * len(METRICS)
     reps = max(2, round(size / per_rep))
     results = write_run(tmp / "results", f"scale{size}", ms, BENCHMARKS, reps, seed=size, metrics=METRICS)
-    proc = subprocess.run(
-        [sys.executable, "-c", CHILD, str(results), str(tmp / f"out{size}")],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise SystemExit(f"build of {size} observations failed:\n{proc.stderr}")
-    res = json.loads(proc.stdout.strip().splitlines()[-1])
-    res.update(observations=reps * per_rep, records=reps * len(ms) * len(BENCHMARKS))
-    return res
+    out = []
+    for k in range(repeats):
+        proc = subprocess.run(
+            [sys.executable, "-c", CHILD, str(results), str(tmp / f"out{size}-{k}")],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if proc.returncode != 0:
+            raise SystemExit(f"build of {size} observations failed:\n{proc.stderr}")
+        res = json.loads(proc.stdout.strip().splitlines()[-1])
+        res.update(observations=reps * per_rep, records=reps * len(ms) * len(BENCHMARKS))
+        out.append(res)
+    return out
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,100000,1000000", help="comma-separated observation counts")
+    parser.add_argument("--repeats", type=int, default=3, help="builds per size (default 3)")
     args = parser.parse_args()
-    print("report build scale (testbed-report build, one process per size)")
+    print(
+        f"report build scale (testbed-report build, one process per build, {args.repeats} builds per size; "
+        "geometric mean [95% t interval on logs])"
+    )
     load = os.getloadavg()[0]
     print(f"load average {load:.1f} on {os.cpu_count()} CPUs (wall time includes waiting for them)")
-    print(
-        f"{'observations':>12} {'records':>8} {'build s':>8} {'CPU s':>7} {'peak MiB':>9} {'comparisons':>11}"
-    )
+    sizes = [int(s) for s in args.sizes.split(",")]
+    prog = Progress("report sizes", len(sizes))
     with tempfile.TemporaryDirectory(prefix="report-scale-") as tmp:
-        for size in (int(s) for s in args.sizes.split(",")):
-            r = run(size, Path(tmp))
-            print(
-                f"{r['observations']:>12} {r['records']:>8} {r['seconds']:>8.1f} {r['cpu']:>7.1f} "
-                f"{r['peak_mib']:>9.0f} {r['comparisons']:>11}",
-                flush=True,
+        for size in sizes:
+            runs = run(size, Path(tmp), args.repeats)
+            r = runs[0]
+            wall = geo_interval([x["seconds"] for x in runs])
+            cpu = geo_interval([x["cpu"] for x in runs])
+            peak = geo_interval([x["peak_mib"] for x in runs])
+            line = (
+                f"{r['observations']:>9} observations ({r['records']} records, "
+                f"{r['comparisons']} comparisons): "
+                f"build {wall[0]:.1f} s [{wall[1]:.1f}, {wall[2]:.1f}], CPU {cpu[0]:.1f} s, "
+                f"peak {peak[0]:.0f} MiB [{peak[1]:.0f}, {peak[2]:.0f}]"
             )
+            if r["observations"] >= 10**6:
+                line += (
+                    f"\n    -> build under {TARGET_S:g} s: {against(wall[1], wall[2], below=TARGET_S)}; "
+                    f"peak under {TARGET_MIB} MiB: {against(peak[1], peak[2], below=TARGET_MIB)}"
+                )
+            print(line, flush=True)
+            prog.step(f"{r['observations']} observations")
             for p in Path(tmp, "results").iterdir():
                 for f in p.iterdir():
                     f.unlink()

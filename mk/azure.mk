@@ -14,9 +14,9 @@ TEST_PREREQS += $(AZURE_STAMP)
 .PHONY: azure-deps azure-run azure-teardown azure-reap azure-check azure-rehearsal
 
 $(AZURE_STAMP): requirements-azure.txt
-	python3 -m venv $(AZURE_VENV)
-	$(AZURE_VENV)/bin/python -m pip install -q --upgrade pip
-	$(AZURE_VENV)/bin/python -m pip install -q -r requirements-azure.txt
+	@echo ">> azure venv: requirements-azure.txt into $(AZURE_VENV)"; mkdir -p $(VENV) \
+	  && python3 -m venv $(AZURE_VENV) && $(AZURE_VENV)/bin/python -m pip install -q --upgrade pip \
+	  && $(AZURE_VENV)/bin/python -m pip install -q --no-compile -r requirements-azure.txt && $(TOOK)
 	@touch $@
 
 azure-deps: $(AZURE_STAMP) ## Azure SDKs for the azure collection (venv .venv/azure)

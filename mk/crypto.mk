@@ -8,6 +8,8 @@ CRYPTO_RUST_BIN  := $(CRYPTO)/rust/target/release/testbed-crypto
 CRYPTO_JAR       := $(CRYPTO)/java/target/testbed-crypto.jar
 CRYPTO_NODE_DEPS := $(CRYPTO)/node/node_modules/.package-lock.json
 CRYPTO_JOBS      ?= 2
+# Maven's local repository is not safe for two builds at once (make -j): they take turns.
+MVN              := mkdir -p $(CURDIR)/.cache && flock $(CURDIR)/.cache/maven.lock mvn
 
 CRYPTO_KMS            := $(CRYPTO)/kms
 CRYPTO_KMS_GO_BIN     := $(CRYPTO_KMS)/go/bin/testbed-kms
@@ -16,9 +18,23 @@ CRYPTO_KMS_JAR        := $(CRYPTO_KMS)/java/target/testbed-kms.jar
 CRYPTO_KMS_NODE_DEPS  := $(CRYPTO_KMS)/node/node_modules/.package-lock.json
 
 BUILD_TARGETS += crypto crypto-kms
+# the Rust key-service client (aws-sdk-kms, aws-lc) is the longest build of make test: first
+LONG_BUILDS   += $(CRYPTO_KMS_RUST_BIN) $(CRYPTO_RUST_BIN)
 BENCH_SCRIPTS += bench/crypto_throughput.py
 
-.PHONY: crypto crypto-kms crypto-clean crypto-vectors
+.PHONY: crypto crypto-kms crypto-clean crypto-vectors crypto-go crypto-rust crypto-java crypto-node \
+        crypto-kms-go crypto-kms-rust crypto-kms-java crypto-kms-node
+
+# One target per language, so `make build-plan` (make run) builds only the languages its plan runs
+# (scripts/plan-builds.py); `make build` (make test, make bench) builds them all.
+crypto-go: $(CRYPTO_GO_BIN)
+crypto-rust: $(CRYPTO_RUST_BIN)
+crypto-java: $(CRYPTO_JAR)
+crypto-node: $(CRYPTO_NODE_DEPS)
+crypto-kms-go: $(CRYPTO_KMS_GO_BIN)
+crypto-kms-rust: $(CRYPTO_KMS_RUST_BIN)
+crypto-kms-java: $(CRYPTO_KMS_JAR)
+crypto-kms-node: $(CRYPTO_KMS_NODE_DEPS)
 
 crypto: $(CRYPTO_GO_BIN) $(CRYPTO_RUST_BIN) $(CRYPTO_JAR) $(CRYPTO_NODE_DEPS) ## build the crypto programs (Go, Rust, Java, Node)
 
@@ -27,7 +43,7 @@ $(CRYPTO_GO_BIN): $(wildcard $(CRYPTO)/go/*.go) $(CRYPTO)/go/go.mod $(CRYPTO)/go
 	  echo "crypto: go toolchain not found - Go cells will be recorded as skipped"; \
 	else echo "crypto: go build"; \
 	  (cd $(CRYPTO)/go && go build -trimpath -o bin/testbed-crypto .) \
-	  || echo "crypto: WARNING go build failed - Go cells will be recorded as skipped"; fi
+	  || echo "crypto: WARNING go build failed - Go cells will be recorded as skipped"; fi; $(TOOK)
 
 $(CRYPTO_RUST_BIN): $(wildcard $(CRYPTO)/rust/src/*.rs) $(CRYPTO)/rust/Cargo.toml $(CRYPTO)/rust/Cargo.lock
 	@if ! command -v cargo >/dev/null 2>&1; then \
@@ -35,23 +51,23 @@ $(CRYPTO_RUST_BIN): $(wildcard $(CRYPTO)/rust/src/*.rs) $(CRYPTO)/rust/Cargo.tom
 	else echo "crypto: cargo build --release"; \
 	  (cd $(CRYPTO)/rust && RUSTC_VERSION_TEXT="$$(rustc --version)" \
 	    cargo build -q --release --locked -j $(CRYPTO_JOBS) && touch target/release/testbed-crypto) \
-	  || echo "crypto: WARNING cargo build failed - Rust cells will be recorded as skipped"; fi
+	  || echo "crypto: WARNING cargo build failed - Rust cells will be recorded as skipped"; fi; $(TOOK)
 
 $(CRYPTO_JAR): $(wildcard $(CRYPTO)/java/src/main/java/testbed/crypto/*.java) $(CRYPTO)/java/pom.xml
 	@if ! command -v mvn >/dev/null 2>&1 || ! command -v javac >/dev/null 2>&1; then \
 	  echo "crypto: JDK or Maven not found - Java cells will be recorded as skipped"; \
 	else echo "crypto: mvn package"; \
 	  (cd $(CRYPTO)/java && mkdir -p target && \
-	    { mvn -q -B package > target/mvn.log 2>&1 || { cat target/mvn.log; false; }; } && \
+	    { $(MVN) -q -B package > target/mvn.log 2>&1 || { cat target/mvn.log; false; }; } && \
 	    touch target/testbed-crypto.jar) \
-	  || echo "crypto: WARNING mvn package failed - Java cells will be recorded as skipped"; fi
+	  || echo "crypto: WARNING mvn package failed - Java cells will be recorded as skipped"; fi; $(TOOK)
 
 $(CRYPTO_NODE_DEPS): $(CRYPTO)/node/package.json $(CRYPTO)/node/package-lock.json
 	@if ! command -v npm >/dev/null 2>&1; then \
 	  echo "crypto: npm not found - Node cells will be recorded as skipped"; \
 	else echo "crypto: npm ci"; \
 	  (cd $(CRYPTO)/node && npm ci --no-audit --no-fund --loglevel=error && touch node_modules/.package-lock.json) \
-	  || echo "crypto: WARNING npm ci failed - Node cells will be recorded as skipped"; fi
+	  || echo "crypto: WARNING npm ci failed - Node cells will be recorded as skipped"; fi; $(TOOK)
 
 # Key-service clients (workloads/crypto/kms): each language's AWS SDK against an AWS-KMS-compatible
 # endpoint (moto's server on loopback in the tests). Built only when their sources change; the Rust
@@ -61,28 +77,28 @@ crypto-kms: $(CRYPTO_KMS_GO_BIN) $(CRYPTO_KMS_RUST_BIN) $(CRYPTO_KMS_JAR) $(CRYP
 $(CRYPTO_KMS_GO_BIN): $(CRYPTO_KMS)/go/main.go $(CRYPTO_KMS)/go/go.mod $(CRYPTO_KMS)/go/go.sum
 	@if ! command -v go >/dev/null 2>&1; then echo "crypto-kms: go not found - Go key-service cells skipped"; \
 	else echo "crypto-kms: go build"; (cd $(CRYPTO_KMS)/go && go build -trimpath -o bin/testbed-kms .) \
-	  || echo "crypto-kms: WARNING go build failed - Go key-service cells skipped"; fi
+	  || echo "crypto-kms: WARNING go build failed - Go key-service cells skipped"; fi; $(TOOK)
 
 $(CRYPTO_KMS_RUST_BIN): $(CRYPTO_KMS)/rust/src/main.rs $(CRYPTO_KMS)/rust/Cargo.toml $(CRYPTO_KMS)/rust/Cargo.lock
 	@if ! command -v cargo >/dev/null 2>&1; then echo "crypto-kms: cargo not found - Rust key-service cells skipped"; \
 	else echo "crypto-kms: cargo build --release (aws-sdk-kms; minutes the first time)"; \
 	  (cd $(CRYPTO_KMS)/rust && RUSTC_VERSION_TEXT="$$(rustc --version)" \
 	    cargo build -q --release --locked -j $(CRYPTO_JOBS) && touch target/release/testbed-kms) \
-	  || echo "crypto-kms: WARNING cargo build failed - Rust key-service cells skipped"; fi
+	  || echo "crypto-kms: WARNING cargo build failed - Rust key-service cells skipped"; fi; $(TOOK)
 
 $(CRYPTO_KMS_JAR): $(CRYPTO_KMS)/java/src/main/java/testbed/kms/Main.java $(CRYPTO_KMS)/java/pom.xml
 	@if ! command -v mvn >/dev/null 2>&1 || ! command -v javac >/dev/null 2>&1; then \
 	  echo "crypto-kms: JDK or Maven not found - Java key-service cells skipped"; \
 	else echo "crypto-kms: mvn package"; \
 	  (cd $(CRYPTO_KMS)/java && mkdir -p target && \
-	    { mvn -q -B package > target/mvn.log 2>&1 || { cat target/mvn.log; false; }; } && touch target/testbed-kms.jar) \
-	  || echo "crypto-kms: WARNING mvn package failed - Java key-service cells skipped"; fi
+	    { $(MVN) -q -B package > target/mvn.log 2>&1 || { cat target/mvn.log; false; }; } && touch target/testbed-kms.jar) \
+	  || echo "crypto-kms: WARNING mvn package failed - Java key-service cells skipped"; fi; $(TOOK)
 
 $(CRYPTO_KMS_NODE_DEPS): $(CRYPTO_KMS)/node/package.json $(CRYPTO_KMS)/node/package-lock.json
 	@if ! command -v npm >/dev/null 2>&1; then echo "crypto-kms: npm not found - Node key-service cells skipped"; \
 	else echo "crypto-kms: npm ci"; \
 	  (cd $(CRYPTO_KMS)/node && npm ci --no-audit --no-fund --loglevel=error && touch node_modules/.package-lock.json) \
-	  || echo "crypto-kms: WARNING npm ci failed - Node key-service cells skipped"; fi
+	  || echo "crypto-kms: WARNING npm ci failed - Node key-service cells skipped"; fi; $(TOOK)
 
 crypto-vectors: $(STAMP) ## regenerate workloads/crypto/vectors/vectors.json (keeps the ECDSA/RSA keys)
 	$(PY) $(CRYPTO)/vectors/generate.py

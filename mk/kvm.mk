@@ -7,7 +7,7 @@ TEST_PREREQS += kvm-schemas
 kvm-schemas: $(KVM_SCHEMAS) ## libvirt schemas that know sev-snp and tdx (from Debian's libvirt-common)
 
 $(KVM_SCHEMAS): tests/kvm/fetch-libvirt-schemas.sh
-	tests/kvm/fetch-libvirt-schemas.sh .cache/libvirt-schemas >/dev/null
+	@tests/kvm/fetch-libvirt-schemas.sh .cache/libvirt-schemas >/dev/null && $(TOOK)
 	@touch $@
 
 kvm-clean: ## remove the KVM guest image cache and fetched schemas

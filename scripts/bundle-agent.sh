@@ -9,7 +9,12 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$out"
 export SOURCE_DATE_EPOCH=946684800
 stage=$(mktemp -d); trap 'rm -rf "$stage"' EXIT
-"${PYTHON:-python3}" -m pip wheel -q --no-deps --no-build-isolation -w "$stage/dist" "$root/agent" >/dev/null
+# The wheel is built from a clean copy of agent/ (setuptools' in-tree build/ directory keeps the
+# modules of earlier builds, renamed or deleted ones included, and would ship them).
+mkdir -p "$stage/src"
+tar -C "$root/agent" --exclude='./build' --exclude='*.egg-info' --exclude='__pycache__' \
+    --exclude='./tests' --exclude='*.pyc' -cf - . | tar -C "$stage/src" -xf -
+"${PYTHON:-python3}" -m pip wheel -q --no-deps --no-build-isolation -w "$stage/dist" "$stage/src" >/dev/null
 # pip constraints take no extras: moto[server]==X becomes moto==X
 sed -E 's/\[[^]]*\]//' "$root/requirements.txt" > "$stage/constraints.txt"
 # The tracked workload definitions and notebooks (no generated data, no build trees) ...

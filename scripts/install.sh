@@ -1,28 +1,77 @@
 #!/usr/bin/env bash
-# Install what the toolkit needs: Debian packages (scripts/apt-packages.txt) and the venv.
+# Install what the toolkit needs: Debian packages and the project venv.
+#   scripts/install.sh VENV all   everything `make test` needs (scripts/apt-packages.txt, requirements.txt)
+#   scripts/install.sh VENV run   what `make run` needs: the [run] section of apt-packages.txt and
+#                                 requirements-run.txt at the pins of requirements.txt
+# A third argument, apt or venv, does only that part (make test installs the Debian packages first,
+# then fills the venv while the workload programs build).
 set -euo pipefail
 venv=${1:-.venv}
+set_name=${2:-all}
+part=${3:-both}
 cd "$(dirname "$0")/.."
 
-mapfile -t wanted < <(grep -vE '^\s*(#|$)' scripts/apt-packages.txt | awk '{print $1}')
-missing=()
-for p in "${wanted[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo ">> apt: installing ${missing[*]}"
-  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  export DEBIAN_FRONTEND=noninteractive
-  $sudo apt-get update -qq
-  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+# The Debian packages of the set (apt), unless only the venv is wanted
+apt_packages() {
+  if [ "$set_name" = run ]; then
+    # the packages before the first "# [test]" line
+    mapfile -t wanted < <(sed '/^# \[test\]/q' scripts/apt-packages.txt | grep -vE '^\s*(#|$)' | awk '{print $1}')
+  else
+    mapfile -t wanted < <(grep -vE '^\s*(#|$)' scripts/apt-packages.txt | awk '{print $1}')
+  fi
+  missing=()
+  for p in "${wanted[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    echo ">> apt: installing ${#missing[@]} package(s): ${missing[*]}"
+    sudo=""
+    if [ "$(id -u)" -ne 0 ]; then
+      if ! command -v sudo >/dev/null 2>&1; then
+        echo "error: these Debian packages are missing and installing them needs root: ${missing[*]}" >&2
+        echo "hint: run 'make install' as root once (or install sudo), then rerun as this user" >&2
+        exit 2
+      fi
+      sudo="sudo"
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    $sudo apt-get update -qq
+    # apt's own progress (one line per package) so a long install is never silent
+    $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" 2>&1 \
+      | { grep --line-buffered -E '^(Get:|Setting up|E:)' || true; } | sed 's/^/   /'
+    for p in "${missing[@]}"; do
+      dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
+        || { echo "error: apt could not install $p" >&2; exit 1; }
+    done
+  fi
+}
+[ "$part" = venv ] || apt_packages
+[ "$part" != apt ] || exit 0
 
 if [ ! -x "$venv/bin/python" ]; then
   echo ">> venv: creating $venv"
   python3 -m venv "$venv"
 fi
-echo ">> pip: installing requirements.txt and the two packages"
+# --no-compile: no byte-compiling of all 33 000 modules at install (about 2 min of CPU, mostly the
+# ansible bundle's collections); Python compiles what is imported, once, on first use.
+pip=("$venv/bin/python" -m pip install --progress-bar off --no-compile)
+# pip's "Collecting ..." lines (one per package) as progress; its errors in full
+progress() { { grep --line-buffered -E '^(Collecting|Successfully|ERROR|error)' || true; } | sed 's/^/   /'; }
 "$venv/bin/python" -m pip install -q --upgrade pip
-"$venv/bin/python" -m pip install -q -r requirements.txt
-"$venv/bin/python" -m pip install -q --no-deps -e agent -e reports
-"$venv/bin/python" scripts/check_collections.py
+if [ "$set_name" = run ]; then
+  constraints=$(mktemp)
+  trap 'rm -f "$constraints"' EXIT
+  # pip refuses extras in a constraints file: moto[server]==X -> moto==X
+  sed -E 's/^([A-Za-z0-9_.-]+)\[[^]]*\]/\1/' requirements.txt > "$constraints"
+  echo ">> pip: requirements-run.txt at the pins of requirements.txt, and the two packages"
+  "${pip[@]}" -c "$constraints" -r requirements-run.txt 2>&1 | progress
+else
+  echo ">> pip: requirements.txt and the two packages"
+  "${pip[@]}" -r requirements.txt 2>&1 | progress
+fi
+# (PYTHONWARNINGS: setuptools' 20-line notice about editable installs is noise here)
+PYTHONWARNINGS=ignore "${pip[@]}" -q --no-deps -e agent -e reports
+"$venv/bin/python" -c "import testbed_agent, testbed_reports, yaml, ansible" \
+  || { echo "error: the venv $venv is incomplete (pip failed above)" >&2; exit 1; }
+# the collections of requirements.yml come with the full set (the `ansible` bundle)
+[ "$set_name" = run ] || "$venv/bin/python" scripts/check_collections.py

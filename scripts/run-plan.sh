@@ -1,5 +1,9 @@
 #!/usr/bin/env bash
 # `make run`: the plan on the inventory's hosts through Ansible, then the report's path.
+# With the quick plan (the default) it first measures the comparison the quick report opens with:
+# fio through the agent against the same fio job run bare, in 5 alternating pairs
+# (bench/agent_vs_bare.py). QUICK_PAIRS=N sets the pairs for any plan (0 leaves the comparison out).
+# Further arguments go to ansible-playbook.
 set -euo pipefail
 plan=${1:-workloads/plans/quick.yml}
 shift || true
@@ -9,8 +13,27 @@ if ! [[ $run_id =~ ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$ ]] || [[ $run_id == *..* ]
   echo "error: RUN_ID '$run_id' is not a valid name (A-Z a-z 0-9 . _ -, no '..')" >&2
   exit 2
 fi
-ansible-playbook run.yml -e "plan=$plan" -e "run_id=$run_id" "$@"
+extra=()
+if [ -n "${QUICK_PAIRS:-}" ]; then
+  pairs=$QUICK_PAIRS
+elif [ "$(basename "$plan")" = quick.yml ]; then
+  pairs=5
+else
+  pairs=0
+fi
+if ! [[ $pairs =~ ^[0-9]+$ ]] || [ "$pairs" -eq 1 ]; then
+  echo "error: QUICK_PAIRS '$pairs': 0 (no comparison) or at least 2 pairs" >&2
+  exit 2
+fi
+if [ "$pairs" -gt 0 ]; then
+  echo ">> comparison: fio through the agent vs bare fio, $pairs alternating pairs"
+  python bench/agent_vs_bare.py --out "results/$run_id" --run-id "$run_id" --pairs "$pairs"
+  extra+=(-e '{"report_compare": ["fio via agent:bare fio"]}')
+fi
+ansible-playbook run.yml -e "plan=$plan" -e "run_id=$run_id" "${extra[@]}" "$@"
 report="$PWD/reports/out/$run_id/index.html"
 [ -f "$report" ] || { echo "error: no report at $report" >&2; exit 1; }
+mkdir -p .cache
+echo "report: $report" > .cache/last-report.txt
 echo
 echo "report: $report"

@@ -3,7 +3,7 @@
 Slot k starts at campaign start + k x every (no drift: a late run does not shift later slots);
 a slot whose start passed while the previous run was still going, or while the campaign was not
 running, is skipped and recorded. Each run has its own run id ``<campaign>-<k>`` and writes
-``DIR/<campaign>-<k>/<host>.jsonl`` (DESIGN.md section 4), so ``testbed-report build DIR`` reads
+``DIR/<campaign>-<k>/<host>.jsonl`` (docs/design.md section 4), so ``testbed-report build DIR`` reads
 the whole campaign. ``DIR/campaign.json`` holds the state: running the same command again
 continues the schedule. SIGTERM/SIGINT stop after the current run; a second one stops it now.
 """

@@ -27,7 +27,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="testbed-agent", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="testbed-agent",
+        description=__doc__,
+        epilog="Contracts (plan format, result schema, commands): docs/design.md. Pages per part: docs/.",
+    )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -88,12 +92,14 @@ def build_parser() -> argparse.ArgumentParser:
     si.set_defaults(func=_cmd_sysinfo)
 
     val = sub.add_parser("validate", help="check a plan without running it")
-    val.add_argument("plan", type=Path)
+    val.add_argument("plan", type=Path, help="plan file to check (YAML or the classic text form)")
     val.set_defaults(func=_cmd_validate)
 
     parse = sub.add_parser("parse", help="print normalized metrics of a raw tool output (JSON)")
     parse.add_argument("kind", choices=sorted(_parsers()), help="which tool produced FILE")
-    parse.add_argument("file", type=Path)
+    parse.add_argument(
+        "file", type=Path, help="the raw output of that tool (fio JSON, dd stderr, pyperf JSON, notebook)"
+    )
     parse.set_defaults(func=_cmd_parse)
 
     for module in PLUGIN_COMMANDS:

@@ -1,4 +1,4 @@
-"""Benchmark plans: the classic text form and the YAML form (DESIGN.md section 3)."""
+"""Benchmark plans: the classic text form and the YAML form (docs/design.md section 3)."""
 
 from __future__ import annotations
 

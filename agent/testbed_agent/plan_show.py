@@ -113,6 +113,16 @@ def totals(rows: list[Execution]) -> dict[str, Any]:
     }
 
 
+def guest_split(rows: list[Execution]) -> dict[int, float]:
+    """Seconds (waits included) each guest of a ``guest_cpus`` plan spends: a guest runs only the
+    crypto cells of its own vCPU count (S4's guests of 1, 2 and 4 vCPUs); empty for other plans."""
+    split: dict[int, float] = {}
+    for r in rows:
+        for n in (r.cells or {}).get("guest_cpus") or []:
+            split[n] = split.get(n, 0.0) + r.estimated_s + r.wait_s
+    return {n: round(split[n], 1) for n in sorted(split)}
+
+
 def human(seconds: float) -> str:
     """``1h 05m``, ``12m 30s``, ``45s``."""
     s = round(seconds)
@@ -131,6 +141,12 @@ def machines(inventories: list[Path]) -> list[dict[str, Any]]:
     tool = ansible_inventory()
     if tool is None:
         raise TestbedError("ansible-inventory not found", hint="activate the project venv (make install)")
+    missing = [str(inv) for inv in inventories if not Path(inv).exists()]
+    if missing:  # ansible-inventory only warns and lists nothing: say which path is wrong
+        raise TestbedError(
+            f"inventory {', '.join(missing)}: no such file or directory",
+            hint="give the inventory's path, e.g. -i inventory/azure.yml -i inventory/azure.constructed.yml",
+        )
     cmd = [tool, "--list"]
     for inv in inventories:
         cmd += ["-i", str(inv)]
@@ -138,7 +154,13 @@ def machines(inventories: list[Path]) -> list[dict[str, Any]]:
     if proc.returncode != 0:
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise TestbedError(f"ansible-inventory failed on {', '.join(map(str, inventories))}: {tail[:300]}")
-    return _matrix(json.loads(proc.stdout))
+    found = _matrix(json.loads(proc.stdout))
+    if not found:
+        raise TestbedError(
+            f"inventory {', '.join(map(str, inventories))}: no hosts in it (or Ansible could not parse it)",
+            hint="ansible-inventory --graph -i INV shows what Ansible reads from it",
+        )
+    return found
 
 
 def ansible_inventory() -> str | None:
@@ -191,6 +213,8 @@ def show(args: argparse.Namespace) -> int:
         for row in notebook_datasets(plan):
             print(json.dumps({"dataset": row}, sort_keys=True))
         summary = {"plan": plan.name, "sha256": plan.sha256, "machines": len(matrix), **total}
+        if guest_split(rows):
+            summary["guest_estimated_s"] = {str(n): v for n, v in guest_split(rows).items()}
         for platform, cost in _faas_cost(plan).items():
             print(json.dumps({"faas_cost": {"platform": platform, **cost}}, sort_keys=True))
         study = study_of(args.plan)
@@ -302,6 +326,10 @@ def _print_table(plan: Plan, rows: list[Execution], total: dict[str, Any]) -> No
             print(f"({wtype}: {workload.estimate_note})")
     if any(r.type == "crypto" for r in rows):
         _print_files(rows)
+    split = guest_split(rows)
+    if split:
+        each = ", ".join(f"{n} vCPU{'s' if n > 1 else ''} {human(v)}" for n, v in split.items())
+        print(f"(guest_cpus: each guest runs only the cells of its vCPU count, waits included: {each})")
     if total["executions_max"] != total["executions"]:
         span += f" .. {human(total['estimated_max_s'])}"
         print("(* adaptive: runs only while the confidence interval is wider than its target)")

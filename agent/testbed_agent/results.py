@@ -1,4 +1,4 @@
-"""Result records (DESIGN.md section 4): JSON Lines, appended and fsynced one at a time."""
+"""Result records (docs/design.md section 4): JSON Lines, appended and fsynced one at a time."""
 
 from __future__ import annotations
 

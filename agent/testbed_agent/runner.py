@@ -23,6 +23,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from testbed_agent import scratch, workloads
 from testbed_agent.adaptive import decide
+from testbed_agent.heartbeat import heartbeat
 from testbed_agent.params import ParamError
 from testbed_agent.plan import Benchmark, Plan, load_plan
 from testbed_agent.procs import ProcessTracker
@@ -70,6 +71,7 @@ class Runner:
         options: dict[str, Any] | None = None,
         progress: bool = True,
         console: Console | None = None,
+        heartbeat_s: float | None = None,
     ) -> None:
         self.plan = plan
         self.out = Path(os.path.abspath(out))  # workloads run tools in other directories
@@ -80,6 +82,7 @@ class Runner:
         self.sample_interval = sample_interval
         self.options = options or {}
         self.show_progress = progress
+        self.heartbeat_s = heartbeat_s  # a line per interval while an execution runs (no terminal)
         self.console = console or Console(stderr=True)
         self.exporter = ProgressFileExporter(textfile_dir, ident.run_id, ident.host, out)
         self.stop = threading.Event()
@@ -173,7 +176,10 @@ class Runner:
                 self.exporter.update(n - 1, total, bench.name, "running", rep + 1, bench.repetitions)
                 if bench.wait_s and self.stop.wait(bench.wait_s):
                     return  # interrupted while waiting: nothing started, nothing to record
-                record = self.execute(bench, rep)
+                with heartbeat(
+                    self.console.print, f"[{n}/{total}] {label}", _typical(bench), self.heartbeat_s
+                ):
+                    record = self.execute(bench, rep)
                 self._adapt(bench, rep, record)
                 writer.append(record)
                 self.binder.checkpoint_if_due()  # evidence chain: begin, checkpoints, end (issue 26)
@@ -396,5 +402,17 @@ def run_plan_cli(args: argparse.Namespace) -> int:
         sample_interval=args.sample_interval,
         options=options,
         progress=not args.no_progress and sys.stderr.isatty(),
+        heartbeat_s=None if args.no_progress or sys.stderr.isatty() else 30.0,
     )
     return runner.run()
+
+
+def _typical(bench: Benchmark) -> float | None:
+    """The plan's duration estimate of one execution (None when the workload gives none)."""
+    workload = workloads.get(bench.type)
+    if workload is None:
+        return None
+    try:
+        return float(min(workload.estimate_s(workload.parse(bench)), workload.timeout_s(bench))) or None
+    except Exception:  # noqa: BLE001 - an estimate is a hint, never a reason to fail a run
+        return None

@@ -1,4 +1,4 @@
-"""The inventory groups (DESIGN.md section 2) and what a machine's groups and label claim: one place
+"""The inventory groups (docs/design.md section 2) and what a machine's groups and label claim: one place
 for the names and for the one judgement of a claim against the evidence, which the agent makes
 when it writes the fingerprint and the report makes when it reads it."""
 

@@ -1,4 +1,4 @@
-"""Result records (DESIGN.md section 4): the one definition the agent's writer and every reader use.
+"""Result records (docs/design.md section 4): the one definition the agent's writer and every reader use.
 
 A record is one JSON object per line of ``results/<run_id>/<host>.jsonl``. This module holds what a
 record is (:data:`FIELDS`, :func:`make`), checks one (:func:`validate`: one line naming file, line
@@ -33,7 +33,7 @@ from typing import Any
 
 from testbed_shared.errors import TestbedError
 
-#: version of the record layout (DESIGN.md section 4)
+#: version of the record layout (docs/design.md section 4)
 SCHEMA_VERSION = 1
 #: record statuses; "interrupted" is superseded by a later final record of the same execution
 STATUSES = ("ok", "failed", "timeout", "skipped", "interrupted")
@@ -93,7 +93,7 @@ class RecordError(TestbedError):
 
     def __init__(self, path: str, line: int | None, problem: str) -> None:
         where = path if line is None else f"{path}:{line}"
-        super().__init__(f"{where}: {problem}", "see DESIGN.md section 4 for the record schema")
+        super().__init__(f"{where}: {problem}", "see docs/design.md section 4 for the record schema")
         self.path = path
         self.line = line
         self.problem = problem

@@ -1,4 +1,4 @@
-"""Study packs (DESIGN.md section 10): the fidelity manifest of a published study.
+"""Study packs (docs/design.md section 10): the fidelity manifest of a published study.
 
 A study pack lives in ``workloads/studies/<id>/`` (``S0`` ... ``S4``): its plans and
 ``manifest.yml``. The manifest lists every design element of the paper (machines, factors and
@@ -36,6 +36,7 @@ Manifest layout (YAML)::
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -143,8 +144,20 @@ def source_lines(source: str) -> list[tuple[str, int, int]]:
 
 
 def load_manifest(path: Path | str) -> Manifest:
-    """Read and check one manifest; raise :class:`ManifestError` naming the file and element."""
+    """Read and check one manifest; raise :class:`ManifestError` naming the file and element.
+
+    Every text plan's load looks its name up in the manifests, so a parsed manifest is kept while
+    its file is unchanged (same size and modification time)."""
     p = Path(path)
+    try:
+        st = p.stat()
+    except OSError as exc:
+        raise ManifestError(f"{p}: cannot read manifest: {exc.strerror}") from None
+    return _load_manifest(p.resolve(), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=32)
+def _load_manifest(p: Path, _mtime_ns: int, _size: int) -> Manifest:
     try:
         doc = yaml.load(p.read_text(encoding="utf-8"), Loader=_LOADER)  # noqa: S506 - a SafeLoader
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:

@@ -155,7 +155,7 @@ CASES = {
         "name",
         "outside",
     ),
-    "notebook dotdot": ("../x.ipynb,kaggle_notebook,,0,1\n", ".txt", 1, "name", "outside"),
+    "notebook dotdot": ("../x.ipynb,kaggle_notebook,,0,1\n", ".txt", 1, "name", "leaves"),
     "pyperformance --help": (_yaml(PYPERF % "benchmarks: '--help'"), ".yml", 3, "params.benchmarks", "not a"),
     "pyperformance option in list": (
         _yaml(PYPERF % "benchmarks: [float, --debug-single-value]"),

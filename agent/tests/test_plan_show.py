@@ -201,6 +201,7 @@ def test_ansible_inventory_beside_the_python_first(tmp_path: Path, monkeypatch: 
     monkeypatch.setattr(sys, "executable", str(venv_bin / "python"))
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     assert ansible_inventory() == str(venv_bin / "ansible-inventory")
+    (tmp_path / "inv.yml").write_text("all: {}\n")  # the fake tool answers for it
     assert [m["host"] for m in machines([tmp_path / "inv.yml"])] == ["from-venv"]
     _fake_tool(tmp_path / "path", "from-path")
     monkeypatch.setenv("PATH", str(tmp_path / "path"))
@@ -210,3 +211,11 @@ def test_ansible_inventory_beside_the_python_first(tmp_path: Path, monkeypatch: 
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     with pytest.raises(AgentError, match="ansible-inventory not found"):
         machines([tmp_path / "inv.yml"])
+
+
+def test_a_mistyped_inventory_is_an_error_not_an_empty_matrix(tmp_path: Path) -> None:
+    with pytest.raises(AgentError, match=r"inventory .*nosuch.yml: no such file or directory"):
+        machines([tmp_path / "nosuch.yml"])
+    (tmp_path / "empty.yml").write_text("all: {}\n")
+    with pytest.raises(AgentError, match="no hosts in it"):
+        machines([tmp_path / "empty.yml"])

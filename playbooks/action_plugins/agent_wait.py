@@ -9,6 +9,7 @@ Returns the async job's final result (rc, stdout, stderr ...), like `poll:` woul
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -26,7 +27,7 @@ display = Display()
 class ActionModule(ActionBase):
     """Poll async_status and the progress file until the job finishes or times out."""
 
-    _VALID_ARGS = frozenset(("jid", "progress_file", "interval", "timeout"))
+    _VALID_ARGS = frozenset(("jid", "results_file", "progress_file", "interval", "timeout"))
 
     def run(self, tmp: Any = None, task_vars: dict | None = None) -> dict:
         super().run(tmp, task_vars)
@@ -34,12 +35,14 @@ class ActionModule(ActionBase):
         interval, timeout = float(args.get("interval", 5)), float(args.get("timeout", 86400))
         host = task_vars.get("inventory_hostname", "") if task_vars else ""
         end, last = time.monotonic() + timeout, ""
-        job = {
-            "jid": args["jid"],
-            "_async_dir": self._remote_expand_user(
-                self.get_shell_option("async_dir", default="~/.ansible_async")
-            ),
-        }
+        # the directory the async wrapper wrote the job to (it expands ~ with $HOME, which can
+        # differ from the user's home in /etc/passwd that a remote ~ expansion gives)
+        async_dir = (
+            os.path.dirname(args["results_file"])
+            if args.get("results_file")
+            else self._remote_expand_user(self.get_shell_option("async_dir", default="~/.ansible_async"))
+        )
+        job = {"jid": args["jid"], "_async_dir": async_dir}
         while True:
             status = self._execute_module("ansible.builtin.async_status", job, task_vars=task_vars)
             if status.get("finished") or status.get("failed"):

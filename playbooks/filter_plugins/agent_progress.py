@@ -23,7 +23,24 @@ def agent_progress_line(progress: Any, host: str = "") -> str:
         return f"{prefix}{progress.get('state', '?')}, {done}/{total} executions"
     rep = progress.get("repetition")
     reps = f" rep {rep}/{progress.get('repetitions')}" if rep else ""
-    return f"{prefix}{progress.get('benchmark') or '-'}{reps}, {done}/{total} done"
+    return f"{prefix}{progress.get('benchmark') or '-'}{reps}, {done}/{total} done{_estimate(progress)}"
+
+
+def _dur(s: float) -> str:
+    s = max(0, round(s))
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
+def _estimate(progress: dict) -> str:
+    """ ", 1m10s elapsed, about 2m50s left" from the mean time per execution so far (a rough
+    estimate: executions differ; none before the first one ends)."""
+    elapsed, here = progress.get("elapsed_s"), progress.get("done_here")
+    if not isinstance(elapsed, (int, float)) or not isinstance(here, int):
+        return ""
+    left_n = progress.get("total", 0) - progress.get("done", 0)
+    if here <= 0:
+        return f", {_dur(elapsed)} elapsed"
+    return f", {_dur(elapsed)} elapsed, about {_dur(elapsed / here * left_n)} left"
 
 
 class FilterModule:

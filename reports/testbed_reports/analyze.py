@@ -1,4 +1,4 @@
-"""``testbed-report analyze``: statistics of any CSV with one observation a row (DESIGN.md section 8)."""
+"""``testbed-report analyze``: statistics of any CSV with one observation a row (docs/design.md section 8)."""
 
 from __future__ import annotations
 

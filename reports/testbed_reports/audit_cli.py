@@ -15,7 +15,9 @@ def add_parser(sub: Any) -> None:
         description="Per host: verify <host>.evidence/, recompute the results file digests, check "
         "the binding. Exit 1 if a host labelled confidential fails (or any evidence is forged).",
     )
-    au.add_argument("results", nargs="+", type=Path, metavar="RESULTS_DIR")
+    au.add_argument(
+        "results", nargs="+", type=Path, metavar="RESULTS_DIR", help="results directory of a run (repeatable)"
+    )
     au.add_argument(
         "--chain",
         action="append",

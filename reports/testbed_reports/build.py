@@ -16,7 +16,7 @@ import pandas as pd
 from jinja2 import Environment, PackageLoader, select_autoescape
 from matplotlib.colors import to_hex
 
-from testbed_reports import __version__, crypto_tables, figures, plots, svgplot
+from testbed_reports import __version__, crypto_tables, display, figures, plots, svgplot
 from testbed_reports.anova import ANOVA_NOTE, label_anova
 from testbed_reports.audit import attest_column
 from testbed_reports.compare import auto_pairs, compare, headline, parse_pairs
@@ -359,7 +359,38 @@ def _env() -> Environment:
     env.filters["p"] = lambda v: (
         "—" if v is None or (isinstance(v, float) and not math.isfinite(v)) else f"{v:.2g}"
     )
+    env.filters["human"] = lambda v, unit, sc=None: display.human(_float(v), str(unit), sc)
+    env.filters["cell"] = _cell
+    env.filters["interval"] = lambda lo, hi, unit, sc=None: display.interval(
+        _float(lo), _float(hi), str(unit), sc
+    )
     return env
+
+
+#: column-name suffixes of the extra sections' tables -> the unit their values are in
+_COLUMN_UNITS = (
+    ("_bytes_per_s", "B/s"),
+    ("_ops_per_s", "op/s"),
+    ("_Bps", "B/s"),
+    ("_bytes", "B"),
+    ("_s", "s"),
+)
+
+
+def _cell(v: Any, column: str) -> str:
+    """A table cell of an extra section: a number in a column named for its unit, scaled for
+    reading (``throughput_Bps`` 2.414e9 -> "2.41 GB/s"); anything else as ``num`` shows it."""
+    for suffix, unit in _COLUMN_UNITS:
+        if str(column).endswith(suffix) and isinstance(v, (int, float)) and not isinstance(v, bool):
+            return display.human(float(v), unit)
+    return _fmt(v)
+
+
+def _float(v: Any) -> float | None:
+    try:
+        return None if v is None else float(v)
+    except (TypeError, ValueError):
+        return None
 
 
 def build(
@@ -374,7 +405,7 @@ def build(
     anova_log: bool = True,
     prior: MachineSpread | None = None,
 ) -> Report:
-    """Build the report of DESIGN.md section 6 into ``out``.
+    """Build the report of docs/design.md section 6 into ``out``.
 
     ``margin`` is the equivalence margin in percent; ``margins`` overrides it per benchmark (and
     wins over a record's own ``margin_percent``); ``prior`` is an optional machine-spread prior
@@ -530,7 +561,8 @@ def _positions(obs: pd.DataFrame, metrics: list[str]) -> dict[tuple[str, str], n
 
 
 def _telemetry(ds: Dataset) -> dict[str, list[dict[str, Any]]]:
-    """Per benchmark and label: system CPU % and steal % from the ok records' telemetry."""
+    """Per benchmark and label, from the ok records' telemetry: machine CPU % (all cores, every
+    process), the benchmark processes' CPU (% of one core) and steal %."""
     rec = ds.records
     if rec.empty or "cpu_percent" not in rec:
         return {}
@@ -543,6 +575,7 @@ def _telemetry(ds: Dataset) -> dict[str, list[dict[str, Any]]]:
             records=("status", "size"),
             cpu_percent=("cpu_percent", "mean"),
             steal_percent=("steal_percent", "mean"),
+            process_cpu_percent=("process_cpu_percent", "mean"),
         )
         .reset_index()
     )
@@ -614,6 +647,153 @@ def _param_section(rep: Report, ds: Dataset) -> dict[str, Any] | None:
     return {"id": "parameters", "title": "Analysis over plan parameters", "note": note, "tables": tables}
 
 
+#: what to type to compare real machines (shown when the report compares no inventory groups)
+NEXT_COMMANDS = (
+    (
+        "ansible-playbook run.yml -l sev,tdx",
+        "AMD SEV-SNP and Intel TDX confidential VMs on Azure against their non-confidential twins "
+        "(README: Running on Azure)",
+    ),
+    (
+        "ansible-playbook run.yml -l kvm,hyperv",
+        "the same Debian guest on KVM and on Hyper-V (put your lab's hosts in inventory/lab.yml)",
+    ),
+    (
+        "testbed-report build results/RUN_A results/RUN_B --compare A:B --out reports/out/a-vs-b",
+        "any two labels already in the results store",
+    ),
+)
+#: groups per headline figure (a benchmark with more primary metrics shows the first ones)
+MAX_HEADLINE_GROUPS = 12
+_ORDER = {"slower": 0, "faster": 1, "equivalent": 2, "inconclusive": 3}
+
+
+def _headline(rep: Report, ds: Dataset, palette: dict[str, str]) -> dict[str, Any]:
+    """The report's first screen: the decisions on primary metrics and one figure per benchmark."""
+    cmp = rep.comparisons
+    prim = cmp[cmp["primary"].astype(bool)] if len(cmp) else cmp
+    decisions = []
+    for r in _records(prim):
+        scope = r.get("scope") or (
+            "machines" if int(r.get("machines_a") or 1) < 2 or int(r.get("machines_b") or 1) < 2 else "types"
+        )
+        decisions.append(
+            r
+            | {
+                "what": f"{r['benchmark']} · {display.pretty_metric(str(r['metric']))}",
+                "scope_text": (
+                    f"{r['n_a']} vs {r['n_b']} {r['test_unit']}s; about these machines"
+                    if scope == "machines"
+                    else f"{r['machines_a']} vs {r['machines_b']} machines; about their types"
+                ),
+            }
+        )
+    decisions.sort(key=lambda d: (_ORDER.get(str(d["decision"]), 9), str(d["comparison"])))
+    counts = {d: sum(int(h.get(d, 0)) for h in headline(cmp)) for d in DECISIONS}  # primary only
+    kinds = set(cmp["kind"].astype(str)) if len(cmp) else set()
+    return {
+        "decisions": decisions,
+        "counts": counts,
+        "total": len(decisions),
+        "secondary": int(len(cmp) - len(prim)),
+        "figures": _primary_figures(rep.descriptives, ds, palette),
+        "next": NEXT_COMMANDS if not (kinds - {"explicit"}) else (),
+    }
+
+
+def _primary_figures(desc: pd.DataFrame, ds: Dataset, palette: dict[str, str]) -> list[dict[str, Any]]:
+    """One figure per benchmark: its primary metrics' means per label with their intervals (the
+    machine fingerprint, type sysinfo, is a fact, not a benchmark: no figure)."""
+    primary = primary_set(ds.obs)
+    types = dict(zip(ds.obs["benchmark"].astype(str), ds.obs["type"].astype(str), strict=True))
+    out = []
+    for bench in sorted(set(desc["benchmark"].astype(str))):
+        if types.get(bench) == "sysinfo":
+            continue
+        d = desc[(desc["benchmark"].astype(str) == bench)]
+        d = d[[(bench, str(m)) in primary for m in d["metric"]]]
+        if d.empty:
+            continue
+        metrics = list(dict.fromkeys(d["metric"].astype(str)))
+        shown = metrics[:MAX_HEADLINE_GROUPS]
+        unit, better = str(d["unit"].iloc[0]), str(d["better"].iloc[0])
+        d = d[d["metric"].astype(str).isin(shown) & (d["unit"].astype(str) == unit)]
+        centre = _centre(d)
+        f, scaled = display.common_scale(centre, unit)
+        rows = [
+            (
+                display.pretty_metric(str(r.metric)),
+                str(r.label),
+                float(c) / f,
+                float(r.ci95_low) / f,
+                float(r.ci95_high) / f,
+            )
+            for r, c in zip(d.itertuples(index=False), centre, strict=True)
+        ]
+        what = "geometric mean" if (d.get("ci_scale", pd.Series(dtype=str)) == "log").all() else "mean"
+        sub = f"{what}, 95% CI [{scaled}], {better} is better"
+        note = "" if len(metrics) == len(shown) else f"first {len(shown)} of {len(metrics)} primary metrics"
+        out.append(
+            {
+                "benchmark": bench,
+                "image": svgplot.hbars(rows, palette, bench, sub),
+                "alt": f"{bench}: {', '.join(display.pretty_metric(m) for m in shown[:3])}",
+                "note": note,
+            }
+        )
+    return out
+
+
+def _centre(d: pd.DataFrame) -> np.ndarray:
+    """The value each descriptive row's 95% CI is about: the geometric mean where the interval was
+    computed on the log scale (positive quantities), else the mean."""
+    mean = d["mean"].to_numpy(float)
+    if "geomean" not in d or "ci_scale" not in d:
+        return mean
+    geo = d["geomean"].to_numpy(float)
+    return np.where((d["ci_scale"] == "log").to_numpy() & np.isfinite(geo), geo, mean)
+
+
+def _human_rows(d: pd.DataFrame) -> list[dict[str, Any]]:
+    """Descriptive rows with their values scaled for reading (one scale per row)."""
+    rows = []
+    for r in _records(d):
+        unit = str(r.get("unit") or "")
+        sc = display.scale_for(_float(r.get("mean")) or 0.0, unit)
+        rows.append(
+            r
+            | {
+                "mean_h": display.human(_float(r.get("mean")), unit, sc),
+                "median_h": display.human(_float(r.get("median")), unit, sc),
+                "sd_h": display.human(_float(r.get("sd")), unit, sc),
+                "ci_h": (
+                    (
+                        display.human(_float(r.get("geomean")), unit, sc) + " (geometric mean) "
+                        if r.get("ci_scale") == "log"
+                        else ""
+                    )
+                    + display.interval(_float(r.get("ci95_low")), _float(r.get("ci95_high")), unit, sc)
+                ),
+                "about": display.describe(str(r.get("metric"))),
+            }
+        )
+    return rows
+
+
+def _counters(d: pd.DataFrame) -> list[str]:
+    """Internal counters and flags of a benchmark, as facts ("steady in 3 of 3 runs"), not statistics."""
+    out = []
+    for r in d.itertuples(index=False):
+        if str(r.unit) == "bool":
+            k = round(float(r.mean) * int(r.n)) if math.isfinite(float(r.mean)) else 0
+            out.append(f"{r.label}: {r.metric} true in {k} of {int(r.n)} runs")
+        else:
+            out.append(
+                f"{r.label}: {r.metric} {display.human(float(r.median), str(r.unit))} (median of {int(r.n)})"
+            )
+    return out
+
+
 def _render(name: str, rep: Report, bad: pd.DataFrame, ds: Dataset, labels: list[str]) -> str:
     palette = plots.colors(labels)
     sections = []
@@ -625,6 +805,11 @@ def _render(name: str, rep: Report, bad: pd.DataFrame, ds: Dataset, labels: list
     telemetry = _telemetry(ds)
     for bench in sorted(set(desc["benchmark"].astype(str))):
         d = desc[desc["benchmark"] == bench]
+        counter = np.array(
+            [display.is_counter(str(m), str(u)) for m, u in zip(d["metric"], d["unit"], strict=True)]
+        )
+        facts = _counters(d[counter]) if counter.any() else []
+        d = d[~counter]
         first = d["metric"].map(lambda m, b=bench: (b, m) not in primary).to_numpy()
         d = d.iloc[np.argsort(first, kind="stable")]  # the primary metric first (table and plots)
         metrics = list(dict.fromkeys(d["metric"]))
@@ -637,13 +822,14 @@ def _render(name: str, rep: Report, bad: pd.DataFrame, ds: Dataset, labels: list
         }
         sec = {
             "name": bench,
-            "rows": _records(d),
+            "rows": _human_rows(d),
+            "facts": facts,
             "metrics": len(metrics),
             "panels_capped": len(metrics) > len(shown),
             "shown": shown,
-            "bars": svgplot.bars(d, shown, palette),
-            "ecdf": svgplot.ecdf(series, shown, units, palette),
-            "cv": svgplot.cv_bars(d, metrics[:MAX_CV_METRICS], palette),
+            "bars": svgplot.bars(d, shown, palette) if len(d) else None,
+            "ecdf": svgplot.ecdf(series, shown, units, palette) if series else None,
+            "cv": svgplot.cv_bars(d, metrics[:MAX_CV_METRICS], palette) if len(d) else None,
             "comparisons": _records(rep.comparisons[rep.comparisons["benchmark"] == bench]),
             "anova": [a for a in rep.anova if a["benchmark"] == bench],
             "primary": [m for m in metrics if (bench, m) in primary],
@@ -665,6 +851,7 @@ def _render(name: str, rep: Report, bad: pd.DataFrame, ds: Dataset, labels: list
             generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
             version=__version__,
             problems=rep.problems,
+            headline=_headline(rep, ds, palette),
             overview=overview,
             labels=labels,
             comparisons=_records(rep.comparisons),

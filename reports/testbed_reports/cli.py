@@ -64,7 +64,11 @@ def _prior(args: argparse.Namespace) -> object | None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="testbed-report", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="testbed-report",
+        description=__doc__,
+        epilog="Contracts (result schema, report, decisions): docs/design.md; statistics: docs/report.md.",
+    )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -185,7 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     from testbed_reports.timeofday import add_parser as add_timeofday  # issue 17  # noqa: PLC0415 - CLI start-up: a command imports what it runs
 
     add_timeofday(sub)
-    from testbed_reports.study import add_parser as add_study  # study packs (DESIGN.md section 10)  # noqa: PLC0415 - CLI start-up: a command imports what it runs
+    from testbed_reports.study import add_parser as add_study  # study packs (docs/design.md section 10)  # noqa: PLC0415 - CLI start-up: a command imports what it runs
 
     add_study(sub)
     from testbed_reports.platform_check import add_parser as add_platform_check  # issue 29  # noqa: PLC0415 - CLI start-up: a command imports what it runs

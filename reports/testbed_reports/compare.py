@@ -111,7 +111,7 @@ def parse_pairs(specs: list[str], labels: list[str]) -> list[Pair]:
 
 
 def auto_pairs(factors: pd.DataFrame) -> list[Pair]:
-    """Comparisons implied by the inventory groups (DESIGN.md section 2)."""
+    """Comparisons implied by the inventory groups (docs/design.md section 2)."""
     groups = {r.label: set(str(r.groups).split(",")) - {""} for r in factors.itertuples(index=False)}
     disk = dict(zip(factors["label"], factors["disk"], strict=False))
 

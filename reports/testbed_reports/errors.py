@@ -14,7 +14,7 @@ class SchemaError(ReportError):
 
     def __init__(self, path: str, line: int | None, problem: str) -> None:
         where = path if line is None else f"{path}:{line}"
-        super().__init__(f"{where}: {problem}", "see DESIGN.md section 4 for the record schema")
+        super().__init__(f"{where}: {problem}", "see docs/design.md section 4 for the record schema")
         self.path = path
         self.line = line
         self.problem = problem

@@ -7,6 +7,7 @@ from typing import Any
 
 import pandas as pd
 
+from testbed_agent.sysinfo import virt
 from testbed_shared import groups as inventory_groups
 
 _ENCRYPTED = re.compile(r"(?<![a-z])(?<!un)(?<!not[-_ ])encrypt", re.IGNORECASE)
@@ -58,8 +59,12 @@ def _evidence_text(evidence: Any) -> str:
 
 
 def _hypervisor_text(hv: Any) -> str:
+    """The machine's virtualization in words ("KVM guest in a docker container"), from sysinfo's
+    ``hypervisor`` section; sections of older agents are named from their raw readings."""
     if isinstance(hv, dict):
-        keys = ("systemd_detect_virt", "cpuid_vendor", "vendor", "name", "type", "detected", "virt")
+        if hv.get("virtualization") or "cpuid_vendor" in hv or "systemd_detect_virt" in hv:
+            return virt.from_recorded(hv)
+        keys = ("vendor", "name", "type", "detected", "virt")
         parts = [str(hv[k]) for k in keys if hv.get(k)]
         if not parts:
             parts = [f"{k}={v}" for k, v in hv.items() if isinstance(v, (str, int, float, bool))][:4]

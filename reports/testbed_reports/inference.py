@@ -4,7 +4,7 @@ Estimand: the ratio of geometric means a/b of a metric (exp of the difference of
 shown as an overhead in percent where a slowdown of ``a`` is positive whatever the metric's
 direction.
 
-Unit of replication and scope (DESIGN.md section 6). Below the machine the unit is the run: a
+Unit of replication and scope (docs/design.md section 6). Below the machine the unit is the run: a
 record, its pyperf values first summarised to one value (``runs.py``).
 
 - ``scope: types``: both labels have at least two machines. The mean log value of each machine is

@@ -48,6 +48,7 @@ RECORD_COLUMNS = (
     "session",
     "cpu_percent",
     "steal_percent",
+    "process_cpu_percent",
     "params",
     "source",
     "line",
@@ -243,15 +244,16 @@ class _Collector:
         return vals
 
 
-def _telemetry(tel: Any) -> tuple[float, float]:
-    """System CPU % and steal % of a record's telemetry (NaN when absent or not a finite number)."""
+def _telemetry(tel: Any) -> tuple[float, float, float]:
+    """Machine CPU % (all cores, every process), steal % and the benchmark processes' CPU (% of one
+    core) of a record's telemetry (NaN when absent or not a finite number)."""
     if tel.__class__ is not dict:
-        return math.nan, math.nan
+        return math.nan, math.nan, math.nan
     out = []
-    for key in ("cpu_percent_mean", "steal_percent"):
+    for key in ("cpu_percent_mean", "steal_percent", "process_cpu_percent"):
         v = tel.get(key)
         out.append(float(v) if _is_finite_number(v) else math.nan)
-    return out[0], out[1]
+    return out[0], out[1], out[2]
 
 
 def _check_key(key: tuple[Any, Any, Any], source: str, line: int) -> None:

@@ -3,7 +3,7 @@
 A run is one record (one execution of a benchmark on one host). Most workloads give one value per
 metric and run; pyperformance gives its ~60 pyperf values of each benchmark in the record's
 ``samples`` and the loader keeps them as observations. Those values come from one process tree at
-one time: they are not replicates of the run (DESIGN.md section 6: "a run, not a value inside it, is
+one time: they are not replicates of the run (docs/design.md section 6: "a run, not a value inside it, is
 the unit below" the machine). Every statistic and decision therefore starts from :func:`runs`,
 which summarises a run's values by their arithmetic mean (what pyperf reports for the run).
 """

@@ -2,7 +2,7 @@
 
 One descriptive-statistics function, :func:`summaries` (values + group codes -> n, mean, median, sd,
 CV % with its interval, geometric mean and the interval of the mean); :func:`describe` applies it to
-a report's observations with the units of DESIGN.md section 6, and ``analyze`` / the parameter
+a report's observations with the units of docs/design.md section 6, and ``analyze`` / the parameter
 cells apply it to their groups. The interval is the shared core's
 (``testbed_shared.intervals.mean_interval``):
 

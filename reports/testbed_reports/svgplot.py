@@ -29,7 +29,10 @@ def _num(v: float) -> str:
 def _ticks(lo: float, hi: float) -> list[float]:
     if not np.isfinite(lo) or not np.isfinite(hi):
         return []
-    scale = max(abs(lo), abs(hi)) or 1.0  # ticks of values near the float limit without overflow
+    # ticks of values near the float limit without overflow: work on values scaled by a power of
+    # ten (so the ticks stay round numbers), at most 10 in magnitude
+    top = max(abs(lo), abs(hi))
+    scale = 10.0 ** np.floor(np.log10(top)) if top > 0 else 1.0
     lo, hi = lo / scale, hi / scale
     if hi <= lo:
         hi = lo + (abs(lo) or 1.0)
@@ -378,4 +381,62 @@ def grouped_bars(
     if ref is not None:
         yr = float(p.y(ref))
         svg.add(f'<path d="M{p.px0:.1f} {yr:.1f}H{p.px1:.1f}" stroke="#333" stroke-dasharray="4 3"/>')
+    return svg.uri()
+
+
+#: the headline figure: width, left margin for the row names, row height
+HB_WIDTH, HB_LEFT, HB_ROW = 340, 150, 18
+
+
+def hbars(
+    rows: list[tuple[str, str, float, float, float]], palette: dict[str, str], title: str, subtitle: str
+) -> str:
+    """Horizontal bars, one per (name, label, mean, ci_low, ci_high), with CI whiskers: the report's
+    headline figure of a benchmark's primary metric (names stay readable on a phone)."""
+    labels = list(dict.fromkeys(lab for _, lab, *_ in rows))
+    legend = _legend_rows(labels, HB_WIDTH) if len(labels) > 1 else []
+    top = 34 + 16 * len(legend)
+    height = top + HB_ROW * max(len(rows), 1) + 30
+    svg = _Svg(HB_WIDTH, height)
+    svg.text(HB_WIDTH / 2, 13, title[:48], size=11, weight="bold")
+    svg.text(HB_WIDTH / 2, 26, subtitle[:60], size=9)
+    for r, row in enumerate(legend):
+        y = 40 + 16 * r
+        for lab, x in row:
+            svg.add(f'<rect x="{x:.1f}" y="{y - 9:.1f}" width="12" height="10" fill="{palette[lab]}"/>')
+            svg.text(x + 16, y, lab, size=10, anchor="start")
+    nums = np.array([v for _, _, *vals in rows for v in vals] + [0.0], dtype=float)
+    hi_all = float(np.nanmax(np.where(np.isfinite(nums), nums, np.nan))) or 1.0
+    lim = (0.0, hi_all * 1.05)
+    x0, x1 = float(HB_LEFT), float(HB_WIDTH - 12)
+
+    def px(v: float) -> float:
+        return x0 + float(_frac(v, lim)) * (x1 - x0)
+
+    bottom = top + HB_ROW * len(rows)
+    for t in _ticks(*lim):
+        xx = px(t)
+        svg.add(f'<line x1="{xx:.1f}" y1="{top:.1f}" x2="{xx:.1f}" y2="{bottom:.1f}" stroke="#eee"/>')
+        svg.text(xx, bottom + 13, _num(t), size=9)
+    svg.add(f'<path d="M{x0:.1f} {top:.1f}V{bottom:.1f}" stroke="#444" stroke-width="0.8"/>')
+    names = {name for name, *_ in rows}
+    for k, (name, lab, mean, lo, hi) in enumerate(rows):
+        y = top + HB_ROW * k
+        text = name if len(labels) == 1 else lab if len(names) == 1 else f"{name} · {lab}"
+        text = text if len(text) <= 27 else text[:26] + "…"
+        svg.text(x0 - 4, y + HB_ROW * 0.68, text, size=9, anchor="end")
+        if not np.isfinite(mean):
+            continue
+        tip = f"{escape(lab)} {escape(name)}: {_num(mean)}"
+        svg.add(
+            f'<rect x="{x0:.1f}" y="{y + 3:.1f}" width="{max(px(mean) - x0, 0.5):.1f}" height="{HB_ROW - 6}" '
+            f'fill="{palette.get(lab, "#4c72b0")}"><title>{tip}</title></rect>'
+        )
+        if np.isfinite(lo) and np.isfinite(hi):
+            ya, yb, ym = y + 4, y + HB_ROW - 4, y + HB_ROW / 2
+            a, b = px(max(lo, lim[0])), px(min(hi, lim[1]))
+            svg.add(
+                f'<path d="M{a:.1f} {ym:.1f}H{b:.1f}M{a:.1f} {ya:.1f}V{yb:.1f}M{b:.1f} {ya:.1f}V{yb:.1f}" '
+                f'stroke="black" stroke-width="1" fill="none"/>'
+            )
     return svg.uri()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -35,12 +36,40 @@ FLAGS = [
 
 
 @dataclass
+class View:
+    """What the page looks like at one viewport width."""
+
+    width: int
+    scroll_width: int  # of the whole page: > width means a horizontal scroll bar
+    headline_overflow: list[str]  # elements of #headline that reach past the viewport
+    headline_text: str
+    figures: int  # headline figures loaded (img.headline-fig with pixels)
+    screenshot: bytes  # PNG of the first screen
+
+
+@dataclass
 class PageResult:
     errors: list[str] = field(default_factory=list)
     images: int = 0
     images_loaded: int = 0
     title: str = ""
     text: str = ""
+    views: list[View] = field(default_factory=list)
+
+
+#: viewport heights of the screenshots per width (a laptop's first screen, a phone's)
+HEIGHTS = {1280: 800, 390: 844}
+_VIEW_JS = """JSON.stringify((() => {
+  const w = window.innerWidth, h = document.getElementById('headline');
+  const over = h ? Array.from(h.querySelectorAll('*')).filter(e => {
+      const r = e.getBoundingClientRect(); return r.width > 0 && (r.right > w + 1 || r.left < -1); })
+    .map(e => e.tagName.toLowerCase() + (e.className ? '.' + e.className : '') + ': '
+              + (e.innerText || e.alt || '').slice(0, 60)) : ['no #headline'];
+  const figs = Array.from(document.querySelectorAll('img.headline-fig'))
+    .filter(i => i.complete && i.naturalWidth > 0).length;
+  return {scroll: document.documentElement.scrollWidth, over: over,
+          text: h ? h.innerText : '', figs: figs};
+})())"""
 
 
 def chromium_binary() -> str:
@@ -97,8 +126,9 @@ def _errors(events: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def open_page(html: Path, timeout: float = 60.0) -> PageResult:
-    """Load ``html`` (file://) and return console errors and the state of its images."""
+def open_page(html: Path, timeout: float = 60.0, widths: tuple[int, ...] = ()) -> PageResult:
+    """Load ``html`` (file://) and return console errors and the state of its images; for each
+    of ``widths`` also the page at that viewport width (overflow, headline, a screenshot)."""
     profile = tempfile.mkdtemp(prefix="chromium-profile-")
     proc = subprocess.Popen(
         [chromium_binary(), *FLAGS, f"--user-data-dir={profile}", "about:blank"],
@@ -123,13 +153,32 @@ def open_page(html: Path, timeout: float = 60.0) -> PageResult:
         )
         res = cdp.call("Runtime.evaluate", expression=expr, returnByValue=True)
         info = json.loads(res["result"]["value"])
+        views = [_view(cdp, w) for w in widths]
         time.sleep(0.3)
         cdp.call("Runtime.evaluate", expression="1")  # drain late events
         cdp.ws.close()
-        return PageResult(_errors(cdp.events), info["n"], info["ok"], info["title"], info["text"])
+        return PageResult(_errors(cdp.events), info["n"], info["ok"], info["title"], info["text"], views)
     finally:
         _stop(proc)
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def _view(cdp: _Cdp, width: int) -> View:
+    """The page laid out at ``width`` CSS pixels (a phone's is a mobile viewport)."""
+    height = HEIGHTS.get(width, 800)
+    cdp.call(
+        "Emulation.setDeviceMetricsOverride",
+        width=width,
+        height=height,
+        deviceScaleFactor=1,
+        mobile=width < 600,
+    )
+    cdp.call("Runtime.evaluate", expression="window.scrollTo(0, 0)")
+    time.sleep(0.3)
+    res = cdp.call("Runtime.evaluate", expression=_VIEW_JS, returnByValue=True)
+    got = json.loads(res["result"]["value"])
+    shot = cdp.call("Page.captureScreenshot", format="png")
+    return View(width, got["scroll"], got["over"], got["text"], got["figs"], base64.b64decode(shot["data"]))
 
 
 def _stop(proc: subprocess.Popen) -> None:

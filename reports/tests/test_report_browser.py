@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -37,18 +38,25 @@ def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     build([results], out, name="browser <check>")
     html = (out / "index.html").read_text()
     assert not re.search(r'(src|href)="(https?:)?//', html), "the report must be self-contained"
-    expected = len(re.findall(r'<img class="plot"', html))
-    # per benchmark: bars, ECDF, CV and the latency percentiles; per metric of the parameter
-    # analysis (label, qd and jobs pairwise on the primary metric): one histogram of its cells
-    assert expected == 2 * 4 + 3 and "Analysis over plan parameters" in html
+    expected = len(re.findall(r'<img class="plot', html))
+    # the headline: one figure per benchmark; per benchmark: bars, ECDF, CV and the latency
+    # percentiles; per metric of the parameter analysis (label, qd and jobs pairwise on the primary
+    # metric): one histogram of its cells
+    assert expected == 2 + 2 * 4 + 3 and "Analysis over plan parameters" in html
 
-    page = open_page(out / "index.html")
+    page = open_page(out / "index.html", widths=(1280, 390))
 
     assert page.errors == []
     assert page.title == "Benchmark report: browser <check>"
     assert page.images == expected and page.images_loaded == expected
     assert "EVIDENCE MISMATCH" in page.text
     assert "inconclusive" in page.text and "fingerprint" in page.text
+    for view in page.views:
+        assert view.scroll_width <= view.width, f"horizontal scroll at {view.width} px"
+        assert view.headline_overflow == [], view.width
+        assert view.figures == 2  # one per benchmark's primary metric
+        assert "comparisons of primary metrics" in view.headline_text
+        assert view.screenshot.startswith(b"\x89PNG")
 
 
 @pytest.mark.integration
@@ -61,3 +69,33 @@ def test_the_browser_check_sees_console_errors_and_broken_images(tmp_path: Path)
     result = open_page(page)
     assert any("boom" in e for e in result.errors)
     assert result.images == 1 and result.images_loaded == 0
+
+
+#: a real `make run` (reports/tests/data/quick-run/README.md)
+QUICK = Path(__file__).parent / "data" / "quick-run"
+SHOTS = Path(__file__).resolve().parents[2] / "docs" / "img"
+
+
+@pytest.mark.integration
+def test_the_quick_report_headline_at_1280_px_and_on_a_phone(tmp_path: Path) -> None:
+    """The report a person opens first: decisions and one figure per benchmark on the first screen,
+    no horizontal scroll at 1280 px nor at 390 px. TESTBED_UPDATE_SCREENSHOTS=1 writes the README's
+    screenshots from this very page."""
+    out = tmp_path / "quick"
+    rep = build([QUICK], out, name="make run (quick plan)", compare_specs=["fio via agent:bare fio"])
+    benchmarks = {b for b in rep.descriptives["benchmark"].astype(str) if b != "systeminfo"}
+    page = open_page(out / "index.html", widths=(1280, 390))
+    assert page.errors == []
+    for view in page.views:
+        assert view.scroll_width <= view.width, f"horizontal scroll at {view.width} px"
+        assert view.headline_overflow == [], (view.width, view.headline_overflow)
+        assert view.figures == len(benchmarks) == 6
+        text = view.headline_text
+        assert "1 comparison of primary metrics" in text
+        assert re.search(r"(SLOWER|FASTER|EQUIVALENT|INCONCLUSIVE)\s+fio via agent vs bare fio", text, re.I)
+        assert re.search(r"[+-]\d+\.\d% \[[+-]\d+\.\d%, [+-]\d+\.\d%\]", text)  # the interval
+        assert "ansible-playbook run.yml -l sev,tdx" in text and "Compare your own machines" in text
+        assert "steady" not in text and "e+0" not in text  # no counters, no raw exponents
+        if os.environ.get("TESTBED_UPDATE_SCREENSHOTS"):
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            (SHOTS / f"report-headline-{view.width}.png").write_bytes(view.screenshot)

@@ -90,7 +90,7 @@ def test_report_shows_parameter_anova_primary_first_and_telemetry(tmp_path: Path
     rep = build([_io_study(tmp_path)], tmp_path / "out")
     html = (tmp_path / "out" / "index.html").read_text()
     assert "Analysis over plan parameters" in html and "param.bs x param.tier_mb" in html
-    assert "system CPU % (mean)" in html and "Tukey HSD between cells" in html
+    assert "machine CPU % (all cores, every process)" in html and "Tukey HSD between cells" in html
     assert 'alt="cells: dd write_seconds by param.bs x param.tier_mb (log scale) histograms"' in html
     sec = html.split("<h2>dd_512_128</h2>")[1]
     assert sec.index("write_seconds") < sec.index("aux_count")  # the primary metric first

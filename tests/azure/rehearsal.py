@@ -9,11 +9,19 @@ the azure collection was skipped or if anything is left in the stand-in after te
     rehearsal: N requests, M machines created, M deleted, 0 left, report: PATH
 
     python tests/azure/rehearsal.py [--limit sev,tdx] [--workdir DIR] [-e VAR=VALUE]...
+
+Runs twice in one checkout: what an earlier (or killed) rehearsal left in the work directory is
+detected and not trusted - its stand-ins still running are stopped (by their pid files, after
+checking that the pid is that stand-in), its endpoint, pid files, task log and Azure state are
+removed before anything starts - and a second rehearsal on the same directory at the same time is
+refused. The vTPMs need swtpm, tpm2-tools and the HCL report fixture of the repository; when one
+is missing the rehearsal stops and says which (``--no-vtpm`` runs without them, deliberately).
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import getpass
 import json
 import os
@@ -33,6 +41,10 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 AZURE_PY = ROOT / ".venv/azure/bin/python"
+#: the venv's ansible-playbook (beside this Python), whether or not the venv is activated
+ANSIBLE_PLAYBOOK = (
+    shutil.which("ansible-playbook", path=str(Path(sys.executable).parent)) or "ansible-playbook"
+)
 ADDRESSES = [f"127.0.0.{n}" for n in range(11, 23)]
 #: the matrix (replaced by --base-inventory, e.g. the study preset) and its constructed groups
 INVENTORY = "inventory/azure.yml"
@@ -55,6 +67,79 @@ def _free_port_pair() -> int:
                 continue
         return port
     raise SystemExit("rehearsal: no two free neighbouring ports on 127.0.0.1")
+
+
+#: what a rehearsal writes in its work directory and a new one must not trust (the SSH keys stay)
+STALE = ("arm", "vtpm", "machines", "xdg-state", "tasks.jsonl", "rehearsal.yml", "ansible.log", "killed.log")
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _stop_stale(pidfile: Path, marker: str) -> str | None:
+    """Stop the process of ``pidfile`` if it is still alive and its command line holds ``marker``
+    (a pid reused by another program is left alone). Returns what was done, or None."""
+    try:
+        pid = int(pidfile.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    cmd = _cmdline(pid)
+    if not cmd or marker not in cmd:
+        return None
+    try:
+        os.kill(pid, signal.SIGTERM)
+        for _ in range(50):
+            if not Path(f"/proc/{pid}").exists() or _cmdline(pid) != cmd:
+                break
+            time.sleep(0.1)
+        else:
+            os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return None
+    return f"stopped a stale {pidfile.name.split('.')[0]} of an earlier rehearsal (pid {pid})"
+
+
+def clear_stale(work: Path) -> list[str]:
+    """Stop what an earlier rehearsal in ``work`` left running and remove what it left behind."""
+    done = []
+    candidates = [(work / "arm/server.pid", str(work / "arm")), (work / "ssh/sshd.pid", str(work / "ssh"))]
+    candidates += [(p, str(p.parent)) for p in (work / "vtpm").glob("*/swtpm.pid")]
+    for pidfile, marker in candidates:
+        note = _stop_stale(pidfile, marker)
+        if note:
+            done.append(note)
+    for name in STALE:
+        path = work / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
+    (work / "ssh/sshd.pid").unlink(missing_ok=True)
+    return done
+
+
+@contextmanager
+def exclusive(work: Path) -> Iterator[None]:
+    """Refuse a second rehearsal on the same work directory while one runs."""
+    work.mkdir(parents=True, exist_ok=True)
+    with (work / ".lock").open("a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            raise SystemExit(
+                f"rehearsal: another rehearsal is running on {work} (pid {fh.read().strip() or '?'}); "
+                "wait for it or give --workdir another directory"
+            ) from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"{os.getpid()}\n")
+        fh.flush()
+        yield
 
 
 def _wait_for(path: Path, proc: subprocess.Popen, what: str, timeout: float = 60) -> None:
@@ -132,7 +217,8 @@ def sshd(work: Path) -> Iterator[tuple[int, Path]]:
         _stop(proc)
 
 
-HCL_REPORT = Path("/work/shared/attestation-samples/azure-cvm/hcl-report-snp.bin")
+#: the Azure HCL report of a real SEV-SNP CVM (fixture with its licence, agent/tests/data/attestation-samples)
+HCL_REPORT = ROOT / "agent/tests/data/attestation-samples/azure-cvm/hcl-report-snp.bin"
 HCL_NV_INDEX = "0x01400001"
 
 
@@ -152,11 +238,19 @@ def _confidential_hosts(inventory: Path) -> list[str]:
 @contextmanager
 def vtpms(work: Path, report: Path, inventory: Path) -> Iterator[dict[str, str]]:
     """A swtpm per confidential machine whose NV index 0x01400001 holds ``report`` (an Azure HCL
-    report); yields {host: TCTI}. Empty when swtpm, tpm2-tools or the report are missing."""
-    tools = [shutil.which(t) for t in ("swtpm", "tpm2_nvdefine", "tpm2_nvwrite")]
-    if not all(tools) or not report.is_file():
+    report); yields {host: TCTI}. Stops with what is missing when swtpm, tpm2-tools or the report
+    are not there (``report=None``: deliberately without vTPMs, yields {})."""
+    if report is None:
         yield {}
         return
+    missing = [t for t in ("swtpm", "tpm2_nvdefine", "tpm2_nvwrite") if not shutil.which(t)]
+    if missing:
+        raise SystemExit(
+            f"rehearsal: {', '.join(missing)} not found: the vTPMs need swtpm and tpm2-tools (make install); "
+            "--no-vtpm runs without them"
+        )
+    if not report.is_file():
+        raise SystemExit(f"rehearsal: the HCL report {report} is missing; --no-vtpm runs without vTPMs")
     procs, tctis = [], {}
     try:
         for host in _confidential_hosts(inventory):
@@ -178,6 +272,7 @@ def vtpms(work: Path, report: Path, inventory: Path) -> Iterator[dict[str, str]]
             procs.append(
                 subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=(state / "swtpm.log").open("w"))
             )
+            (state / "swtpm.pid").write_text(f"{procs[-1].pid}\n")
             tctis[host] = f"swtpm:host=127.0.0.1,port={port}"
             _nv_write(tctis[host], report)
         yield tctis
@@ -287,16 +382,22 @@ def report_path(log: str) -> str:
 def run(args: argparse.Namespace) -> int:
     """Run the rehearsal; return the exit status."""
     work = args.workdir.resolve()
-    work.mkdir(parents=True, exist_ok=True)
+    with exclusive(work):
+        for note in clear_stale(work):
+            print(f"rehearsal: {note}")
+        return _run(args, work)
+
+
+def _run(args: argparse.Namespace, work: Path) -> int:
     matrix = args.base_inventory
     with (
         arm_server(work) as endpoint,
         sshd(work) as (port, key),
-        vtpms(work, args.hcl_report, matrix) as tctis,
+        vtpms(work, None if args.no_vtpm else args.hcl_report, matrix) as tctis,
     ):
         overlays = [str(overlay(work, endpoint, port, key, tctis)), *map(str, args.inventory)]
         inv = [arg for i in [str(matrix), CONSTRUCTED, *overlays] for arg in ("-i", i)]
-        cmd = ["ansible-playbook", *inv, args.playbook, "-e", f"ansible_user={getpass.getuser()}"]
+        cmd = [ANSIBLE_PLAYBOOK, *inv, args.playbook, "-e", f"ansible_user={getpass.getuser()}"]
         cmd += ["-e", f"plan={args.plan}", "-e", f"run_id={args.run_id}"]
         cmd += ["-l", args.limit] if args.limit else []
         for extra in args.extra_vars:
@@ -375,6 +476,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--hcl-report", type=Path, default=HCL_REPORT, help="report for the vTPMs' NV index 0x01400001"
+    )
+    ap.add_argument(
+        "--no-vtpm", action="store_true", help="run the confidential machines without vTPMs (no HCL report)"
     )
     ap.add_argument("--quiet", action="store_true", help="print only the end of the playbook output")
     args = ap.parse_args(argv)

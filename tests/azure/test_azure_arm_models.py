@@ -146,6 +146,8 @@ def test_progress_line_from_the_agent_file() -> None:
         PROGRESS.agent_progress_line({"state": "done", "done": 12, "total": 12}) == "done, 12/12 executions"
     )
     assert PROGRESS.agent_progress_line(None, "h") == "h: starting (no progress yet)"
+    timed = running | {"elapsed_s": 80.0, "done_here": 4}  # 20 s per execution, 8 left
+    assert PROGRESS.agent_progress_line(timed, "h").endswith(", 4/12 done, 1m20s elapsed, about 2m40s left")
 
 
 def test_the_agent_writes_its_progress_file(tmp_path: Path) -> None:
@@ -155,4 +157,4 @@ def test_the_agent_writes_its_progress_file(tmp_path: Path) -> None:
     exporter = ProgressFileExporter(None, "r1", "h1", tmp_path)
     exporter.update(1, 5, "dd_write", "running", 2, 3)
     state = json.loads((tmp_path / "h1.progress.json").read_text())
-    assert PROGRESS.agent_progress_line(state, "h1") == "h1: dd_write rep 2/3, 1/5 done"
+    assert PROGRESS.agent_progress_line(state, "h1").startswith("h1: dd_write rep 2/3, 1/5 done, 0s elapsed")

@@ -73,12 +73,30 @@ def test_azure_refusals_stop_the_run_with_azures_code_and_message(tmp_path: Path
     assert CLOSING.findall(done.stdout)[-1][3] == "0", done.stdout[-3000:]
 
 
-def test_a_rehearsal_killed_while_provisioning_is_reaped(tmp_path: Path) -> None:
+def test_a_rehearsal_killed_while_provisioning_is_reaped_and_the_next_one_runs(tmp_path: Path) -> None:
     done = _rehearse(tmp_path, "-l", "sev,tdx", "--kill-at", "1")
     assert "killed the playbook (SIGKILL)" in done.stdout, done.stdout[-3000:]
     _, created, deleted, left, _ = CLOSING.findall(done.stdout)[-1]
     assert done.returncode == 0, done.stdout[-5000:]
     assert int(created) >= 1 and deleted == created and left == "0"
+    # The same work directory again (issue 30: a second rehearsal in one checkout read the previous
+    # run's endpoint.json and sshd.pid). Plant what a rehearsal killed with kill -9 leaves: an
+    # endpoint of a stand-in that is gone, pid files, and a stand-in still running.
+    arm = tmp_path / "arm"
+    arm.mkdir(exist_ok=True)
+    (arm / "endpoint.json").write_text(json.dumps({"proxy": "http://127.0.0.1:9", "ca": "/nonexistent"}))
+    stale = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", str(arm)])
+    (arm / "server.pid").write_text(f"{stale.pid}\n")
+    (tmp_path / "ssh/sshd.pid").write_text("999999\n")
+    try:
+        again = _rehearse(tmp_path, "-l", "sev-1")
+    finally:
+        stale.kill()
+    assert f"stopped a stale server of an earlier rehearsal (pid {stale.pid})" in again.stdout
+    assert stale.wait(timeout=10) is not None
+    closing = CLOSING.findall(again.stdout)
+    assert again.returncode == 0 and closing, again.stdout[-5000:] + again.stderr[-2000:]
+    assert closing[-1][1:4] == ("1", "1", "0")
 
 
 #: the study's plan made small: every line still runs, fio for 1 s, notebooks at quick scale

@@ -149,6 +149,11 @@ def test_plan_show_prints_deviations_and_the_files_cost() -> None:
     assert aes3["cells"]["files"]["largest_bytes"] == 5 << 30
     assert aes3["cells"]["files"]["scratch_bytes"] >= 2 * (5 << 30)  # the file and its ciphertext
     assert summary["estimated_s"] > 3600
+    # each guest runs its own core count's cells: the 1-vCPU guest only RSA's six one-core rows
+    split = summary["guest_estimated_s"]
+    assert set(split) == {"1", "2", "4"} and split["1"] < 0.1 * split["2"]
+    waits = sum(r["wait_s"] for r in rows)
+    assert max(split.values()) <= summary["estimated_s"] + waits
 
 
 REDUCED = {

@@ -1,6 +1,13 @@
-"""Without cgroups the emulator still serves, says so loudly and marks results limits_enforced=false."""
+"""Without cgroups the emulator still serves, says so loudly and marks results limits_enforced=false.
+
+The emulator runs in this process under the agent's umask 077 (``testbed-agent run`` sets it): the
+package copy and the sandbox's mount points must stay readable by the function user anyway (CI
+failed here with ``No module named 'random'``: the Python installation under root's home was bound
+back beneath a 0700 mount point)."""
 
 from __future__ import annotations
+
+import os
 
 from testbed_services.faas.emulator import Emulator
 from testbed_services.faas.functions import default_dirs
@@ -8,6 +15,7 @@ from testbed_services.faas.profiles import load_profile
 
 
 def test_no_cgroups_still_serves_but_flags_results(tmp_path):
+    umask = os.umask(0o077)
     emu = Emulator(load_profile("aws-lambda"), tmp_path, function_dirs=default_dirs(), cgroup="none")
     try:
         info = emu.info()
@@ -22,4 +30,5 @@ def test_no_cgroups_still_serves_but_flags_results(tmp_path):
         )
     finally:
         emu.shutdown()
+        os.umask(umask)
     assert not any(tmp_path.iterdir()), "shutdown removes the emulator's state"

@@ -20,7 +20,7 @@ LINES = [(b.name, b.datasets) for b in STUDY]
 LINES += [
     (p.name, ())
     for p in sorted(NOTEBOOKS.glob("*.ipynb"))
-    if p.name not in {notebook_alias(n) for n, _ in LINES}
+    if p.name not in {notebook_alias(n) or n for n, _ in LINES}  # SimplePrime has no alias
 ]
 
 

@@ -1,4 +1,4 @@
-"""Every cell of the serverless study plans against its fidelity manifest (DESIGN.md section 10):
+"""Every cell of the serverless study plans against its fidelity manifest (docs/design.md section 10):
 the executions `plan show --json` expands (what a run would do) carry the design the manifest
 states - S1's sixteen cells and the thesis's own dd commands, its preliminary slot; S3's
 research-question configurations, Table I's levels and the profile physics; S0's workloads,

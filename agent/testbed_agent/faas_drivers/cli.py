@@ -34,14 +34,14 @@ def add_parser(subparsers: Any) -> None:
         )
 
     est = sub.add_parser("estimate", help="invocations, GB-seconds and price of a plan's real run")
-    est.add_argument("plan", type=Path)
+    est.add_argument("plan", type=Path, help="plan file whose faas benchmarks are priced")
     target_arg(est, required=False)
     est.add_argument("--cap", type=float, help="cost cap in USD (default: the target's cost_cap_usd)")
     est.add_argument("--json", action="store_true", help="one JSON object")
     est.set_defaults(func=_estimate)
 
     dry = sub.add_parser("dry-run", help="print every API call the plan's faas benchmarks would make")
-    dry.add_argument("plan", type=Path)
+    dry.add_argument("plan", type=Path, help="plan file whose faas benchmarks are shown as API calls")
     target_arg(dry)
     dry.set_defaults(func=_dry_run)
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed_agent import __version__, clouds
-from testbed_agent.sysinfo import cc, hyperv
+from testbed_agent.sysinfo import cc, hyperv, virt
 from testbed_agent.sysinfo.probe import Probe
 
 TOOLS = {
@@ -88,7 +88,7 @@ def collect(
         "kernel": _kernel(),
         "memory": _memory(),
         "disks": _disks(),
-        "hypervisor": _hypervisor(cc_state),
+        "hypervisor": _hypervisor(cc_state, probe),
         "clocksource": _read("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
         "cc": cc_state,
         "python": {"version": platform.python_version(), "executable": sys.executable},
@@ -104,6 +104,8 @@ def collect(
         if host_facts.get("domain_type"):
             info["hypervisor"]["domain_type"] = host_facts["domain_type"]
             info["hypervisor"]["software_emulation"] = host_facts["domain_type"] == "qemu"
+    hv = info["hypervisor"]
+    hv["virtualization"] = virt.summary(hv.get("vm"), hv.get("container"), bool(hv.get("software_emulation")))
     return info
 
 
@@ -187,16 +189,17 @@ def _disks() -> list[dict[str, Any]]:
         return []
 
 
-def _hypervisor(cc_state: dict[str, Any]) -> dict[str, Any]:
-    virt = _run(["systemd-detect-virt"])
-    cvm = _run(["systemd-detect-virt", "--cvm"])
+def _hypervisor(cc_state: dict[str, Any], probe: Probe) -> dict[str, Any]:
+    """The virtualization layers (``virt.detect``: VM and container apart, and their one-line name)
+    and the raw readings they came from."""
     return {
+        **virt.detect(probe),
         "cpuid_vendor": cc_state.get("hypervisor_vendor"),
-        "systemd_detect_virt": virt,
-        "systemd_detect_virt_cvm": cvm,
-        "sys_hypervisor_type": _read("/sys/hypervisor/type"),
-        "dmi_product": _read("/sys/class/dmi/id/product_name"),
-        "dmi_vendor": _read("/sys/class/dmi/id/sys_vendor"),
+        "systemd_detect_virt": probe.command(["systemd-detect-virt"]),
+        "systemd_detect_virt_cvm": probe.command(["systemd-detect-virt", "--cvm"]),
+        "sys_hypervisor_type": probe.read("/sys/hypervisor/type"),
+        "dmi_product": probe.read("/sys/class/dmi/id/product_name"),
+        "dmi_vendor": probe.read("/sys/class/dmi/id/sys_vendor"),
     }
 
 

@@ -1,4 +1,4 @@
-"""Confidential-computing state (DESIGN.md section 5): what protection is active and how we know.
+"""Confidential-computing state (docs/design.md section 5): what protection is active and how we know.
 
 Sources, strongest first: CPUID/MSR as ``systemd-detect-virt --cvm`` reads them, the Hyper-V
 isolation leaves (Azure CVMs run under a paravisor that hides the usual flags), device nodes,

@@ -80,6 +80,25 @@ class Probe:
         m = re.search(r"^flags\s*:\s*(.*)$", text, re.M)
         return set(m.group(1).split()) if m else set()
 
+    def read(self, path: str) -> str | None:
+        """A small text file (DMI strings, /proc entries), stripped; None when unreadable."""
+        try:
+            return Path(path).read_text(errors="replace").strip()
+        except OSError:
+            return None
+
+    def command(self, argv: list[str]) -> str | None:
+        """A read-only probe command's stdout (e.g. systemd-detect-virt), stripped; None when it is
+        missing, fails or prints nothing (systemd-detect-virt exits 1 when it finds nothing)."""
+        if not shutil.which(argv[0]):
+            return None
+        try:
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)  # noqa: S603 - a read-only probe command of this module, bounded (10 s)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        text = out.stdout.strip()
+        return text if out.returncode == 0 and text else None
+
 
 def _cpuid_tool(leaf: int, subleaf: int) -> Regs | None:
     """Fallback through the ``cpuid`` tool (Debian package cpuid) when /dev/cpu/0/cpuid is absent."""
@@ -108,6 +127,8 @@ class RecordedProbe(Probe):
     paths: set[str] = field(default_factory=set)
     dmesg: str = ""
     flags: set[str] = field(default_factory=set)
+    files: dict[str, str] = field(default_factory=dict)
+    commands: dict[str, str] = field(default_factory=dict)  # " ".join(argv) -> stdout
 
     def cpuid(self, leaf: int, subleaf: int = 0) -> Regs | None:
         return self.cpuid_leaves.get((leaf, subleaf))
@@ -123,6 +144,12 @@ class RecordedProbe(Probe):
 
     def cpuinfo_flags(self) -> set[str]:
         return self.flags
+
+    def read(self, path: str) -> str | None:
+        return self.files.get(path)
+
+    def command(self, argv: list[str]) -> str | None:
+        return self.commands.get(" ".join(argv))
 
 
 def regs_to_str(*regs: int) -> str:

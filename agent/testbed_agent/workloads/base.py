@@ -168,7 +168,7 @@ class Workload:
     name_suffixes: ClassVar[tuple[str, ...]] = ()
     #: the typed parameters: a frozen dataclass of :func:`testbed_agent.params.spec` fields
     Params: ClassVar[type] = NoParams
-    #: regular expressions over metric names: every match is a primary metric (DESIGN.md section 6)
+    #: regular expressions over metric names: every match is a primary metric (docs/design.md section 6)
     primary: ClassVar[tuple[str, ...]] = ()
     #: timeout of one execution when the plan gives none
     default_timeout_s: ClassVar[float] = DEFAULT_TIMEOUT_S

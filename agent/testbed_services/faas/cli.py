@@ -113,7 +113,9 @@ def add_parser(subparsers: Any) -> None:
         p.set_defaults(func=globals()[f"_{name}"])
 
     prof = sub.add_parser("profiles", help="list the platform profiles")
-    prof.add_argument("--profiles-dir", type=Path)
+    prof.add_argument(
+        "--profiles-dir", type=Path, help="directory of profiles (default workloads/faas/profiles)"
+    )
     prof.set_defaults(func=_profiles)
 
 

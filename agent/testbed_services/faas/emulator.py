@@ -529,7 +529,7 @@ class Emulator:
             if key not in host.code:
                 target = host.directory / f"{dep.name}-{dep.digest[:12]}"
                 with tarfile.open(package) as tar:
-                    tar.extractall(target, filter="data")
+                    tar.extractall(target, filter=_unpack_filter)  # noqa: S202 - our own package, through tarfile's data filter
                 target.chmod(0o755)
                 self._modelled("host")
                 host.code[key] = target
@@ -765,7 +765,19 @@ def _retire_all(instances: list[Instance]) -> None:
 
 
 def _no_cache(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
-    return None if "__pycache__" in info.name or info.name.endswith(".pyc") else info
+    """The package holds no byte code, and everything in it is readable by the function user
+    (directories and executables 0755, other files 0644) whatever the checkout's modes."""
+    if "__pycache__" in info.name or info.name.endswith(".pyc"):
+        return None
+    info.mode = 0o755 if info.isdir() or info.mode & 0o100 else 0o644
+    return info
+
+
+def _unpack_filter(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo:
+    """tarfile's ``data`` filter, but directories keep the package's 0755 (``data`` leaves them to
+    the umask, and an in-process emulator may run under the agent's 077)."""
+    member = tarfile.data_filter(member, dest)
+    return member.replace(mode=0o755, deep=False) if member.isdir() else member
 
 
 #: calls one instance may serve at once (platforms allow up to 1000: Cloud Run / GCF 2nd gen)

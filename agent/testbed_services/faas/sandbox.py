@@ -154,12 +154,23 @@ def _mask(libc: ctypes.CDLL, target: str, src: str | None, keep: list[str]) -> N
     else:
         _check(libc.mount(src.encode(), target.encode(), None, MS_BIND, None), f"bind on {target}")
     for path, fd in held:
-        os.makedirs(path, mode=0o755, exist_ok=True)  # traversable: `faas serve` runs with umask 022
+        _traversable_dirs(path)
         _check(
             libc.mount(f"/proc/self/fd/{fd}".encode(), path.encode(), None, MS_BIND | MS_REC, None),
             f"bind {path} back",
         )
         os.close(fd)
+
+
+def _traversable_dirs(path: str) -> None:
+    """Create ``path`` and its missing parents 0755 whatever the umask: mount points the function
+    user walks through to reach what is bound back (the Python installation under root's home)."""
+    parent = os.path.dirname(path)
+    if parent != path and not os.path.isdir(parent):
+        _traversable_dirs(parent)
+    if not os.path.isdir(path):
+        os.mkdir(path)
+        os.chmod(path, 0o755)  # noqa: S103 - a read-only mount point the function user must traverse
 
 
 def _unescape(field: str) -> str:

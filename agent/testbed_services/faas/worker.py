@@ -52,6 +52,9 @@ def _load_handler(cfg: dict[str, Any]) -> Any:
 
 def main(argv: list[str]) -> int:
     cfg = json.loads(argv[0])
+    # the mount points the sandbox makes (root's home, /tmp) must be traversable by the function user
+    # whatever umask the emulator inherited (an in-process emulator under the agent's 077)
+    os.umask(0o022)
     proto_in = os.fdopen(os.dup(0), "r", buffering=1)
     proto_out = os.fdopen(os.dup(1), "w", buffering=1)
     # the function's stdout and stderr both go to fd 2: a pipe the emulator keeps a bounded tail of

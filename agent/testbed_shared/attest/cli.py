@@ -22,7 +22,12 @@ def add_parser(subparsers: Any) -> None:
         description="FILE: an SEV-SNP report, an Azure HCL report, a TDX quote, a TPM2 quote, or an "
         "evidence directory the agent wrote (<host>.evidence/NN-phase). Never uses the network.",
     )
-    v.add_argument("file", type=Path, metavar="FILE")
+    v.add_argument(
+        "file",
+        type=Path,
+        metavar="FILE",
+        help="an SNP report, HCL report, TDX quote, TPM quote, or an evidence manifest/directory of a run",
+    )
     v.add_argument(
         "--chain",
         action="append",

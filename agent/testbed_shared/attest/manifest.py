@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +31,17 @@ def load_manifest(path: Path) -> dict[str, Any]:
     return doc
 
 
+def _as_of(opts: Options) -> datetime:
+    return opts.as_of or datetime.now(UTC)
+
+
 def verify_manifest(path: Path, opts: Options) -> Result:
     doc = load_manifest(path)
     if doc.get("attestation") in ("unavailable", "failed"):
-        raise EvidenceError(f"{path}: attestation {doc['attestation']}: {doc.get('reason')}")
+        # readable evidence that attests nothing: a failed check (exit 1), not unreadable input (2)
+        res = Result(technology=str(doc.get("technology") or "none"), as_of=_as_of(opts))
+        res.add("attestation", False, f"attestation {doc['attestation']}: {doc.get('reason')}")
+        return res
     base = Path(path).parent
     files = {k: base / v for k, v in doc.get("files", {}).items()}
     claims = doc.get("binding") or {}

@@ -1,6 +1,6 @@
 """``testbed-report study ID RESULTS... --out DIR``: a paper's own tables and figures, rebuilt.
 
-Each published study (DESIGN.md section 10) has a view module here, ``s0.py`` ... ``s4.py``,
+Each published study (docs/design.md section 10) has a view module here, ``s0.py`` ... ``s4.py``,
 found by its id; adding one needs no edit to this file. A view module provides::
 
     def build(ds: Dataset, manifest: Manifest) -> StudyView

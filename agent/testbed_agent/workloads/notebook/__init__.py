@@ -38,8 +38,15 @@ def locate(name: str) -> Path:
     listed in ``aliases.yml``) to a notebook file inside the notebooks directory."""
     base = notebooks_dir()
     raw = Path(notebook_alias(name) or name)
-    if raw.is_absolute() or ".." in raw.parts or str(raw).startswith("~"):
-        raise ParamError("name", f"notebook '{name}' is outside {base}: name it relative to that directory")
+    if raw.is_absolute():  # an absolute path inside the notebooks directory names that notebook
+        try:
+            raw = raw.resolve().relative_to(base.resolve())
+        except ValueError:
+            raise ParamError(
+                "name", f"notebook '{name}' is outside {base}: name it relative to that directory"
+            ) from None
+    if ".." in raw.parts or str(raw).startswith("~"):
+        raise ParamError("name", f"notebook '{name}' leaves {base}: name it relative to that directory")
     candidates = [base / raw]
     if raw.suffix != ".ipynb":
         candidates.append(candidates[0].with_name(candidates[0].name + ".ipynb"))

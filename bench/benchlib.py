@@ -1,0 +1,234 @@
+"""What every ``make bench`` script shares: a ratio with its interval and a decision, and progress.
+
+Estimand of a paired bench: the geometric mean of the per-pair ratios a/b (the two arms run back to
+back, in a seeded random order within each pair, so drift hits both). Unit of replication: the
+pair. Interval: Student t on the per-pair log ratios, at the level the sequential rule spends per
+look (Bonferroni over the planned looks, so stopping early at the first decided look keeps the
+error rate at 5 %). The decision is the report's own (``testbed_reports.inference.decide``):
+``equivalent`` within +-margin, ``slower``/``faster`` when the interval excludes 0, otherwise
+``inconclusive`` ("not shown"), with the pairs that would resolve the margin.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from testbed_reports.inference import ALPHA, Decision, Estimate, decide, signed
+
+
+@dataclass
+class Ratio:
+    """A ratio a/b with its interval and the decision against a margin."""
+
+    what: str
+    ratio: float
+    lo: float
+    hi: float
+    level: float
+    n: int
+    decision: Decision
+    margin: float
+    unit: str = "pair"
+
+    def line(self, target: str = "") -> str:
+        words = {
+            "equivalent": f"equivalent within +-{self.margin:g} %",
+            "inconclusive": "not shown (inconclusive)",
+        }.get(self.decision.decision, self.decision.decision)
+        tail = f"   target: {target}" if target else ""
+        return (
+            f"  {self.what}: ratio {self.ratio:.4f} [{self.lo:.4f}, {self.hi:.4f}] "
+            f"({self.level:.1%} interval, {self.n} {self.unit}s) -> {words}{tail}"
+        )
+
+
+def paired_ratio(
+    a: Sequence[float],
+    b: Sequence[float],
+    what: str,
+    margin: float,
+    alpha: float = ALPHA,
+    better: str = "higher",
+) -> Ratio:
+    """Geometric mean of a_i/b_i with a t interval on the log ratios, decided against +-margin %.
+
+    ``better`` is the direction of the measured quantity (throughput: higher), so a ratio below 1
+    of a throughput reads as ``slower``.
+    """
+    la = np.log(np.asarray(a, dtype=float))
+    lb = np.log(np.asarray(b, dtype=float))
+    d = la - lb
+    n = len(d)
+    sd = float(d.std(ddof=1)) if n > 1 else float("nan")
+    est = Estimate(
+        diff=float(d.mean()),
+        se=sd / math.sqrt(n) if n > 1 else float("nan"),
+        df=float(n - 1),
+        unit="pair",
+        spread=sd / math.sqrt(2) if n > 1 else float("nan"),
+        per_side=n,
+        reason="" if n > 1 else "too few pairs",
+    )
+    dec = decide(est, better, alpha, margin)
+    r = math.exp(est.diff)
+    if est.ok:
+        from scipy import stats as sps
+
+        t = float(sps.t.ppf(1 - alpha / 2, est.df))
+        lo, hi = math.exp(est.diff - t * est.se), math.exp(est.diff + t * est.se)
+    else:
+        lo = hi = float("nan")
+    return Ratio(what, r, lo, hi, 1 - alpha, n, dec, margin)
+
+
+def ratio_of_samples(
+    a: Sequence[float], b: Sequence[float], what: str, margin: float, better: str, alpha: float = ALPHA
+) -> Ratio:
+    """Ratio of geometric means of two independent samples, Welch t on logs (the report's estimate)."""
+    from testbed_reports.inference import Side, estimate
+
+    def side(x: Sequence[float]) -> Side:
+        lx = np.log(np.asarray(x, dtype=float))
+        return Side(np.array([len(lx)]), np.array([lx.mean()]), np.array([lx.std(ddof=1)]), 0, len(lx))
+
+    est = estimate(side(a), side(b))
+    dec = decide(est, better, alpha, margin)
+    from scipy import stats as sps
+
+    t = float(sps.t.ppf(1 - alpha / 2, est.df)) if est.ok else float("nan")
+    lo, hi = (math.exp(est.diff - t * est.se), math.exp(est.diff + t * est.se)) if est.ok else (math.nan,) * 2
+    return Ratio(
+        what,
+        math.exp(est.diff) if est.ok else math.nan,
+        lo,
+        hi,
+        1 - alpha,
+        min(len(a), len(b)),
+        dec,
+        margin,
+        "run",
+    )
+
+
+def median_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
+    """Median and its distribution-free interval (order statistics of a binomial(n, 1/2)), or NaN
+    ends when n is too small for ``level``."""
+    return quantile_interval(values, 0.5, level)
+
+
+def quantile_interval(values: Sequence[float], q: float, level: float = 0.95) -> tuple[float, float, float]:
+    """The q-quantile and its distribution-free interval from order statistics (binomial(n, q))."""
+    from scipy import stats as sps
+
+    x = np.sort(np.asarray(values, dtype=float))
+    n = len(x)
+    est = float(np.quantile(x, q))
+    a = (1 - level) / 2
+    lo_k = int(sps.binom.ppf(a, n, q))  # P(B <= lo_k) >= a  -> x[lo_k - 1] as the lower end
+    hi_k = int(sps.binom.ppf(1 - a, n, q)) + 1
+    lo = float(x[lo_k - 1]) if lo_k >= 1 else float("nan")
+    hi = float(x[hi_k - 1]) if hi_k <= n else float("nan")
+    return est, lo, hi
+
+
+def geo_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
+    """Geometric mean of positive values with a t interval on their logs (never crosses zero)."""
+    from scipy import stats as sps
+
+    lx = np.log(np.asarray(values, dtype=float))
+    n = len(lx)
+    m = float(lx.mean())
+    if n < 2:
+        return math.exp(m), float("nan"), float("nan")
+    half = float(sps.t.ppf(0.5 + level / 2, n - 1)) * float(lx.std(ddof=1)) / math.sqrt(n)
+    return math.exp(m), math.exp(m - half), math.exp(m + half)
+
+
+def mean_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
+    """Mean with its Student t interval."""
+    from scipy import stats as sps
+
+    x = np.asarray(values, dtype=float)
+    n = len(x)
+    if n < 2:
+        return float(x.mean()), float("nan"), float("nan")
+    half = float(sps.t.ppf(0.5 + level / 2, n - 1)) * float(x.std(ddof=1)) / math.sqrt(n)
+    return float(x.mean()), float(x.mean()) - half, float(x.mean()) + half
+
+
+def against(
+    lo: float, hi: float, below: float | None = None, within: tuple[float, float] | None = None
+) -> str:
+    """The decision an interval [lo, hi] gives against a target: "met", "not met" or "not shown".
+
+    ``below``: the target is "less than this" (met when the whole interval is below it, not met when
+    the whole interval is above it). ``within``: the target is a band (met when the interval lies
+    inside it, not met when it lies outside it).
+    """
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return "not shown (too few runs for an interval)"
+    if below is not None:
+        return "met" if hi < below else "not met" if lo > below else "not shown (interval spans the target)"
+    assert within is not None
+    a, b = within
+    if a <= lo and hi <= b:
+        return "met"
+    if hi < a or lo > b:
+        return "not met"
+    return "not shown (interval spans the target's edge)"
+
+
+def looks(first: int, cap: int, every: int) -> list[int]:
+    """The planned looks of a sequential bench: first, first+every, ..., and the cap."""
+    out = list(range(first, cap, every))
+    return [*out, cap] if not out or out[-1] != cap else out
+
+
+class Progress:
+    """One line per step with the elapsed time and an estimate of what is left (plain text, so
+    it shows under ``| tee`` and in CI logs)."""
+
+    def __init__(self, what: str, total: int) -> None:
+        self.what, self.total, self.start, self.done = what, total, time.monotonic(), 0
+
+    def step(self, note: str = "") -> None:
+        self.done += 1
+        spent = time.monotonic() - self.start
+        left = spent / self.done * (self.total - self.done)
+        print(
+            f"  [{self.what} {self.done}/{self.total}] {note}  elapsed {_dur(spent)}, about {_dur(left)} left"
+            " (at most)",
+            flush=True,
+        )
+
+
+def _dur(s: float) -> str:
+    s = max(0, round(s))
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
+def headline(text: str) -> None:
+    print(text, flush=True)
+    sys.stdout.flush()
+
+
+__all__ = [
+    "Progress",
+    "Ratio",
+    "against",
+    "geo_interval",
+    "headline",
+    "looks",
+    "mean_interval",
+    "median_interval",
+    "paired_ratio",
+    "quantile_interval",
+    "ratio_of_samples",
+    "signed",
+]
