@@ -133,11 +133,14 @@ def rehearse(work: Path) -> dict[str, Any]:
             gcf["standin_requests"] = dict(sorted(got["requests"].items()))
             gcf["left"] = {"functions": got["functions_left"], "objects": got["objects_left"]}
         out["gcf-gen2"] = gcf
-        with azure_standin(work / "arm", env) as ep:  # type: ignore[arg-type]
-            azf = _sequence("azure-functions", work / "az-driver", metrics_wait_s=5)
-            got = stats(ep)
-            azf["standin_requests"] = dict(sorted(_arm_ops(work / "arm" / "requests.jsonl").items()))
-            azf["left"] = got["resources_left"]
+        try:
+            with azure_standin(work / "arm", env) as ep:  # type: ignore[arg-type]
+                azf = _sequence("azure-functions", work / "az-driver", metrics_wait_s=5)
+                got = stats(ep)
+                azf["standin_requests"] = dict(sorted(_arm_ops(work / "arm" / "requests.jsonl").items()))
+                azf["left"] = got["resources_left"]
+        except Exception as exc:  # noqa: BLE001 - reported per platform; the others' counts still print
+            azf = {"error": f"{type(exc).__name__}: {exc}"}
         out["azure-functions"] = azf
     finally:
         stack.close()
@@ -158,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result, indent=1, sort_keys=True, default=str))
         return 0
     for platform, r in result.items():
+        if "error" in r:
+            print(f"{platform}: FAILED: {r['error']}")
+            continue
         left = r["left"] or "nothing"
         print(f"{platform}: {r['calls_ok']}/4 calls ok, cold {r['cold']}, real {r['real']}, left {left}")
         for op, n in r["standin_requests"].items():
