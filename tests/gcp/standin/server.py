@@ -181,6 +181,7 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(404, f"The requested URL {path} was not found on this server.")
         project, location, fid = found.groups()
         if fid is None and method == "POST":
+            self.op = "functions.create"
             body = self._json(raw)
             return (
                 "functions.create",
@@ -195,6 +196,7 @@ class Handler(BaseHTTPRequestHandler):
             self.op = "functions.get"
             return "functions.get", 200, fns.get(project, location, fid), {}
         if fid and method == "PATCH":
+            self.op = "functions.patch"
             body = self._json(raw)
             return (
                 "functions.patch",
