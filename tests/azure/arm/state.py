@@ -26,6 +26,9 @@ CREATE_S = {
 ACCEPTED = {"microsoft.storage/storageaccounts"}
 #: types whose (synchronous) creation Azure answers 200 OK: App Service's
 CREATED_OK = {"microsoft.web/serverfarms", "microsoft.web/sites"}
+#: types whose deletion is synchronous (200 OK, no operation to poll; the SDKs' delete() accepts
+#: only 200/204 for them): App Service's, and storage accounts
+DELETED_OK = {"microsoft.web/serverfarms", "microsoft.web/sites", "microsoft.storage/storageaccounts"}
 DEFAULT_CREATE_S = 0.0
 DELETE_S = 1.0
 
@@ -225,7 +228,8 @@ class Arm:
         return None
 
     def delete(self, rid: str) -> tuple[int, str | None]:
-        """Start a deletion; (202, operation id), or (204, None) when there is nothing to delete."""
+        """Start a deletion; (202, operation id), (200, None) for a synchronous type, or (204, None)
+        when there is nothing to delete."""
         item = self.items.get(rid.lower())
         if item is None:
             return 204, None
@@ -236,6 +240,9 @@ class Arm:
                 "NicInUse",
                 f"Network Interface {rid} is used by existing resource {self._nic_holder(rid, '')}.",
             )
+        if rtype in DELETED_OK:
+            self._remove(rid)
+            return 200, None
         item["op"] = self._op("delete", rid, DELETE_S)
         return 202, item["op"]
 
