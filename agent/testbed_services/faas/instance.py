@@ -101,6 +101,8 @@ class Instance:
         self._pending: dict[int, queue.Queue] = {}
         self._next = 0
         self._lock = threading.Lock()
+        #: held by whoever reads the worker's stdout (the reader thread, or a direct call)
+        self._reading = threading.Lock()
         self.exit_code: int | None = None
         d = deployment
         private = tmp.enforced
@@ -172,7 +174,8 @@ class Instance:
         """Wait for the function's init; raise RuntimeError with its error."""
         try:
             if self.direct:
-                line = self._readline(START_TIMEOUT_S)
+                with self._reading:
+                    line = None if self.proc.stdout.closed else self._readline(START_TIMEOUT_S)
                 msg = None if line is None else json.loads(line)
             else:
                 msg = self._ready.get(timeout=START_TIMEOUT_S)
@@ -186,6 +189,16 @@ class Instance:
         self.init_s = float(msg["init_s"])
 
     def _read(self) -> None:
+        with self._reading:
+            self._read_until_eof()
+        self._close_stdout()
+
+    def _close_stdout(self) -> None:
+        """Close the worker's stdout once nobody reads it (else it stays open until collected)."""
+        with contextlib.suppress(OSError):
+            self.proc.stdout.close()  # PIPE: never None
+
+    def _read_until_eof(self) -> None:
         ready = False
         while True:
             try:
@@ -227,7 +240,8 @@ class Instance:
             raise InstanceDied("instance is gone") from None
         try:
             if self.direct:
-                raw = self._readline(timeout_s)
+                with self._reading:
+                    raw = None if self.proc.stdout.closed else self._readline(timeout_s)
                 msg = None if raw is None else json.loads(raw)
             else:
                 msg = q.get(timeout=timeout_s)
@@ -253,6 +267,11 @@ class Instance:
             os.killpg(self.proc.pid, 9)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
+        if self.direct and self._reading.acquire(blocking=False):  # else the caller reads EOF
+            try:
+                self._close_stdout()
+            finally:
+                self._reading.release()
         self.tmp.release()
         self.cgroup.remove()
         self.log.closed.set()
