@@ -16,7 +16,7 @@ BUILD_TARGETS :=
 LONG_BUILDS   :=
 TEST_PREREQS  :=
 BENCH_SCRIPTS := bench/agent_overhead.py
-# make test leaves out the study reruns (pytest -m study, ~12 min): make test-studies runs them.
+# make test leaves out the study reruns (pytest -m study, 35-40 min here): make test-studies runs them.
 # --durations=30: the costliest tests at the end of every run (CI keeps an eye on the total).
 PYTEST_ARGS   ?= -m "not study" --durations=30
 # make test and make bench fill the venv and build the workload programs in parallel: downloads
@@ -74,7 +74,7 @@ test: ## install and build everything, then run the whole test suite
 	@echo "make test: $$($(STEP) --summary install-apt install-build)"
 	@source $(VENV)/bin/activate && python -m pytest $(PYTEST_ARGS)
 
-test-studies: ## the published studies' plans, small, through Ansible (~12 min)
+test-studies: ## the published studies' plans, small, through Ansible (35-40 min)
 	@$(MAKE) --no-print-directory test PYTEST_ARGS="-m study --durations=30"
 
 bench: ## benchmarks of the toolkit itself: ratios with intervals and decisions
