@@ -112,6 +112,7 @@ STUDY_SHORT = [
 
 
 @pytest.mark.study
+@pytest.mark.timeout(3600)  # S2's whole plan on six rehearsal machines: ~15 min idle, over 20 loaded
 def test_the_study_plan_runs_on_the_study_machines(tmp_path: Path) -> None:
     """The S2 study through run.yml as published (issue 25): the study preset's six machines,
     ``-l sev,tdx,amd_baseline,intel_baseline``, the classic plan entry for entry (25 entries, 32
