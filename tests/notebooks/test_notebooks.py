@@ -43,7 +43,10 @@ def test_notebook_runs_at_quick_scale(name: str, datasets: tuple[str, ...], runn
     source = nbformat.read(NOTEBOOKS / ours, as_version=4)
     # the record names the data sets as the plan did, the generator behind each, and their source
     assert sorted(out.params["datasets"]) == sorted(datasets or source.metadata["testbed"]["datasets"])
-    assert sorted(out.params["dataset_generators"].values()) == sorted(source.metadata["testbed"]["datasets"])
+    # each data set the plan names is made by one of the notebook's generators (the study names
+    # several Kaggle data sets where one generator stands for them: movie, pycaret)
+    assert set(out.params["dataset_generators"]) == set(out.params["datasets"])
+    assert set(out.params["dataset_generators"].values()) == set(source.metadata["testbed"]["datasets"])
     assert set(out.params["datasets"].values()) <= {"generated"}
     assert out.params["dataset_source"] == (
         "generated" if datasets or source.metadata["testbed"]["datasets"] else None
