@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from faas_records import faas_record
 
 from testbed_reports.study import StudyError, run_study
 from testbed_reports.study.s0 import WORKLOADS, Config
@@ -31,27 +32,7 @@ def test_the_cost_model_gives_the_papers_cost_column_from_its_own_rows() -> None
 
 
 def _record(bench: str, params: dict, calls: list[dict]) -> dict:
-    return {
-        "schema": 1,
-        "run_id": "r1",
-        "host": "faas",
-        "label": "faas",
-        "groups": [],
-        "plan_sha256": "x",
-        "benchmark": bench,
-        "type": "faas",
-        "index": 0,
-        "params": params,
-        "repetition": 0,
-        "started_at": "2026-01-01T10:00:00Z",
-        "ended_at": "2026-01-01T10:00:01Z",
-        "status": "ok",
-        "error": None,
-        "metrics": {"latency_s": {"value": 0.01, "unit": "s", "better": "lower"}},
-        "samples": {"calls": calls},
-        "telemetry": {},
-        "tool": {"name": "testbed-faas-emulator"},
-    }
+    return faas_record(bench, params, metrics={"latency_s": 0.01}, calls=calls, ended="2026-01-01T10:00:01Z")
 
 
 #: warm mean handler time (ms) of each synthetic configuration (workload sha256)

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from faas_records import faas_record
 
 from testbed_reports.anova import sequential_anova
 from testbed_reports.study import StudyError, run_study
@@ -243,27 +244,7 @@ def test_a_file_that_is_none_of_the_thesis_tables_is_refused(tmp_path: Path) -> 
 
 
 def _record(bench: str, rep: int, params: dict, metrics: dict, started: str) -> dict:
-    return {
-        "schema": 1,
-        "run_id": "r1",
-        "host": "faas",
-        "label": "faas",
-        "groups": [],
-        "plan_sha256": "x",
-        "benchmark": bench,
-        "type": "faas",
-        "index": 0,
-        "params": params,
-        "repetition": rep,
-        "started_at": started,
-        "ended_at": started,
-        "status": "ok",
-        "error": None,
-        "metrics": {k: {"value": v, "unit": "s", "better": "lower"} for k, v in metrics.items()},
-        "samples": {},
-        "telemetry": {},
-        "tool": {"name": "testbed-faas-emulator"},
-    }
+    return faas_record(bench, params, rep=rep, metrics=metrics, started=started)
 
 
 def test_toolkit_records_of_faas_io_give_the_tables(tmp_path: Path) -> None:

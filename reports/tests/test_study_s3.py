@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from faas_records import faas_record
 
 from testbed_reports.study import StudyError, run_study
 
@@ -21,27 +22,7 @@ RECREATED = {10: 0, 600: 42, 2400: 100}
 
 
 def _record(bench: str, index: int, params: dict, calls: list[dict]) -> dict:
-    return {
-        "schema": 1,
-        "run_id": "r1",
-        "host": "faas",
-        "label": "faas",
-        "groups": [],
-        "plan_sha256": "x",
-        "benchmark": bench,
-        "type": "faas",
-        "index": index,
-        "params": params,
-        "repetition": 0,
-        "started_at": "2026-01-01T10:00:00Z",
-        "ended_at": "2026-01-01T10:00:01Z",
-        "status": "ok",
-        "error": None,
-        "metrics": {"latency_s": {"value": 1.0, "unit": "s", "better": "lower"}},
-        "samples": {"calls": calls},
-        "telemetry": {},
-        "tool": {"name": "testbed-faas-emulator"},
-    }
+    return faas_record(bench, params, index=index, calls=calls, ended="2026-01-01T10:00:01Z")
 
 
 def _rq1_calls(rng: np.random.Generator) -> list[dict]:
