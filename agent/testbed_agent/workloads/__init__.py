@@ -18,7 +18,6 @@ from types import MappingProxyType
 from typing import Any
 
 from testbed_agent.benchmark import Benchmark
-from testbed_agent.params import field_names
 from testbed_agent.workloads.base import RunContext, Workload
 
 __all__ = [
@@ -111,11 +110,9 @@ def resolve_type(name: str, given: str) -> str:
 
 
 def known_keys(btype: str) -> set[str] | None:
-    """Parameter names of a type; None when the type checks its own keys (or is unknown)."""
+    """Parameter names of a type (:meth:`Workload.param_keys`); None when the type is unknown."""
     cls = get(btype)
-    if cls is None or cls.Params is None:
-        return None
-    return field_names(cls.Params)
+    return None if cls is None else cls.param_keys()
 
 
 def parse_params(btype: str, params: dict[str, Any]) -> Any:

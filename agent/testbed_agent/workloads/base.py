@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from testbed_agent.benchmark import Benchmark
-from testbed_agent.params import parse_into
+from testbed_agent.params import field_names, parse_into
 from testbed_agent.procs import ProcessTracker
 from testbed_agent.results import Outcome
 from testbed_shared.errors import BenchmarkTimeout, Interrupted, WorkloadError
@@ -183,6 +183,12 @@ class Workload:
     def parse(cls, bench: Benchmark) -> Any:
         """The typed params of ``bench``; raise :class:`ParamError` naming the field."""
         return parse_into(cls.Params, bench.params, cls.type)
+
+    @classmethod
+    def param_keys(cls) -> set[str]:
+        """The parameter names a plan entry of this type may give: the fields of ``Params`` (a type
+        whose ``parse`` builds its params from other names says which)."""
+        return field_names(cls.Params)
 
     @classmethod
     def check_environment(cls, bench: Benchmark, params: Any) -> None:

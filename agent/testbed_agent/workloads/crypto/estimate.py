@@ -4,7 +4,10 @@ of its duration from the bytes of its cells and measured cipher rates."""
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from testbed_agent.workloads.crypto.params import CryptoParams
 
 #: MB/s (10**6 B/s) of one CPU encrypting a streamed file, per algorithm and language: the
 #: docs/crypto.md table "Streamed 64 MiB files" (development machine, 2 shared vCPUs under load,
@@ -35,76 +38,81 @@ CRYPTO_OP_S = {2048: 0.003, 3072: 0.008, 4096: 0.02, "ecdsa": 0.002}
 CRYPTO_START_S = {"python": 0.3, "go": 0.05, "rust": 0.05, "java": 1.5, "node": 0.3}
 
 
-def cell_matrix(res: dict[str, Any]) -> dict[str, Any]:
-    """The cell matrix of a resolved crypto benchmark: its count and each dimension."""
-    if "key_bits" not in res:  # kms-envelope: languages x key-service keys
-        keys = res["kms_keys"]
-        count = len(res["languages"]) * len(keys)
-        return {"count": count, "alg": res["alg"], "kms_keys": keys, "languages": res["languages"]}
-    streamed = "file_sizes" in res
-    sizes = res["file_sizes"] if streamed else res["payload_sizes"]
+def cell_matrix(params: CryptoParams) -> dict[str, Any]:
+    """The cell matrix of a crypto benchmark: its count and each dimension."""
+    languages = list(params.languages)
+    if params.kms is not None:  # kms-envelope: languages x key-service keys
+        keys = list(params.kms.keys)
+        return {
+            "count": len(languages) * len(keys),
+            "alg": params.alg,
+            "kms_keys": keys,
+            "languages": languages,
+        }
+    streamed = bool(params.file_sizes)
+    sizes = list(params.file_sizes if streamed else params.payload_bytes)
     dims = {
-        "alg": res["alg"],
-        "key_bits": res["key_bits"],
-        "payload": res["payload"],
+        "alg": params.alg,
+        "key_bits": list(params.key_bits),
+        "payload": params.payload,
         "file_sizes" if streamed else "payload_bytes": sizes,
-        "ops": res["ops"],
-        "cpus": res["cpus"],
-        "languages": res["languages"],
+        "ops": list(params.ops),
+        "cpus": list(params.cpus),
+        "languages": languages,
     }
-    if res.get("guest_cpus"):
-        dims["guest_cpus"] = res["guest_cpus"]
-    count = len(res["languages"]) * len(res["key_bits"]) * len(res["ops"]) * len(sizes)
-    out = {"count": count * max(1, len(res["cpus"]), len(res.get("guest_cpus") or [])), **dims}
+    if params.guest_cpus:
+        dims["guest_cpus"] = list(params.guest_cpus)
+    count = len(languages) * len(params.key_bits) * len(params.ops) * len(sizes)
+    out = {"count": count * max(1, len(params.cpus), len(params.guest_cpus)), **dims}
     if streamed:
-        out["files"] = files_cost(res)
+        out["files"] = files_cost(params)
     return out
 
 
-def files_cost(res: dict[str, Any]) -> dict[str, Any]:
+def files_cost(params: CryptoParams) -> dict[str, Any]:
     """What a streamed benchmark's files cost a machine: the largest, the scratch space they and a
     decryption's ciphertext take at once, and the seconds to make them (streamed, never in memory)."""
-    sizes = res["file_sizes"]
-    ciphertext = max(sizes) if "decrypt" in res["ops"] else 0
+    sizes = list(params.file_sizes)
+    ciphertext = max(sizes) if "decrypt" in params.ops else 0
     return {
-        "kind": res["payload"],
+        "kind": params.payload,
         "sizes": sizes,
         "largest_bytes": max(sizes),
         "ciphertext_bytes": ciphertext,
         "scratch_bytes": sum(sizes) + ciphertext,
-        "make_s": round(sum(sizes) / (FILE_MBPS.get(res["payload"], 200) * 1e6), 1),
+        "make_s": round(sum(sizes) / (FILE_MBPS.get(params.payload, 200) * 1e6), 1),
     }
 
 
-def crypto_estimate_s(res: dict[str, Any]) -> float:
-    """Seconds of all cells of a resolved crypto benchmark: an estimate from bytes and rates.
+def crypto_estimate_s(params: CryptoParams) -> float:
+    """Seconds of all cells of a local-algorithm crypto benchmark: an estimate from bytes and rates.
 
     Per cell: process start, the steady-state warm-up (``warmup_s``, plus one operation it may
     overrun by) and every operation on the payload (cold, warm-up, timed and, for decryption, the
     ciphertext made before timing) at the algorithm's rate in that language. Cells run once per
     CPU count (cells over the machine's CPUs are skipped in a run: counted here all the same).
     """
-    sizes = res.get("file_sizes") or res["payload_sizes"]
+    sizes = params.file_sizes or params.payload_bytes
     total = sum(
-        _cell_s(res, lang, bits, op, size)
-        for lang, bits, op, size in itertools.product(res["languages"], res["key_bits"], res["ops"], sizes)
+        _cell_s(params, lang, bits, op, size)
+        for lang, bits, op, size in itertools.product(params.languages, params.key_bits, params.ops, sizes)
     )
-    make = files_cost(res)["make_s"] if "file_sizes" in res else 0.0
+    make = files_cost(params)["make_s"] if params.file_sizes else 0.0
     # guest_cpus: a machine runs the cells of its own vCPU count only (one of them)
-    return total * max(1, len(res["cpus"])) + make
+    return total * max(1, len(params.cpus)) + make
 
 
-def _cell_s(res: dict[str, Any], lang: str, bits: int, op: str, size: int) -> float:
-    alg = res["alg"]
+def _cell_s(params: CryptoParams, lang: str, bits: int, op: str, size: int) -> float:
+    alg = params.alg
     if alg == "rsa-raw":
         enc, dec = RSA_RAW_MBPS[bits]
         rate = (dec if op == "decrypt" else enc) * 1e6
         return (
-            CRYPTO_START_S[lang] + size / (enc * 1e6) + (1 + res["warmup"] + res["iterations"]) * size / rate
+            CRYPTO_START_S[lang] + size / (enc * 1e6) + (1 + params.warmup + params.iterations) * size / rate
         )
     rate = CRYPTO_MBPS.get(alg, CRYPTO_MBPS["aes-cbc"])[lang] * 1e6
     extra = CRYPTO_OP_S["ecdsa"] if alg.startswith("ecdsa") else 0.0
     one = size / rate + (CRYPTO_OP_S.get(bits, 0.0) if alg == "rsa-oaep" else extra)
-    ops = 1 + res["warmup"] + res["iterations"] + (op in ("decrypt", "verify"))
-    warm = res["warmup_s"] + one if res["warmup_s"] else 0.0
+    ops = 1 + params.warmup + params.iterations + (op in ("decrypt", "verify"))
+    warm = params.warmup_s + one if params.warmup_s else 0.0
     return CRYPTO_START_S[lang] + warm + ops * one

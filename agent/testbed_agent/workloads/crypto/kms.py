@@ -18,9 +18,11 @@ from typing import Any
 
 from testbed_agent.results import Outcome, metric
 from testbed_agent.workloads.base import RunContext
+from testbed_agent.workloads.crypto.params import CryptoParams
 from testbed_agent.workloads.crypto.tiers import TierCells, run_tiered
 from testbed_services import kms
 from testbed_services.kms import KmsConfig
+from testbed_shared.errors import WorkloadError
 
 
 def _run_client(ctx: RunContext, argv: list[str], env: dict[str, str]) -> tuple[str, dict[str, Any]]:
@@ -35,19 +37,21 @@ def _run_client(ctx: RunContext, argv: list[str], env: dict[str, str]) -> tuple[
     return "ok", out
 
 
-def run_kms(ctx: RunContext, res: dict[str, Any], root: Any, tiers: TierCells | None = None) -> Outcome:
+def run_kms(ctx: RunContext, params: CryptoParams, root: Path, tiers: TierCells | None = None) -> Outcome:
     """Every language x key cell against the configured or embedded key service (each client in its
-    tier's cgroup when ``tiers``; the key service itself outside)."""
-    cfg = res["kms"]
+    tier's cgroup when ``tiers``; the key service itself outside). ``params.kms`` is set."""
+    if params.kms is None:
+        raise WorkloadError(f"{params.alg} is not a key-service benchmark")
+    cfg, keys, warm_after = params.kms.config, list(params.kms.keys), params.kms.warm_after
     metrics: dict[str, Any] = {}
     samples: dict[str, Any] = {"cells": []}
     versions: dict[str, str] = {}
     failures: list[str] = []
-    size = res["payload_sizes"][0]
-    with kms.key_service(cfg, res["kms_keys"], tracker=ctx.tracker) as (url, key_ids, where):
-        for lang in res["languages"]:
+    size = params.payload_bytes[0]
+    with kms.key_service(cfg, keys, tracker=ctx.tracker) as (url, key_ids, where):
+        for lang in params.languages:
             cmd = client_command(lang, root)
-            for name in res["kms_keys"]:
+            for name in keys:
                 spec, usage = kms.KEYS[name]
                 cell = {
                     "cell": f"{lang}.{name}",
@@ -67,7 +71,7 @@ def run_kms(ctx: RunContext, res: dict[str, Any], root: Any, tiers: TierCells | 
                     "--region",
                     cfg.region,
                     "--iterations",
-                    str(res["iterations"]),
+                    str(params.iterations),
                     "--payload-bytes",
                     str(size),
                 ]
@@ -82,7 +86,7 @@ def run_kms(ctx: RunContext, res: dict[str, Any], root: Any, tiers: TierCells | 
                     failures.append(f"{cell['cell']}: {out['error']}")
                     continue
                 versions[lang] = f"{out['runtime']}; {out['library']}"
-                metrics |= call_metrics(cell["cell"], out["times_ns"], res["warm_after"])
+                metrics |= call_metrics(cell["cell"], out["times_ns"], warm_after)
                 metrics |= {f"{cell['cell']}.{q}": v for q, v in cg_metrics.items()}
                 samples[cell["cell"]] = out["times_ns"]
                 samples["cells"].append({**cell, "status": "ok", "reason": None})
@@ -95,9 +99,9 @@ def run_kms(ctx: RunContext, res: dict[str, Any], root: Any, tiers: TierCells | 
             "alg": "kms-envelope",
             "bytes": size,
             "service": where,
-            "languages": res["languages"],
-            "kms_keys": res["kms_keys"],
-            "warm_after": res["warm_after"],
+            "languages": list(params.languages),
+            "kms_keys": keys,
+            "warm_after": warm_after,
         },
     )
     ran = [c for c in samples["cells"] if c["status"] == "ok"]

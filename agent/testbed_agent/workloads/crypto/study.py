@@ -18,6 +18,7 @@ guests of a stated vCPU count, file kinds, a user's files, and which languages d
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,7 @@ def weak_reason(alg: str, bits: int) -> str | None:
     return None
 
 
-def check_weak_keys(alg: str, key_bits: list[int], allowed: bool) -> None:
+def check_weak_keys(alg: str, key_bits: Iterable[int], allowed: bool) -> None:
     """Refuse unsafe key sizes unless the plan says ``allow_weak_keys: true``."""
     if allowed:
         return
@@ -58,11 +59,13 @@ def check_weak_keys(alg: str, key_bits: list[int], allowed: bool) -> None:
             )
 
 
-def check_files(p: dict[str, Any], out: dict[str, Any]) -> None:
-    """``payload`` kinds, ``files_dir`` and ``guest_cpus`` of a benchmark's parameters."""
+def check_files(p: dict[str, Any], file_sizes: tuple[int, ...]) -> tuple[str | None, tuple[int, ...]]:
+    """``payload`` kinds, ``files_dir`` and ``guest_cpus`` of a benchmark's parameters (``file_sizes``:
+    the checked params.file_sizes, empty without): (files_dir or None, guest_cpus)."""
     kind = p.get("payload", "random")
     if kind not in PAYLOADS:
         raise ParamError("params.payload", f"must be one of {', '.join(PAYLOADS)}, got {kind!r}")
+    files_dir = None
     if "files_dir" in p:
         d = p["files_dir"]
         if not isinstance(d, str) or not d or "\x00" in d:
@@ -71,16 +74,17 @@ def check_files(p: dict[str, Any], out: dict[str, Any]) -> None:
             raise ParamError(
                 "params.files_dir", "files_dir (your files) or file_sizes/payload_bytes, not both"
             )
-        out["files_dir"] = d
-    if kind in KINDS and "file_sizes" in out:
+        files_dir = d
+    if kind in KINDS and file_sizes:
         least = minimum_size(kind)
-        small = [s for s in out["file_sizes"] if s < least]
+        small = [s for s in file_sizes if s < least]
         if small:
             raise ParamError(
                 "params.file_sizes", f"a {kind} file needs at least {least} bytes, got {small[0]}"
             )
-    if kind in KINDS and "file_sizes" not in out and "files_dir" not in out:
+    if kind in KINDS and not file_sizes and files_dir is None:
         raise ParamError("params.payload", f"{kind} is a kind of file: give file_sizes (or files_dir)")
+    guest_cpus: tuple[int, ...] = ()
     if "guest_cpus" in p:
         if "cpus" in p:
             raise ParamError(
@@ -90,7 +94,8 @@ def check_files(p: dict[str, Any], out: dict[str, Any]) -> None:
         values = value if isinstance(value, list) else [value]
         if not values or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in values):
             raise ParamError("params.guest_cpus", f"a positive integer or a list of them, got {value!r}")
-        out["guest_cpus"] = list(values)
+        guest_cpus = tuple(values)
+    return files_dir, guest_cpus
 
 
 def guest_skip(ncpu: int, machine_cpus: int) -> str | None:

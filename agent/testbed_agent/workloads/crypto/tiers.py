@@ -13,20 +13,29 @@ import contextlib
 import os
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from testbed_agent.params import ParamError
 from testbed_agent.results import metric
 from testbed_services.faas import cgroups
 from testbed_services.faas.instance import JOIN_AND_EXEC
-from testbed_services.faas.profiles import MIB, load_profile
+from testbed_services.faas.profiles import MIB, Profile, load_profile
 from testbed_shared.errors import TestbedError
 
 
-def resolve_tier(p: dict[str, Any], out: dict[str, Any]) -> None:
-    """Validate ``tier_profile`` (needs ``memory_mb`` the profile offers); fill ``out["tier"]``."""
+@dataclass(frozen=True)
+class TierParams:
+    """A FaaS memory tier: the profile (workloads/faas/profiles) and the memory size it offers."""
+
+    profile: Profile
+    memory_mb: int
+
+
+def parse_tier(p: dict[str, Any]) -> TierParams | None:
+    """``tier_profile`` with the ``memory_mb`` the profile offers, checked; None without a tier."""
     if "tier_profile" not in p:
-        return
+        return None
     name, mem = p["tier_profile"], p.get("memory_mb")
     if not isinstance(name, str) or not name:
         raise ParamError(
@@ -40,15 +49,15 @@ def resolve_tier(p: dict[str, Any], out: dict[str, Any]) -> None:
     except TestbedError as exc:
         hint = f" ({exc.hint})" if getattr(exc, "hint", None) else ""
         raise ParamError("params.tier_profile", f"{exc}{hint}") from None
-    out["tier"] = {"profile": profile, "memory_mb": mem}
+    return TierParams(profile=profile, memory_mb=mem)
 
 
 class TierCells:
     """The instance cgroups of one crypto benchmark run (one backend, one cgroup per cell)."""
 
-    def __init__(self, tier: dict[str, Any]) -> None:
-        self.profile = tier["profile"]
-        self.memory_mb: int = tier["memory_mb"]
+    def __init__(self, tier: TierParams) -> None:
+        self.profile = tier.profile
+        self.memory_mb = tier.memory_mb
         self.vcpus = min(self.profile.vcpus(self.memory_mb), float(os.cpu_count() or 1))
         self.backend = cgroups.detect(f"crypto-{os.getpid()}-{uuid.uuid4().hex[:8]}")
         self.cg: cgroups.InstanceCgroup | None = None
