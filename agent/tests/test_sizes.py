@@ -68,7 +68,7 @@ def test_fio_dd_and_crypto_read_a_size_alike(text: object, expected: int, why: s
     assert parse_params("fio", {"size": text}).size == expected
     assert parse_params("dd", {"bs": text}).bs == expected
     crypto = Crypto.parse(Benchmark("aes-256-cbc", "crypto", 0, 1, params={"file_sizes": [text]}))
-    assert crypto["file_sizes"] == [expected]
+    assert crypto.file_sizes == (expected,)
 
 
 @pytest.mark.parametrize(("text", "words", "why"), [r for r in REFUSED if r[0] is not None])

@@ -58,7 +58,7 @@ def test_types_resolve_from_their_modules_aliases_and_names(name: str, given: st
     assert workloads.resolve_type(name, given) == expected
 
 
-@pytest.mark.parametrize("wtype", sorted(TYPES - {"crypto"}))
+@pytest.mark.parametrize("wtype", sorted(TYPES))
 def test_params_are_a_frozen_dataclass_with_a_rule_per_field(wtype: str) -> None:
     cls = workloads.registry()[wtype]
     assert dataclasses.is_dataclass(cls.Params) and cls.Params.__dataclass_params__.frozen

@@ -12,7 +12,7 @@ from crypto_helpers import program
 
 from testbed_agent.plan import Benchmark, ParamError
 from testbed_agent.workloads.base import RunContext
-from testbed_agent.workloads.crypto import Crypto, resolve
+from testbed_agent.workloads.crypto import Crypto
 from testbed_services.faas import cgroups
 
 
@@ -45,7 +45,8 @@ def run(tmp_path: Path, memory_mb: int) -> Any:
 
 
 def test_tier_params_checked() -> None:
-    assert resolve(bench(memory_mb=512, tier_profile="aws-lambda"))["tier"]["memory_mb"] == 512
+    tier = Crypto.parse(bench(memory_mb=512, tier_profile="aws-lambda")).tier
+    assert tier is not None and tier.memory_mb == 512 and tier.profile.name == "aws-lambda"
     for params, field, says in (
         (
             {"memory_mb": 512, "tier_profile": "no-such-platform"},
@@ -56,7 +57,7 @@ def test_tier_params_checked() -> None:
         ({"memory_mb": 1, "tier_profile": "aws-lambda"}, "params.tier_profile", "outside"),
     ):
         with pytest.raises(ParamError, match=says) as exc:
-            resolve(bench(**params))
+            Crypto.parse(bench(**params))
         assert exc.value.field == field
 
 

@@ -16,7 +16,7 @@ from crypto_helpers import CRYPTO, LANGUAGES, TOOLCHAIN
 
 from testbed_agent.plan import Benchmark, ParamError
 from testbed_agent.workloads.base import RunContext
-from testbed_agent.workloads.crypto import Crypto, resolve
+from testbed_agent.workloads.crypto import Crypto
 from testbed_agent.workloads.crypto.kms import call_metrics, client_command
 from testbed_services.kms import (
     KEYS,
@@ -85,7 +85,7 @@ def test_config_forms() -> None:
         ({"kms": True, "languages": ["cobol"]}, "params.languages"),
     ):
         with pytest.raises(ParamError) as err:
-            resolve(Benchmark(name="kms-envelope", type="crypto", index=0, line=1, params=params))
+            Crypto.parse(Benchmark(name="kms-envelope", type="crypto", index=0, line=1, params=params))
         assert err.value.field == field
 
 

@@ -14,7 +14,7 @@ import yaml
 from crypto_helpers import LANGUAGES, ROOT, TOOLCHAIN
 
 from testbed_agent.plan import load_plan
-from testbed_agent.workloads.crypto import resolve
+from testbed_agent.workloads.crypto import Crypto
 
 PLANS = ROOT / "workloads" / "plans"
 
@@ -27,7 +27,7 @@ def available() -> list[str]:
 def test_plan_validates(name: str) -> None:
     plan = load_plan(PLANS / f"{name}.yml")
     for b in plan.benchmarks:
-        resolve(b)
+        Crypto.parse(b)
 
 
 # the S4 plan's cells against its paper: tests/crypto/test_s4_study.py
@@ -35,8 +35,8 @@ def test_plan_validates(name: str) -> None:
 
 def test_faas_matrix() -> None:
     plan = load_plan(PLANS / "crypto-faas.yml")
-    res = [resolve(b) for b in plan.benchmarks]
-    algs = {(r["alg"], tuple(r.get("key_bits", ()))) for r in res}
+    res = [Crypto.parse(b) for b in plan.benchmarks]
+    algs = {(r.alg, r.key_bits) for r in res}
     assert algs == {
         ("hmac-sha256", (256,)),
         ("hmac-sha384", (384,)),
@@ -50,11 +50,11 @@ def test_faas_matrix() -> None:
         ("kms-envelope", ()),
     }
     for r in res:
-        assert r["payload_sizes"] == [4096] and r["payload"] == "json"
-        if r["alg"] != "kms-envelope":  # the 30-call protocol: 1 cold, 9 untimed, 20 warm
-            assert (1, r["warmup"], r["iterations"]) == (1, 9, 20) and "price_table" in r
+        assert r.payload_bytes == (4096,) and r.payload == "json"
+        if r.kms is None:  # the 30-call protocol: 1 cold, 9 untimed, 20 warm
+            assert (1, r.warmup, r.iterations) == (1, 9, 20) and r.price is not None
         else:
-            assert (r["iterations"], r["warm_after"]) == (30, 10) and r["languages"] == list(LANGUAGES)
+            assert (r.iterations, r.kms.warm_after) == (30, 10) and r.languages == LANGUAGES
 
 
 def cut_down(name: str, tmp_path: Path, params: dict[str, Any], keep: set[str]) -> Path:

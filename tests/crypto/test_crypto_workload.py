@@ -15,7 +15,7 @@ from crypto_helpers import CRYPTO, LANGUAGES, TOOLCHAIN, load_vectors, program, 
 
 from testbed_agent.plan import Benchmark, ParamError
 from testbed_agent.workloads.base import RunContext
-from testbed_agent.workloads.crypto import ALGS, Crypto, alg_from_name, json_payload, resolve
+from testbed_agent.workloads.crypto import ALGS, Crypto, alg_from_name, json_payload
 from testbed_shared import cost
 
 sys.path.insert(0, str(CRYPTO / "python"))
@@ -88,14 +88,14 @@ def test_agent_table_matches_the_implementations() -> None:
 )
 def test_bad_parameters_name_their_field(params: dict[str, Any], field: str) -> None:
     with pytest.raises(ParamError) as err:
-        resolve(bench("aes-256-gcm", **params))
+        Crypto.parse(bench("aes-256-gcm", **params))
     assert err.value.field == field
 
 
 def test_defaults_come_from_the_name() -> None:
-    res = resolve(bench("rsa-oaep-3072"))
-    assert res["alg"] == "rsa-oaep" and res["key_bits"] == [3072] and res["ops"] == ["encrypt", "decrypt"]
-    assert res["languages"] == list(LANGUAGES) and res["payload_sizes"] == [4096]
+    res = Crypto.parse(bench("rsa-oaep-3072"))
+    assert res.alg == "rsa-oaep" and res.key_bits == (3072,) and res.ops == ("encrypt", "decrypt")
+    assert res.languages == LANGUAGES and res.payload_bytes == (4096,) and res.files is None
 
 
 def test_json_payload_has_the_exact_size() -> None:

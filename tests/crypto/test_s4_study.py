@@ -15,7 +15,7 @@ import yaml
 from crypto_helpers import ROOT
 
 from testbed_agent.plan import load_plan
-from testbed_agent.workloads.crypto import resolve
+from testbed_agent.workloads.crypto import Crypto, CryptoParams
 from testbed_reports.study import run_study
 from testbed_shared.errors import PlanError
 from testbed_shared.studies import manifest
@@ -35,8 +35,8 @@ def _experiments(table: str) -> dict[int, dict]:
 
 
 @pytest.fixture(scope="module")
-def plan() -> dict:
-    return {b.name: resolve(b) for b in load_plan(PLAN).benchmarks}
+def plan() -> dict[str, CryptoParams]:
+    return {b.name: Crypto.parse(b) for b in load_plan(PLAN).benchmarks}
 
 
 @pytest.mark.parametrize(
@@ -49,14 +49,14 @@ def test_each_experiment_of_the_paper_is_a_benchmark(plan: dict, table: str, pre
     assert names == [f"{prefix}-e{e:02d}" for e in range(1, 11)]
     for e, row in rows.items():
         r = plan[f"{prefix}-e{e:02d}"]
-        cell = (r["alg"], r["key_bits"], r["guest_cpus"], r["file_sizes"])
-        assert cell == (alg, [row["key_bits"]], [row["cores"]], [row["file_bytes"]]), (table, e)
+        cell = (r.alg, r.key_bits, r.guest_cpus, r.file_sizes)
+        assert cell == (alg, (row["key_bits"],), (row["cores"],), (row["file_bytes"],)), (table, e)
 
 
 def test_rsa_keys_and_aes_files_are_the_paper_s(plan: dict) -> None:
-    rsa = {bits for n, r in plan.items() if r["alg"] == "rsa-raw" for bits in r["key_bits"]}
+    rsa = {bits for n, r in plan.items() if r.alg == "rsa-raw" for bits in r.key_bits}
     assert sorted(rsa) == S4.element("rsa.keys").value == [64, 256, 1024, 1536, 2048]  # S4 L189-215
-    aes = {size for r in plan.values() if r["alg"] == "aes-cbc" for size in r["file_sizes"]}
+    aes = {size for r in plan.values() if r.alg == "aes-cbc" for size in r.file_sizes}
     assert aes == {g << 30 for g in (1, 2, 3, 5)}  # 1, 2, 3 and 5 GB (S4 L234-257)
 
 
@@ -69,19 +69,19 @@ def test_the_other_ciphers_as_the_manifest_says(plan: dict) -> None:
     }
     files = S4.element("symmetric.files").value
     for r in plan.values():
-        if r["alg"] in keys:
-            assert r["key_bits"] == keys[r["alg"]]
-            assert r["guest_cpus"] == S4.element("symmetric.cores").value == [2, 4]
-            assert r["file_sizes"] == [parse_size(s) for s in files[r["alg"]]]
+        if r.alg in keys:
+            assert list(r.key_bits) == keys[r.alg]
+            assert list(r.guest_cpus) == S4.element("symmetric.cores").value == [2, 4]
+            assert list(r.file_sizes) == [parse_size(s) for s in files[r.alg]]
     assert keys["blowfish-cbc"] == [64] and keys["3des-cbc"] == [192]
 
 
 def test_guests_ops_language_and_kinds(plan: dict) -> None:
     loaded = load_plan(PLAN)
     assert loaded.allow_weak_keys is True
-    assert {c for r in plan.values() for c in r["guest_cpus"]} == set(S4.element("guest.cores").value)
-    assert all(r["ops"] == ["encrypt", "decrypt"] and r["languages"] == ["python"] for r in plan.values())
-    assert {r["payload"] for r in plan.values()} == {"pdf", "image", "archive"}  # S4 L169
+    assert {c for r in plan.values() for c in r.guest_cpus} == set(S4.element("guest.cores").value)
+    assert all(r.ops == ("encrypt", "decrypt") and r.languages == ("python",) for r in plan.values())
+    assert {r.payload for r in plan.values()} == {"pdf", "image", "archive"}  # S4 L169
     inv = yaml.safe_load((ROOT / "inventory/lab-s4.yml").read_text())["all"]["children"]
     for group, prefix in (("kvm", "kvm_guest"), ("hyperv", "hyperv_guest")):
         assert inv[group]["vars"][f"{prefix}_memory_mib"] == S4.element("guest.memory").value == 4096

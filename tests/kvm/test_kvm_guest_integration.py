@@ -19,7 +19,7 @@ import yaml
 from kvm_helpers import ROOT, ansible_playbook, free_port, require_tools
 
 from testbed_agent.plan import load_plan
-from testbed_agent.workloads.crypto import resolve
+from testbed_agent.workloads.crypto import Crypto
 from testbed_reports.build import build
 from testbed_reports.study import run_study
 
@@ -118,13 +118,13 @@ def _assert_seed004_table(report_dir: Path) -> None:
     crypto-hypervisor benchmarks, under the guest's label and localhost's, with a time."""
     plan = load_plan(ROOT / PLAN)
     expected = {
-        (r["alg"], bits, size, op)
+        (r.alg, bits, size, op)
         for b in plan.benchmarks
         if b.name in HV_BENCHMARKS
-        for r in [resolve(b)]
-        for bits in r["key_bits"]
-        for size in r["file_sizes"]
-        for op in r["ops"]
+        for r in [Crypto.parse(b)]
+        for bits in r.key_bits
+        for size in r.file_sizes
+        for op in r.ops
     }
     assert len(expected) == 8 and {op for *_, op in expected} == {"encrypt", "decrypt"}
     table = pd.read_csv(report_dir / "crypto_table.csv")
@@ -301,12 +301,14 @@ def test_guest_runs_the_plan_and_returns_results(tmp_path: Path) -> None:
 
 def test_guest_crypto_cells_come_from_the_hypervisor_study() -> None:
     """The guest plan's S4 benchmarks are the study plan's experiments, cut to small files and one CPU."""
-    study = {b.name: resolve(b) for b in load_plan(ROOT / "workloads/plans/crypto-hypervisor.yml").benchmarks}
+    study = {
+        b.name: Crypto.parse(b) for b in load_plan(ROOT / "workloads/plans/crypto-hypervisor.yml").benchmarks
+    }
     for bench in load_plan(ROOT / PLAN).benchmarks:
         if bench.name not in HV_BENCHMARKS:
             continue
-        small, full = resolve(bench), study[bench.name]
+        small, full = Crypto.parse(bench), study[bench.name]
         same = ("alg", "key_bits", "payload", "ops", "languages")
-        assert {k: small[k] for k in same} == {k: full[k] for k in same}, bench.name
-        assert max(small["file_sizes"]) <= min(full["file_sizes"]) and small["cpus"] == [1]
+        assert {k: getattr(small, k) for k in same} == {k: getattr(full, k) for k in same}, bench.name
+        assert max(small.file_sizes) <= min(full.file_sizes) and small.cpus == (1,)
         assert bench.allow_weak_keys and bench.repetitions == 2
