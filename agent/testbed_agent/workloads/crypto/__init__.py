@@ -5,6 +5,7 @@ program under the CONTRACT.md command line; the program checks the shared vector
 All cells of a benchmark go into one record: metric names are ``<cell>.<quantity>``, e.g.
 ``go.encrypt.time_per_op``; cells that could not run are listed in ``samples.cells`` with the
 reason. ``alg: kms-envelope`` times envelope encryption through a KMS-compatible key service.
+``run`` receives the typed params (:class:`~testbed_agent.workloads.crypto.params.CryptoParams`).
 """
 
 from __future__ import annotations
