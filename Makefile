@@ -67,12 +67,14 @@ run: ## the quick plan on localhost through Ansible, with a comparison; prints t
 	@cat .cache/last-report.txt
 
 # Two timed steps before the tests: the Debian packages, then the venv and every build in parallel.
+# The project's own modules are byte-compiled first (scripts/compile-venv.sh says why).
 test: ## install and build everything, then run the whole test suite
 	@$(STEP) --reset
 	@$(STEP) install-apt --estimate 300 -- scripts/install.sh $(VENV) all apt
 	@$(STEP) install-build --estimate 600 -- $(MAKE) --no-print-directory $(PARALLEL) $(LONG_BUILDS) $(STAMP) build $(TEST_PREREQS)
 	@echo "make test: $$($(STEP) --summary install-apt install-build)"
-	@source $(VENV)/bin/activate && python -m pytest $(PYTEST_ARGS)
+	@source $(VENV)/bin/activate && python -m compileall -q -j0 agent reports >/dev/null \
+	  && python -m pytest $(PYTEST_ARGS)
 
 test-studies: ## the published studies' plans, small, through Ansible (35-40 min)
 	@$(MAKE) --no-print-directory test PYTEST_ARGS="-m study --durations=30"

@@ -16,7 +16,8 @@ TEST_PREREQS += $(AZURE_STAMP)
 $(AZURE_STAMP): requirements-azure.txt
 	@echo ">> azure venv: requirements-azure.txt into $(AZURE_VENV)"; mkdir -p $(VENV) \
 	  && python3 -m venv $(AZURE_VENV) && $(AZURE_VENV)/bin/python -m pip install -q --upgrade pip \
-	  && $(AZURE_VENV)/bin/python -m pip install -q --no-compile -r requirements-azure.txt && $(TOOK)
+	  && $(AZURE_VENV)/bin/python -m pip install -q --no-compile -r requirements-azure.txt \
+	  && scripts/compile-venv.sh $(AZURE_VENV) && $(TOOK)
 	@touch $@
 
 azure-deps: $(AZURE_STAMP) ## Azure SDKs for the azure collection (venv .venv/azure)
