@@ -17,9 +17,9 @@ LONG_BUILDS   :=
 TEST_PREREQS  :=
 BENCH_SCRIPTS := bench/agent_overhead.py
 # make test leaves out the study reruns (pytest -m study, 35-40 min here): make test-studies runs them.
-# -n 2 --dist loadgroup: two lanes, the emulated guests and the Azure rehearsal beside the rest
+# -n 2 --dist loadscope: two lanes, the emulated guests and the Azure rehearsal beside the rest
 # (conftest.py). --durations=30: the costliest tests at the end of every run (CI keeps an eye on the total).
-PYTEST_ARGS   ?= -m "not study" -n 2 --dist loadgroup --durations=30
+PYTEST_ARGS   ?= -m "not study" -n 2 --dist loadscope --durations=30
 # make test and make bench fill the venv and build the workload programs in parallel: downloads
 # (pip, Maven, npm, Go and Cargo crates) overlap the compiles; each part prints its own duration.
 # No --output-sync: it would hold a part's lines until the part ends (no progress); every line

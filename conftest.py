@@ -1,32 +1,39 @@
-"""The two lanes of `make test` (pytest-xdist, ``-n 2 --dist loadgroup``).
+"""The two lanes of `make test` (pytest-xdist, ``-n 2 --dist loadscope``).
 
 The software-emulated guests (tests/kvm, tests/hyperv: one QEMU process holds a core for most of
-their 15-20 minutes while the test waits) and the Azure dress rehearsal (stand-ins and loopback
+their 15-20 minutes while the test waits) and the Azure dress rehearsal (stand-ins and a loopback
 sshd of its own) run one after another in the ``guests`` lane; everything else runs, in collection
 order, in the ``main`` lane beside it. Inside a lane nothing runs concurrently, so tests that share
-the checkout, cgroups or libvirt never overlap. Without ``-n`` (make test-studies, a plain pytest)
-the marks change nothing.
+the checkout, cgroups or libvirt never overlap. ``--dist loadscope`` is given lanes as its scopes
+here (xdist's ``loadgroup`` marks cannot do it under pytest 9: xdist 3.8 renames node ids through
+an attribute pytest 9 no longer reads). Without ``-n`` (make test-studies, a plain pytest) nothing
+changes.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent
-#: what the guests lane runs (paths relative to the repository)
+#: what the guests lane runs (node id prefixes, relative to the repository)
 GUESTS_LANE = ("tests/kvm/", "tests/hyperv/", "tests/azure/test_azure_rehearsal.py")
 
 
-def lane(path: Path) -> str:
-    """The lane of the tests in *path*."""
-    rel = path.resolve().relative_to(ROOT).as_posix()
-    return "guests" if rel.startswith(GUESTS_LANE) else "main"
+def lane(nodeid: str) -> str:
+    """The lane of the test *nodeid*."""
+    return "guests" if nodeid.startswith(GUESTS_LANE) else "main"
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not config.pluginmanager.hasplugin("xdist"):
-        return
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(lane(item.path)))
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    if config.getoption("dist") != "loadscope":
+        return None  # xdist's own scheduler for any other --dist
+    from xdist.scheduler import LoadScopeScheduling  # noqa: PLC0415 - only with pytest-xdist running
+
+    class LaneScheduling(LoadScopeScheduling):
+        """loadscope with the two lanes as its scopes."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return lane(nodeid)
+
+    return LaneScheduling(config, log)
