@@ -154,7 +154,8 @@ def _assert_s4_study(results: list[Path], out: Path) -> None:
         assert e1[col].rerun is None and e1[col].paper is not None, col
     assert e2["decision enc"] in ("slower", "faster", "equivalent", "inconclusive")
     per_cell = next(t for t in view.tables if t.id == "Eq. 1 by cell")
-    assert {r["algorithm"] for r in per_cell.rows} == {"RSA", "AES", "BlowFish"}
+    # the paper's algorithms under their names (the guest's smoke AES-GCM cell shows beside them)
+    assert {"RSA", "AES", "BlowFish"} <= {r["algorithm"] for r in per_cell.rows}
     rsa64 = [r for r in per_cell.rows if r["algorithm"] == "RSA" and r["key"] == 64]
     assert [r["file"] for r in rsa64] == ["16 K"] and rsa64[0]["decision enc"] != ""
     print(f"S4 study from the KVM guest and localhost: {out / 'study.md'}")
