@@ -1,13 +1,14 @@
 """The two lanes of `make test` (pytest-xdist, ``-n 2 --dist loadscope``).
 
 The software-emulated guests (tests/kvm, tests/hyperv: one QEMU process holds a core for most of
-their 15-20 minutes while the test waits) and the Azure dress rehearsal (stand-ins and a loopback
-sshd of its own) run one after another in the ``guests`` lane; everything else runs, in collection
-order, in the ``main`` lane beside it. Inside a lane nothing runs concurrently, so tests that share
-the checkout, cgroups or libvirt never overlap. ``--dist loadscope`` is given lanes as its scopes
-here (xdist's ``loadgroup`` marks cannot do it under pytest 9: xdist 3.8 renames node ids through
-an attribute pytest 9 no longer reads). Without ``-n`` (make test-studies, a plain pytest) nothing
-changes.
+their 15-20 minutes while the test waits), the Azure dress rehearsal (stand-ins and a loopback sshd
+of its own) and two run.yml tests run one after another in the ``guests`` lane; everything else
+runs, in collection order, in the ``main`` lane beside it. Inside a lane nothing runs concurrently,
+so tests that share cgroups, libvirt or the default node_exporter port never overlap; what both
+lanes' run.yml runs share in the checkout (the agent bundle) is built under a lock.
+``--dist loadscope`` is given lanes as its scopes here (xdist's ``loadgroup`` marks cannot do it
+under pytest 9: xdist 3.8 renames node ids through an attribute pytest 9 no longer reads).
+Without ``-n`` (make test-studies, a plain pytest) nothing changes.
 """
 
 from __future__ import annotations
@@ -17,7 +18,15 @@ from typing import Any
 import pytest
 
 #: what the guests lane runs (node id prefixes, relative to the repository)
-GUESTS_LANE = ("tests/kvm/", "tests/hyperv/", "tests/azure/test_azure_rehearsal.py")
+GUESTS_LANE = (
+    "tests/kvm/",
+    "tests/hyperv/",
+    "tests/azure/test_azure_rehearsal.py",
+    # two run.yml tests with their own ports and directories, to even out the lanes (measured: the
+    # guests lane took 25 min and the main lane 34 before they moved)
+    "tests/test_ansible_local.py",
+    "tests/faas/test_faas_platform_runyml.py",
+)
 
 
 def lane(nodeid: str) -> str:

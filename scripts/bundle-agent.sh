@@ -7,6 +7,10 @@ set -euo pipefail
 out=${1:?usage: bundle-agent.sh OUTDIR}
 root=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$out"
+# One build at a time per output directory: two runs from one checkout (two terminals, or make
+# test's two lanes) would otherwise write the same files at once.
+exec 9>"$out/.lock"
+flock 9
 export SOURCE_DATE_EPOCH=946684800
 stage=$(mktemp -d); trap 'rm -rf "$stage"' EXIT
 # The wheel is built from a clean copy of agent/ (setuptools' in-tree build/ directory keeps the

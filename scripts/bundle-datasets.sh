@@ -10,6 +10,8 @@ set -euo pipefail
 src=${1:?usage: bundle-datasets.sh SRCDIR OUTDIR}
 out=${2:?usage: bundle-datasets.sh SRCDIR OUTDIR}
 mkdir -p "$out"
+exec 9>"$out/.lock"  # one pack at a time per output directory (runs from one checkout at once)
+flock 9
 tarball="$out/real-datasets.tar"
 mapfile -t sets < <(find "$src" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' 2>/dev/null | sort)
 if [ "${#sets[@]}" -eq 0 ]; then
