@@ -5,7 +5,8 @@
 # cores instead. Without them, every Python process compiles each module it imports again whenever
 # PYTHONDONTWRITEBYTECODE is set (as in CI and on this project's machines), and the test suite starts
 # thousands of them: importing the azure collection's module_utils took 13.5 s without .pyc and
-# 3.0 s with them, pandas + scipy 4.3 s and 1.9 s (bench figures in README "Test suite time").
+# 3.0 s with them, pandas + scipy 4.3 s and 1.9 s (one-off timings on a 2-core machine, README
+# "Tests and benchmarks"; not a make bench figure).
 # ansible_collections is left out: Ansible ships a module and its module_utils to the target in a
 # zip and runs them from there, so their .pyc would never be read.
 set -euo pipefail
