@@ -60,6 +60,9 @@ def settings(k: float) -> dict[str, list[tuple[Callable[..., c.Result], tuple, d
             (c.drift_setting, (0.005, n(4000), 50), {}),
             (c.drift_setting, (0.0, n(4000), 51), {}),
             (c.drift_setting, (0.0, n(2000), 52), {"shift": 0.03}),
+            (c.drift_setting, (0.005, n(4000), 53), {"drift_p": 0.3}),
+            (c.drift_setting, (0.0, n(4000), 54), {"drift_p": 0.3}),
+            (c.drift_setting, (0.0, n(2000), 55), {"shift": 0.03, "drift_p": 0.3}),
         ],
         "anova": [
             *((c.anova_setting, (m, n(4000), 60 + i), {}) for i, m in enumerate(ANOVA)),

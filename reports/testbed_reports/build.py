@@ -20,7 +20,7 @@ from testbed_reports import __version__, crypto_tables, display, figures, plots,
 from testbed_reports.anova import ANOVA_NOTE, label_anova
 from testbed_reports.audit import attest_column
 from testbed_reports.compare import auto_pairs, compare, headline, parse_pairs
-from testbed_reports.diagnostics import diagnostics, windows
+from testbed_reports.diagnostics import STABLE_P, findings, windows
 from testbed_reports.errors import ReportError
 from testbed_reports.export import parameter_anova
 from testbed_reports.fingerprint import fingerprints, label_factors, mismatches
@@ -61,8 +61,9 @@ METHOD = [
         "the statement is about these machines, with the machines per label a type-level decision would "
         "need), or on runs plus a stated machine-spread prior (scope types via the prior, named in the "
         "verdict). A machine whose runs drift (Spearman trend or KPSS level stability) gets the variance "
-        "of a wandering level in run-level intervals. Coverage and error rates of every rule are measured "
-        "by seeded simulations (reports/tests/test_calibration_*.py): see docs/report.md."
+        "of a wandering level in run-level intervals, and those decisions are withheld. Coverage and "
+        "error rates of every rule are measured by seeded simulations (reports/tests/test_calibration_*.py): "
+        "see docs/report.md."
     ),
     (
         "Decision, read from the printed interval: equivalent when it lies within +-margin (default 2%, "
@@ -81,13 +82,18 @@ METHOD = [
     ),
     (
         "Diagnostics beside each verdict, per machine: drift with run order (Spearman, p < 0.01, 6+ runs; "
-        "KPSS level stability, p < 0.05, 8+ runs), "
+        "KPSS level stability, p < {drift_p}, 8+ runs), "
         "outliers beyond robust z 5 (8+ runs; flagged, never removed), bimodality coefficient of the log "
         "values > 0.555 (20+ runs), "
         "fewer than 5 runs, and whether the compared labels' time windows overlap."
     ),
     ANOVA_NOTE[0].upper() + ANOVA_NOTE[1:] + ".",
 ]
+
+
+def method_text(drift_p: float = STABLE_P) -> list[str]:
+    """The report's *Method* paragraphs, with the drift level of ``build --drift-p``."""
+    return [m.replace("{drift_p}", f"{drift_p:g}") for m in METHOD]
 
 
 @dataclass
@@ -104,6 +110,7 @@ class Report:
     warnings: list[str] = field(default_factory=list)
     param_anova: list[dict[str, Any]] = field(default_factory=list)
     crypto: dict[str, Any] | None = None  # the crypto tables' report section (crypto_tables.section)
+    drift_p: float = STABLE_P  # build --drift-p
 
 
 def _clean(x: Any) -> Any:
@@ -330,7 +337,7 @@ def _summary_md(name: str, rep: Report, labels: list[str]) -> str:
         "",
     ]
     parts += _section_md(rep.crypto)
-    parts += ["## Method", "", *[f"- {m}" for m in METHOD], ""]
+    parts += ["## Method", "", *[f"- {m}" for m in method_text(rep.drift_p)], ""]
     return "\n".join(parts)
 
 
@@ -404,15 +411,20 @@ def build(
     margins: Mapping[str, float] | None = None,
     anova_log: bool = True,
     prior: MachineSpread | None = None,
+    drift_p: float = STABLE_P,
 ) -> Report:
     """Build the report of docs/design.md section 6 into ``out``.
 
     ``margin`` is the equivalence margin in percent; ``margins`` overrides it per benchmark (and
     wins over a record's own ``margin_percent``); ``prior`` is an optional machine-spread prior
-    (inference.MachineSpread) that makes one-machine labels type-level.
+    (inference.MachineSpread) that makes one-machine labels type-level; ``drift_p`` the KPSS
+    level-stability p below which a machine's runs count as drifting (its run-level decisions are
+    withheld; docs/report.md *Drift*).
     """
     if not (math.isfinite(margin) and 0 < margin < 100):
         raise ReportError(f"--margin {margin!r}: expected a percentage between 0 and 100")
+    if not (math.isfinite(drift_p) and 0 < drift_p < 1):
+        raise ReportError(f"--drift-p {drift_p!r}: expected a probability between 0 and 1")
     ds = load(paths, csv_mapping, csv_defaults)
     name = name or out.name
     fp = fingerprints(ds.records, ds.sysinfo)
@@ -428,12 +440,12 @@ def build(
     factors = label_factors(fp)
     labels = _labels(ds)
     desc = describe(ds.obs)
-    notes = diagnostics(ds.obs)
+    notes, drift = findings(ds.obs, drift_p)
     keys = zip(desc["benchmark"], desc["metric"], desc["label"], strict=True)
     desc["diagnostics"] = ["; ".join(notes.get(k, [])) for k in keys]
     pairs = parse_pairs(list(compare_specs), labels) if compare_specs else auto_pairs(factors)
     per_bench = {**ds.margins, **(margins or {})}
-    cmp = compare(ds.obs, desc, pairs, margin, per_bench, notes, windows(ds.records), prior)
+    cmp = compare(ds.obs, desc, pairs, margin, per_bench, notes, windows(ds.records), prior, drift)
     suspect = {lab for lab, _ in flagged}
     if len(cmp):
         bad_rows = cmp["a"].isin(suspect) | cmp["b"].isin(suspect)
@@ -444,7 +456,16 @@ def build(
     anova = factorial(ds, factors, anova_log)
     counts, bad = _status(ds)
     rep = Report(
-        out, desc, cmp, fp, problems, anova, counts, list(ds.warnings), parameter_anova(ds, anova_log)
+        out,
+        desc,
+        cmp,
+        fp,
+        problems,
+        anova,
+        counts,
+        list(ds.warnings),
+        parameter_anova(ds, anova_log),
+        drift_p=drift_p,
     )
     out.mkdir(parents=True, exist_ok=True)
     _write_tables(out, rep, bad, ds)
@@ -516,7 +537,7 @@ def _write_json(
         "fingerprints": _records(rep.fingerprints),
         "status": _records(rep.status),
         "failed_runs": _records(bad),
-        "method": METHOD,
+        "method": method_text(rep.drift_p),
     }
     write_atomically(out / "stats.json", json.dumps(data, indent=1) + "\n", what="report")
 
@@ -862,7 +883,7 @@ def _render(name: str, rep: Report, bad: pd.DataFrame, ds: Dataset, labels: list
             status_cols=[c for c in rep.status.columns if c not in ("label", "benchmark")],
             failed=_records(failed),
             failed_total=len(bad),
-            method=METHOD,
+            method=method_text(rep.drift_p),
             extra_sections=_extra_sections(rep, ds),
             warnings=rep.warnings,
             sources=ds.sources,

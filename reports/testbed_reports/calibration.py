@@ -25,7 +25,7 @@ from testbed_agent.adaptive import Adaptive
 from testbed_agent.adaptive import decide as adaptive_decide
 from testbed_reports.anova import label_anova
 from testbed_reports.compare import Pair, compare, headline
-from testbed_reports.diagnostics import findings
+from testbed_reports.diagnostics import STABLE_P, findings
 from testbed_reports.inference import MachineSpread
 from testbed_reports.load import CATEGORICAL, OBS_COLUMNS
 from testbed_reports.stats import describe
@@ -155,10 +155,10 @@ def simulate(
     return obs_table(rows), ea, eb  # type: ignore[return-value]
 
 
-def report(obs: pd.DataFrame, prior: MachineSpread | None = None) -> pd.DataFrame:
+def report(obs: pd.DataFrame, prior: MachineSpread | None = None, drift_p: float = STABLE_P) -> pd.DataFrame:
     """What ``build`` computes for the pair A vs B: describe -> diagnostics -> compare."""
     desc = describe(obs)
-    notes, drift = findings(obs)
+    notes, drift = findings(obs, drift_p)
     return compare(obs, desc, PAIR, MARGIN, {}, notes, {}, prior, drift)
 
 
@@ -241,17 +241,26 @@ def pyperf_setting(runs: int, machines: int, sets: int, seed: int, benchmarks: i
     return res
 
 
-def drift_setting(walk: float, sets: int, seed: int, runs: int = 30, shift: float = 0.0) -> Result:
-    """A random-walk level on each machine (one per label): coverage of the process level and
-    false slower/faster (null) or power (``shift``). The data sets are the metrics of one benchmark
-    (independent; every interval a 95 % one), so one report computes them all."""
+def drift_setting(
+    walk: float, sets: int, seed: int, runs: int = 30, shift: float = 0.0, drift_p: float = STABLE_P
+) -> Result:
+    """A random-walk level on each machine (one per label): coverage of the process level, the
+    share where the interval covers it or the decision is withheld for drift, false slower/faster
+    (null) or power (``shift``). The data sets are the metrics of one benchmark (independent; every
+    interval a 95 % one), so one report computes them all. ``drift_p`` as ``build --drift-p``."""
     rng = np.random.default_rng(seed)
-    res = Result(f"random walk {100 * walk:g}%/run, {runs} runs, 3% noise, 1 machine a label")
+    res = Result(
+        f"random walk {100 * walk:g}%/run, {runs} runs, 3% noise, 1 machine a label, drift p {drift_p:g}"
+    )
     a, b = Label("A", 1, runs, shift, walk=walk), Label("B", 1, runs, walk=walk)
     obs, _, _ = simulate(rng, a, b, sets, bench="b")
-    cmp = report(obs)
+    cmp = report(obs, drift_p=drift_p)
     truth = float(_ovh(shift))
-    res.rate("coverage").add(int(_covers(cmp, np.full(len(cmp), truth)).sum()), len(cmp))
+    covered = _covers(cmp, np.full(len(cmp), truth))
+    withheld = cmp["reason"].str.contains("decision withheld").to_numpy()
+    res.rate("coverage").add(int(covered.sum()), len(cmp))
+    res.rate("covered or withheld").add(int((covered | withheld).sum()), len(cmp))
+    res.rate("withheld").add(int(withheld.sum()), len(cmp))
     decided = cmp["decision"].isin(["slower", "faster"])
     if shift:
         res.rate("decided slower").add(int((cmp["decision"] == "slower").sum()), len(cmp))

@@ -138,6 +138,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="where --machine-spread was measured (printed in every verdict that uses it)",
     )
     b.add_argument(
+        "--drift-p",
+        type=float,
+        default=0.05,
+        metavar="P",
+        help="KPSS level-stability p below which a machine's runs count as drifting; a drifting "
+        "machine's run-level decisions are withheld (default 0.05; 0.3 holds the nominal rate under a "
+        "0.5%%/run walk but withholds half of the driftless comparisons: docs/report.md, Drift)",
+    )
+    b.add_argument(
         "--machine-spread-df",
         type=float,
         metavar="DF",
@@ -212,6 +221,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
         margins=_margins(args.margin_for),
         anova_log=args.anova_scale == "log",
         prior=_prior(args),
+        drift_p=args.drift_p,
     )
     for w in rep.warnings:
         print(f"warning: {w}", file=sys.stderr)

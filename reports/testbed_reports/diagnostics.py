@@ -183,9 +183,13 @@ def level_variance(y: np.ndarray) -> float:
 
 
 def findings(
-    obs: pd.DataFrame,
+    obs: pd.DataFrame, stable_p: float = STABLE_P
 ) -> tuple[dict[tuple[str, str, str], list[str]], dict[tuple[str, str, str], list[Drift]]]:
-    """Per (benchmark, metric, label): readable notes, and the machines whose runs drift."""
+    """Per (benchmark, metric, label): readable notes, and the machines whose runs drift.
+
+    ``stable_p``: the KPSS level-stability p below which a machine counts as drifting (``build
+    --drift-p``; docs/report.md *Calibration* gives coverage and the cost of each level).
+    """
     if obs.empty:
         return {}, {}
     obs = runs(obs)
@@ -208,7 +212,7 @@ def findings(
         if p[i] < DRIFT_P:
             way = "rise" if rho[i] > 0 else "fall"
             text = f"{host}: values {way} with run order (drift, Spearman rho={rho[i]:+.2f}, p={p[i]:.2g})"
-        elif stable[i] < STABLE_P:
+        elif stable[i] < stable_p:
             text = f"{host}: level not stable over the runs (drift, KPSS p={stable[i]:.2g})"
         else:
             text = ""

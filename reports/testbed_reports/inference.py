@@ -27,8 +27,9 @@ it lies above 0, ``faster`` when below 0, ``inconclusive`` otherwise (with the r
 would resolve the margin at the observed spread). When a machine's runs drift (diagnostics:
 Spearman trend or KPSS level stability) its runs do not replicate one level: in a run-level
 comparison its mean gets the variance of a wandering level (``diagnostics.level_variance``, a
-random-walk-plus-noise fit), so the interval and the decision account for it and the verdict says
-so. Machine-level comparisons need nothing more (a machine's drift is part of the machine-to-machine
+random-walk-plus-noise fit) and the decision is withheld (``compare.drift_withheld``): the
+widened interval is printed, the verdict says why; ``build --drift-p`` sets the level check.
+Machine-level comparisons need nothing more (a machine's drift is part of the machine-to-machine
 spread their interval already has).
 
 Error control: the primary metrics of all comparisons of a report form one family; their

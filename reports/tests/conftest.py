@@ -12,12 +12,13 @@ from testbed_reports.synth import Machine, write_run
 
 @pytest.fixture
 def slowdown_run(tmp_path: Path) -> Path:
-    """SEV 8% slower than its baseline (both metrics), 30 repetitions, 3% lognormal noise."""
+    """SEV 8% slower than its baseline (both metrics), 30 repetitions, 3% lognormal noise (a seed on
+    which no drift check fires by chance: a drifting machine's run-level decision is withheld)."""
     machines = [
         Machine("sev-1", "SEV-SNP", ["sev"], factor=1.08, technology="sev-snp"),
         Machine("base-1", "AMD-Baseline", ["amd_baseline"], factor=1.0),
     ]
-    return write_run(tmp_path / "results", "slow", machines, BENCHMARKS, reps=30, seed=7)
+    return write_run(tmp_path / "results", "slow", machines, BENCHMARKS, reps=30, seed=8)
 
 
 @pytest.fixture

@@ -180,6 +180,36 @@ def test_drift_and_outliers_are_printed_beside_the_verdict(tmp_path: Path) -> No
     assert row.n_b == 20  # flagged, never removed
 
 
+def test_a_drifting_machine_withholds_the_run_level_decision(tmp_path: Path) -> None:
+    """Issue 27 item 4: a 5 % slowdown seen on a machine whose level wanders was decided "slower"
+    from runs that do not replicate one level. The widened interval is kept, the decision withheld."""
+    rng = np.random.default_rng(7)
+    level = np.cumsum(rng.normal(0.0, 0.01, 30))  # a walk of 1 % a run
+    a = np.exp(0.05 + level + rng.normal(0.0, 0.002, 30)).tolist()
+    b = np.exp(rng.normal(0.0, 0.002, 30)).tolist()
+    row = _compare(tmp_path, a, b)
+    assert "level not stable over the runs" in row.diagnostics or "with run order" in row.diagnostics
+    assert row.decision == "inconclusive"
+    assert "decision withheld: the runs of ha drift" in row.reason
+    assert row.overhead_ci_low < row.overhead_percent < row.overhead_ci_high  # the interval is printed
+    assert "interval widened for the drift of ha" in row.verdict
+    steady = _compare(tmp_path / "steady", np.exp(0.05 + rng.normal(0.0, 0.002, 30)).tolist(), b)
+    assert steady.decision == "slower" and "withheld" not in steady.reason
+
+
+def test_drift_p_sets_the_level_check_and_is_printed_in_the_method(tmp_path: Path) -> None:
+    rng = np.random.default_rng(8)
+    a, b = np.exp(rng.normal(0.0, 0.03, 30)).tolist(), np.exp(rng.normal(0.0, 0.03, 30)).tolist()
+    write_jsonl(tmp_path / "r" / "a.jsonl", _records("A", "ha", a))
+    write_jsonl(tmp_path / "r" / "b.jsonl", _records("B", "hb", b))
+    build([tmp_path / "r"], tmp_path / "out", compare_specs=["A:B"], drift_p=0.3)
+    stats = json.loads((tmp_path / "out" / "stats.json").read_text())
+    assert any("KPSS level stability, p < 0.3," in m for m in stats["method"])
+    assert "p < 0.3," in (tmp_path / "out" / "summary.md").read_text()
+    res = run_cli("build", str(tmp_path / "r"), "--out", str(tmp_path / "o2"), "--drift-p", "1.5")
+    assert res.returncode == 2 and "--drift-p 1.5" in res.stderr and "Traceback" not in res.stderr
+
+
 def test_bimodal_sample_is_flagged(tmp_path: Path) -> None:
     a = [1.0, 1.001, 0.999, 1.002, 0.998] * 3 + [1.5, 1.501, 1.499, 1.502, 1.498] * 3
     row = _compare(tmp_path, a, [1.0 + 0.001 * k for k in range(30)])

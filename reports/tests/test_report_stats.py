@@ -22,6 +22,7 @@ def test_known_slowdown_is_found_within_its_ci_and_decided_slower(slowdown_run: 
     assert set(cmp["comparison"]) == {"SEV-SNP vs AMD-Baseline"}
     assert len(cmp) == 4  # 2 benchmarks x 2 metrics (one higher-, one lower-is-better)
     for row in cmp.itertuples(index=False):
+        assert "drift" not in row.diagnostics  # the fixture's precondition
         assert row.overhead_ci_low < 8.0 < row.overhead_ci_high, row.verdict
         assert abs(row.overhead_percent - 8.0) < 3.0
         assert row.decision == "slower"
