@@ -53,3 +53,19 @@ def test_defaults_params_of_another_type_are_not_pushed_into_crypto(tmp_path: Pa
     fio, crypto = load_plan(plan).benchmarks
     assert fio.params == {"size": "64M"} and crypto.params == {"iterations": 3}
     assert Crypto.parse(crypto).iterations == 3
+
+
+def test_files_dir_is_estimated_from_the_users_files_when_readable(tmp_path: Path) -> None:
+    """The estimate used to count one 4,096-byte payload for a directory of any size."""
+    (tmp_path / "big.txt").write_bytes(b"x" * (8 << 20))
+    (tmp_path / "small.pdf").write_bytes(b"y" * 1000)
+    mine = Crypto.parse(bench("aes-256-cbc", files_dir=str(tmp_path), languages=["python"]))
+    cells = Crypto.cells(mine)
+    assert cells is not None and cells["file_sizes"] == [8 << 20, 1000] and cells["count"] == 4
+    assert cells["files_dir"] == str(tmp_path)
+    default = Crypto.parse(bench("aes-256-cbc", languages=["python"]))
+    assert Crypto.estimate_s(mine) > Crypto.estimate_s(default) + 8 * (1 + mine.iterations) / 344 / 2
+    away = Crypto.parse(bench("aes-256-cbc", files_dir=str(tmp_path / "absent"), languages=["python"]))
+    cells = Crypto.cells(away)
+    assert cells is not None and "not readable here: sizes unknown" in cells["files_dir"]
+    assert cells["payload_bytes"] == [4096]

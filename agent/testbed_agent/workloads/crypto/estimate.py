@@ -4,7 +4,10 @@ of its duration from the bytes of its cells and measured cipher rates."""
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from testbed_agent.workloads.crypto.files import FileKindError, user_files
 
 if TYPE_CHECKING:
     from testbed_agent.workloads.crypto.params import CryptoParams
@@ -50,18 +53,22 @@ def cell_matrix(params: CryptoParams) -> dict[str, Any]:
             "languages": languages,
         }
     streamed = bool(params.file_sizes)
-    sizes = list(params.file_sizes if streamed else params.payload_bytes)
-    dims = {
+    mine = user_sizes(params)
+    sizes = list(mine or (params.file_sizes if streamed else params.payload_bytes))
+    dims: dict[str, Any] = {
         "alg": params.alg,
         "key_bits": list(params.key_bits),
         "payload": params.payload,
-        "file_sizes" if streamed else "payload_bytes": sizes,
+        "file_sizes" if streamed or mine else "payload_bytes": sizes,
         "ops": list(params.ops),
         "cpus": list(params.cpus),
         "languages": languages,
     }
     if params.guest_cpus:
         dims["guest_cpus"] = list(params.guest_cpus)
+    if params.files is not None and params.files.dir is not None:  # a user's files: read here if present
+        where = params.files.dir
+        dims["files_dir"] = where if mine else f"{where} (not readable here: sizes unknown)"
     count = len(languages) * len(params.key_bits) * len(params.ops) * len(sizes)
     out = {"count": count * max(1, len(params.cpus), len(params.guest_cpus)), **dims}
     if streamed:
@@ -84,6 +91,18 @@ def files_cost(params: CryptoParams) -> dict[str, Any]:
     }
 
 
+def user_sizes(params: CryptoParams) -> tuple[int, ...]:
+    """The sizes of a user's files (``files_dir``: each file a cell) when the directory can be read
+    here; () otherwise (a directory on the target only: the estimate then counts the payload
+    default, and ``plan show`` says so)."""
+    if params.files is None or params.files.dir is None:
+        return ()
+    try:
+        return tuple(f.size for f in user_files(Path(params.files.dir)))
+    except (FileKindError, OSError):
+        return ()
+
+
 def crypto_estimate_s(params: CryptoParams) -> float:
     """Seconds of all cells of a local-algorithm crypto benchmark: an estimate from bytes and rates.
 
@@ -92,7 +111,7 @@ def crypto_estimate_s(params: CryptoParams) -> float:
     ciphertext made before timing) at the algorithm's rate in that language. Cells run once per
     CPU count (cells over the machine's CPUs are skipped in a run: counted here all the same).
     """
-    sizes = params.file_sizes or params.payload_bytes
+    sizes = user_sizes(params) or params.file_sizes or params.payload_bytes
     total = sum(
         _cell_s(params, lang, bits, op, size)
         for lang, bits, op, size in itertools.product(params.languages, params.key_bits, params.ops, sizes)
