@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import statistics
 import sys
 import tempfile
@@ -75,13 +74,12 @@ def main() -> int:
     args = ap.parse_args()
     load0 = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="faas-tiers-") as d:
-        proc, url = start(Path(d), "--cpu-boost")
+        svc = start(Path(d), "--cpu-boost")
         try:
-            c = FaasClient(url, timeout_s=900)
+            c = FaasClient(svc.url, timeout_s=900)
             results = {mb: measure(c, mb, args.work, args.runs) for mb in TIERS}
         finally:
-            os.kill(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=30)
+            svc.stop(timeout_s=30)
     print(f"load average before: {load0:.2f}, after: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     print(f"each share: geometric mean of {args.runs} calls [95% t interval on logs]; target: within +-10%")
     for mb, r in results.items():
