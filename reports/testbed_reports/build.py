@@ -469,7 +469,7 @@ def build(
     )
     out.mkdir(parents=True, exist_ok=True)
     _write_tables(out, rep, bad, ds)
-    rep.crypto = crypto_tables.section(*crypto_tables.write([Path(p) for p in paths], out))
+    rep.crypto = crypto_tables.section(*crypto_tables.write([Path(p) for p in paths], out, ds.crypto))
     _write_json(out, name, rep, bad, ds, labels, pairs)
     write_atomically(out / "summary.md", _summary_md(name, rep, labels), what="report")
     html = _render(name, rep, bad, ds, labels)
@@ -726,7 +726,8 @@ def _primary_figures(desc: pd.DataFrame, ds: Dataset, palette: dict[str, str]) -
     """One figure per benchmark: its primary metrics' means per label with their intervals (the
     machine fingerprint, type sysinfo, is a fact, not a benchmark: no figure)."""
     primary = primary_set(ds.obs)
-    types = dict(zip(ds.obs["benchmark"].astype(str), ds.obs["type"].astype(str), strict=True))
+    kinds = ds.obs[["benchmark", "type"]].drop_duplicates(subset="benchmark", keep="last")  # per benchmark
+    types = dict(zip(kinds["benchmark"].astype(str), kinds["type"].astype(str), strict=True))
     out = []
     for bench in sorted(set(desc["benchmark"].astype(str))):
         if types.get(bench) == "sysinfo":

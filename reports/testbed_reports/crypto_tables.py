@@ -110,7 +110,12 @@ def cell_rows(rec: dict[str, Any]) -> list[dict[str, Any]]:
 
 def cells(paths: Sequence[Path]) -> pd.DataFrame:
     """All crypto cells of the result files, one row per cell and repetition."""
-    rows = [r for rec in _records(paths) for r in cell_rows(rec)]
+    return cells_of(_records(paths))
+
+
+def cells_of(recs: Iterable[dict[str, Any]]) -> pd.DataFrame:
+    """The cells of crypto records that count (``load.Dataset.crypto``, or :func:`_records`)."""
+    rows = [r for rec in recs for r in cell_rows(rec)]
     return pd.DataFrame(rows, columns=CELL_COLUMNS)
 
 
@@ -218,12 +223,16 @@ def section(table: pd.DataFrame, ratio: pd.DataFrame) -> dict[str, Any] | None:
     return {"id": "crypto", "title": "Crypto tables", "note": note, "tables": tables}
 
 
-def write(paths: Sequence[Path], out: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Write the crypto CSVs of the report when the results hold crypto cells.
+def write(
+    paths: Sequence[Path], out: Path, recs: Iterable[dict[str, Any]] | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Write the crypto CSVs of the report when the results hold crypto cells: those of ``recs``
+    (the crypto records ``load`` already chose, as ``build`` passes them) or of the files under
+    ``paths``.
 
     Returns the seed-004 table and the ratio of averages (both empty without crypto cells).
     """
-    df = cells(paths)
+    df = cells_of(recs) if recs is not None else cells(paths)
     table = seed004_table(df)
     ratio = ratio_of_averages(table)
     if df.empty:

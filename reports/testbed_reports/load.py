@@ -116,6 +116,9 @@ class Dataset:
     margins: dict[str, float] = field(default_factory=dict)
     #: each record's plan parameters (aligned with ``records``); obs["record"] indexes it
     params: list[dict[str, Any] | None] = field(default_factory=list)
+    #: the ok ``crypto`` records that count, whole (their cells: ``crypto_tables``), run ids as in
+    #: ``records``; read in the same pass as everything else
+    crypto: list[dict[str, Any]] = field(default_factory=list)
 
 
 class _Collector:
@@ -136,6 +139,7 @@ class _Collector:
         self.keys: dict[tuple[str, str, str], int] = {}
         self.groups: dict[tuple[str, ...], str] = {}
         self.pct: dict[str, list[Any]] = {"rec": [], "series": [], "percentile": [], "value": []}
+        self.crypto: list[tuple[int, dict[str, Any]]] = []  # (record position, ok crypto record)
 
     def add(self, rec: dict[str, Any], source: str, line: int, digest: int = 0) -> None:
         pos = len(self.rows)
@@ -171,6 +175,8 @@ class _Collector:
         )
         if status != "ok":
             return
+        if rec.get("type") == "crypto":
+            self.crypto.append((pos, rec))
         mets = rec["metrics"]
         get = self.keys.get
         try:
@@ -412,6 +418,13 @@ def _finish(
         )
     records = kept
     pct = _percentiles(col, records)
+    counted = set(kept.index.tolist())
+    run_ids = col.rec["run_id"]  # after _keep_runs_apart: a later run's records carry run_id@N
+    crypto = [
+        rec if rec["run_id"] == run_ids[pos] else {**rec, "run_id": run_ids[pos]}
+        for pos, rec in col.crypto
+        if pos in counted
+    ]
     records = records.reset_index(drop=True)
     params = records.pop("params").tolist()
     for c in cat_cols:
@@ -424,6 +437,7 @@ def _finish(
         warnings=warnings,
         margins=_margins(records, warnings),
         params=params,
+        crypto=crypto,
     )
 
 
@@ -562,6 +576,7 @@ def _parse_file(path: str) -> dict[str, Any]:
         "values": col.values(),
         "keys": sorted(col.keys, key=col.keys.__getitem__),
         "pct": col.pct,
+        "crypto": col.crypto,
     }
 
 
@@ -591,6 +606,7 @@ def _merge(parts: list[dict[str, Any]]) -> _Collector:
         values.append(part["values"])
         for k in col.pct:
             col.pct[k].extend([v + offset for v in part["pct"][k]] if k == "rec" else part["pct"][k])
+        col.crypto.extend((pos + offset, rec) for pos, rec in part["crypto"])
     col.obs_rec = np.concatenate(obs_rec) if obs_rec else np.zeros(0, dtype=np.int64)  # type: ignore[assignment]
     col.obs_key = np.concatenate(obs_key) if obs_key else np.zeros(0, dtype=np.int64)  # type: ignore[assignment]
     col.obs_value = np.concatenate(values) if values else np.zeros(0)  # type: ignore[assignment]
