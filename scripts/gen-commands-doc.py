@@ -45,7 +45,8 @@ def _option_rows(parser: argparse.ArgumentParser) -> list[str]:
                 names += f" `{a.metavar or a.dest.upper()}`"
         else:
             names = f"`{a.metavar or a.dest}`"
-        text = (a.help or "").replace("%(default)s", str(a.default)).replace("|", "\\|").replace("\n", " ")
+        text = (a.help or "").replace("%(default)s", str(a.default)).replace("%%", "%")
+        text = text.replace("|", "\\|").replace("\n", " ")
         if a.choices and a.option_strings:
             text += f" (one of: {', '.join(map(str, a.choices))})"
         rows.append(f"| {names} | {' '.join(text.split())} |")

@@ -138,6 +138,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="where --machine-spread was measured (printed in every verdict that uses it)",
     )
     b.add_argument(
+        "--machine-spread-df",
+        type=float,
+        metavar="DF",
+        help="degrees of freedom of --machine-spread (machines it was measured on - 1; default: known)",
+    )
+    b.add_argument(
         "--drift-p",
         type=float,
         default=0.05,
@@ -145,12 +151,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="KPSS level-stability p below which a machine's runs count as drifting; a drifting "
         "machine's run-level decisions are withheld (default 0.05; 0.3 holds the nominal rate under a "
         "0.5%%/run walk but withholds half of the driftless comparisons: docs/report.md, Drift)",
-    )
-    b.add_argument(
-        "--machine-spread-df",
-        type=float,
-        metavar="DF",
-        help="degrees of freedom of --machine-spread (machines it was measured on - 1; default: known)",
     )
     b.add_argument(
         "--anova-scale",
