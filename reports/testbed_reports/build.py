@@ -35,7 +35,7 @@ DECISIONS = ("slower", "faster", "equivalent", "inconclusive")
 #: label factors crossed in two-way ANOVAs: protection x CPU vendor, protection x disk encryption
 FACTOR_PAIRS = (("protection", "vendor"), ("protection", "disk"))
 MAX_CV_METRICS = 16
-METHOD = [
+_METHOD = [  # {drift_p}: filled in by method_text
     (
         "n, mean, median, sd and CV are computed over the ok runs of each label (a run's pyperf values are "
         "first summarised by their mean: a run, not a value inside it, is the unit); failed, timed-out, "
@@ -93,7 +93,7 @@ METHOD = [
 
 def method_text(drift_p: float = STABLE_P) -> list[str]:
     """The report's *Method* paragraphs, with the drift level of ``build --drift-p``."""
-    return [m.replace("{drift_p}", f"{drift_p:g}") for m in METHOD]
+    return [m.replace("{drift_p}", f"{drift_p:g}") for m in _METHOD]
 
 
 @dataclass
@@ -469,7 +469,7 @@ def build(
     )
     out.mkdir(parents=True, exist_ok=True)
     _write_tables(out, rep, bad, ds)
-    rep.crypto = crypto_tables.section(*crypto_tables.write([Path(p) for p in paths], out, ds.crypto))
+    rep.crypto = crypto_tables.section(*crypto_tables.write(crypto_tables.cells_of(ds.crypto), out))
     _write_json(out, name, rep, bad, ds, labels, pairs)
     write_atomically(out / "summary.md", _summary_md(name, rep, labels), what="report")
     html = _render(name, rep, bad, ds, labels)

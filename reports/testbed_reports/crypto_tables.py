@@ -223,16 +223,12 @@ def section(table: pd.DataFrame, ratio: pd.DataFrame) -> dict[str, Any] | None:
     return {"id": "crypto", "title": "Crypto tables", "note": note, "tables": tables}
 
 
-def write(
-    paths: Sequence[Path], out: Path, recs: Iterable[dict[str, Any]] | None = None
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Write the crypto CSVs of the report when the results hold crypto cells: those of ``recs``
-    (the crypto records ``load`` already chose, as ``build`` passes them) or of the files under
-    ``paths``.
+def write(df: pd.DataFrame, out: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Write the crypto CSVs of the report for the cells ``df`` (:func:`cells_of` the records
+    ``load`` chose, as ``build`` does, or :func:`cells` of result files), when there are any.
 
     Returns the seed-004 table and the ratio of averages (both empty without crypto cells).
     """
-    df = cells_of(recs) if recs is not None else cells(paths)
     table = seed004_table(df)
     ratio = ratio_of_averages(table)
     if df.empty:

@@ -53,7 +53,7 @@ def _records() -> list[dict]:
 
 def test_file_kind_keeps_benchmarks_apart(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "r" / "h.jsonl", _records())
-    table, ratio = crypto_tables.write([path], tmp_path / "out")
+    table, ratio = crypto_tables.write(crypto_tables.cells([path]), tmp_path / "out")
     enc = table[(table["label"] == "hyperv") & (table["op"] == "encrypt")]
     assert sorted(enc["file_kind"]) == ["binary", "text"]  # two rows, not one average
     assert enc.set_index("file_kind")["time_s"].to_dict() == pytest.approx({"binary": 4e-3, "text": 1e-3})
