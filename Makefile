@@ -36,12 +36,12 @@ help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort
 
 # Everything (`make test`, the labs, the Azure roles): scripts/apt-packages.txt and requirements.txt.
-$(STAMP): requirements.txt agent/pyproject.toml reports/pyproject.toml scripts/apt-packages.txt scripts/install.sh
+$(STAMP): requirements.txt shared/pyproject.toml agent/pyproject.toml reports/pyproject.toml scripts/apt-packages.txt scripts/install.sh
 	@scripts/install.sh $(VENV) all && $(TOOK)
 	@touch $@ $(RUN_STAMP)
 
 # What `make run` needs: the first section of apt-packages.txt, requirements-run.txt at the pins.
-$(RUN_STAMP): requirements.txt requirements-run.txt agent/pyproject.toml reports/pyproject.toml scripts/apt-packages.txt scripts/install.sh
+$(RUN_STAMP): requirements.txt requirements-run.txt shared/pyproject.toml agent/pyproject.toml reports/pyproject.toml scripts/apt-packages.txt scripts/install.sh
 	@if [ -f $(STAMP) ] && [ -z "$$(find $^ -newer $(STAMP) 2>/dev/null)" ]; then \
 	  echo ">> install: the full set is installed already"; else scripts/install.sh $(VENV) run; fi
 	@touch $@
@@ -74,7 +74,7 @@ test: ## install and build everything, then run the whole test suite
 	@$(STEP) install-apt --estimate 300 -- scripts/install.sh $(VENV) all apt
 	@$(STEP) install-build --estimate 600 -- $(MAKE) --no-print-directory $(PARALLEL) $(LONG_BUILDS) $(STAMP) build $(TEST_PREREQS)
 	@echo "make test: $$($(STEP) --summary install-apt install-build)"
-	@source $(VENV)/bin/activate && python -m compileall -q -j0 agent reports >/dev/null \
+	@source $(VENV)/bin/activate && python -m compileall -q -j0 shared agent reports >/dev/null \
 	  && python -m pytest $(PYTEST_ARGS)
 
 test-studies: ## the published studies' plans, small, through Ansible (35-40 min)

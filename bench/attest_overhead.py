@@ -21,7 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TYPICAL_RUN_S = 300  # the order of `make run`'s quick plan; standard plans run for hours
-sys.path.insert(0, str(ROOT / "agent" / "tests"))
+sys.path.insert(0, str(ROOT / "shared" / "tests"))
 
 from attestforge import SAMPLES, AmdLikeChain, hcl_report, tpm_quote  # noqa: E402
 from cryptography.hazmat.primitives.asymmetric import rsa  # noqa: E402
@@ -136,7 +136,7 @@ def _swtpm_binding(tmp: Path) -> float | None:
             "-q",
             "-p",
             "no:cacheprovider",
-            str(ROOT / "agent" / "tests" / "test_attest_binding.py")
+            str(ROOT / "shared" / "tests" / "test_attest_binding.py")
             + "::test_azure_vtpm_binding_on_swtpm_verifies_and_binds",
             "--basetemp",
             str(tmp / "pt"),

@@ -5,4 +5,4 @@ BENCH_SCRIPTS += bench/attest_overhead.py
 
 .PHONY: attest-test
 attest-test: $(STAMP) ## attestation tests only (verification, binding on swtpm, audit)
-	$(PY) -m pytest agent/tests/test_attest_verify.py agent/tests/test_attest_chain.py agent/tests/test_attest_binding.py reports/tests/test_audit.py -q
+	$(PY) -m pytest shared/tests/test_attest_verify.py shared/tests/test_attest_chain.py shared/tests/test_attest_binding.py reports/tests/test_audit.py -q

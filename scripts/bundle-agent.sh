@@ -13,12 +13,15 @@ exec 9>"$out/.lock"
 flock 9
 export SOURCE_DATE_EPOCH=946684800
 stage=$(mktemp -d); trap 'rm -rf "$stage"' EXIT
-# The wheel is built from a clean copy of agent/ (setuptools' in-tree build/ directory keeps the
-# modules of earlier builds, renamed or deleted ones included, and would ship them).
-mkdir -p "$stage/src"
-tar -C "$root/agent" --exclude='./build' --exclude='*.egg-info' --exclude='__pycache__' \
-    --exclude='./tests' --exclude='*.pyc' -cf - . | tar -C "$stage/src" -xf -
-"${PYTHON:-python3}" -m pip wheel -q --no-deps --no-build-isolation -w "$stage/dist" "$stage/src" >/dev/null
+# Two wheels: the shared library (shared/) and the target runtime (agent/), each built from a clean
+# copy of its directory (setuptools' in-tree build/ directory keeps the modules of earlier builds,
+# renamed or deleted ones included, and would ship them). The controller's report is not in it.
+for dist in shared agent; do
+  mkdir -p "$stage/src/$dist"
+  tar -C "$root/$dist" --exclude='./build' --exclude='*.egg-info' --exclude='__pycache__' \
+      --exclude='./tests' --exclude='*.pyc' -cf - . | tar -C "$stage/src/$dist" -xf -
+  "${PYTHON:-python3}" -m pip wheel -q --no-deps --no-build-isolation -w "$stage/dist" "$stage/src/$dist" >/dev/null
+done
 # pip constraints take no extras: moto[server]==X becomes moto==X
 sed -E 's/\[[^]]*\]//' "$root/requirements.txt" > "$stage/constraints.txt"
 # The tracked workload definitions and notebooks (no generated data, no build trees) ...
@@ -34,7 +37,8 @@ for exe in workloads/crypto/go/bin/testbed-crypto workloads/crypto/rust/target/r
            workloads/crypto/kms/go/bin/testbed-kms workloads/crypto/kms/rust/target/release/testbed-kms; do
   if [ -x "$root/$exe" ]; then mkdir -p "$stage/$(dirname "$exe")"; cp -p "$root/$exe" "$stage/$exe"; fi
 done
-basename "$(ls "$stage"/dist/*.whl)" > "$stage/WHEEL"
+# WHEEL: the wheels to install, the shared library first, one a line
+{ basename "$(ls "$stage"/dist/testbed_shared-*.whl)"; basename "$(ls "$stage"/dist/testbed_agent-*.whl)"; } > "$stage/WHEEL"
 # A reproducible archive (gzip -n: no name or time in the header either).
 repro_tar "$stage" dist constraints.txt workloads $( [ -d "$stage/kaggle_notebooks" ] && echo kaggle_notebooks ) \
     | gzip -n > "$out/testbed-agent-bundle.tar.gz.new"

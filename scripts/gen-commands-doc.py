@@ -68,7 +68,7 @@ def _section(path: str, parser: argparse.ArgumentParser, about: str, level: int)
 
 
 def render() -> str:
-    sys.path[:0] = [str(ROOT / "agent"), str(ROOT / "reports")]
+    sys.path[:0] = [str(ROOT / "shared"), str(ROOT / "agent"), str(ROOT / "reports")]
     from testbed_agent.cli import build_parser as agent_parser  # noqa: PLC0415 - after sys.path
     from testbed_reports.cli import build_parser as report_parser  # noqa: PLC0415 - after sys.path
 

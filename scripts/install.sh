@@ -70,8 +70,8 @@ else
   "${pip[@]}" -r requirements.txt 2>&1 | progress
 fi
 # (PYTHONWARNINGS: setuptools' 20-line notice about editable installs is noise here)
-PYTHONWARNINGS=ignore "${pip[@]}" -q --no-deps -e agent -e reports
-"$venv/bin/python" -c "import testbed_agent, testbed_reports, yaml, ansible" \
+PYTHONWARNINGS=ignore "${pip[@]}" -q --no-deps -e shared -e agent -e reports
+"$venv/bin/python" -c "import testbed_shared, testbed_agent, testbed_reports, yaml, ansible" \
   || { echo "error: the venv $venv is incomplete (pip failed above)" >&2; exit 1; }
 echo ">> compile: byte-compiling $venv (all cores)"
 scripts/compile-venv.sh "$venv"

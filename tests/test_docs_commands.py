@@ -212,9 +212,9 @@ COMMANDS: dict[str, Run | Excluded] = {
     ),
     # docs/attestation.md (a synopsis: FILE and its options filled with a real SEV-SNP report)
     "testbed-agent attest verify FILE [--chain PEM]... [--root PEM]... [--as-of DATE] [--allow-debug]": Run(
-        "testbed-agent attest verify agent/tests/data/attestation-samples/sev-snp/report.bin"
-        " --chain agent/tests/data/attestation-samples/sev-snp/vcek.der"
-        " --chain agent/tests/data/attestation-samples/sev-snp/ask_ark_milan.pem --allow-debug",
+        "testbed-agent attest verify shared/tests/data/attestation-samples/sev-snp/report.bin"
+        " --chain shared/tests/data/attestation-samples/sev-snp/vcek.der"
+        " --chain shared/tests/data/attestation-samples/sev-snp/ask_ark_milan.pem --allow-debug",
         says('"verified": true'),
     ),
     # docs/azure.md

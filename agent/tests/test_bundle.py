@@ -1,6 +1,7 @@
 """What a target gets (issue 28): the agent bundle built by scripts/bundle-agent.sh carries the
-target's rooms (testbed_agent, testbed_services, testbed_shared) and the workload definitions, and
-no controller-only code (the report, roles, playbooks, inventories)."""
+target's rooms as two wheels (the shared library testbed_shared from shared/; testbed_agent and
+testbed_services from agent/) and the workload definitions, and no controller-only code (the
+report, roles, playbooks, inventories)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-TARGET_ROOMS = {"testbed_agent", "testbed_services", "testbed_shared"}
+#: room -> the directory of the distribution that holds it
+TARGET_ROOMS = {"testbed_agent": "agent", "testbed_services": "agent", "testbed_shared": "shared"}
 CONTROLLER_ONLY = ("testbed_reports", "roles/", "playbooks/", "inventory/", "reports/")
 
 
@@ -35,20 +37,23 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_bundle_holds_no_controller_code(bundle: Path, tmp_path: Path) -> None:
     with tarfile.open(bundle) as tar:
         names = tar.getnames()
-        wheels = [n for n in names if n.startswith("dist/") and n.endswith(".whl")]
-        assert len(wheels) == 1, names[:20]
-        tar.extract(wheels[0], tmp_path, filter="data")
+        wheels = sorted(n for n in names if n.startswith("dist/") and n.endswith(".whl"))
+        assert len(wheels) == 2, names[:20]
+        for wheel in wheels:
+            tar.extract(wheel, tmp_path, filter="data")
     assert not [n for n in names if n.startswith(CONTROLLER_ONLY)]
     assert any(n.startswith("workloads/plans/") for n in names)
-    with zipfile.ZipFile(tmp_path / wheels[0]) as whl:
-        modules = [n for n in whl.namelist() if n.endswith(".py")]
+    modules: list[str] = []
+    for wheel in wheels:
+        with zipfile.ZipFile(tmp_path / wheel) as whl:
+            modules += [n for n in whl.namelist() if n.endswith(".py")]
     rooms = {n.split("/")[0] for n in modules}
-    assert rooms == TARGET_ROOMS
+    assert rooms == set(TARGET_ROOMS)
     source = {
-        str(f.relative_to(ROOT / "agent"))
-        for room in TARGET_ROOMS
-        for f in (ROOT / "agent" / room).rglob("*.py")
+        str(f.relative_to(ROOT / base))
+        for room, base in TARGET_ROOMS.items()
+        for f in (ROOT / base / room).rglob("*.py")
         if "__pycache__" not in f.parts
     }
-    assert set(modules) == source  # every module of the three rooms, and nothing stale
+    assert sorted(modules) == sorted(source)  # every module of the three rooms, once, and nothing stale
     assert not [n for n in modules if "testbed_reports" in n or n.split("/")[1:2] == ["tests"]]

@@ -19,7 +19,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = {
-    "testbed_shared": ROOT / "agent",
+    "testbed_shared": ROOT / "shared",
     "testbed_services": ROOT / "agent",
     "testbed_agent": ROOT / "agent",
     "testbed_reports": ROOT / "reports",

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from report_helpers import run_cli
 
-SAMPLES = Path(__file__).parents[2] / "agent" / "tests" / "data" / "attestation-samples" / "sev-snp"
+SAMPLES = Path(__file__).parents[2] / "shared" / "tests" / "data" / "attestation-samples" / "sev-snp"
 PLAN = "name: tiny\nbenchmarks:\n  - {name: dd_small, type: dd, params: {bs: 4k, count: 16, source: zero}}\n"
 
 

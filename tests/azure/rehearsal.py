@@ -217,8 +217,8 @@ def sshd(work: Path) -> Iterator[tuple[int, Path]]:
         _stop(proc)
 
 
-#: the Azure HCL report of a real SEV-SNP CVM (fixture with its licence, agent/tests/data/attestation-samples)
-HCL_REPORT = ROOT / "agent/tests/data/attestation-samples/azure-cvm/hcl-report-snp.bin"
+#: the Azure HCL report of a real SEV-SNP CVM (a fixture with its licence: shared/tests/data/...)
+HCL_REPORT = ROOT / "shared/tests/data/attestation-samples/azure-cvm/hcl-report-snp.bin"
 HCL_NV_INDEX = "0x01400001"
 
 

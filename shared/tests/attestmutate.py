@@ -16,7 +16,7 @@ hex stays hex and base64 stays base64). Every outcome is counted:
 - traceback: any other exception (must be 0);
 - hang: a verification still running after ``hang_s`` seconds (must be 0).
 
-Seeded: the same seed gives the same mutants. ``python agent/tests/attestmutate.py N SEED`` runs a
+Seeded: the same seed gives the same mutants. ``python shared/tests/attestmutate.py N SEED`` runs a
 larger campaign and prints the counts."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 unless it differs only where the format leaves bytes free (zero padding length, PCR spelling, the
 Azure TDREPORT's MAC, see ``attestmutate``), none may raise anything but the verifier's one-line
 ``EvidenceError``, none may run longer than the hang bound. A larger campaign:
-``python agent/tests/attestmutate.py 1500 77``."""
+``python shared/tests/attestmutate.py 1500 77``."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 from cryptography.x509.oid import NameOID
 
-#: evidence captured on real hardware (agent/tests/data/attestation-samples, with its licences)
+#: evidence captured on real hardware (shared/tests/data/attestation-samples, with its licences)
 SAMPLES = Path(__file__).parent / "data" / "attestation-samples"
 
 CHIP_ID = bytes(range(64))
