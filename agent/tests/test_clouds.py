@@ -54,9 +54,9 @@ def stratus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     )
     monkeypatch.setattr(clouds, "__path__", [*clouds.__path__, str(pkg)])
     monkeypatch.setenv("TESTBED_ROLES_DIR", str(roles))
-    clouds.registry.cache_clear()
+    clouds.PLUGINS.forget()
     yield
-    clouds.registry.cache_clear()
+    clouds.PLUGINS.forget()
 
 
 def test_azure_is_the_first_cloud() -> None:

@@ -33,8 +33,7 @@ def example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]
     overlay.mkdir()
     (overlay / "checksum.py").write_text(blocks["agent/testbed_agent/workloads/checksum.py"])
     monkeypatch.setattr(workloads, "__path__", [*workloads.__path__, str(overlay)])
-    workloads._discover.cache_clear()
-    workloads._aliases.cache_clear()
+    workloads.PLUGINS.forget()
     test_file = tmp_path / "test_workload_checksum.py"
     test_file.write_text(blocks["agent/tests/test_workload_checksum.py"])
     spec = importlib.util.spec_from_file_location("doc_test_workload_checksum", test_file)
@@ -42,8 +41,7 @@ def example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     yield module
-    workloads._discover.cache_clear()
-    workloads._aliases.cache_clear()
+    workloads.PLUGINS.forget()
 
 
 def test_the_doc_shows_both_files() -> None:

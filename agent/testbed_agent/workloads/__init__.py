@@ -1,26 +1,24 @@
-"""Workload types, found by the registry: one module (or one package) per type.
+"""Workload types, found by module (:mod:`testbed_shared.discovery`): one module or package per type.
 
 Every module and subpackage directly in this package except ``base`` is imported once, on first
-use; the :class:`~testbed_agent.workloads.base.Workload` subclasses with a ``type`` that it defines
-are the workload types. A type's helpers live in its own subpackage (``crypto/``, ``notebook/``),
-so that only the type modules are imported here. Adding a type is one file plus its tests
-(docs/extending.md); no list is kept by hand.
+use, and defines one :class:`~testbed_agent.workloads.base.Workload` subclass with its ``type``. A
+type's helpers live in its own subpackage (``crypto/``, ``notebook/``), so that only the type
+modules are imported here. Adding a type is one file plus its tests (docs/extending.md); no list is
+kept by hand.
 """
 
 from __future__ import annotations
 
-import functools
-import importlib
-import pkgutil
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 from testbed_agent.benchmark import Benchmark
 from testbed_agent.workloads.base import RunContext, Workload
+from testbed_shared.discovery import Plugins
 
 __all__ = [
+    "PLUGINS",
     "RunContext",
     "Workload",
     "canonical_type",
@@ -33,44 +31,19 @@ __all__ = [
     "unavailable",
 ]
 
-#: modules of this package that hold no workload type
-_NOT_TYPES = frozenset({"base"})
-_OURS = frozenset({"testbed_agent", "testbed_shared", "testbed_services"})
-
-
-@functools.cache
-def _discover() -> tuple[Mapping[str, type[Workload]], Mapping[str, str]]:
-    """(type -> class, module -> why it could not be imported here)."""
-    found: dict[str, type[Workload]] = {}
-    missing: dict[str, str] = {}
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
-        if info.name in _NOT_TYPES or info.name.startswith("_"):
-            continue
-        name = f"{__name__}.{info.name}"
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            # an optional library of that type is not installed on this machine
-            if exc.name is None or exc.name.split(".")[0] in _OURS:
-                raise
-            missing[info.name] = f"needs {exc.name}, not installed here"
-            continue
-        for obj in vars(module).values():
-            if isinstance(obj, type) and issubclass(obj, Workload) and obj.type and obj.__module__ == name:
-                if obj.type in found:
-                    raise TypeError(f"workload type {obj.type!r} defined twice ({found[obj.type]}, {obj})")
-                found[obj.type] = obj
-    return MappingProxyType(found), MappingProxyType(missing)
+#: the workload types: one module of this package each (``base`` holds none); a module whose
+#: optional library is missing here is listed in :func:`unavailable`
+PLUGINS: Plugins[Workload] = Plugins(__name__, Workload, "type", optional=True)
 
 
 def registry() -> Mapping[str, type[Workload]]:
     """Every workload type by name."""
-    return _discover()[0]
+    return PLUGINS.found().plugins
 
 
 def unavailable() -> Mapping[str, str]:
     """Workload modules that could not be imported here (a missing optional library), and why."""
-    return _discover()[1]
+    return PLUGINS.found().unavailable
 
 
 def get(btype: str) -> type[Workload] | None:
@@ -78,18 +51,9 @@ def get(btype: str) -> type[Workload] | None:
     return registry().get(canonical_type(btype))
 
 
-@functools.cache
-def _aliases() -> Mapping[str, str]:
-    table: dict[str, str] = {}
-    for wtype, cls in registry().items():
-        for alias in cls.aliases:
-            table[alias] = wtype
-    return MappingProxyType(table)
-
-
 def canonical_type(btype: str) -> str:
     """The type an alias stands for (``notebook`` -> ``kaggle_notebook``); other names as given."""
-    return _aliases().get(btype, btype)
+    return next((wtype for wtype, cls in registry().items() if btype in cls.aliases), btype)
 
 
 def resolve_type(name: str, given: str) -> str:
