@@ -2,9 +2,10 @@
 
 A plan says ``repetitions: {min: 5, max: 30, target_ci_percent: 1}``: the runner executes at least
 ``min`` and at most ``max`` repetitions and stops as soon as the 95 % t interval of the mean of the
-log values of every primary metric (workloads.primary_metrics) would have a half-width of at most
-``target_ci_percent`` percent (``exp(t * s / sqrt(n)) - 1``) at a *robust* spread s = 1.4826 x the
-median absolute deviation of the log values (the shared core's t, ``testbed_shared.intervals``).
+log values of every primary metric (the records say which: ``testbed_shared.records.primary_metrics``)
+would have a half-width of at most ``target_ci_percent`` percent (``exp(t * s / sqrt(n)) - 1``) at a
+*robust* spread s = 1.4826 x the median absolute deviation of the log values (the shared core's t,
+``testbed_shared.intervals``).
 
 Why robust: with the classical sd, a stop at ``min`` happened exactly when no rare slow run (an
 outlier, a second mode) had occurred yet, so the stopped labels' means were biased against the
@@ -24,8 +25,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from testbed_agent.workloads import primary_metrics
 from testbed_shared.intervals import half_width, is_positive, relative_half_width_percent
+from testbed_shared.records import primary_metrics
 
 MAX_REPETITIONS = 10_000
 _KEYS = ("min", "max", "target_ci_percent")
@@ -109,9 +110,10 @@ def robust_half_width_percent(values: Iterable[float], confidence: float = 0.95)
 
 
 def primary_values(btype: str, records: Iterable[Mapping[str, Any]]) -> dict[str, list[float]]:
-    """Values of each primary metric over the ok records of one benchmark."""
+    """Values of each primary metric over the ok records of one benchmark (a record without the
+    ``primary`` field: by the frozen rule of ``btype``)."""
     oks = [r for r in records if r.get("status") == "ok"]
-    names = primary_metrics(btype, {n for r in oks for n in (r.get("metrics") or {})})
+    names = sorted({n for r in oks for n in primary_metrics(r, btype)})
     return {n: [r["metrics"][n]["value"] for r in oks if n in (r.get("metrics") or {})] for n in names}
 
 

@@ -7,10 +7,9 @@ workloads use this type: the import graph stays a tree (plan -> workloads -> ben
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from testbed_agent.adaptive import Adaptive
+from testbed_agent.adaptive import Adaptive
 
 DEFAULT_WAIT_S = 0.0
 DEFAULT_REPETITIONS = 1

@@ -87,6 +87,7 @@ def make_record(
     status: str,
     error: str | None = None,
     metrics: dict[str, Any] | None = None,
+    primary: list[str] | None = None,
     samples: dict[str, Any] | None = None,
     telemetry: dict[str, Any] | None = None,
     tool: dict[str, Any] | None = None,
@@ -96,8 +97,9 @@ def make_record(
     adaptive: dict[str, Any] | None = None,
     margin_percent: float | None = None,
 ) -> dict[str, Any]:
-    """A record of this run (:func:`testbed_shared.records.make`; ``attempt``: 1 for the first
-    execution, +1 per retry)."""
+    """A record of this run (:func:`testbed_shared.records.make`; ``primary``: the names of its
+    primary metrics by its workload type's rule; ``attempt``: 1 for the first execution, +1 per
+    retry)."""
     return records.make(
         run_id=ident.run_id,
         host=ident.host,
@@ -116,6 +118,7 @@ def make_record(
         status=status,
         error=error,
         metrics=metrics,
+        primary=primary,
         samples=samples,
         telemetry=telemetry,
         tool=tool,

@@ -288,6 +288,7 @@ class Runner:
             status=status,
             error=error,
             metrics=outcome.metrics if outcome else None,
+            primary=workload.primary_metrics(outcome.metrics) if outcome else [],
             samples=outcome.samples if outcome else None,
             telemetry=telemetry,
             tool=(outcome.tool if outcome else None) or {"name": workload.tool},

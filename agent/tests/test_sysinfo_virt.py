@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from testbed_agent.sysinfo import virt
 from testbed_agent.sysinfo.probe import RecordedProbe
+from testbed_shared import virtualization
 
 #: this project's CI machine (2026-11-26): CPUID leaf 1 ECX bit 31 set, leaf 0x40000000
 #: "KVMKVMKVM", systemd-detect-virt printing "docker" (no options) / "kvm" (--vm) / "docker"
@@ -65,12 +66,12 @@ def test_without_cpuid_the_vm_comes_from_systemd_then_dmi() -> None:
 
 
 def test_software_emulation_and_older_records() -> None:
-    assert virt.summary("KVM", None, software_emulation=True) == "KVM (software emulation) guest"
+    assert virtualization.summary("KVM", None, software_emulation=True) == "KVM (software emulation) guest"
     # sysinfo of an agent before this module: the fingerprint said "docker KVMKVMKVM"
     old = {"systemd_detect_virt": "docker", "cpuid_vendor": "KVMKVMKVM"}
-    assert virt.from_recorded(old) == "KVM guest in a docker container"
-    assert virt.from_recorded({"systemd_detect_virt": "kvm", "cpuid_vendor": None}) == "KVM guest"
+    assert virtualization.from_recorded(old) == "KVM guest in a docker container"
+    assert virtualization.from_recorded({"systemd_detect_virt": "kvm", "cpuid_vendor": None}) == "KVM guest"
     assert (
-        virt.from_recorded({"systemd_detect_virt": "none", "cpuid_vendor": None})
+        virtualization.from_recorded({"systemd_detect_virt": "none", "cpuid_vendor": None})
         == "bare metal (no hypervisor seen)"
     )

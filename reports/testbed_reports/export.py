@@ -23,8 +23,9 @@ from testbed_shared.safecsv import write_frame
 PARAM_PREFIX = "param."
 #: a parameter (or the label) is a factor of a metric when it takes 2..MAX_LEVELS values there
 MAX_LEVELS = 12
-#: the observation columns written first, in the loader's order (without its internal ``record`` link)
-EXPORT_COLUMNS = [c for c in OBS_COLUMNS if c != "record"]
+#: the observation columns written first, in the loader's order (without its internal ``record`` link
+#: and ``primary`` flag)
+EXPORT_COLUMNS = [c for c in OBS_COLUMNS if c not in ("record", "primary")]
 
 
 def _flatten(params: Any, prefix: str = PARAM_PREFIX) -> dict[str, Any]:

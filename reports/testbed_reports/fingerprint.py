@@ -7,8 +7,8 @@ from typing import Any
 
 import pandas as pd
 
-from testbed_agent.sysinfo import virt
 from testbed_shared import groups as inventory_groups
+from testbed_shared.virtualization import from_recorded
 
 _ENCRYPTED = re.compile(r"(?<![a-z])(?<!un)(?<!not[-_ ])encrypt", re.IGNORECASE)
 
@@ -63,7 +63,7 @@ def _hypervisor_text(hv: Any) -> str:
     ``hypervisor`` section; sections of older agents are named from their raw readings."""
     if isinstance(hv, dict):
         if hv.get("virtualization") or "cpuid_vendor" in hv or "systemd_detect_virt" in hv:
-            return virt.from_recorded(hv)
+            return from_recorded(hv)
         keys = ("vendor", "name", "type", "detected", "virt")
         parts = [str(hv[k]) for k in keys if hv.get(k)]
         if not parts:

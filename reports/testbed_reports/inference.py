@@ -47,10 +47,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from testbed_agent.workloads import primary_metrics
 from testbed_reports.numerics import group_moments
 from testbed_reports.runs import runs
 from testbed_shared.intervals import t_cdf, t_quantile, t_sf, welch
+from testbed_shared.records import legacy_primary
 
 ALPHA = 0.05
 DEFAULT_MARGIN = 2.0
@@ -166,19 +166,26 @@ def sides(obs: pd.DataFrame) -> dict[tuple[str, str, str], Side]:
 
 
 def primary_set(obs: pd.DataFrame) -> set[tuple[str, str]]:
-    """(benchmark, metric) pairs that are primary (by workload type: workloads.primary_metrics).
+    """(benchmark, metric) pairs that are primary: those the records name (the loader's ``primary``
+    column, ``testbed_shared.records.primary_metrics``); in a table without that column (built by
+    hand), those the frozen rule of each type gives (``records.LEGACY_PRIMARY``).
 
-    A benchmark whose type declares no primary metric (CSV inputs, synthetic data) has its first
-    metric (by name) as primary, so every benchmark contributes one member to the family.
+    A benchmark with no primary metric (sysinfo, CSV inputs, synthetic data) has its first metric
+    (by name) as primary, so every benchmark contributes one member to the family.
     """
     if obs.empty:
         return set()
-    pairs = obs[["benchmark", "type", "metric"]].drop_duplicates().astype(str)
+    flagged = "primary" in obs
+    pairs = obs[["benchmark", "type", "metric", *(["primary"] if flagged else [])]].drop_duplicates()
+    pairs = pairs.astype({"benchmark": str, "type": str, "metric": str})
     out: set[tuple[str, str]] = set()
     for (bench, btype), part in pairs.groupby(["benchmark", "type"], sort=True):
-        names = sorted(part["metric"])
-        prim = primary_metrics(btype, names) or names[:1]
-        out.update((bench, m) for m in prim)
+        names = sorted(set(part["metric"]))
+        if flagged:
+            prim = sorted(set(part["metric"][part["primary"].isin([True])]))
+        else:
+            prim = list(legacy_primary(btype, tuple(names)))
+        out.update((bench, m) for m in prim or names[:1])
     return out
 
 

@@ -63,6 +63,7 @@ OBS_COLUMNS = (
     "metric",
     "unit",
     "better",
+    "primary",
     "value",
     "repetition",
     "index",
@@ -124,8 +125,10 @@ class Dataset:
 class _Collector:
     """Column lists filled record by record (no per-row DataFrame work).
 
-    A metric's (name, unit, better) is stored once as a key and each observation keeps its key's code,
-    so the per-observation work is three list appends.
+    A metric's (name, unit, better, primary) is stored once as a key and each observation keeps its
+    key's code, so the per-observation work is three list appends. ``primary``: the record names the
+    metric primary (:func:`testbed_shared.records.primary_metrics`: its ``primary`` field, or the
+    frozen rule of its type for a record made before the field).
     """
 
     def __init__(self) -> None:
@@ -136,7 +139,7 @@ class _Collector:
         self.obs_rec: Any = []
         self.obs_key: Any = []
         self.obs_value: Any = []
-        self.keys: dict[tuple[str, str, str], int] = {}
+        self.keys: dict[tuple[str, str, str, bool], int] = {}
         self.groups: dict[tuple[str, ...], str] = {}
         self.pct: dict[str, list[Any]] = {"rec": [], "series": [], "percentile": [], "value": []}
         self.crypto: list[tuple[int, dict[str, Any]]] = []  # (record position, ok crypto record)
@@ -179,14 +182,18 @@ class _Collector:
             self.crypto.append((pos, rec))
         mets = rec["metrics"]
         get = self.keys.get
+        prim = rec_schema.primary_metrics(rec)
         try:
-            codes = [get((name, m["unit"], m["better"])) for name, m in mets.items()]
+            codes = [get((name, m["unit"], m["better"], name in prim)) for name, m in mets.items()]
             values = [m["value"] for m in mets.values()]
         except (TypeError, KeyError):
             name, entry = next((n, m) for n, m in mets.items() if rec_schema.metric_problem(n, m))
             raise SchemaError(source, line, str(rec_schema.metric_problem(name, entry))) from None
         if None in codes:
-            codes = [self._code((name, m["unit"], m["better"]), source, line) for name, m in mets.items()]
+            codes = [
+                self._code((name, m["unit"], m["better"], name in prim), source, line)
+                for name, m in mets.items()
+            ]
         samples = rec.get("samples")
         if rec.get("type") in SAMPLE_TYPES and samples:
             codes, values = _expand_samples(list(mets), codes, values, samples, source, line)
@@ -210,7 +217,7 @@ class _Collector:
                     self.pct["percentile"].append(pct)
                     self.pct["value"].append(val)
 
-    def _code(self, key: tuple[str, str, str], source: str, line: int) -> int:
+    def _code(self, key: tuple[str, str, str, bool], source: str, line: int) -> int:
         code = self.keys.get(key)
         if code is None:
             _check_key(key, source, line)
@@ -262,8 +269,8 @@ def _telemetry(tel: Any) -> tuple[float, float, float]:
     return out[0], out[1], out[2]
 
 
-def _check_key(key: tuple[Any, Any, Any], source: str, line: int) -> None:
-    name, unit, better = key
+def _check_key(key: tuple[Any, Any, Any, bool], source: str, line: int) -> None:
+    name, unit, better, _ = key
     bad = rec_schema.metric_problem(name, {"value": 0.0, "unit": unit, "better": better})
     if bad:
         raise SchemaError(source, line, bad)
@@ -405,6 +412,8 @@ def _finish(
         data[field_name] = pd.Categorical.from_codes(
             lookup[key_codes] if len(key_codes) else key_codes, categories=uniq
         )
+    primary = np.asarray([k[3] for k in key_list], dtype=bool)
+    data["primary"] = primary[key_codes] if len(key_codes) else np.zeros(0, dtype=bool)
     data["value"] = values[mask] if len(values) else np.zeros(0)
     for c in ("repetition", "index", "started_at"):
         data[c] = records[c].to_numpy()[pos]
@@ -555,6 +564,7 @@ def read_csv_observations(
     out["run_id"] = out.get("run_id", path.stem)
     out["groups"] = out.get("groups", "")
     out["type"] = "csv"
+    out["primary"] = False
     out["index"] = -1
     out["started_at"] = None
     out["cc_technology"] = "unknown"

@@ -2,9 +2,16 @@
 
 A record is one JSON object per line of ``results/<run_id>/<host>.jsonl``. This module holds what a
 record is (:data:`FIELDS`, :func:`make`), checks one (:func:`validate`: one line naming file, line
-and field), reads result files (:func:`result_files`, :func:`read_lines`, :func:`read`) and decides
-which record counts for each execution (:func:`select`, :func:`dedupe`). The agent (``results``,
-resume) and the report (``load``, crypto tables, audit) go through it.
+and field), reads result files (:func:`result_files`, :func:`read_lines`, :func:`read`), says which
+of a record's metrics are primary (:func:`primary_metrics`) and decides which record counts for each
+execution (:func:`select`, :func:`dedupe`). The agent (``results``, resume, adaptive repetitions) and
+the report (``load``, crypto tables, audit) go through it.
+
+**Primary metrics.** A record names its primary metrics (``primary``: the metrics the report's
+error-controlled decisions and adaptive repetitions use), written by the agent from its workload
+type's rule when it makes the record, so readers need no registry of workload types. Records
+written before the field existed are read with :data:`LEGACY_PRIMARY`, the types' rules as they
+stood then, frozen.
 
 **What one execution is.** An execution is one repetition of one benchmark of a plan on one host:
 ``(run_id, host, index, benchmark, repetition)`` (:data:`EXECUTION_KEY`), *within one run*. A run is
@@ -23,8 +30,10 @@ warning names both.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+import re
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,6 +56,8 @@ EXECUTION_KEY = ("run_id", "host", "index", "benchmark", "repetition")
 MARGIN_FIELD = "margin_percent"
 #: bound of the integer fields (repetition, index, attempt)
 MAX_INT = 2**31
+#: optional record field: the names of the record's primary metrics, a list (docs/design.md section 4)
+PRIMARY_FIELD = "primary"
 
 
 @dataclass(frozen=True)
@@ -78,6 +89,7 @@ FIELDS = (
     Field("status", True, "ok, failed, timeout, skipped or interrupted"),
     Field("error", False, "why it is not ok"),
     Field("metrics", False, "name -> {value, unit, better}; every ok record has it"),
+    Field(PRIMARY_FIELD, False, "names of its primary metrics (absent in records made before it)"),
     Field("samples", False, "raw detail (latency percentiles, individual values ...)"),
     Field("telemetry", False, "system CPU, steal ... while it ran"),
     Field("tool", False, "the tool and its version"),
@@ -131,6 +143,7 @@ def make(
     ended_at: str | None = None,
     error: str | None = None,
     metrics: Mapping[str, Any] | None = None,
+    primary: Iterable[str] | None = None,
     samples: Mapping[str, Any] | None = None,
     telemetry: Mapping[str, Any] | None = None,
     tool: Mapping[str, Any] | None = None,
@@ -140,7 +153,7 @@ def make(
     adaptive: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A record with every field in :data:`FIELDS` order (optional ones left out when unset:
-    ``margin_percent``, ``adaptive``)."""
+    ``margin_percent``, ``primary``, ``adaptive``; the agent always gives ``primary``)."""
     if status not in STATUSES:
         raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
     rec: dict[str, Any] = {
@@ -162,6 +175,7 @@ def make(
         "status": status,
         "error": error,
         "metrics": dict(metrics or {}),
+        PRIMARY_FIELD: sorted(primary) if primary is not None else None,
         "samples": dict(samples or {}),
         "telemetry": dict(telemetry or {}),
         "tool": dict(tool or {}),
@@ -170,7 +184,7 @@ def make(
         "session": session,
         "adaptive": dict(adaptive) if adaptive is not None else None,
     }
-    for optional in (MARGIN_FIELD, "adaptive"):
+    for optional in (MARGIN_FIELD, PRIMARY_FIELD, "adaptive"):
         if rec[optional] is None:
             del rec[optional]
     return rec
@@ -263,6 +277,27 @@ _CHECKS: tuple[tuple[Callable[[dict[str, Any]], bool], Callable[[dict[str, Any]]
         ),
         lambda r: f"field '{MARGIN_FIELD}' must be a number between 0 and 100, got {_short(r[MARGIN_FIELD])}",
     ),
+    (
+        lambda r: (
+            r.get(PRIMARY_FIELD) is None
+            or (
+                r[PRIMARY_FIELD].__class__ is list
+                and all(n.__class__ is str for n in r[PRIMARY_FIELD])
+                and len(set(r[PRIMARY_FIELD])) == len(r[PRIMARY_FIELD])
+            )
+        ),
+        lambda r: (
+            f"field '{PRIMARY_FIELD}' must be a list of distinct metric names, got {_short(r[PRIMARY_FIELD])}"
+        ),
+    ),
+    (
+        lambda r: r.get(PRIMARY_FIELD) is None or set(r[PRIMARY_FIELD]) <= set(r.get("metrics") or ()),
+        lambda r: (
+            f"field '{PRIMARY_FIELD}' names "
+            f"{_short(next(n for n in r[PRIMARY_FIELD] if n not in (r.get('metrics') or ())))}, "
+            "which is not one of the record's metrics"
+        ),
+    ),
 )
 
 
@@ -298,6 +333,68 @@ def validate(rec: Any, path: str, line: int | None, *, metrics: bool = True) -> 
     if bad is not None:
         raise RecordError(path, line, bad)
     return rec
+
+
+# -- primary metrics -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PrimaryRule:
+    """Which metric names are primary: the first tier of patterns (full matches) that matches any
+    name gives them; ``per_cell``: tiers apply to each cell apart (a name's part before its last
+    dot), so each cell has its own primary metric."""
+
+    tiers: tuple[tuple[str, ...], ...]
+    per_cell: bool = False
+
+    def pick(self, names: Iterable[str]) -> list[str]:
+        """The primary metrics among ``names``, sorted."""
+        groups: dict[str, list[str]] = {}
+        for name in sorted(set(names)):
+            groups.setdefault(name.rsplit(".", 1)[0] if self.per_cell else "", []).append(name)
+        out: list[str] = []
+        for members in groups.values():
+            for tier in self.tiers:
+                hit = [n for n in members if any(re.fullmatch(p, n) for p in tier)]
+                if hit:
+                    out += hit
+                    break
+        return sorted(out)
+
+
+#: The workload types' primary-metric rules (aliases included) as they stood when records began to
+#: name their primary metrics (issue 35): frozen, used only for records without ``primary``. A rule
+#: changed later applies to new records, which carry its result; never edit this table.
+LEGACY_PRIMARY: Mapping[str, PrimaryRule] = {
+    "fio": PrimaryRule(((r"(read|write|trim)_bw_bytes",),)),
+    "dd": PrimaryRule(((r"(read|write)_seconds",),)),
+    "kaggle_notebook": PrimaryRule(((r"wall_s",),)),
+    "notebook": PrimaryRule(((r"wall_s",),)),
+    "pyperformance": PrimaryRule(((r".+",),)),
+    "pyperf": PrimaryRule(((r".+",),)),
+    # a cell's throughput; its time per operation where the cell has no throughput
+    "crypto": PrimaryRule(((r".+\.throughput",), (r".+\.time_per_op",)), per_cell=True),
+    # the function's own latency (per phase in a sequence), else the median round trip
+    "faas": PrimaryRule(((r"latency_s",), (r"(?!direct_).*_latency_s",), (r"round_trip_p50_s",))),
+}
+
+
+@functools.lru_cache(maxsize=4096)
+def legacy_primary(btype: str, names: tuple[str, ...]) -> tuple[str, ...]:
+    """The primary metrics among ``names`` by :data:`LEGACY_PRIMARY` (none for a type it lacks)."""
+    rule = LEGACY_PRIMARY.get(btype)
+    return () if rule is None else tuple(rule.pick(names))
+
+
+def primary_metrics(rec: Mapping[str, Any], btype: str | None = None) -> list[str]:
+    """The names of a record's primary metrics, sorted: its ``primary`` field, or for a record
+    made before the field its type's rule in :data:`LEGACY_PRIMARY` (``btype``, else the record's
+    ``type``) over its metrics."""
+    given = rec.get(PRIMARY_FIELD)
+    if given is not None:
+        return sorted(given)
+    names = tuple(sorted(rec.get("metrics") or ()))
+    return list(legacy_primary(btype if btype is not None else str(rec.get("type") or ""), names))
 
 
 # -- reading ---------------------------------------------------------------------------------

@@ -14,10 +14,10 @@ BASE = {"run_id": "r", "host": "h", "benchmark": "b", "repetition": 0, "status":
 
 
 def test_make_writes_every_field_in_the_documented_order() -> None:
-    rec = records.make(**BASE, margin_percent=3.0, adaptive={"stop": True})
+    rec = records.make(**BASE, margin_percent=3.0, primary=[], adaptive={"stop": True})
     assert list(rec) == [f.name for f in records.FIELDS]
     short = records.make(**BASE)
-    assert "margin_percent" not in short and "adaptive" not in short
+    assert "margin_percent" not in short and "adaptive" not in short and "primary" not in short
     assert records.validate(short, "x", 1) is short
 
 
@@ -38,6 +38,10 @@ def test_make_writes_every_field_in_the_documented_order() -> None:
         ({"margin_percent": 150}, "field 'margin_percent' must be a number between 0 and 100"),
         ({"metrics": {"x": {"value": "1", "unit": "s", "better": "lower"}}}, "metric 'x': value must be"),
         ({"metrics": {"x": {"value": 1, "unit": "s", "better": "up"}}}, "metric 'x': better must be"),
+        ({"primary": "x"}, "field 'primary' must be a list of distinct metric names"),
+        ({"primary": ["x", "x"]}, "field 'primary' must be a list of distinct metric names"),
+        ({"primary": [1]}, "field 'primary' must be a list of distinct metric names"),
+        ({"primary": ["bw"]}, "field 'primary' names \"bw\", which is not one of the record's metrics"),
     ],
 )
 def test_a_bad_record_is_one_line_naming_file_line_and_field(change: dict, words: str) -> None:
@@ -102,3 +106,49 @@ def test_read_keeps_different_runs_with_one_run_id_apart(tmp_path: Path) -> None
     assert "kept apart" in found.warnings[0]
     with pytest.raises(RecordError, match="no such file"):
         records.read([tmp_path / "missing"])
+
+
+def test_a_record_names_its_primary_metrics() -> None:
+    t = records.metric(1.0, "s", "lower")
+    rec = records.make(**BASE, btype="fio", metrics={"read_bw_bytes": t, "t": t}, primary=["t"])
+    assert rec["primary"] == ["t"] and records.validate(rec, "f", 1) is rec
+    assert list(rec) == [f.name for f in records.FIELDS if f.name not in ("margin_percent", "adaptive")]
+    assert records.primary_metrics(rec) == ["t"], "the record's word, not its type's rule"
+    assert records.primary_metrics({**rec, "primary": []}) == [], "none is an answer"
+    assert records.primary_metrics(records.make(**BASE, btype="fio", metrics={"read_bw_bytes": t})) == [
+        "read_bw_bytes"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("btype", "names", "primary"),
+    [
+        ("fio", ["read_bw_bytes", "read_iops", "write_bw_bytes", "read_clat_p99_s", "trim_bw_bytes"],
+         ["read_bw_bytes", "trim_bw_bytes", "write_bw_bytes"]),
+        ("dd", ["write_bytes", "write_seconds", "write_bw_bytes", "read_seconds"],
+         ["read_seconds", "write_seconds"]),
+        ("kaggle_notebook", ["wall_s", "kernel_start_s", "cell_3_s"], ["wall_s"]),
+        ("notebook", ["wall_s", "cells_s"], ["wall_s"]),
+        ("pyperformance", ["nbody", "float"], ["float", "nbody"]),
+        ("pyperf", ["nbody"], ["nbody"]),
+        ("crypto", ["py.aes.4096.throughput", "py.aes.4096.cpu_percent", "py.ecdsa.time_per_op",
+                    "py.aes.4096.time_per_op", "go.aes.16384.throughput", "warmup_s"],
+         ["go.aes.16384.throughput", "py.aes.4096.throughput", "py.ecdsa.time_per_op"]),
+        ("faas", ["latency_s", "write_latency_s", "round_trip_p50_s", "round_trip_s"], ["latency_s"]),
+        ("faas", ["write_latency_s", "read_latency_s", "direct_write_latency_s", "round_trip_p50_s"],
+         ["read_latency_s", "write_latency_s"]),
+        ("faas", ["round_trip_p50_s", "round_trip_s"], ["round_trip_p50_s"]),
+        ("faas", ["calls"], []),
+        ("sysinfo", ["logical_cpus"], []),
+        ("csv", ["value"], []),
+    ],
+)  # fmt: skip
+def test_records_made_before_the_field_read_by_the_frozen_rules(
+    btype: str, names: list[str], primary: list[str]
+) -> None:
+    """The rules of every workload type when the field came (issue 35), for records without it."""
+    t = records.metric(1.0, "s", "lower")
+    old = records.make(**BASE, btype=btype, metrics=dict.fromkeys(names, t))
+    assert "primary" not in old
+    assert records.primary_metrics(old) == primary
+    assert records.primary_metrics({**old, "type": ""}, btype) == primary, "a caller may name the type"

@@ -23,6 +23,7 @@ from typing import Any
 from testbed_agent import __version__, clouds
 from testbed_agent.sysinfo import cc, hyperv, virt
 from testbed_agent.sysinfo.probe import Probe
+from testbed_shared.virtualization import summary
 
 TOOLS = {
     "fio": ["fio", "--version"],
@@ -105,7 +106,7 @@ def collect(
             info["hypervisor"]["domain_type"] = host_facts["domain_type"]
             info["hypervisor"]["software_emulation"] = host_facts["domain_type"] == "qemu"
     hv = info["hypervisor"]
-    hv["virtualization"] = virt.summary(hv.get("vm"), hv.get("container"), bool(hv.get("software_emulation")))
+    hv["virtualization"] = summary(hv.get("vm"), hv.get("container"), bool(hv.get("software_emulation")))
     return info
 
 

@@ -11,7 +11,8 @@ Two independent layers, each from the strongest source that answers (all reads t
   else the cgroup path of PID 1.
 
 A container is not a hypervisor: a guest in a container is named by both, never by the container
-alone (``systemd-detect-virt`` without options prints only the container).
+alone (``systemd-detect-virt`` without options prints only the container). The names and the
+one-line summary are shared with the report (:mod:`testbed_shared.virtualization`).
 """
 
 from __future__ import annotations
@@ -20,53 +21,8 @@ import re
 from typing import Any
 
 from testbed_agent.sysinfo.probe import Probe, regs_to_str
+from testbed_shared.virtualization import SIGNATURES, SYSTEMD_CONTAINER, SYSTEMD_VM, summary
 
-#: CPUID 0x40000000 vendor signatures -> hypervisor
-SIGNATURES = {
-    "KVMKVMKVM": "KVM",
-    "Microsoft Hv": "Hyper-V",
-    "VMwareVMware": "VMware",
-    "XenVMMXenVMM": "Xen",
-    "TCGTCGTCGTCG": "QEMU (TCG software emulation)",
-    "bhyve bhyve": "bhyve",
-    "ACRNACRNACRN": "ACRN",
-    "QNXQVMBSQG": "QNX hypervisor",
-    "VBoxVBoxVBox": "VirtualBox",
-    " lrpepyh vr": "Parallels",
-    "Linux KVM Hv": "KVM (Hyper-V enlightenments)",
-}
-#: systemd-detect-virt --vm ids -> hypervisor
-SYSTEMD_VM = {
-    "kvm": "KVM",
-    "qemu": "QEMU (TCG software emulation)",
-    "microsoft": "Hyper-V",
-    "vmware": "VMware",
-    "xen": "Xen",
-    "oracle": "VirtualBox",
-    "amazon": "KVM (AWS Nitro)",
-    "google": "KVM (Google Compute Engine)",
-    "bhyve": "bhyve",
-    "parallels": "Parallels",
-    "zvm": "z/VM",
-    "powervm": "PowerVM",
-    "acrn": "ACRN",
-    "apple": "Apple Virtualization",
-    "sre": "LMHS SRE",
-}
-#: systemd-detect-virt --container ids (and our own fallbacks) -> container engine
-SYSTEMD_CONTAINER = {
-    "docker": "docker",
-    "podman": "podman",
-    "lxc": "LXC",
-    "lxc-libvirt": "libvirt LXC",
-    "systemd-nspawn": "systemd-nspawn",
-    "openvz": "OpenVZ",
-    "rkt": "rkt",
-    "wsl": "WSL",
-    "proot": "proot",
-    "pouch": "pouch",
-    "container-other": "container",
-}
 _DMI = (
     (re.compile(r"KVM|QEMU", re.I), "KVM"),
     (re.compile(r"Virtual Machine", re.I), "Hyper-V"),  # Microsoft Corporation / Virtual Machine
@@ -133,17 +89,6 @@ def _container(probe: Probe) -> tuple[str | None, str | None]:
     return None, None
 
 
-def summary(vm: str | None, container: str | None, software_emulation: bool = False) -> str:
-    """The one line a report shows, e.g. "KVM guest in a docker container", "bare metal"."""
-    if software_emulation and vm and "TCG" not in vm:
-        vm = f"{vm} (software emulation)"
-    where = f"{vm} guest" if vm else ""
-    if container:
-        engine = container if container.endswith("container") else f"{container} container"
-        return f"{where} in a {engine}" if where else f"{engine} (no hypervisor seen)"
-    return where or "bare metal (no hypervisor seen)"
-
-
 def detect(probe: Probe) -> dict[str, Any]:
     """``{"vm", "vm_source", "container", "container_source", "virtualization"}``."""
     vm, vm_src = _vm(probe)
@@ -155,17 +100,3 @@ def detect(probe: Probe) -> dict[str, Any]:
         "container_source": c_src,
         "virtualization": summary(vm, container),
     }
-
-
-def from_recorded(hv: dict[str, Any]) -> str:
-    """The summary for a sysinfo ``hypervisor`` section written before this module existed
-    (``systemd_detect_virt`` holds the container when there is one, ``cpuid_vendor`` the VM)."""
-    if hv.get("virtualization"):
-        return str(hv["virtualization"])
-    sig = hv.get("cpuid_vendor")
-    vm = SIGNATURES.get(str(sig).strip(), f"unknown hypervisor '{sig}'") if sig else None
-    detected = hv.get("systemd_detect_virt")
-    container = SYSTEMD_CONTAINER.get(str(detected)) if detected in SYSTEMD_CONTAINER else None
-    if vm is None and detected and detected != "none" and container is None:
-        vm = SYSTEMD_VM.get(str(detected), str(detected))
-    return summary(vm, container, bool(hv.get("software_emulation")))
