@@ -40,9 +40,10 @@ class Found(Generic[T]):
 class Plugins(Generic[T]):
     """The plugin family of ``package``: subclasses of ``base`` whose ``key`` attribute is set.
 
-    ``helpers``: modules of the package that hold no plugin. ``named_as_module``: a plugin's key is
-    its module's name (so the keys are known without importing: :meth:`keys`). ``optional``: a
-    module whose import misses a third-party library is listed in ``unavailable`` instead of failing.
+    ``helpers``: modules of the package that hold no plugin. ``named_as_module``: a plugin lives in
+    the module named as its key, ``-`` written ``_`` (``aws-lambda`` in ``aws_lambda.py``), so one
+    plugin is imported alone (:meth:`get`). ``optional``: a module whose import misses a third-party
+    library is listed in ``unavailable`` instead of failing.
     """
 
     def __init__(
@@ -70,10 +71,16 @@ class Plugins(Generic[T]):
         return tuple(sorted(n for n in names if n not in self.helpers and not n.startswith("_")))
 
     def keys(self) -> tuple[str, ...]:
-        """The plugins' keys without importing them (families whose plugins are named as modules)."""
+        """The plugins' keys without importing them (families named as their modules whose keys have
+        no ``-``: the module names are the keys)."""
         if not self.named_as_module:
             raise TypeError(f"{self.package}: plugins are not named as their modules; use found()")
         return self.modules()
+
+    @staticmethod
+    def module_of(key: str) -> str:
+        """The module a plugin named as its module lives in (``aws-lambda``: ``aws_lambda``)."""
+        return key.replace("-", "_")
 
     def load(self, module: str) -> type[T]:
         """Import one module of the family and return its plugin (ModuleNotFoundError propagates)."""
@@ -93,7 +100,7 @@ class Plugins(Generic[T]):
                 f"{name} must define one {self.base.__name__} subclass with its {self.key!r} set ({what})"
             )
         plugin = own[0]
-        if self.named_as_module and getattr(plugin, self.key) != module:
+        if self.named_as_module and self.module_of(getattr(plugin, self.key)) != module:
             raise TypeError(
                 f"{self.base.__name__} {getattr(plugin, self.key)!r} must live in module {module!r}: "
                 f"the module is named as the plugin"
@@ -106,7 +113,11 @@ class Plugins(Generic[T]):
         if self.named_as_module:
             if self._found is not None:
                 return self._found.plugins.get(key)
-            return self.load(key) if key in self.modules() else None
+            module = self.module_of(key)
+            if module not in self.modules():
+                return None
+            plugin = self.load(module)
+            return plugin if getattr(plugin, self.key) == key else None
         return self.found().plugins.get(key)
 
     def found(self) -> Found[T]:

@@ -126,3 +126,14 @@ def test_found_is_remembered_until_forgotten(family: tuple[str, Path], tmp_path:
     assert "omega" not in plugins.found().plugins
     plugins.forget()
     assert "omega" in plugins.found().plugins
+
+
+def test_a_key_with_a_dash_lives_in_a_module_with_an_underscore(family: tuple[str, Path]) -> None:
+    name, pkg = family
+    (pkg / "aws_lambda.py").write_text(
+        MODULES["alpha.py"].replace("Alpha", "Lam").replace("'alpha'", "'aws-lambda'")
+    )
+    plugins = Plugins(name, Base, "name", named_as_module=True)
+    assert plugins.get("aws-lambda").__name__ == "Lam"
+    assert plugins.get("aws_lambda") is None, "the module's name is not the plugin's"
+    assert "aws-lambda" in plugins.found().plugins
