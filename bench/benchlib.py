@@ -6,7 +6,8 @@ pair. Interval: Student t on the per-pair log ratios, at the level the sequentia
 look (Bonferroni over the planned looks, so stopping early at the first decided look keeps the
 error rate at 5 %). The decision is the report's own (``testbed_reports.inference.decide``):
 ``equivalent`` within +-margin, ``slower``/``faster`` when the interval excludes 0, otherwise
-``inconclusive`` ("not shown"), with the pairs that would resolve the margin.
+``inconclusive`` ("not shown"), with the pairs that would resolve the margin. Every t interval here
+comes from the one core, ``testbed_shared.intervals``; the quantile intervals are order statistics.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from testbed_reports.inference import ALPHA, Decision, Estimate, decide, signed
+from testbed_reports.inference import ALPHA, Decision, Estimate, Side, decide, estimate, signed
+from testbed_shared.intervals import mean_interval as t_interval
+from testbed_shared.intervals import moments, t_quantile
 
 
 @dataclass
@@ -61,13 +64,9 @@ def paired_ratio(
     ``better`` is the direction of the measured quantity (throughput: higher), so a ratio below 1
     of a throughput reads as ``slower``.
     """
-    la = np.log(np.asarray(a, dtype=float))
-    lb = np.log(np.asarray(b, dtype=float))
-    d = la - lb
-    n = len(d)
-    sd = float(d.std(ddof=1)) if n > 1 else float("nan")
+    n, mean, sd = moments([math.log(x) - math.log(y) for x, y in zip(a, b, strict=True)])
     est = Estimate(
-        diff=float(d.mean()),
+        diff=mean,
         se=sd / math.sqrt(n) if n > 1 else float("nan"),
         df=float(n - 1),
         unit="pair",
@@ -75,42 +74,29 @@ def paired_ratio(
         per_side=n,
         reason="" if n > 1 else "too few pairs",
     )
-    dec = decide(est, better, alpha, margin)
-    r = math.exp(est.diff)
-    if est.ok:
-        from scipy import stats as sps
-
-        t = float(sps.t.ppf(1 - alpha / 2, est.df))
-        lo, hi = math.exp(est.diff - t * est.se), math.exp(est.diff + t * est.se)
-    else:
-        lo = hi = float("nan")
-    return Ratio(what, r, lo, hi, 1 - alpha, n, dec, margin)
+    ratio, lo, hi = t_interval(n, mean, sd, 1 - alpha, log=True)
+    return Ratio(what, ratio, lo, hi, 1 - alpha, n, decide(est, better, alpha, margin), margin)
 
 
 def ratio_of_samples(
     a: Sequence[float], b: Sequence[float], what: str, margin: float, better: str, alpha: float = ALPHA
 ) -> Ratio:
     """Ratio of geometric means of two independent samples, Welch t on logs (the report's estimate)."""
-    from testbed_reports.inference import Side, estimate
 
     def side(x: Sequence[float]) -> Side:
-        lx = np.log(np.asarray(x, dtype=float))
-        return Side(np.array([len(lx)]), np.array([lx.mean()]), np.array([lx.std(ddof=1)]), 0, len(lx))
+        n, mean, sd = moments([math.log(v) for v in x])
+        return Side(np.array([n]), np.array([mean]), np.array([sd]), 0, n)
 
     est = estimate(side(a), side(b))
-    dec = decide(est, better, alpha, margin)
-    from scipy import stats as sps
-
-    t = float(sps.t.ppf(1 - alpha / 2, est.df)) if est.ok else float("nan")
-    lo, hi = (math.exp(est.diff - t * est.se), math.exp(est.diff + t * est.se)) if est.ok else (math.nan,) * 2
+    half = float(t_quantile(1 - alpha / 2, est.df)) * est.se if est.ok else math.nan
     return Ratio(
         what,
         math.exp(est.diff) if est.ok else math.nan,
-        lo,
-        hi,
+        math.exp(est.diff - half) if est.ok else math.nan,
+        math.exp(est.diff + half) if est.ok else math.nan,
         1 - alpha,
         min(len(a), len(b)),
-        dec,
+        decide(est, better, alpha, margin),
         margin,
         "run",
     )
@@ -139,27 +125,12 @@ def quantile_interval(values: Sequence[float], q: float, level: float = 0.95) ->
 
 def geo_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
     """Geometric mean of positive values with a t interval on their logs (never crosses zero)."""
-    from scipy import stats as sps
-
-    lx = np.log(np.asarray(values, dtype=float))
-    n = len(lx)
-    m = float(lx.mean())
-    if n < 2:
-        return math.exp(m), float("nan"), float("nan")
-    half = float(sps.t.ppf(0.5 + level / 2, n - 1)) * float(lx.std(ddof=1)) / math.sqrt(n)
-    return math.exp(m), math.exp(m - half), math.exp(m + half)
+    return t_interval(*moments([math.log(v) for v in values]), level, log=True)
 
 
 def mean_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
     """Mean with its Student t interval."""
-    from scipy import stats as sps
-
-    x = np.asarray(values, dtype=float)
-    n = len(x)
-    if n < 2:
-        return float(x.mean()), float("nan"), float("nan")
-    half = float(sps.t.ppf(0.5 + level / 2, n - 1)) * float(x.std(ddof=1)) / math.sqrt(n)
-    return float(x.mean()), float(x.mean()) - half, float(x.mean()) + half
+    return t_interval(*moments([float(v) for v in values]), level)
 
 
 def against(

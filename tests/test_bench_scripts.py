@@ -10,9 +10,7 @@ import subprocess
 import pytest
 from repotest import ROOT, VENV_BIN
 
-SCRIPTS = sorted(
-    p.name for p in (ROOT / "bench").glob("*.py") if p.name not in ("benchlib.py", "calibration_before.py")
-)
+SCRIPTS = sorted(p.name for p in (ROOT / "bench").glob("*.py") if p.name != "benchlib.py")
 
 
 def _bench(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
