@@ -326,6 +326,36 @@ def describe(values: Sequence[float], level: float = LEVEL) -> dict[str, Any]:
     }
 
 
+def arithmetic_mean_interval(
+    values: Sequence[float], level: float = LEVEL
+) -> tuple[float, float, float, str]:
+    """``(mean, low, high, method)``: the sample's arithmetic mean and an interval of the population's.
+
+    For a place where the statistic compared is an arithmetic mean (a paper's "mean time"). For a
+    positive quantity the interval is the hull of two: the modified Cox interval of a lognormal mean,
+    ``exp(m + s2/2 +- t(n-1) * sqrt(s2/n + s2^2 / (2(n-1))))`` over the log values (m, s2), right at
+    small n for skewed times, and the raw-scale t interval, right at large n whatever the shape
+    (its lower end is used only when above zero). The hull covers whenever either does and never
+    crosses zero. Measured (reports/tests/test_study_intervals.py): 94-95 % at n = 5 for lognormal
+    data with log-sd 1 (the t interval alone: 82 %, its lower end below zero half the time). A
+    mixture of rare slow and many fast values (cold starts) is not covered at small n by any
+    interval of its mean; the study views split or name it. Other quantities: the t interval.
+    """
+    vals = [float(v) for v in values]
+    n, mean, sd = moments(vals)
+    if n < 2:
+        return mean, math.nan, math.nan, "one value: no interval"
+    _, t_lo, t_hi = mean_interval(n, mean, sd, level)
+    if not is_positive(vals):
+        return mean, t_lo, t_hi, "t"
+    _, m, s = moments([math.log(v) for v in vals])
+    s2 = s * s
+    h = critical(n, level) * math.sqrt(s2 / n + s2 * s2 / (2.0 * (n - 1)))
+    c_lo, c_hi = _exp(m + s2 / 2 - h), _exp(m + s2 / 2 + h)
+    low = min(c_lo, t_lo) if t_lo > 0 else c_lo
+    return mean, low, max(c_hi, t_hi), "hull of modified Cox (lognormal) and t"
+
+
 def relative_half_width_percent(values: Sequence[float], level: float = LEVEL) -> float | None:
     """Half-width in percent of the log-scale interval, ``100 * (exp(h) - 1)``; None if undefined."""
     vals = [float(v) for v in values]

@@ -9,8 +9,15 @@ its source in the paper (``S1 L637`` or ``S1 L680-687``), the value, and a statu
 * ``adapted``: it does something else on purpose; ``reason`` says what differs and why;
 * ``not here``: it cannot be done here; ``reason`` says why and what would make it possible.
 
-It also transcribes the paper's published values a rerun can be compared with (``published``),
-each with its line. This module reads and checks manifests; ``plan show`` prints a study plan's
+It also transcribes the paper's published values (``published``), each with its line, and
+says how each may be compared with a rerun: by default a rerun's interval that meets the range the
+printed digits stand for (7.85 is [7.845, 7.855]); ``approx: F`` for a value the paper gives
+roughly ("~7", "roughly factor 15"): it stands for [value / F, value x F], F chosen so that the
+paper's own data meet it; a ``value: [low, high]`` range for a stated range ("25-30 %");
+``not_comparable: REASON`` where a rerun cannot estimate the same quantity (another experiment,
+another unit, another measurement), so no verdict is printed; ``fitted: REASON`` where the
+emulator's inputs were fitted to this very number, so agreement is by construction and is labelled
+fitted, never inside. This module reads and checks manifests; ``plan show`` prints a study plan's
 deviations from it and ``testbed-report study`` puts the published values beside a rerun's.
 
 A plan in the classic text form carries no parameters, yet a study's names meant something
@@ -86,6 +93,22 @@ class Published:
     table: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def not_comparable(self) -> str:
+        """Why a rerun cannot be compared with this value ("" when it can)."""
+        return str(self.extra.get("not_comparable") or "")
+
+    @property
+    def fitted(self) -> str:
+        """Which fitted input reproduces this value by construction ("" when none does)."""
+        return str(self.extra.get("fitted") or "")
+
+    @property
+    def derived(self) -> str:
+        """The formula of a value derived from the paper's printed numbers ("" for a printed one)."""
+        d = self.extra.get("derived")
+        return "" if not d else (d if isinstance(d, str) else "from the paper's printed values")
+
 
 @dataclass(frozen=True)
 class Manifest:
@@ -104,6 +127,14 @@ class Manifest:
     def counts(self) -> dict[str, int]:
         """Elements per status."""
         return {s: sum(1 for e in self.elements if e.status == s) for s in STATUSES}
+
+    def published_counts(self) -> dict[str, int]:
+        """Published values: all of them, those a rerun cannot be compared with, those fitted."""
+        return {
+            "published": len(self.published),
+            "not comparable": sum(1 for p in self.published if p.not_comparable),
+            "fitted": sum(1 for p in self.published if p.fitted),
+        }
 
     def deviations(self) -> list[Element]:
         """The elements that are not ``exact``."""
@@ -269,6 +300,25 @@ def _element(item: Any, i: int, p: Path, sid: str, lines: int) -> Element:
 
 def _published(item: Any, i: int, p: Path, sid: str, lines: int) -> Published:
     eid, source = _common(item, i, p, "published", sid, lines)
+    for key in ("not_comparable", "fitted"):
+        if key in item and not (isinstance(item[key], str) and item[key].strip()):
+            raise ManifestError(f"{p}: published {eid}: {key} must say why (a text)")
+    if "not_comparable" in item and "fitted" in item:
+        raise ManifestError(f"{p}: published {eid}: a value is either not_comparable or fitted, not both")
+    approx = item.get("approx")
+    if approx is not None and (
+        isinstance(approx, bool) or not isinstance(approx, (int, float)) or approx <= 1
+    ):
+        raise ManifestError(
+            f"{p}: published {eid}: approx must be a factor above 1 (e.g. 1.4), got {approx!r}"
+        )
+    value = item["value"]
+    if isinstance(value, list) and not (
+        len(value) == 2
+        and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+        and value[0] <= value[1]
+    ):
+        raise ManifestError(f"{p}: published {eid}: a range value is [low, high], got {value!r}")
     known = {"id", "source", "value", "unit", "table"}
     extra = {k: v for k, v in item.items() if k not in known}
     return Published(eid, source, item["value"], str(item.get("unit", "")), str(item.get("table", "")), extra)

@@ -109,13 +109,27 @@ def add_parser(subparsers: Any) -> None:
 
 def _cmd_study(args: argparse.Namespace) -> int:
     view = run_study(args.study, args.results, args.out, args.csv)
-    inside = sum(1 for c in view.cells() if c.contains is True)
-    compared = sum(1 for c in view.cells() if c.contains is not None)
-    matched = sum(1 for c in view.cells() if c.matches is True)
-    pointwise = sum(1 for c in view.cells() if c.matches is not None)
-    extra = f", {matched} of {pointwise} without an interval match the printed value" if pointwise else ""
     print(
-        f"{view.manifest.id}: {len(view.tables)} tables, {len(view.figures)} figures; {inside} of "
-        f"{compared} published values inside the rerun's interval{extra} -> {args.out / 'study.html'}"
+        f"{view.manifest.id}: {len(view.tables)} tables, {len(view.figures)} figures; {summary(view)} "
+        f"-> {args.out / 'study.html'}"
     )
     return 0
+
+
+def summary(view: StudyView) -> str:
+    """How the rebuilt values compare: inside, equal, and those without a verdict and why."""
+    cells = [c for c in view.cells() if c.paper is not None]
+    inside = sum(1 for c in cells if c.contains is True)
+    compared = sum(1 for c in cells if c.contains is not None)
+    matched = sum(1 for c in cells if c.matches is True)
+    pointwise = sum(1 for c in cells if c.matches is not None)
+    text = f"{inside} of {compared} published values inside the rerun's interval"
+    if pointwise:
+        text += f", {matched} of {pointwise} without an interval equal to the printed value"
+    kinds = {"not comparable": 0, "fitted": 0, "not compared": 0}
+    for c in cells:
+        for k in kinds:
+            if c.no_verdict.startswith(k):
+                kinds[k] += 1
+    rest = [f"{n} {k}" for k, n in kinds.items() if n]
+    return text + (f"; no verdict: {', '.join(rest)}" if rest else "")

@@ -35,15 +35,18 @@ def level(
         return Cell(None, paper=paper, note=note or "no rerun value")
     s = describe(v)
     centre = s["geomean"] if s["ci_scale"] == "log" else s["mean"]
-    if len(v) < 2:
-        return Cell(centre, paper=paper, note=f"one run: no interval{'; ' + note if note else ''}")
     what = "geometric mean" if s["ci_scale"] == "log" else "mean"
+    if len(v) < 2:
+        return Cell(
+            centre, paper=paper, note=f"one run: no interval{'; ' + note if note else ''}", estimand=what
+        )
     return Cell(
         centre,
         s["ci_low"],
         s["ci_high"],
         paper=paper,
-        note=f"{what} of {len(v)} runs{'; ' + note if note else ''}",
+        note=f"{what} of {len(v)} runs, log-scale t 95 % CI{'; ' + note if note else ''}",
+        estimand=what,
     )
 
 
@@ -64,7 +67,12 @@ class Overhead:
         low = self.low if math.isfinite(self.low) else None
         high = self.high if math.isfinite(self.high) else None
         return Cell(
-            self.point, low, high, paper=paper, note=f"{self.decision}: {self.reason} (unit: {self.unit})"
+            self.point,
+            low,
+            high,
+            paper=paper,
+            note=f"{self.decision}: {self.reason} (unit: {self.unit})",
+            estimand="ratio of geometric means",
         )
 
 
@@ -91,11 +99,12 @@ def overhead(a: pd.DataFrame, b: pd.DataFrame, better: str = "lower") -> Overhea
     return Overhead(point, d.lo, d.hi, d.decision, d.reason, est.unit)
 
 
-def derived(pid: str, source: str, value: float | None, unit: str = "%") -> Published | None:
-    """A value the paper implies (its formula applied to its own printed numbers), as a Published."""
+def derived(pid: str, source: str, value: float | None, formula: str, unit: str = "%") -> Published | None:
+    """A value the paper implies (``formula`` applied to its own printed numbers), as a Published
+    that the views print as "derived VALUE = FORMULA", never as "paper"."""
     if value is None or not math.isfinite(value):
         return None
-    return Published(pid, source, round(value, 4), unit, "derived", {"derived": True})
+    return Published(pid, source, round(value, 4), unit, "derived", {"derived": formula})
 
 
 def pct_over(a: float | None, b: float | None) -> float | None:

@@ -4,13 +4,14 @@ From the records of ``faas-crypto-kms.yml`` (benchmarks ``s0_<workload>_<memory>
 handler's duration (the key-service round trips included, as CloudWatch's Duration) and the
 instance's peak memory, phase ``cold`` (call 1), ``warmup`` (calls 2-10) and ``measured`` (calls
 11-30). Per configuration (workload, start type, architecture, language, memory size) the mean
-execution time with its t interval and the mean of the per-call peak memory, then the paper's cost
-model (S0 L188-198): mean cost = mean time x cost per ms (memory / 1024 GB x the GB-second price
-of the architecture / 1000), requests per second = 1 / mean time, cost efficiency = requests per
-second / mean cost. Table V is the fastest configuration per workload and start type, Table VI the
-most cost-efficient, both over the configurations the records hold, beside the paper's row (its
-time, memory, architecture, language, memory size and cost). The heat maps (warm speed difference
-x86_64 vs Arm64 per language and memory size) need records of both architectures.
+execution time with its interval (faas_helpers.mean_cell) and the mean of the per-call peak memory,
+then the paper's cost model (S0 L188-198): mean cost = mean time x cost per ms (memory / 1024 GB x
+the GB-second price of the architecture / 1000), requests per second = 1 / mean time, cost
+efficiency = requests per second / mean cost. Table V is the fastest configuration per workload and
+start type, Table VI the most cost-efficient, both over the configurations the records hold, beside
+the paper's row (its time, memory, architecture, language, memory size and cost). The heat maps
+(warm speed difference x86_64 vs Arm64 per language and memory size) need records of both
+architectures.
 """
 
 from __future__ import annotations
@@ -240,7 +241,10 @@ def _figures(configs: list[Config]) -> list[StudyFigure]:
         pal = palette(lab for _, lab in time_bars)
         body = img(
             svgplot.grouped_bars(
-                time_bars, pal, f"{name}: mean execution time (ms)", "cold and warm, t 95 % CI"
+                time_bars,
+                pal,
+                f"{name}: mean execution time (ms)",
+                "cold and warm, mean with 95 % CI (Cox-t hull)",
             ),
             name,
         )

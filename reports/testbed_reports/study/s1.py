@@ -14,7 +14,8 @@ sizes, about 75 per cell, which the view prints beside the per-cell ones).
 The thesis's analysis, as it computed it (its R scripts): per experiment a two-way ANOVA of raw
 latency with interaction, sequential sums of squares (R's ``aov``; the preliminary design has no
 weekend business hours, so its interaction is not estimable and dropped as R drops it), SS as a
-share of the total, F, and F crit at 0.95; means with t intervals, medians, CVs, ECDFs, histograms.
+share of the total, F, and F crit at 0.95; means with t intervals, medians, CVs, ECDFs, histograms
+(the view gives each mean the interval of faas_helpers.mean_cell instead, which never crosses zero).
 That ANOVA takes minute-by-minute slots of one campaign as independent; the view prints beside
 Tables 8 and 9 the calibrated tests of :func:`testbed_reports.timeofday.calibrated` (the day as the
 unit), labelled as not the thesis's.
@@ -592,7 +593,7 @@ def _main_figures(
         StudyFigure(
             figs[1],
             f"mean {what} with 95 % CI",
-            img(svgplot.grouped_bars(ci, pal, f"{what} ({unit})", "mean, t 95 % CI"), figs[1]),
+            img(svgplot.grouped_bars(ci, pal, f"{what} ({unit})", "mean with 95 % CI (Cox-t hull)"), figs[1]),
             table,
         ),
         StudyFigure(
@@ -796,7 +797,9 @@ def _tod_figures(view: StudyView, tod: pd.DataFrame, m: Manifest) -> None:
                 v = tod[(tod["platform"] == plat) & (tod[factor] == lvl)]["latency_ms"].to_numpy(dtype=float)
                 c = mean_cell(v, None)
                 ci[(lvl, PLATFORMS[plat])] = (c.rerun or math.nan, c.low or math.nan, c.high or math.nan)
-    bars = svgplot.grouped_bars(ci, palette(PLATFORMS.values()), "write latency (ms)", "mean, t 95 % CI")
+    bars = svgplot.grouped_bars(
+        ci, palette(PLATFORMS.values()), "write latency (ms)", "mean with 95 % CI (Cox-t hull)"
+    )
     view.figures.append(
         StudyFigure("Figure 4", "mean write latency per level with 95 % CI", img(bars, "Figure 4"))
     )

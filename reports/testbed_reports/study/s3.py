@@ -20,9 +20,9 @@ each response's container and host identity (S3 L139-147):
   App Service instances per ramp (Figure 13);
 * host uptimes over every host the calls saw (S3 L145).
 
-Intervals: t intervals of means over calls (or sets), Clopper-Pearson for fractions; a regression's
-R2 and a count have none. The emulated platform's absolute times are this machine's; the paper's
-ratios (slowdowns, speed-ups) are the comparable figures.
+Intervals: faas_helpers.mean_cell for means over calls (or sets), Clopper-Pearson for fractions;
+a regression's R2 and a count have none. The emulated platform's absolute times are this
+machine's; the paper's ratios (slowdowns, speed-ups) are the comparable figures.
 """
 
 from __future__ import annotations

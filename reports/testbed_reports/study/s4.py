@@ -171,7 +171,10 @@ def _experiments(
             p_kvm = pub.get(f"t{number}.e{e['experiment']:02d}.kvm.{op_short}_time")
             signed = pct_over(_v(p_hv), _v(p_kvm))
             paper = derived(
-                f"t{number}.e{e['experiment']:02d}.{op_short}.ratio", p_hv.source if p_hv else source, signed
+                f"t{number}.e{e['experiment']:02d}.{op_short}.ratio",
+                p_hv.source if p_hv else source,
+                signed,
+                "100 x (Hyper-V - KVM) / KVM of the paper's times",
             )
             row[f"eq. 1 {op_short} time (%)"] = fmt(eq1(_mean(a), _mean(b)), 3)
             row[f"paper eq. 1 {op_short} (%)"] = fmt(eq1(_v(p_hv), _v(p_kvm)), 3)
@@ -259,13 +262,19 @@ def _average_table(avg: dict[Any, Any], pub: dict[str, Published], alg: str, tab
             d = None if hv is None or kv is None else hv[0] - kv[0]
             pd_ = None if p_hv is None or p_kv is None else round(float(p_hv.value) - float(p_kv.value), 4)
             diff[f"{op_short} {q}"] = (
-                Cell(d, paper=derived(f"t{number}.diff.{op_short}_{q}", _src(p_hv), pd_, ""))
+                Cell(d, paper=derived(f"t{number}.diff.{op_short}_{q}", _src(p_hv), pd_, "Hyper-V - KVM", ""))
                 if d is not None
                 else Cell(None)
             )
             e = None if hv is None or kv is None else eq1(hv[0], kv[0])
             ratio[f"{op_short} {q}"] = Cell(
-                e, paper=derived(f"t{number}.eq1.{op_short}_{q}", _src(p_hv), eq1(_v(p_hv), _v(p_kv)))
+                e,
+                paper=derived(
+                    f"t{number}.eq1.{op_short}_{q}",
+                    _src(p_hv),
+                    eq1(_v(p_hv), _v(p_kv)),
+                    "eq. 1 on the paper's averages",
+                ),
             )
             if e is None:
                 ratio[f"{op_short} {q}"] = Cell(None, paper=ratio[f"{op_short} {q}"].paper)

@@ -1,10 +1,17 @@
 """What a study view holds (tables of cells, figures) and how it is written (HTML, Markdown, CSV).
 
-A :class:`Cell` is one rebuilt number: the rerun's estimate with its interval, the paper's
-published value (from the manifest, with its line) and whether the interval contains it - the
-range the paper's rounded value stands for (7.85 is [7.845, 7.855]); a number without an interval
-(an ANOVA's F, a count) says instead whether it rounds to the printed value (``matches``). Tables
-keep the paper's layout: rows and columns as the paper printed them, units as the paper used.
+A :class:`Cell` is one rebuilt number: the rerun's estimate with its interval and the estimand it
+estimates (arithmetic or geometric mean, median ...), the paper's published value (from the
+manifest, with its line) and whether the interval contains it - the range the paper's value stands
+for: its printed digits (7.85 is [7.845, 7.855]), a stated range ([25, 30]) or, for a value the
+paper gives roughly, [value / F, value x F] (manifest ``approx``). A number without an interval (an
+ANOVA's F, a count) says instead whether it rounds to the printed value (``matches``, printed
+"equal"). No verdict at all where the manifest says the paper's value is not comparable with a
+rerun, where the rerun's inputs were fitted to it (printed "fitted", never "inside"), or where the
+view withholds it (``withheld``, e.g. a sample statistic such as an F of a rerun). "paper" is
+printed only beside a number the paper prints; a number the view derives from the paper's printed
+ones is printed "derived", with its formula. Tables keep the paper's layout: rows and columns as
+the paper printed them, units as the paper used.
 """
 
 from __future__ import annotations
@@ -31,26 +38,51 @@ class Cell:
     paper: Published | None = None
     #: a note on how the rerun value was computed (n, method), shown in a tooltip and the JSON
     note: str = ""
+    #: what the rerun value estimates ("mean", "geometric mean", "median", "CV" ...), printed beside it
+    estimand: str = ""
+    #: why the view gives no verdict for this pair although both values are there ("" = it does)
+    withheld: str = ""
 
     def _paper_range(self) -> tuple[float, float] | None:
-        """The paper's value as the range its printed digits stand for (7.85 -> [7.845, 7.855])."""
+        """The range the paper's value stands for: its printed digits (7.85 -> [7.845, 7.855]), a
+        stated range ([25, 30]) or, with ``approx: F``, [value / F, value x F]."""
         if self.paper is None or isinstance(self.paper.value, bool):
             return None
+        value = self.paper.value
+        if isinstance(value, list) and len(value) == 2:
+            try:
+                return float(value[0]), float(value[1])
+            except (TypeError, ValueError):
+                return None
         try:
-            value = float(self.paper.value)
+            v = float(value)
         except (TypeError, ValueError):
             return None
-        if not math.isfinite(value):
+        if not math.isfinite(v):
             return None
-        half = printed_half_unit(self.paper.value)
-        return value - half, value + half
+        approx = self.paper.extra.get("approx")
+        if isinstance(approx, (int, float)) and not isinstance(approx, bool) and approx > 1:
+            return tuple(sorted((v / approx, v * approx)))  # type: ignore[return-value]
+        half = printed_half_unit(value)
+        return v - half, v + half
+
+    @property
+    def no_verdict(self) -> str:
+        """Why there is no verdict for this pair: not comparable, fitted, withheld ("" otherwise)."""
+        if self.paper is None:
+            return ""
+        if self.paper.not_comparable:
+            return "not comparable: " + self.paper.not_comparable
+        if self.paper.fitted:
+            return "fitted: " + self.paper.fitted
+        return "not compared: " + self.withheld if self.withheld else ""
 
     @property
     def contains(self) -> bool | None:
         """True/False when there is a paper value and an interval (the interval meets the range the
-        paper's rounded value stands for); None otherwise."""
+        paper's value stands for); None otherwise, and None where :attr:`no_verdict` says why."""
         rng = self._paper_range()
-        if rng is None or self.low is None or self.high is None:
+        if rng is None or self.low is None or self.high is None or self.no_verdict:
             return None
         if not (math.isfinite(self.low) and math.isfinite(self.high)):
             return None
@@ -62,6 +94,8 @@ class Cell:
         table recomputed from the paper's own data); None where there is an interval or no pair."""
         if self.low is not None and self.high is not None:
             return None
+        if self.no_verdict:
+            return None
         if self.paper is not None and isinstance(self.paper.value, bool) and self.rerun is not None:
             return bool(self.rerun) == self.paper.value
         rng = self._paper_range()
@@ -69,15 +103,41 @@ class Cell:
             return None
         return rng[0] - 1e-12 <= self.rerun <= rng[1] + 1e-12
 
+    @property
+    def verdict(self) -> str:
+        """The word printed beside the paper's value: inside, outside, equal, differs, no interval,
+        or why there is none (not comparable, fitted, not compared); "" without a paper value."""
+        if self.paper is None:
+            return ""
+        if self.no_verdict:
+            return self.no_verdict
+        if self.contains is not None:
+            return "inside" if self.contains else "outside"
+        if self.matches is not None:
+            return "equal" if self.matches else "differs"
+        return "no interval"
+
+    @property
+    def paper_label(self) -> str:
+        """ "paper 7.85", or "derived 7.85 = FORMULA" for a value derived from the paper's numbers."""
+        if self.paper is None:
+            return ""
+        shown = fmt_value(self.paper.value)
+        return f"derived {shown} = {self.paper.derived}" if self.paper.derived else f"paper {shown}"
+
     def as_json(self) -> dict[str, Any]:
         return {
             "rerun": self.rerun,
             "low": self.low,
             "high": self.high,
+            "estimand": self.estimand,
             "paper": None if self.paper is None else self.paper.value,
             "paper_source": None if self.paper is None else self.paper.source,
+            "paper_kind": None if self.paper is None else ("derived" if self.paper.derived else "printed"),
+            "derived_formula": None if self.paper is None else (self.paper.derived or None),
             "contains": self.contains,
             "matches": self.matches,
+            "verdict": self.verdict,
             "note": self.note,
         }
 
@@ -101,12 +161,21 @@ class StudyTable:
         return [v for row in self.rows for v in row.values() if isinstance(v, Cell)]
 
     def csv(self) -> str:
-        """One row per table row; a Cell becomes six columns (rerun, low, high, paper, contains, matches)."""
+        """One row per table row; a Cell becomes seven columns (rerun, low, high, paper, contains, matches,
+        verdict)."""
         buf = io.StringIO()
         header: list[str] = []
         for c in self.columns:
             if any(isinstance(r.get(c), Cell) for r in self.rows):
-                header += [f"{c}", f"{c} low", f"{c} high", f"{c} paper", f"{c} contains", f"{c} matches"]
+                header += [
+                    c,
+                    f"{c} low",
+                    f"{c} high",
+                    f"{c} paper",
+                    f"{c} contains",
+                    f"{c} matches",
+                    f"{c} verdict",
+                ]
             else:
                 header.append(c)
         w = csv.writer(buf, lineterminator="\r\n")  # RFC 4180: a cell with CR or LF is quoted
@@ -118,7 +187,17 @@ class StudyTable:
                 if any(isinstance(x.get(c), Cell) for x in self.rows):
                     cell = v if isinstance(v, Cell) else Cell(None)
                     paper = None if cell.paper is None else cell.paper.value
-                    line += [cell.rerun, cell.low, cell.high, paper, cell.contains, cell.matches]
+                    if isinstance(paper, list):
+                        paper = "-".join(map(str, paper))
+                    line += [
+                        cell.rerun,
+                        cell.low,
+                        cell.high,
+                        paper,
+                        cell.contains,
+                        cell.matches,
+                        cell.verdict,
+                    ]
                 else:
                     line.append(_safe_csv(v))
             w.writerow(["" if x is None else x for x in line])
@@ -165,6 +244,7 @@ class StudyView:
             "study": self.manifest.id,
             "title": self.manifest.title,
             "fidelity": self.manifest.counts(),
+            "published": self.manifest.published_counts(),
             "provenance": self.provenance,
             "notes": self.notes,
             "tables": [t.as_json() for t in self.tables],
@@ -196,26 +276,40 @@ def fmt(x: Any, digits: int = 4) -> str:
     return str(x)
 
 
+def fmt_value(x: Any) -> str:
+    """A published value as printed: a number, or a stated range "25-30"."""
+    if isinstance(x, list) and len(x) == 2:
+        return f"{fmt(x[0])}-{fmt(x[1])}"
+    return fmt(x)
+
+
 def _cell_text(c: Cell) -> str:
     text = fmt(c.rerun)
     if c.low is not None and c.high is not None:
         text += f" [{fmt(c.low)}, {fmt(c.high)}]"
+    if c.estimand and c.rerun is not None:
+        text += f" {c.estimand}"
     if c.paper is not None:
-        mark = {True: "inside", False: "outside", None: "no interval"}[c.contains]
-        if c.matches is not None:
-            mark = "matches" if c.matches else "differs"
-        text += f" | paper {fmt(c.paper.value)} ({mark})"
+        text += f" | {c.paper_label} ({c.verdict})"
     return text
+
+
+def fidelity_line(m: Manifest) -> str:
+    """Element counts per status and the published values' counts, in one sentence."""
+    counts, pub = m.counts(), m.published_counts()
+    return (
+        f"{counts['exact']} exact, {counts['adapted']} adapted, {counts['not here']} not here; "
+        f"{pub['published']} published values, {pub['not comparable']} of them not comparable with a "
+        f"rerun, {pub['fitted']} fitted"
+    )
 
 
 def render_md(view: StudyView) -> str:
     m = view.manifest
-    counts = m.counts()
     out = [
         f"# {m.id}: {m.title}",
         "",
-        f"Fidelity: {counts['exact']} exact, {counts['adapted']} adapted, {counts['not here']} not here "
-        f"(workloads/studies/{m.path.parent.name}/manifest.yml).",
+        f"Fidelity: {fidelity_line(m)} (workloads/studies/{m.path.parent.name}/manifest.yml).",
         "",
     ]
     out += [f"- {p}" for p in view.provenance] + ([""] if view.provenance else [])
@@ -238,7 +332,6 @@ def render_md(view: StudyView) -> str:
 def render_html(view: StudyView) -> str:
     m = view.manifest
     e = html.escape
-    counts = m.counts()
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",
         "<meta name='viewport' content='width=device-width, initial-scale=1'>",
@@ -249,8 +342,7 @@ def render_html(view: StudyView) -> str:
         "td:first-child,th:first-child{text-align:left}.in{background:#e6f4e6}.out{background:#fbe3e3}"
         ".paper{color:#555;font-size:.85em}svg{max-width:100%;height:auto}</style></head><body>",
         f"<h1>{e(m.id)}: {e(m.title)}</h1>",
-        f"<p>Fidelity manifest: {counts['exact']} exact, {counts['adapted']} adapted, "
-        f"{counts['not here']} not here.</p>",
+        f"<p>Fidelity manifest: {e(fidelity_line(m))}.</p>",
     ]
     if view.provenance:
         parts.append("<ul>" + "".join(f"<li>{e(p)}</li>" for p in view.provenance) + "</ul>")
@@ -269,12 +361,16 @@ def render_html(view: StudyView) -> str:
                     verdict = v.contains if v.contains is not None else v.matches
                     cls = {True: "in", False: "out", None: ""}[verdict]
                     ci = f" [{e(fmt(v.low))}, {e(fmt(v.high))}]" if v.low is not None else ""
+                    what = f" <small>{e(v.estimand)}</small>" if v.estimand and v.rerun is not None else ""
                     paper = (
-                        f"<br><span class='paper'>paper {e(fmt(v.paper.value))} ({e(v.paper.source)})</span>"
+                        f"<br><span class='paper'>{e(v.paper_label)} ({e(v.paper.source)}): "
+                        f"{e(v.verdict)}</span>"
                         if v.paper is not None
                         else ""
                     )
-                    tds.append(f"<td class='{cls}' title='{e(v.note)}'>{e(fmt(v.rerun))}{ci}{paper}</td>")
+                    tds.append(
+                        f"<td class='{cls}' title='{e(v.note)}'>{e(fmt(v.rerun))}{ci}{what}{paper}</td>"
+                    )
                 else:
                     tds.append(f"<td>{e(fmt(v))}</td>")
             parts.append("<tr>" + "".join(tds) + "</tr>")
