@@ -7,12 +7,14 @@ hex stays hex and base64 stays base64). Every outcome is counted:
 
 - refused: the verifier raised ``EvidenceError`` (a one-line error);
 - failed: it answered ``verified: false``;
-- verified: it answered ``verified: true`` for a mutant that differs in meaning (must be 0);
-- equivalent: a mutant that differs only in what the format leaves free, so verifying it is right:
-  the length of trailing zero padding (HCL reports fill their NV index with zeros; Azure's quote
-  service pads TD quotes), PCR values written differently (``ab`` / ``AB``), and the 32-byte MAC
-  of an Azure TDREPORT copy, which only the TDX module of the machine can check (the TD quote
-  proves that a TDREPORT with these fields carried a valid MAC);
+- verified: it answered ``verified: true`` for a mutant that differs in meaning (must be 0): its
+  result says something else than the original's, or what differs is not recorded in ``ignored``;
+- equivalent: a mutant that verifies with the original's result, byte for byte but ``ignored``,
+  and differs from the original only in bytes the result records as ignored (bytes after a
+  report, quote, certificate or PCS response; the zero padding of HCL reports and Azure's TD
+  quotes; the NUL ending a PCK chain; PEM layout and text around the blocks; the 32-byte MAC of an
+  Azure TDREPORT copy, which only the TDX module of the machine can check); or in how a PCR value
+  is spelled (``ab`` / ``AB``: the same values). Counted apart, by the reason recorded;
 - traceback: any other exception (must be 0);
 - hang: a verification still running after ``hang_s`` seconds (must be 0).
 
@@ -33,17 +35,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from attestsamples import EvidenceSet, evidence_sets
+from attestsamples import evidence_sets
 
-from testbed_shared.attest.model import EvidenceError
+from testbed_shared.attest.model import EvidenceError, Ignored, Result
 from testbed_shared.attest.tpm import load_pcrs
 from testbed_shared.attest.verify import verify_file
 
 _TEXT = {"chain", "tcb_chain", "root", "ak", "tcb_info", "qe_identity", "pcrs"}
-_PADDED = {"hcl", "td_quote"}
 _HEX = "0123456789abcdef"
 _B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-_MAC = (32 + 224, 32 + 256)  # the TDREPORT's MAC inside an Azure HCL report
+_NO_EOL = "no line end after the last END line"
 
 
 class Hang(Exception):
@@ -120,7 +121,7 @@ def _field(data: bytes, rng: random.Random, text: bool) -> tuple[str, bytes]:
 
 
 def mutants(data: bytes, role: str, rng: random.Random, n: int) -> Iterator[tuple[str, bytes]]:
-    text = role in _TEXT
+    text = role in _TEXT or data.startswith(b"-----BEGIN")  # a VCEK may come as PEM or DER
     made = 0
     while made < n:
         r = rng.random()
@@ -137,21 +138,61 @@ def mutants(data: bytes, role: str, rng: random.Random, n: int) -> Iterator[tupl
             yield op, out
 
 
-def equivalent(s: EvidenceSet, role: str, original: bytes, mutant: bytes) -> str | None:
-    """Why a mutant differs from the original only where the format leaves bytes free, or None."""
-    if role in _PADDED and mutant.rstrip(b"\0") == original.rstrip(b"\0"):
-        return "zero padding length"
-    if role == "hcl" and "td_quote" in s.files and len(mutant) == len(original):
-        diff = [i for i, (a, b) in enumerate(zip(original, mutant, strict=True)) if a != b]
-        if diff and all(_MAC[0] <= i < _MAC[1] for i in diff):
-            return "TDREPORT MAC"
+def said(res: Result) -> dict:
+    """What a result says about the evidence: all but what it ignored and the time it verified at
+    (an option; "now" without ``--as-of``)."""
+    out = res.as_dict()
+    out.pop("ignored")
+    out.pop("as_of")
+    return out
+
+
+def _core(data: bytes, entries: list[Ignored]) -> bytes:
+    """``data`` without the spans ``entries`` record (and without a final line end when an entry
+    records that one is missing, so that the two spellings compare equal)."""
+    drop = sorted(span for e in entries for span in e.spans)
+    out, pos = bytearray(), 0
+    for o, n in drop:
+        out += data[pos:o]
+        pos = max(pos, o + n)
+    out += data[pos:]
+    return bytes(out)
+
+
+def _inside(original: bytes, mutant: bytes, entries: list[Ignored]) -> bool:
+    """Whether every byte where ``mutant`` differs from ``original`` (same length) lies in a span
+    the mutant's result records as ignored."""
+    if len(original) != len(mutant):
+        return False
+    spans = [(o, o + n) for e in entries for o, n in e.spans]
+    diff = (i for i, (x, y) in enumerate(zip(original, mutant, strict=True)) if x != y)
+    return all(any(lo <= i < hi for lo, hi in spans) for i in diff)
+
+
+def equivalent(
+    role: str, original: bytes, mutant: bytes, orig: tuple[Result, str], mut: tuple[Result, str]
+) -> str | None:
+    """Why a verifying mutant says what the original says and differs only where its result records
+    ignored bytes (the reason), or only in PCR spelling; None if it differs in meaning or unrecorded.
+    ``orig`` and ``mut``: each result with the path of the file that was mutated."""
+    if said(orig[0]) != said(mut[0]):
+        return None
     if role == "pcrs":
         try:
             same = load_pcrs(mutant.decode()) == load_pcrs(original.decode())
         except Exception:  # noqa: BLE001 - an unreadable mutant is simply not equivalent
             return None
         return "same PCR values" if same else None
-    return None
+    mine = [i for i in orig[0].ignored if i.source == orig[1]]
+    theirs = [i for i in mut[0].ignored if i.source == mut[1]]
+    a, b = _core(original, mine), _core(mutant, theirs)
+    if any(i.why.endswith(_NO_EOL) for i in mine + theirs):
+        a, b = a.removesuffix(b"\n"), b.removesuffix(b"\n")
+    if a != b and not _inside(original, mutant, theirs):
+        return None
+    old = {(i.why, i.spans, i.sha256) for i in mine}
+    new = [i for i in theirs if (i.why, i.spans, i.sha256) not in old] or theirs
+    return new[0].why.split(" (")[0] if new else "recorded"
 
 
 def _alarm(_sig: int, _frame: object) -> None:
@@ -165,7 +206,8 @@ def run(per_file: int, seed: int, work: Path, hang_s: float = 20.0) -> Campaign:
     sets = evidence_sets(work / "sets")
     old = signal.signal(signal.SIGALRM, _alarm)
     try:
-        for si, s in enumerate(x for x in sets if x.campaign):
+        for si, s in enumerate(sets):
+            base = verify_file(s.files[s.main], s.options(s.files))
             for role in sorted(s.files):
                 original = s.files[role].read_bytes()
                 for mi, (op, data) in enumerate(mutants(original, role, rng, per_file)):
@@ -176,6 +218,7 @@ def run(per_file: int, seed: int, work: Path, hang_s: float = 20.0) -> Campaign:
                     camp.by_op[op.split("@")[0].split("+")[0]] += 1
                     where = f"{s.name} / {role} / {op}"
                     signal.setitimer(signal.ITIMER_REAL, hang_s)
+                    res = None
                     try:
                         res = verify_file(files[s.main], s.options(files))
                         outcome = "verified" if res.verified else "failed"
@@ -190,7 +233,9 @@ def run(per_file: int, seed: int, work: Path, hang_s: float = 20.0) -> Campaign:
                     finally:
                         signal.setitimer(signal.ITIMER_REAL, 0)
                     path.unlink()
-                    why = equivalent(s, role, original, data) if outcome == "verified" else None
+                    why = None
+                    if outcome == "verified" and res is not None and base.verified:
+                        why = equivalent(role, original, data, (base, str(s.files[role])), (res, str(path)))
                     if why:
                         outcome = "equivalent"
                         camp.equivalents[why] += 1

@@ -1,10 +1,13 @@
-"""Real evidence: every sample verifies as far as it can (issue 26 finding 3), and the bytes that are
-neither signed nor checked are refused (finding 4): signature-area bytes, trailing bytes, the
-certificate's unsigned outer algorithm, and Intel's collateral without or against its signature."""
+"""Real evidence: every sample verifies as far as it can (issue 26 finding 3; issue 40 finding 2: the
+Intel root file as published, PCK chains without a NUL, CRLF), the bytes inside a structure that no
+signature or check covers are refused (issue 26 finding 4: signature-area bytes, the certificate's
+unsigned outer algorithm, Intel's collateral without or against its signature), and the bytes
+outside every structure are accepted, recorded in ``ignored`` and change no claim (issue 40)."""
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import struct
 import subprocess
@@ -13,7 +16,18 @@ from pathlib import Path
 
 import pytest
 from attestforge import AmdLikeChain, ak_jwk, hcl_report
-from attestsamples import AZ_TDX_WHEN, SAMPLES, SNP, TDX, TDX_WHEN, evidence_sets
+from attestsamples import (
+    AZ_SNP_WHEN,
+    AZ_TDX_WHEN,
+    GCP_WHEN,
+    N_SETS,
+    SAMPLES,
+    SNP,
+    SPR_WHEN,
+    TDX,
+    TDX_WHEN,
+    evidence_sets,
+)
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -29,9 +43,17 @@ def failed(res) -> list[str]:
     return [c.name for c in res.failed()]
 
 
-@pytest.mark.parametrize("index", range(12))
+def ignored(res, files: dict[str, Path]) -> list[tuple[str, str]]:
+    """(file role, reason) of each ignored entry, the reason cut to the set's declared prefix."""
+    role = {str(p): r for r, p in files.items()}
+    return [(role.get(i.source, i.source), i.why) for i in res.ignored]
+
+
+@pytest.mark.parametrize("index", range(N_SETS))
 def test_every_real_sample_verifies_as_far_as_its_evidence_allows(tmp_path: Path, index: int) -> None:
-    s = evidence_sets(tmp_path)[index]
+    sets = evidence_sets(tmp_path)
+    assert len(sets) == N_SETS
+    s = sets[index]
     if s.refused:
         with pytest.raises(EvidenceError, match=s.refused):
             verify_file(s.files[s.main], s.options(s.files))
@@ -39,6 +61,10 @@ def test_every_real_sample_verifies_as_far_as_its_evidence_allows(tmp_path: Path
     res = verify_file(s.files[s.main], s.options(s.files))
     assert res.verified is s.verifies, (s.name, failed(res))
     assert failed(res) == s.failing, s.name
+    got = ignored(res, s.files)
+    assert len(got) == len(s.ignored) and all(
+        r == role and why.startswith(start) for (r, why), (role, start) in zip(got, s.ignored, strict=True)
+    ), (s.name, got)
 
 
 def test_real_azure_tdx_hcl_report_is_read_as_tdx() -> None:
@@ -64,7 +90,9 @@ def test_real_azure_tdx_evidence_binds_quote_claims_and_tpm(tmp_path: Path) -> N
         "tpm (HCLAkPub): quote signature",
         "tpm (HCLAkPub): PCR digest",
     } <= names
-    assert res.info["tdx"]["fmspc"] == "00806f050000" and res.info["tdx"]["zero_padding"] == 70
+    assert res.info["tdx"]["fmspc"] == "00806f050000"
+    pad = next(i for i in res.ignored if i.why.startswith("zero padding after the quote"))
+    assert pad.source == str(s.files["td_quote"]) and pad.spans == ((4936, 70),) and pad.head == "00" * 32
 
 
 def _edit(path: Path, tmp: Path, name: str, fn) -> Path:
@@ -87,27 +115,174 @@ def test_snp_signature_area_past_the_signature_is_refused(tmp_path: Path, offset
         verify_file(bad, Options(chain=[SNP / "vcek.der", SNP / "ask_ark_milan.pem"], allow_debug=True))
 
 
-def test_trailing_bytes_after_reports_quotes_and_certificates_are_refused(tmp_path: Path) -> None:
-    snp_opts = Options(chain=[SNP / "vcek.der", SNP / "ask_ark_milan.pem"], allow_debug=True, as_of=TDX_WHEN)
-    with pytest.raises(EvidenceError, match="1185 bytes"):
-        verify_file(_edit(SNP / "report.bin", tmp_path, "r", lambda b: b + b"\0"), snp_opts)
-    with pytest.raises(EvidenceError, match="not zero padding"):
-        verify_file(_edit(TDX / "quote_v5.dat", tmp_path, "q", lambda b: b + b"X"), Options(as_of=TDX_WHEN))
-    for name, fn in (
-        ("junk", lambda b: b + b"junk\n"),
-        ("nl", lambda b: b + b"\n"),
-        ("pre", lambda b: b"x" + b),
+def claims(res) -> dict:
+    """Everything a result says but what it ignored (and where the files were)."""
+    d = res.as_dict()
+    d.pop("ignored")
+    return d
+
+
+def test_intel_root_file_as_published_is_a_trust_anchor() -> None:
+    """Issue 40 finding 2: Intel's root CA file as published (no newline after its END line) was
+    "not a plain PEM certificate bundle (byte 947 ...)"."""
+    root = TDX / "intel_sgx_root_ca.pem"
+    assert not root.read_bytes().endswith(b"\n")
+    res = verify_file(TDX / "quote_v5.dat", Options(roots=[root], as_of=TDX_WHEN))
+    assert res.verified, failed(res)
+    built_in = verify_file(TDX / "quote_v5.dat", Options(as_of=TDX_WHEN))  # the same root, built in
+    assert [(c.name, c.ok) for c in res.checks] == [(c.name, c.ok) for c in built_in.checks]
+    assert (res.measurement, res.report_data, res.info) == (
+        built_in.measurement,
+        built_in.report_data,
+        built_in.info,
+    )
+    note = res.ignored[0]
+    assert note.source == str(root) and note.why == "no line end after the last END line" and note.spans == ()
+    proc = _cli(str(TDX / "quote_v5.dat"), "--root", str(root), "--as-of", "2026-02-15")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["ignored"][0]["why"] == "no line end after the last END line"
+
+
+def test_production_quotes_whose_pck_chain_has_no_nul_verify() -> None:
+    """Issue 40 finding 2: "the PCK certificate chain is not one NUL-terminated text" refused real v4
+    quotes (go-tdx-guest's production sample, a GCP TD's quote)."""
+    for name, when, after in (
+        ("cos-113-tdx-quote.dat", GCP_WHEN, bytes(3065)),
+        ("tdx_prod_quote_SPR_E4.dat", SPR_WHEN, b"\nextra bytes(only for testing purpose)\n"),
+    ):
+        raw = (TDX / name).read_bytes()
+        res = verify_file(TDX / name, Options(as_of=when))
+        assert res.verified, (name, failed(res))
+        assert res.info["tdx"]["version"] == 4
+        assert not any("NUL" in i.why for i in res.ignored)  # nothing terminates these chains
+        (tail,) = res.ignored  # what follows the quote: recorded exactly
+        assert tail.spans == ((len(raw) - len(after), len(after)),) and raw.endswith(after)
+        assert tail.sha256 == hashlib.sha256(after).hexdigest() and tail.head == after[:32].hex()
+
+
+def test_a_nul_terminated_chain_records_its_nul() -> None:
+    raw = (TDX / "quote_v5.dat").read_bytes()
+    res = verify_file(TDX / "quote_v5.dat", Options(as_of=TDX_WHEN))
+    (nul,) = res.ignored
+    assert "NUL terminating the PCK chain" in nul.why and nul.spans == ((len(raw) - 1, 1),) and raw[-1] == 0
+
+
+def test_vlek_report_verifies_through_the_asvk_and_an_unused_ask_is_named() -> None:
+    """A VLEK chain (VLEK -> ASVK -> ARK): trustee's bundle also holds the ASK, which no chain of a
+    VLEK-signed report uses, so giving the whole bundle names it; the sets give ASVK and ARK."""
+    v = SAMPLES / "sev-snp-vlek"
+    opts = Options(chain=[v / "test-vlek.der", v / "milan_ask_ark_asvk.pem"], as_of=AZ_SNP_WHEN)
+    res = verify_file(v / "test-vlek-report.bin", opts)
+    assert res.info["snp"]["signing_key"] == "vlek"
+    assert (
+        failed(res) == ["chain: every given certificate is checked"]
+        and "'SEV-Milan'" in res.failed()[0].detail
+    )
+
+
+def _crlf(path: Path, tmp: Path) -> Path:
+    out = tmp / (path.name + ".crlf")
+    out.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
+    return out
+
+
+def test_crlf_certificate_files_verify_and_their_crs_are_recorded(tmp_path: Path) -> None:
+    """Issue 40 finding 2: PEM with Windows line ends was "not a plain PEM certificate bundle"."""
+    chain = _crlf(SNP / "ask_ark_milan.pem", tmp_path)
+    opts = Options(chain=[SNP / "vcek.der", chain], allow_debug=True, as_of=TDX_WHEN)
+    res = verify_file(SNP / "report.bin", opts)
+    assert res.verified, failed(res)
+    plain = Options(chain=[SNP / "vcek.der", SNP / "ask_ark_milan.pem"], allow_debug=True, as_of=TDX_WHEN)
+    assert claims(res) == claims(verify_file(SNP / "report.bin", plain))
+    (crs,) = res.ignored
+    data = chain.read_bytes()
+    assert crs.source == str(chain) and "CRLF" in crs.why and crs.size == data.count(b"\r")
+    assert all(data[o : o + n] == b"\r" * n for o, n in crs.spans)
+    root = _crlf(TDX / "intel_sgx_root_ca.pem", tmp_path)  # CRLF and no final line end
+    res = verify_file(TDX / "quote_v5.dat", Options(roots=[root], as_of=TDX_WHEN))
+    assert res.verified and [i.why for i in res.ignored][:2] == [
+        "CR of CRLF line ends (the base64 is read without them)",
+        "no line end after the last END line",
+    ]
+
+
+def test_bytes_outside_every_structure_are_ignored_recorded_and_change_no_claim(tmp_path: Path) -> None:
+    """Bytes after a report, quote, DER certificate, HCL report or PCS response, and text around PEM
+    blocks: no check reads them, so they verify as the original does, each recorded with where
+    they are and their SHA-256 (they were refused before issue 40)."""
+    snp = Options(chain=[SNP / "vcek.der", SNP / "ask_ark_milan.pem"], allow_debug=True, as_of=TDX_WHEN)
+    base = claims(verify_file(SNP / "report.bin", snp))
+    rep = _edit(SNP / "report.bin", tmp_path, "r", lambda b: b + b"\0")
+    res = verify_file(rep, snp)
+    assert claims(res) == base and [(i.source, i.spans) for i in res.ignored] == [(str(rep), ((1184, 1),))]
+    for name, fn, spans in (
+        ("junk", lambda b: b + b"junk\n", ((4602, 5),)),
+        ("pre", lambda b: b"subject=ASK\n" + b, ((0, 12),)),
+        ("between", lambda b: b.replace(b"-----\n-----BEGIN", b"-----\n# ARK\n-----BEGIN"), ((2325, 6),)),
     ):
         pem = _edit(SNP / "ask_ark_milan.pem", tmp_path, f"{name}.pem", fn)
-        with pytest.raises(EvidenceError, match="not a plain PEM"):
-            verify_file(SNP / "report.bin", Options(chain=[SNP / "vcek.der", pem], allow_debug=True))
-    der = _edit(SNP / "vcek.der", tmp_path, "v.der", lambda b: b + b"\0")
-    with pytest.raises(EvidenceError, match="not a certificate"):
-        verify_file(SNP / "report.bin", Options(chain=[der, SNP / "ask_ark_milan.pem"], allow_debug=True))
+        res = verify_file(
+            SNP / "report.bin", Options(chain=[SNP / "vcek.der", pem], allow_debug=True, as_of=TDX_WHEN)
+        )
+        assert claims(res) == base, name
+        assert [(i.source, i.why.split(" (")[0], i.spans) for i in res.ignored] == [
+            (str(pem), "text outside the PEM blocks", spans)
+        ], name
+    der = _edit(SNP / "vcek.der", tmp_path, "v.der", lambda b: b + b"\0\0")
+    res = verify_file(
+        SNP / "report.bin", Options(chain=[der, SNP / "ask_ark_milan.pem"], allow_debug=True, as_of=TDX_WHEN)
+    )
+    assert claims(res) == base and res.ignored[0].spans == ((1360, 2),)
+    q = _edit(TDX / "quote_v5.dat", tmp_path, "q", lambda b: b + b"X")
+    res = verify_file(q, Options(as_of=TDX_WHEN))
+    assert res.verified and res.ignored[0].why == "bytes after the quote (no signature covers them)"
     az = SAMPLES / "azure-tdx"
     hcl = _edit(az / "hcl-report.bin", tmp_path, "h", lambda b: b[:-1] + b"\x01")
-    with pytest.raises(EvidenceError, match="not zero padding"):
-        verify_file(hcl, Options(tdx_quote=az / "td-quote.bin", as_of=AZ_TDX_WHEN))
+    res = verify_file(hcl, Options(tdx_quote=az / "td-quote.bin", as_of=AZ_TDX_WHEN))
+    assert res.verified and res.ignored[0].why == "bytes after the HCL report's size"
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            lambda b: b.replace(b"BEGIN CERTIFICATE", b"BEGIN PRIVATE KEY", 1),
+            "'PRIVATE KEY' where CERTIFICATE",
+        ),
+        (lambda b: b"x" + b, "not a line of its own"),
+        (lambda b: b.replace(b"\n", b"\n\n", 2), "not base64 inside"),
+        (lambda b: b[: b.index(b"-----END")], "without its END line"),
+        (lambda b: b.replace(b"==\n-----END", b"=\n-----END", 1), "not base64|canonical"),
+        (
+            lambda b: b.replace(b"-----END CERTIFICATE-----", b"-----END CERTIFICATE----- ", 1),
+            "not base64 inside",
+        ),
+    ],
+    ids=[
+        "other label",
+        "text before BEGIN on its line",
+        "blank line in a block",
+        "no END",
+        "padding",
+        "END+space",
+    ],
+)
+def test_what_lies_inside_pem_blocks_is_still_read_exactly(tmp_path: Path, edit, message: str) -> None:
+    pem = _edit(SNP / "ask_ark_milan.pem", tmp_path, "c.pem", edit)
+    with pytest.raises(EvidenceError, match=message):
+        verify_file(SNP / "report.bin", Options(chain=[SNP / "vcek.der", pem], allow_debug=True))
+
+
+def test_base64_padding_bits_are_not_a_second_spelling(tmp_path: Path) -> None:
+    """A last base64 character whose unused bits differ decodes to the same certificate: refused, so
+    that no two texts of one certificate pass unnoticed."""
+    data = (TDX / "intel_sgx_root_ca.pem").read_bytes()
+    at = data.index(b"=\n-----END") - 1  # "...qI=": 'I' carries 2 unused bits
+    swapped = data[:at] + bytes([data[at] + 1]) + data[at + 1 :]
+    root = tmp_path / "root.pem"
+    root.write_bytes(swapped)
+    with pytest.raises(EvidenceError, match="canonical"):
+        verify_file(TDX / "quote_v5.dat", Options(roots=[root], as_of=TDX_WHEN))
 
 
 def test_vcek_outer_signature_algorithm_is_checked(tmp_path: Path) -> None:

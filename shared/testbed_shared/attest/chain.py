@@ -8,6 +8,7 @@ import os
 import stat
 import warnings
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
 from pathlib import Path
@@ -18,45 +19,99 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
-from testbed_shared.attest import der
-from testbed_shared.attest.model import EvidenceError, Result
+from testbed_shared.attest import der, pem
+from testbed_shared.attest.model import EvidenceError, Ignored, Result
 from testbed_shared.attest.roots import AMD_ARK, INTEL_SGX_ROOT_CA
 
 _SPKI = (serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
 MAX_BUNDLE = 1 << 20
 
 
-def load_certs(data: bytes, source: str = "certificate") -> list[x509.Certificate]:
-    """Every certificate of a PEM bundle, or the one DER certificate ``data`` holds.
+def load_certs(
+    data: bytes,
+    source: str = "certificate",
+    ignored: list[Ignored] | None = None,
+    base: int = 0,
+    where: str = "",
+) -> list[x509.Certificate]:
+    """Every certificate of a PEM text, or the one DER certificate ``data`` starts with.
 
-    Exact forms only, so that no byte of a certificate file goes unchecked: DER with nothing after
-    the certificate; PEM as blocks of 64-column base64 between BEGIN/END lines, each ending with a
-    newline, nothing before, between or after them (what ``openssl x509`` and AMD's and Intel's
-    services write)."""
+    The certificates are read exactly (``pem``: canonical base64; DER: strict, each certificate
+    re-encodes to its own bytes). What lies outside them (PEM layout and text around the blocks,
+    bytes after a DER certificate) is no part of any certificate: it is accepted and appended to
+    ``ignored`` (offsets in the file ``source``; ``base`` is where ``data`` starts in it)."""
+    return [c for c, _span in cert_blocks(data, source, ignored, base, where)]
+
+
+def cert_blocks(
+    data: bytes,
+    source: str = "certificate",
+    ignored: list[Ignored] | None = None,
+    base: int = 0,
+    where: str = "",
+) -> list[tuple[x509.Certificate, tuple[int, int]]]:
+    """:func:`load_certs`, each certificate with its (offset, length) in ``data``."""
     if len(data) > MAX_BUNDLE:
         raise EvidenceError(f"{source}: {len(data)} bytes is too large for certificates")
-    pem = b"-----BEGIN" in data[:4096]
-    try:
-        with warnings.catch_warnings():  # AMD's VCEKs carry a zero serial number
-            warnings.simplefilter("ignore")
-            load = x509.load_pem_x509_certificates if pem else _one_der
-            certs = load(data)
-    except Exception as exc:
-        what = "a plain PEM certificate bundle" if pem else "a certificate"
-        raise EvidenceError(f"{source}: not {what} ({exc})") from exc
-    if pem:
-        canonical = b"".join(c.public_bytes(serialization.Encoding.PEM) for c in certs)
-        if canonical != data:
-            at = next((i for i, (a, b) in enumerate(zip(data, canonical, strict=False)) if a != b), None)
-            at = min(len(data), len(canonical)) if at is None else at
-            raise EvidenceError(
-                f"{source}: not a plain PEM certificate bundle (byte {at} differs from the certificates' "
-                "own PEM form: text around the blocks, other line lengths or line endings)"
-            )
-    for cert in certs:
+    sink: list[Ignored] = []
+    if data[:1] == b"\x30":
+        try:
+            end = der.element_end(data)
+        except EvidenceError as exc:
+            raise EvidenceError(f"{source}: {where}not a certificate ({exc})") from exc
+        found = [(data[:end], (0, end))]
+        if end < len(data):
+            why = f"{where}bytes after the DER certificate"
+            sink.append(Ignored.of(source, why, data, [(end, len(data) - end)], base))
+    else:
+        found = [
+            (b.der, (b.start, b.end - b.start))
+            for b in pem.blocks(data, "CERTIFICATE", source, sink, base, where)
+        ]
+    out = []
+    for i, (raw, span) in enumerate(found, 1):
+        what = f"{where}certificate {i}" if len(found) > 1 else f"{where}certificate".strip()
+        try:
+            with warnings.catch_warnings():  # AMD's VCEKs carry a zero serial number
+                warnings.simplefilter("ignore")
+                cert = x509.load_der_x509_certificate(raw)
+        except Exception as exc:
+            raise EvidenceError(f"{source}: {what}: not a certificate ({exc})") from exc
+        if cert.public_bytes(serialization.Encoding.DER) != raw:
+            raise EvidenceError(f"{source}: {what}: not in DER's one encoding")
         _parse_all(cert, source)
         outer_algorithm_ok(cert, source)
-    return certs
+        out.append((cert, span))
+    if ignored is not None:
+        ignored += sink
+    return out
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """A trusted root the operator gave (``--root``): the certificate, its file and place in it."""
+
+    cert: x509.Certificate
+    source: str
+    data: bytes
+    span: tuple[int, int]
+
+
+def load_anchors(paths: Iterable[Path], ignored: list[Ignored] | None = None) -> list[Anchor]:
+    out = []
+    for p in paths:
+        data = read_evidence(Path(p), "trusted roots")
+        out += [Anchor(c, str(p), data, span) for c, span in cert_blocks(data, str(p), ignored)]
+    return out
+
+
+def unused_anchors(res: Result, anchors: Sequence[Anchor]) -> None:
+    """A trusted root given that no checked chain contains was read only for its public key (a chain
+    whose top has that key ends at a trusted root): its other bytes go to ``ignored``."""
+    for a in anchors:
+        if fingerprint(a.cert) not in res.used:
+            why = "a --root certificate no checked chain contains (only its public key is compared)"
+            res.ignored.append(Ignored.of(a.source, why, a.data, [a.span]))
 
 
 def _parse_all(cert: x509.Certificate, source: str) -> None:
@@ -90,10 +145,6 @@ def unused_certificates(res: Result, pool: Sequence[x509.Certificate]) -> None:
         )
 
 
-def _one_der(data: bytes) -> list[x509.Certificate]:
-    return [x509.load_der_x509_certificate(data)]
-
-
 def outer_algorithm_ok(cert: x509.Certificate, source: str = "certificate") -> None:
     """Refuse a certificate whose unsigned outer signature algorithm differs from the signed inner
     one, or whose signature BIT STRING has unused bits (bytes no signature covers)."""
@@ -105,10 +156,10 @@ def outer_algorithm_ok(cert: x509.Certificate, source: str = "certificate") -> N
         raise EvidenceError(f"{source}: '{cn(cert)}': signature BIT STRING has unused bits")
 
 
-def load_cert_files(paths: Iterable[Path]) -> list[x509.Certificate]:
+def load_cert_files(paths: Iterable[Path], ignored: list[Ignored] | None = None) -> list[x509.Certificate]:
     out: list[x509.Certificate] = []
     for p in paths:
-        out += load_certs(read_evidence(Path(p), "certificates"), str(p))
+        out += load_certs(read_evidence(Path(p), "certificates"), str(p), ignored)
     return out
 
 
@@ -219,7 +270,7 @@ def check_chain(
 
 @cache
 def amd_roots() -> list[x509.Certificate]:
-    return [load_certs(pem.encode() + b"\n")[0] for pem in AMD_ARK.values()]
+    return [load_certs(text.encode() + b"\n")[0] for text in AMD_ARK.values()]
 
 
 @cache

@@ -6,7 +6,9 @@ Intel's TCB signing key signs the exact bytes of BODY (ECDSA P-256, r||s). Nothi
 taken before that signature and the signing certificate's chain to Intel's root are checked, so an
 edited ``nextUpdate`` or TCB level fails the signature instead of changing the verdict. The signing
 certificate is not in the response (PCS sends it in an HTTP header): give it with ``--chain``. The
-envelope around BODY must be exactly that shape (no bytes before, between or after)."""
+envelope around BODY must be exactly that shape (no bytes before or between its parts); bytes after
+it (a saved response's final newline) are outside what Intel signed: accepted and recorded in the
+result's ``ignored``."""
 
 from __future__ import annotations
 
@@ -19,10 +21,10 @@ from typing import Any
 from cryptography.hazmat.primitives import hashes
 
 from testbed_shared.attest import chain, keys
-from testbed_shared.attest.model import EvidenceError, Result
+from testbed_shared.attest.model import EvidenceError, Ignored, Result
 
 TCB_SIGNING_CN = "Intel SGX TCB Signing"
-_ENVELOPE = re.compile(rb'\A\{"(tcbInfo|enclaveIdentity)":(\{.*\}),"signature":"([0-9a-f]{128})"\}\Z', re.S)
+_ENVELOPE = re.compile(rb'\{"(tcbInfo|enclaveIdentity)":(\{.*\}),"signature":"([0-9a-f]{128})"\}', re.S)
 MAX_SIZE = 1 << 20
 
 
@@ -35,13 +37,15 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def parse_signed(blob: bytes, key: str, source: str) -> tuple[bytes, dict[str, Any], bytes]:
-    """(signed body bytes, body as a dict, 64-byte signature) of a PCS response."""
-    m = _ENVELOPE.match(blob) if len(blob) <= MAX_SIZE else None
+def parse_signed(blob: bytes, key: str, source: str) -> tuple[bytes, dict[str, Any], bytes, list[Ignored]]:
+    """(signed body bytes, body as a dict, 64-byte signature, what follows the response) of a PCS
+    response."""
+    end = _json_end(blob) if len(blob) <= MAX_SIZE else None
+    m = _ENVELOPE.fullmatch(blob, 0, end) if end is not None else None
     if m is None or m.group(1).decode() != key:
         raise EvidenceError(
             f'{source}: not a PCS response {{"{key}":{{...}},"signature":"<128 hex digits>"}} '
-            "with nothing before or after it"
+            "with nothing before it or between its parts"
         )
     body = m.group(2)
     try:
@@ -50,7 +54,21 @@ def parse_signed(blob: bytes, key: str, source: str) -> tuple[bytes, dict[str, A
         raise EvidenceError(f"{source}: {key} is not JSON ({exc})") from exc
     if not isinstance(doc, dict):
         raise EvidenceError(f"{source}: {key} is not a JSON object")
-    return body, doc, bytes.fromhex(m.group(3).decode())
+    after = []
+    if end < len(blob):
+        why = "bytes after the PCS response (outside what Intel signed)"
+        after.append(Ignored.of(source, why, blob, [(end, len(blob) - end)]))
+    return body, doc, bytes.fromhex(m.group(3).decode()), after
+
+
+def _json_end(blob: bytes) -> int | None:
+    """Where the JSON value at the start of ``blob`` ends (in bytes), or None."""
+    text = blob.decode("utf-8", "surrogateescape")
+    try:
+        _doc, end = json.JSONDecoder().raw_decode(text)
+    except (ValueError, RecursionError):
+        return None
+    return len(text[:end].encode("utf-8", "surrogateescape"))
 
 
 def _signature(
@@ -155,9 +173,10 @@ def check_tcb_info(
     pool: Sequence[Any],
     roots: Sequence[Any],
     when: datetime,
+    source: str = "TCB info",
 ) -> None:
-    source = "TCB info"
-    body, info, sig = parse_signed(blob, "tcbInfo", source)
+    body, info, sig, after = parse_signed(blob, "tcbInfo", source)
+    res.ignored += after
     _signature(res, "tdx tcb info", body, sig, pool, roots, when)
     res.add(
         "tdx tcb info: TDX TCB info version 3",
@@ -215,10 +234,11 @@ def check_qe_identity(
     pool: Sequence[Any],
     roots: Sequence[Any],
     when: datetime,
+    source: str = "QE identity",
 ) -> None:
     """The QE report (signed by the PCK key) against Intel's identity of the TD quoting enclave."""
-    source = "QE identity"
-    body, ident, sig = parse_signed(blob, "enclaveIdentity", source)
+    body, ident, sig, after = parse_signed(blob, "enclaveIdentity", source)
+    res.ignored += after
     _signature(res, "tdx qe identity", body, sig, pool, roots, when)
     res.add(
         "tdx qe identity: TD_QE identity version 2",

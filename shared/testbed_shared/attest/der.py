@@ -21,6 +21,19 @@ def _length(data: bytes, pos: int) -> tuple[int, int]:
     return value, pos + 1 + n
 
 
+def element_end(data: bytes) -> int:
+    """Where the first DER element of ``data`` ends (its tag, length and content)."""
+    try:
+        if data[0] & 0x1F == 0x1F:
+            raise EvidenceError("multi-byte DER tags are not supported")
+        size, start = _length(data, 1)
+    except IndexError as exc:
+        raise EvidenceError("truncated DER") from exc
+    if start + size > len(data):
+        raise EvidenceError("truncated DER")
+    return start + size
+
+
 def items(data: bytes) -> list[tuple[int, bytes]]:
     """The (tag, content) elements in ``data``, one level deep; the elements must fill ``data``."""
     out, pos = [], 0

@@ -12,9 +12,11 @@ Layout (Microsoft's ``az-cvm-vtpm`` crate, checked against reports of real DCasv
 
 The hardware kind is the request data's report type, not the header's request type (2 on both).
 Every byte is signed (SNP report), compared with the TD quote (TDREPORT), hashed into REPORT_DATA
-(claims), checked for its value (header, sizes, reserved and padding bytes) or refused; the one
-exception is the TDREPORT's MAC, which only the TDX module of the machine can check (the TD quote
-proves that a TDREPORT with these fields carried a valid MAC)."""
+(claims), checked for its value (header, sizes, reserved bytes) or refused. Two kinds are read by
+no check and recorded in the result's ``ignored``: the bytes after the report's declared size (the
+NV index's zero padding, or anything else there), and the TDREPORT's MAC, which only the TDX module
+of the machine can check (the TD quote proves that a TDREPORT with these fields carried a valid
+MAC)."""
 
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ from typing import Any
 
 from testbed_shared.attest import keys, tpm
 from testbed_shared.attest.layout import Reader
-from testbed_shared.attest.model import EvidenceError, Result
+from testbed_shared.attest.model import EvidenceError, Ignored, Result
 from testbed_shared.attest.snp import verify_snp
 from testbed_shared.attest.tdx import parse_quote, verify_tdx
 
@@ -36,9 +38,17 @@ HEADER = 32
 HW_SIZE = 1184
 TD_REPORT = 1024
 REQUEST_DATA = HEADER + HW_SIZE
-MAX_PADDING = 4096
+MAC = (HEADER + 224, 32)  # the TDREPORT's MAC: offset in the HCL report, length
 MAX_CLAIMS = 64 * 1024
 _TYPES = {2: "sev-snp", 4: "tdx"}
+_SOURCES = {
+    "hcl": "HCL report",
+    "td_quote": "TD quote",
+    "quote_msg": "quote",
+    "quote_sig": "signature",
+    "tcb_info": "TCB info",
+    "qe_identity": "QE identity",
+}
 _HASH_TYPES = {1: "sha256", 2: "sha384", 3: "sha512"}
 #: byte ranges of the TDREPORT (offsets in the report) that the TD quote body repeats
 _TDREPORT_IN_QUOTE = {
@@ -64,6 +74,7 @@ class HclReport:
     claims_raw: bytes
     hash_type: str
     version: int = 0
+    ignored: tuple[Ignored, ...] = ()
 
     @property
     def claims(self) -> dict[str, Any]:
@@ -111,10 +122,21 @@ def parse_hcl(blob: bytes, source: str = "HCL report") -> HclReport:
     claims = r.take(csize, "runtime claims")
     if size != r.pos:
         raise EvidenceError(f"{source}: header says {size} bytes, the report has {r.pos}")
-    r.end_padding("the HCL report", MAX_PADDING)
+    ignored = []
+    if r.left:
+        zero = not any(blob[r.pos :])
+        why = (
+            "zero padding after the HCL report (the NV index's size)"
+            if zero
+            else "bytes after the HCL report's size"
+        )
+        ignored.append(Ignored.of(source, why, blob, [(r.pos, r.left)]))
     if kind == "tdx" and any(hw[TD_REPORT:]):
         raise EvidenceError(f"{source}: bytes after the 1024-byte TDREPORT are not zero")
-    return HclReport(kind, hw, claims, hash_type, version)
+    if kind == "tdx":
+        why = "the TDREPORT's MAC: only its machine's TDX module can check it (the quote covers the fields)"
+        ignored.append(Ignored.of(source, why, blob, [MAC]))
+    return HclReport(kind, hw, claims, hash_type, version, tuple(ignored))
 
 
 def verify_hcl(
@@ -130,14 +152,19 @@ def verify_hcl(
     qe_identity: bytes | None = None,
     allow_debug: bool = False,
     extra_roots: Sequence[Any] = (),
+    sources: Mapping[str, str] | None = None,
 ) -> tuple[Result, Any]:
     """Verify the hardware report, the claims digest and (when given) a TPM quote by HCLAkPub.
-    Returns the result and the AK (or None)."""
+    Returns the result and the AK (or None). ``sources`` name the files (keys ``hcl``,
+    ``td_quote``, ``quote_msg``, ``quote_sig``, ``tcb_info``, ``qe_identity``) in errors and in
+    what ``ignored`` records."""
 
-    rep = parse_hcl(blob)
-    res = Result(f"azure-{rep.kind}", when)
+    src = dict(_SOURCES)
+    src.update(sources or {})
+    rep = parse_hcl(blob, src["hcl"])
+    res = Result(f"azure-{rep.kind}", when, ignored=list(rep.ignored))
     collateral = {"tcb_info": tcb_info, "qe_identity": qe_identity}
-    _hardware(res, rep, pool, when, tdx_quote, allow_debug, extra_roots, collateral)
+    _hardware(res, rep, pool, when, tdx_quote, allow_debug, extra_roots, collateral, src)
     digest = hashlib.new(rep.hash_type, rep.claims_raw).digest()
     got = rep.report_data
     res.add(
@@ -154,7 +181,16 @@ def verify_hcl(
     ak = keys.jwk_public_key(jwk) if jwk else None
     res.info["hcl"] = {"claims": rep.claims, "ak_fingerprint": keys.fingerprint(ak) if ak else None}
     if quote is not None and ak is not None:
-        tpm.verify_quote(res, quote[0], quote[1], ak, nonce=nonce, pcrs=pcrs, prefix="tpm (HCLAkPub)")
+        tpm.verify_quote(
+            res,
+            quote[0],
+            quote[1],
+            ak,
+            nonce=nonce,
+            pcrs=pcrs,
+            prefix="tpm (HCLAkPub)",
+            sources=(src["quote_msg"], src["quote_sig"]),
+        )
     return res, ak
 
 
@@ -167,6 +203,7 @@ def _hardware(
     allow_debug: bool,
     extra_roots: Sequence[Any],
     collateral: dict[str, bytes | None],
+    src: Mapping[str, str],
 ) -> None:
     if rep.kind == "sev-snp":
         inner = verify_snp(rep.hw, pool, when, allow_debug=allow_debug, extra_roots=extra_roots)
@@ -182,9 +219,19 @@ def _hardware(
         )
         return
 
-    inner = verify_tdx(tdx_quote, pool, when, allow_debug=allow_debug, extra_roots=extra_roots, **collateral)
+    inner = verify_tdx(
+        tdx_quote,
+        pool,
+        when,
+        allow_debug=allow_debug,
+        extra_roots=extra_roots,
+        source=src["td_quote"],
+        collateral_sources=(src["tcb_info"], src["qe_identity"]),
+        tcb_info=collateral["tcb_info"],
+        qe_identity=collateral["qe_identity"],
+    )
     res.merge(inner)
-    q = parse_quote(tdx_quote)
+    q = parse_quote(tdx_quote, src["td_quote"])
     diffs = [name for name, (a, b, qa, qb) in _TDREPORT_IN_QUOTE.items() if rep.hw[a:b] != q.body[qa:qb]]
     if len(q.body) > 584:  # a TDX 1.5 quote body also repeats TEE_TCB_SVN2 and MRSERVICETD
         diffs += [

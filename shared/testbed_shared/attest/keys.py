@@ -1,5 +1,5 @@
-"""Public keys in the shapes attestation evidence carries them: PEM, JWK (Azure's HCLAkPub), raw
-P-256 points (TDX), and the TPM signature schemes."""
+"""Public keys in the shapes attestation evidence carries them: PEM or DER, JWK (Azure's HCLAkPub),
+raw P-256 points (TDX), and raw r||s ECDSA signatures."""
 
 from __future__ import annotations
 
@@ -10,26 +10,40 @@ from typing import Any
 
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
-from testbed_shared.attest.model import EvidenceError
+from testbed_shared.attest import der, pem
+from testbed_shared.attest.model import EvidenceError, Ignored
 
-_HASH = {"sha1": hashes.SHA1, "sha256": hashes.SHA256, "sha384": hashes.SHA384, "sha512": hashes.SHA512}
+_SPKI = (serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
 
 
-def load_public_key(data: bytes, source: str = "key") -> Any:
-    """A public key from exactly one PEM block (as ``openssl pkey -pubout`` writes it) or DER."""
-    spki = (serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+def load_public_key(data: bytes, source: str = "key", ignored: list[Ignored] | None = None) -> Any:
+    """A public key from one PEM ``PUBLIC KEY`` block (layout tolerated and recorded as in
+    ``pem``) or DER (bytes after the key recorded), appending what was ignored to ``ignored``."""
+    sink: list[Ignored] = []
     try:
-        if data.startswith(b"-----BEGIN"):
-            key = serialization.load_pem_public_key(data)
-            if key.public_bytes(*spki) != data:
-                raise EvidenceError(f"{source}: text around the PEM public key or other line lengths")
-            return key
-        return serialization.load_der_public_key(data)
-    except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
+        if data[:1] == b"\x30":
+            end = der.element_end(data)
+            raw = data[:end]
+            if end < len(data):
+                sink.append(
+                    Ignored.of(source, "bytes after the DER public key", data, [(end, len(data) - end)])
+                )
+        else:
+            found = pem.blocks(data, "PUBLIC KEY", source, sink)
+            if len(found) != 1:
+                raise EvidenceError(f"{source}: {len(found)} PEM public keys (one expected)")
+            raw = found[0].der
+        key = serialization.load_der_public_key(raw)
+    except (ValueError, TypeError, UnsupportedAlgorithm, EvidenceError) as exc:
         raise EvidenceError(f"{source}: not a public key ({exc})") from exc
+    if key.public_bytes(*_SPKI) != raw:
+        raise EvidenceError(f"{source}: the public key is not in DER's one encoding")
+    if ignored is not None:
+        ignored += sink
+    return key
 
 
 def _b64u(s: Any, what: str) -> int:
@@ -81,31 +95,4 @@ def ecdsa_raw_ok(key: Any, data: bytes, sig: bytes, algo: hashes.HashAlgorithm) 
 
 
 def fingerprint(key: Any) -> str:
-    der = key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
-    return hashlib.sha256(der).hexdigest()[:16]
-
-
-def verify_tpm_signature(key: Any, msg: bytes, raw_sig: bytes) -> tuple[bool, str]:
-    """A TPM quote signature (plain or TPMT_SIGNATURE) by ``key``."""
-    from testbed_shared.attest.tpm import parse_signature  # noqa: PLC0415 - cuts an import cycle of issue 26's code (agent/tests/test_import_graph.py KNOWN_CYCLES)
-
-    size = key.key_size // 8 if isinstance(key, rsa.RSAPublicKey) else 0
-    scheme, halg, sig = parse_signature(raw_sig, size)
-    algo = _HASH[halg]()
-    where = f"{scheme}/{halg} with AK {fingerprint(key)}"
-    try:
-        if isinstance(key, rsa.RSAPublicKey):
-            pad = (
-                padding.PSS(padding.MGF1(algo), padding.PSS.AUTO)
-                if scheme == "rsapss"
-                else padding.PKCS1v15()
-            )
-            key.verify(sig, msg, pad, algo)
-        elif isinstance(key, ec.EllipticCurvePublicKey):
-            if not ecdsa_raw_ok(key, msg, sig, algo):
-                raise InvalidSignature
-        else:
-            return False, f"unsupported AK type {type(key).__name__}"
-    except (InvalidSignature, ValueError):
-        return False, f"signature does NOT verify ({where})"
-    return True, f"verifies ({where})"
+    return hashlib.sha256(key.public_bytes(*_SPKI)).hexdigest()[:16]

@@ -12,8 +12,8 @@ from typing import Any
 
 from testbed_shared.attest import binding
 from testbed_shared.attest.chain import read_evidence
+from testbed_shared.attest.evidence import Options, verify_bytes
 from testbed_shared.attest.model import EvidenceError, Result
-from testbed_shared.attest.verify import Options, verify_bytes
 
 
 def load_manifest(path: Path) -> dict[str, Any]:

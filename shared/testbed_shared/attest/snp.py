@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from testbed_shared.attest import chain
-from testbed_shared.attest.model import EvidenceError, Result
+from testbed_shared.attest.model import EvidenceError, Ignored, Result
 
 REPORT_SIZE = 0x4A0  # 1184 bytes
 SIGNED_SIZE = 0x2A0
@@ -75,9 +75,10 @@ class SnpReport:
 
 
 def parse_report(raw: bytes, source: str = "report") -> SnpReport:
-    """Parse a 1184-byte SEV-SNP report (versions 2 to 5). Bytes 0x000-0x29F are signed; of the
-    signature area only r and s (P-384: 48 of their 72 bytes each) may be non-zero."""
-    if len(raw) != REPORT_SIZE:
+    """Parse a 1184-byte SEV-SNP report (versions 2 to 5) at the start of ``raw`` (what follows is
+    the caller's to record). Bytes 0x000-0x29F are signed; of the signature area only r and s
+    (P-384: 48 of their 72 bytes each) may be non-zero."""
+    if len(raw) < REPORT_SIZE:
         raise EvidenceError(f"{source}: {len(raw)} bytes, an SEV-SNP report has {REPORT_SIZE}")
     version, svn, policy = struct.unpack_from("<IIQ", raw, 0)
     if not 2 <= version <= 5:
@@ -190,6 +191,9 @@ def verify_snp(
 
     rep = parse_report(raw, source)
     res = Result("sev-snp", when, measurement=rep.measurement.hex(), report_data=rep.report_data.hex())
+    if len(raw) > REPORT_SIZE:
+        why = "bytes after the 1184-byte report (no signature covers them)"
+        res.ignored.append(Ignored.of(source, why, raw, [(REPORT_SIZE, len(raw) - REPORT_SIZE)]))
     res.info["snp"] = summary(rep)
     res.add(
         "snp: signature algorithm", rep.signature_algo == 1, f"{rep.signature_algo} (1 = ECDSA P-384 SHA-384)"

@@ -4,8 +4,11 @@ collateral, see ``collateral``) the TCB status and the quoting enclave's identit
 
 Every byte of a quote is signed (header, TD report, QE report), bound by a hash (attestation key,
 QE authentication data), a certificate of the chain to Intel's root, a size or type checked for
-its value, or refused. Only zero padding may follow the signature data (Azure's quote service
-returns quotes in a fixed-size buffer)."""
+its value, or refused; except bytes outside those structures, which no check reads and which are
+accepted and recorded in the result's ``ignored``: what follows the signature data (Azure's quote
+service returns quotes in a fixed-size buffer of zeros; go-tdx-guest's production sample carries a
+line of text), the NUL that may terminate the PCK chain text (real quotes carry one or none), and
+the layout of that PEM text (``pem``)."""
 
 from __future__ import annotations
 
@@ -19,14 +22,13 @@ from cryptography.hazmat.primitives import hashes
 
 from testbed_shared.attest import chain, collateral, der, keys
 from testbed_shared.attest.layout import Reader
-from testbed_shared.attest.model import EvidenceError, Result
+from testbed_shared.attest.model import EvidenceError, Ignored, Result
 
 HEADER = 48
 TEE_TDX = 0x81
 INTEL_QE_VENDOR = bytes.fromhex("939a7233f79c4ca9940a0db3957f0607")
 _BODY_SIZES = {2: 584, 3: 648}  # v5 body types: 2 = TD report 1.0, 3 = TD report 1.5
 QE_REPORT = 384
-MAX_PADDING = 4096
 SGX_EXT = "1.2.840.113741.1.13.1"
 _TCB, _PCESVN, _PCEID, _FMSPC = SGX_EXT + ".2", SGX_EXT + ".2.17", SGX_EXT + ".3", SGX_EXT + ".4"
 
@@ -42,7 +44,8 @@ class TdxQuote:
     qe_signature: bytes
     qe_auth: bytes
     pck_pem: bytes
-    padding: int = 0
+    pck_offset: int = 0  # where the PCK chain text starts in the quote
+    ignored: tuple[Ignored, ...] = ()
 
     @property
     def tee_tcb_svn(self) -> bytes:
@@ -103,7 +106,11 @@ def parse_quote(raw: bytes, source: str = "quote") -> TdxQuote:
     signed = raw[: r.pos]
     sig_len = r.unpack("<I", "signature data length")
     s = r.sub(sig_len, "signature data")
-    padding = r.end_padding("the quote's signature data", MAX_PADDING)
+    ignored = []
+    if r.left:
+        zero = not any(raw[r.pos :])
+        why = "zero padding after the quote" if zero else "bytes after the quote (no signature covers them)"
+        ignored.append(Ignored.of(source, why, raw, [(r.pos, r.left)]))
     signature, ak = s.take(64, "quote signature"), s.take(64, "attestation key")
     cert_type, cert_size = s.unpack("<HI", "certification data header")
     if cert_type != 6:
@@ -115,11 +122,14 @@ def parse_quote(raw: bytes, source: str = "quote") -> TdxQuote:
     inner_type, inner_size = c.unpack("<HI", "PCK certification data header")
     if inner_type != 5:
         raise EvidenceError(f"{source}: inner certification data type {inner_type} (expected 5, PCK chain)")
+    at = c.base + c.pos
     pck = c.take(inner_size, "PCK certificate chain")
     c.end("the certification data")
-    if not pck.endswith(b"\0") or b"\0" in pck[:-1]:
-        raise EvidenceError(f"{source}: the PCK certificate chain is not one NUL-terminated text")
-    return TdxQuote(version, signed, body, signature, ak, qe_report, qe_sig, auth, pck[:-1], padding)
+    if pck.endswith(b"\0"):
+        why = "the NUL terminating the PCK chain text (a C string's end; real quotes carry it or not)"
+        ignored.append(Ignored.of(source, why, raw, [(at + len(pck) - 1, 1)]))
+        pck = pck[:-1]
+    return TdxQuote(version, signed, body, signature, ak, qe_report, qe_sig, auth, pck, at, tuple(ignored))
 
 
 def pck_info(leaf: Any) -> dict[str, Any]:
@@ -152,14 +162,15 @@ def verify_tdx(
     allow_debug: bool = False,
     extra_roots: Sequence[Any] = (),
     source: str = "quote",
+    collateral_sources: tuple[str, str] = ("TCB info", "QE identity"),
 ) -> Result:
-    """Verify a TDX quote; ``pool`` holds extra certificates (e.g. Intel's TCB signing chain)."""
+    """Verify a TDX quote; ``pool`` holds extra certificates (e.g. Intel's TCB signing chain).
+    ``source`` and ``collateral_sources`` name the quote, TCB info and QE identity files."""
 
     q = parse_quote(raw, source)
     res = Result("tdx", when, measurement=q.mrtd.hex(), report_data=q.report_data.hex())
     res.info["tdx"] = q.summary()
-    if q.padding:
-        res.info["tdx"]["zero_padding"] = q.padding
+    res.ignored += q.ignored
     try:
         ak = keys.p256_point(q.attestation_key)
         ok = keys.ecdsa_raw_ok(ak, q.signed, q.signature, hashes.SHA256())
@@ -167,7 +178,7 @@ def verify_tdx(
     except ValueError:
         ok, detail = False, "the attestation key is not a P-256 point"
     res.add("tdx: quote signature (attestation key)", ok, detail)
-    pck_chain = chain.load_certs(q.pck_pem, f"{source}: PCK chain")
+    pck_chain = chain.load_certs(q.pck_pem, source, res.ignored, q.pck_offset, "PCK chain: ")
     leaf = pck_chain[0]
     ok = keys.ecdsa_raw_ok(leaf.public_key(), q.qe_report, q.qe_signature, hashes.SHA256())
     res.add("tdx: QE report signature (PCK leaf)", ok, f"ECDSA P-256 by '{chain.cn(leaf)}'")
@@ -195,9 +206,9 @@ def verify_tdx(
     pck = pck_info(leaf)
     res.info["tdx"]["fmspc"] = pck.get("fmspc")
     if tcb_info is not None:
-        collateral.check_tcb_info(res, q, pck, tcb_info, pool, roots, when)
+        collateral.check_tcb_info(res, q, pck, tcb_info, pool, roots, when, collateral_sources[0])
     else:
         res.info["tdx"]["tcb_status"] = "not evaluated (no --tcb-info)"
     if qe_identity is not None:
-        collateral.check_qe_identity(res, q, qe_identity, pool, roots, when)
+        collateral.check_qe_identity(res, q, qe_identity, pool, roots, when, collateral_sources[1])
     return res

@@ -1,5 +1,6 @@
-"""TPM 2.0 quotes: TPMS_ATTEST parsing, the attestation key's signature, qualifying data (nonce)
-and the PCR digest."""
+"""TPM 2.0 quotes: TPMS_ATTEST parsing, the attestation key's signature (TPM signature schemes),
+qualifying data (nonce) and the PCR digest. Bytes after the TPMS_ATTEST or the TPMT_SIGNATURE are
+outside what the TPM signed or made: accepted and recorded in the result's ``ignored``."""
 
 from __future__ import annotations
 
@@ -11,13 +12,18 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 
-from testbed_shared.attest.model import EvidenceError, Result
+from testbed_shared.attest import keys
+from testbed_shared.attest.model import EvidenceError, Ignored, Result
 
 TPM_GENERATED = 0xFF544347
 ST_ATTEST_QUOTE = 0x8018
 _HASHES = {0x0004: "sha1", 0x000B: "sha256", 0x000C: "sha384", 0x000D: "sha512"}
 _SIG_SCHEMES = {0x0014: "rsassa", 0x0016: "rsapss", 0x0018: "ecdsa"}
+_HASH = {"sha1": hashes.SHA1, "sha256": hashes.SHA256, "sha384": hashes.SHA384, "sha512": hashes.SHA512}
 
 
 @dataclass(frozen=True)
@@ -77,16 +83,14 @@ def parse_quote(raw: bytes, source: str = "quote") -> Quote:
             raise EvidenceError(f"{source}: PCR bank {_HASHES[alg]} selected twice")
         select[_HASHES[alg]] = [8 * i + b for i, byte in enumerate(bitmap) for b in range(8) if byte >> b & 1]
     digest = r.tpm2b()
-    if r.pos != len(raw):
-        raise EvidenceError(f"{source}: {len(raw) - r.pos} bytes after the quote")
-    return Quote(raw, name, extra, clock, resets, restarts, firmware, select, digest)
+    return Quote(raw[: r.pos], name, extra, clock, resets, restarts, firmware, select, digest)
 
 
-def parse_signature(raw: bytes, key_bytes: int) -> tuple[str, str, bytes]:
-    """(scheme, hash, signature bytes) from a plain RSA signature (exactly the key's size) or a
-    TPMT_SIGNATURE (nothing may follow it)."""
+def parse_signature(raw: bytes, key_bytes: int) -> tuple[str, str, bytes, int]:
+    """(scheme, hash, signature bytes, where it ends) from a plain RSA signature (exactly the key's
+    size) or a TPMT_SIGNATURE (what follows it is left to the caller)."""
     if key_bytes and len(raw) == key_bytes:
-        return "rsassa", "sha256", raw
+        return "rsassa", "sha256", raw, len(raw)
     r = _Reader(raw, "TPM signature")
     if len(raw) >= 6:
         alg, halg = r.take(">HH")
@@ -100,9 +104,7 @@ def parse_signature(raw: bytes, key_bytes: int) -> tuple[str, str, bytes]:
                 rr, ss = r.tpm2b(), r.tpm2b()
                 n = max(len(rr), len(ss))
                 sig = rr.rjust(n, b"\0") + ss.rjust(n, b"\0")
-            if r.pos != len(raw):
-                raise EvidenceError(f"TPM signature: {len(raw) - r.pos} bytes after the TPMT_SIGNATURE")
-            return scheme, hname, sig
+            return scheme, hname, sig, r.pos
     raise EvidenceError(f"TPM signature of {len(raw)} bytes: neither plain nor TPMT_SIGNATURE")
 
 
@@ -169,6 +171,31 @@ def pcr_digest(quote: Quote, pcrs: Mapping[str, Mapping[int, bytes]]) -> tuple[b
     return hashlib.sha256(buf).digest(), "sha256"
 
 
+def verify_signature(key: Any, msg: bytes, raw_sig: bytes) -> tuple[bool, str, int]:
+    """Whether ``raw_sig`` (plain or TPMT_SIGNATURE) by ``key`` verifies over ``msg``; the detail;
+    where the signature structure ends in ``raw_sig``."""
+    size = key.key_size // 8 if isinstance(key, rsa.RSAPublicKey) else 0
+    scheme, halg, sig, end = parse_signature(raw_sig, size)
+    algo = _HASH[halg]()
+    where = f"{scheme}/{halg} with AK {keys.fingerprint(key)}"
+    try:
+        if isinstance(key, rsa.RSAPublicKey):
+            pad = (
+                padding.PSS(padding.MGF1(algo), padding.PSS.AUTO)
+                if scheme == "rsapss"
+                else padding.PKCS1v15()
+            )
+            key.verify(sig, msg, pad, algo)
+        elif isinstance(key, ec.EllipticCurvePublicKey):
+            if not keys.ecdsa_raw_ok(key, msg, sig, algo):
+                raise InvalidSignature
+        else:
+            return False, f"unsupported AK type {type(key).__name__}", end
+    except (InvalidSignature, ValueError):
+        return False, f"signature does NOT verify ({where})", end
+    return True, f"verifies ({where})", end
+
+
 def verify_quote(
     res: Result,
     msg: bytes,
@@ -178,12 +205,19 @@ def verify_quote(
     nonce: bytes | None,
     pcrs: Mapping[str, Mapping[int, bytes]] | None = None,
     prefix: str = "tpm",
+    sources: tuple[str, str] = ("quote", "signature"),
 ) -> Quote:
-    """Add the quote checks (signature, nonce, PCR digest) to ``res``."""
-    from testbed_shared.attest import keys  # noqa: PLC0415 - cuts an import cycle of issue 26's code (agent/tests/test_import_graph.py KNOWN_CYCLES)
-
-    quote = parse_quote(msg)
-    ok, detail = keys.verify_tpm_signature(ak, msg, sig)
+    """Add the quote checks (signature, nonce, PCR digest) to ``res``; ``sources`` name the quote
+    message and signature files in what ``res.ignored`` records."""
+    quote = parse_quote(msg, sources[0])
+    ok, detail, end = verify_signature(ak, quote.raw, sig)
+    for data, used, source, what in (
+        (msg, len(quote.raw), sources[0], "TPMS_ATTEST"),
+        (sig, end, sources[1], "TPMT_SIGNATURE"),
+    ):
+        if used < len(data):
+            why = f"bytes after the {what} (the TPM neither made nor signed them)"
+            res.ignored.append(Ignored.of(source, why, data, [(used, len(data) - used)]))
     res.add(f"{prefix}: quote signature", ok, detail)
     res.info["tpm_quote"] = {
         "qualifying_data": quote.extra_data.hex(),
