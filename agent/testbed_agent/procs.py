@@ -35,6 +35,19 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _prctl = _libc.prctl
 
 
+def die_with_parent(sig: int) -> Callable[[], None]:
+    """A ``preexec_fn``: the child gets ``sig`` when the process (thread) that started it dies
+    (``PR_SET_PDEATHSIG``), and exits at once if that happened before the setting took effect."""
+    parent = os.getpid()
+
+    def _child() -> None:
+        _prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return _child
+
+
 def proc_stat(pid: int) -> tuple[int, int] | None:
     """(session id, start time in clock ticks) of a live process; None if it is gone or a zombie."""
     try:
@@ -79,13 +92,11 @@ class ProcessTracker:
 
     def preexec(self) -> Callable[[], None]:
         """The child-side setup: die with the agent, join the run's cgroup."""
-        parent = os.getpid()
+        die = die_with_parent(signal.SIGKILL)
         procs = str(self.cgroup / "cgroup.procs").encode() if self.cgroup else b""
 
         def _child() -> None:
-            _prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-            if os.getppid() != parent:  # the agent died before prctl took effect
-                os._exit(1)
+            die()
             if procs:
                 with contextlib.suppress(OSError):
                     fd = os.open(procs, os.O_WRONLY)
@@ -95,13 +106,15 @@ class ProcessTracker:
         return _child
 
     def started(self, pid: int) -> None:
-        """Record a benchmark session leader (pid = session id) with its start time."""
+        """Record a benchmark session leader (pid = session id) with its start time.
+
+        Not fsynced: the file is read only while this boot lasts (by a resumed run and by the
+        watchdog, through the page cache), and an fsync here waits behind the writeback of
+        everything the benchmarks wrote (seconds, under gigabytes of dirty pages)."""
         info = proc_stat(pid)
         start = info[1] if info else 0
         with open(self.pidfile, "a", encoding="ascii") as fh:
             fh.write(f"{pid} {start}\n")
-            fh.flush()
-            os.fsync(fh.fileno())
 
     def finished(self, pid: int) -> None:
         """Forget a session once its whole process group is gone."""

@@ -52,6 +52,8 @@ from testbed_shared.attest.binding import Binder  # evidence bound to the result
 from testbed_shared.errors import BenchmarkTimeout, Interrupted, TestbedError, WorkloadError
 
 EXIT_FAILURES = 3  # the plan ran to the end, some benchmarks failed or timed out
+#: seconds a benchmark gets to end after SIGTERM (the agent's SIGINT/SIGTERM) before SIGKILL
+KILL_AFTER_S = 10.0
 
 
 class Runner:
@@ -88,6 +90,7 @@ class Runner:
         self.stop = threading.Event()
         self.signum: int | None = None
         self._ctx: RunContext | None = None
+        self._kill_timer: threading.Timer | None = None
         self.results_path = self.out / f"{ident.host}.jsonl"
         self.artifacts = self.out / f"{ident.host}.artifacts"
         self.state_dir = self.out / f"{ident.host}.state"
@@ -101,11 +104,17 @@ class Runner:
 
     # -- signals --------------------------------------------------------------------------
     def _on_signal(self, signum: int, _frame: object) -> None:
+        """End the running benchmark first (SIGTERM to its process group, SIGKILL if it is still
+        there after :data:`KILL_AFTER_S`); its record is written after it has ended."""
         self.signum = signum
         self.stop.set()
         ctx = self._ctx
         if ctx is not None:
             ctx.terminate()
+            if self._kill_timer is None:
+                self._kill_timer = threading.Timer(KILL_AFTER_S, ctx.terminate, (signal.SIGKILL,))
+                self._kill_timer.daemon = True
+                self._kill_timer.start()
 
     # -- the run --------------------------------------------------------------------------
     def run(self) -> int:
@@ -146,6 +155,8 @@ class Runner:
         finally:
             for s, h in handlers.items():
                 signal.signal(s, h)
+            if self._kill_timer is not None:
+                self._kill_timer.cancel()
         finished = not self.stop.is_set()
         binder.end(complete=finished)
         self.exporter.update(sum(self.counts.values()), total, "", "done" if finished else "interrupted")

@@ -1,16 +1,20 @@
-"""Shared fixtures: a real node_exporter on a free loopback port, plan files, the agent CLI."""
+"""Shared fixtures: a real node_exporter on a free loopback port, plan files, the agent CLI, and
+processes that die with the test."""
 
 from __future__ import annotations
 
 import shutil
+import signal
 import socket
 import subprocess
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+from testbed_agent.procs import die_with_parent
 
 NODE_EXPORTER = "/usr/bin/prometheus-node-exporter"
 
@@ -64,3 +68,32 @@ def write_plan(tmp_path: Path):
 @pytest.fixture
 def fio_available() -> None:
     assert shutil.which("fio"), "fio is installed by make (apt)"
+
+
+def end(proc: subprocess.Popen, grace: float = 30.0) -> None:
+    """SIGTERM (the agent then ends its benchmark and records it), SIGKILL after ``grace`` s."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.communicate(timeout=grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+
+
+@pytest.fixture
+def spawn() -> Iterator[Callable[..., subprocess.Popen]]:
+    """``spawn(cmd, **popen_kwargs)``: a process that does not outlive the test. It gets SIGTERM
+    when the test's process dies (``PR_SET_PDEATHSIG``: pytest-timeout's thread method ends the
+    worker with ``os._exit``, which runs no teardown), and at teardown (a failed assertion,
+    pytest-timeout's signal method) it is ended with :func:`end`."""
+    procs: list[subprocess.Popen] = []
+
+    def _spawn(cmd: list[str], **kw) -> subprocess.Popen:
+        proc = subprocess.Popen(cmd, preexec_fn=die_with_parent(signal.SIGTERM), **kw)  # noqa: PLW1509 - prctl only
+        procs.append(proc)
+        return proc
+
+    yield _spawn
+    for proc in procs:
+        end(proc)

@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
-from testbed_agent.results import read_records
+from testbed_agent import runner as runner_mod
+from testbed_agent.plan import load_plan
+from testbed_agent.procs import ProcessTracker
+from testbed_agent.results import Identity, read_records
+from testbed_agent.runner import Runner
+from testbed_agent.workloads.base import RunContext
+from testbed_shared.errors import Interrupted
 
 
 def records(out: Path) -> list[dict]:
@@ -38,6 +46,14 @@ def run(plan: Path, out: Path, *extra: str, timeout: float = 300) -> subprocess.
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
 
+#: a dd that writes nothing to disk whatever happens (its target is /dev/null) and runs until it is
+#: ended (2 TB from /dev/zero), bounded in time by its timeout
+ENDLESS_DD = (
+    "{name: dd_long, type: dd, timeout_s: 60, params: {bs: 1k, count: 2000000000, source: zero, "
+    'conv: "", read: false, filename: /dev/null, allow_device: true}}'
+)
+
+
 def test_failure_and_timeout_are_records_and_the_plan_goes_on(
     tmp_path: Path, write_plan, node_exporter
 ) -> None:
@@ -46,7 +62,8 @@ def test_failure_and_timeout_are_records_and_the_plan_goes_on(
     plan = write_plan(f"""\
 benchmarks:
   - {{name: fio_4k_randread, type: fio, params: {{size: 4M, runtime_s: 1, ramp_s: 0, filename: {foreign}}}}}
-  - {{name: dd_slow, type: dd, timeout_s: 1, params: {{bs: 1k, count: 100000000, source: urandom, conv: ""}}}}
+  - {{name: dd_slow, type: dd, timeout_s: 1, params: {{bs: 1k, count: 100000000, source: urandom, conv: "",
+      filename: /dev/null, allow_device: true}}}}
   - {{name: dd_ok, type: dd, repetitions: 2, params: {{bs: 4k, count: 16, source: zero, pause_s: 0}}}}
 """)
     out = tmp_path / "results" / "run1"
@@ -98,21 +115,22 @@ def _wait_for_dd(proc: subprocess.Popen, timeout: float = 120) -> None:
             if ppid == proc.pid and Path(argv[0].decode(errors="replace")).name == "dd":
                 return
         time.sleep(0.05)
-    proc.kill()  # nothing of the test outlives it
-    proc.communicate()
-    raise AssertionError("the agent never started dd")
+    raise AssertionError("the agent never started dd")  # the spawn fixture ends the agent
 
 
-def test_sigterm_records_interrupted_and_rerun_resumes(tmp_path: Path, write_plan) -> None:
-    plan = write_plan("""\
+def test_sigterm_records_interrupted_and_rerun_resumes(tmp_path: Path, write_plan, spawn) -> None:
+    """SIGTERM as soon as the dd runs (the moment that lost the signal before, issue 40 finding 3).
+    The dd writes to /dev/null: nothing reaches the disk whatever happens (before, 2 TB into the
+    scratch directory filled the disk when the signal was lost)."""
+    plan = write_plan(f"""\
 benchmarks:
-  - {name: dd_a, type: dd, repetitions: 2, params: {bs: 4k, count: 8, source: zero, pause_s: 0}}
-  - {name: dd_long, type: dd, params: {bs: 1k, count: 2000000000, source: urandom, conv: "", read: false}}
-  - {name: dd_b, type: dd, params: {bs: 4k, count: 8, source: zero, pause_s: 0}}
+  - {{name: dd_a, type: dd, repetitions: 2, params: {{bs: 4k, count: 8, source: zero, pause_s: 0}}}}
+  - {ENDLESS_DD}
+  - {{name: dd_b, type: dd, params: {{bs: 4k, count: 8, source: zero, pause_s: 0}}}}
 """)
     out = tmp_path / "results" / "run2"
     cmd = agent_cmd(plan, out, "--node-exporter", "", "--scratch", str(tmp_path / "scratch"))
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = spawn(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     jsonl = out / "h1.jsonl"
     while time.monotonic() < deadline:  # wait until dd_long is running (2 records written)
@@ -134,7 +152,7 @@ benchmarks:
     # re-run: the completed executions are skipped and the interrupted one starts again;
     # interrupt once more, and nothing already recorded is lost or duplicated.
     plan_text = plan.read_text()
-    proc2 = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc2 = spawn(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _wait_for_dd(proc2)  # the resumed run is running dd_long again
     proc2.send_signal(signal.SIGINT)
     proc2.communicate(timeout=120)
@@ -161,3 +179,48 @@ benchmarks:
     recs = records(out)
     assert [(r["benchmark"], r["repetition"]) for r in recs] == [("dd_a", 0), ("dd_a", 1), ("dd_a", 2)]
     assert "1 resumed" not in res.stderr and "2 resumed" in res.stderr
+
+
+def test_sigterm_while_a_benchmark_starts_ends_it(tmp_path: Path, write_plan, monkeypatch) -> None:
+    """Issue 40 finding 3: a SIGTERM that came while the agent recorded the process it had just
+    started (the pid file's fsync, seconds long behind a disk's writeback) found no process to end;
+    the dd ran on to its own end (2 TB in the test that filled the disk). The signal is delivered
+    here at that moment, to the agent's real handler: the dd is ended and the record says so."""
+    plan = load_plan(write_plan(f"benchmarks:\n  - {ENDLESS_DD}\n"))
+    started = ProcessTracker.started
+
+    def signal_while_recording(self: ProcessTracker, pid: int) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)  # the handler runs here, as it would after an fsync
+        started(self, pid)
+
+    monkeypatch.setattr(ProcessTracker, "started", signal_while_recording)
+    ident = Identity("r1", "h1", "h1", (), plan.sha256)
+    runner = Runner(plan, tmp_path / "out", ident, scratch=tmp_path / "scratch", progress=False)
+    assert runner.run() == 128 + signal.SIGTERM
+    (rec,) = read_records(tmp_path / "out" / "h1.jsonl")
+    assert rec["status"] == "interrupted", rec["error"]  # before: "timeout", the dd ran 60 s
+
+
+def test_a_benchmark_that_ignores_sigterm_is_killed(tmp_path: Path, write_plan, monkeypatch) -> None:
+    """The agent's SIGTERM ends a benchmark that ignores SIGTERM too: SIGKILL after a grace time."""
+    monkeypatch.setattr(runner_mod, "KILL_AFTER_S", 0.5)
+    plan = load_plan(write_plan(f"benchmarks:\n  - {ENDLESS_DD}\n"))
+    runner = Runner(plan, tmp_path / "out", Identity("r1", "h1", "h1", (), plan.sha256), progress=False)
+    bench = plan.benchmarks[0]
+    ctx = RunContext(bench, 0, tmp_path, tmp_path, time.monotonic() + 60, runner.stop)
+    runner._ctx = ctx
+    caught: list[BaseException] = []
+
+    def bench_run() -> None:
+        try:
+            ctx.exec(["sh", "-c", "trap '' TERM; sleep 60"])
+        except Interrupted as exc:
+            caught.append(exc)
+
+    thread = threading.Thread(target=bench_run)
+    thread.start()
+    while ctx._proc is None:
+        time.sleep(0.01)
+    runner._on_signal(signal.SIGTERM, None)
+    thread.join(30)
+    assert not thread.is_alive() and caught  # before: the benchmark ran its 60 s

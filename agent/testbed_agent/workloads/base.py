@@ -52,7 +52,8 @@ class RunContext:
     #: pid file and cgroup of the run (benchmarks die with the agent); None outside the runner
     tracker: ProcessTracker | None = None
     _proc: subprocess.Popen | None = field(default=None, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    #: re-entrant: the signal handler (:meth:`terminate`) runs in the thread that may hold it
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
@@ -107,10 +108,12 @@ class RunContext:
             )
         except FileNotFoundError as exc:
             raise WorkloadError(f"{cmd[0]} not found", hint="install it or fix PATH") from exc
-        if self.tracker:
-            self.tracker.started(proc.pid)
         with self._lock:
             self._proc = proc
+        if self.stop.is_set():  # a signal came while it started: its handler found nothing to end
+            _kill_group(proc, signal.SIGTERM)
+        if self.tracker:
+            self.tracker.started(proc.pid)
         try:
             out, err = proc.communicate(input=input_text, timeout=remaining)
         except subprocess.TimeoutExpired:
@@ -135,12 +138,13 @@ class RunContext:
         if seconds > 0 and self.stop.wait(seconds):
             raise Interrupted("interrupted while waiting")
 
-    def terminate(self) -> None:
-        """Called from the signal handler: end the running subprocess group, if any."""
+    def terminate(self, sig: int = signal.SIGTERM) -> None:
+        """Called from the signal handler: signal the running subprocess group, if any (a process
+        that starts after ``stop`` was set is ended by :meth:`exec` itself)."""
         with self._lock:
             proc = self._proc
         if proc is not None:
-            _kill_group(proc, signal.SIGTERM)
+            _kill_group(proc, sig)
 
 
 def _kill_group(proc: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
