@@ -26,6 +26,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     return cli_main(build_parser(), argv)
 
 
+def _fingerprint_options(parser: argparse.ArgumentParser) -> None:
+    """What the inventory says about the machine, recorded in its fingerprint (run and sysinfo)."""
+    parser.add_argument(
+        "--cloud",
+        choices=clouds.names(),
+        default=clouds.NONE,
+        help="cloud the machine is in (sysinfo then reads its metadata and evidence, e.g. Azure IMDS)",
+    )
+    parser.add_argument("--host-facts", type=Path, help="JSON of hypervisor-side facts to attach to sysinfo")
+    parser.add_argument(
+        "--disk-encryption",
+        choices=("true", "false"),
+        default=None,
+        help="disk encryption the inventory declares (recorded in sysinfo)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="testbed-agent",
@@ -63,32 +80,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="node_exporter textfile collector directory for the agent's progress",
     )
     run.add_argument("--sample-interval", type=float, default=1.0, help="telemetry sampling period in s")
-    run.add_argument(
-        "--cloud",
-        choices=clouds.names(),
-        default=clouds.NONE,
-        help="cloud the machine is in (sysinfo then reads its metadata and evidence, e.g. Azure IMDS)",
-    )
-    run.add_argument("--host-facts", type=Path, help="JSON of hypervisor-side facts to attach to sysinfo")
-    run.add_argument(
-        "--disk-encryption",
-        choices=("true", "false"),
-        default=None,
-        help="disk encryption the inventory declares (recorded in sysinfo)",
-    )
+    _fingerprint_options(run)
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.set_defaults(func=_cmd_run)
 
     si = sub.add_parser("sysinfo", help="print this machine's fingerprint (JSON)")
     si.add_argument("--out", type=Path, help="write to this file instead of stdout")
-    si.add_argument(
-        "--disk-encryption",
-        choices=("true", "false"),
-        default=None,
-        help="disk encryption the inventory declares (recorded in sysinfo)",
-    )
-    si.add_argument("--cloud", choices=clouds.names(), default=clouds.NONE, help="cloud the machine is in")
-    si.add_argument("--host-facts", type=Path, help="JSON of hypervisor-side facts to attach")
+    _fingerprint_options(si)
     si.set_defaults(func=_cmd_sysinfo)
 
     val = sub.add_parser("validate", help="check a plan without running it")

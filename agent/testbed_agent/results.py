@@ -74,32 +74,10 @@ class Identity:
     plan_name: str = ""
 
 
-def make_record(
-    ident: Identity,
-    *,
-    benchmark: str,
-    btype: str,
-    index: int,
-    repetition: int,
-    params: dict[str, Any],
-    started_at: str,
-    ended_at: str,
-    status: str,
-    error: str | None = None,
-    metrics: dict[str, Any] | None = None,
-    primary: list[str] | None = None,
-    samples: dict[str, Any] | None = None,
-    telemetry: dict[str, Any] | None = None,
-    tool: dict[str, Any] | None = None,
-    artifacts: list[str] | None = None,
-    attempt: int = 1,
-    session: str | None = None,
-    adaptive: dict[str, Any] | None = None,
-    margin_percent: float | None = None,
-) -> dict[str, Any]:
-    """A record of this run (:func:`testbed_shared.records.make`; ``primary``: the names of its
-    primary metrics by its workload type's rule; ``attempt``: 1 for the first execution, +1 per
-    retry)."""
+def make_record(ident: Identity, **fields: Any) -> dict[str, Any]:
+    """A record of this run: :func:`testbed_shared.records.make` with the run's identity and the
+    execution's ``fields`` as ``make`` names them (``primary``: the names of its primary metrics by
+    its workload type's rule; ``attempt``: 1 for the first execution, +1 per retry)."""
     return records.make(
         run_id=ident.run_id,
         host=ident.host,
@@ -107,25 +85,7 @@ def make_record(
         groups=ident.groups,
         plan_sha256=ident.plan_sha256,
         plan=ident.plan_name,
-        benchmark=benchmark,
-        btype=btype,
-        index=index,
-        params=params,
-        margin_percent=margin_percent,
-        repetition=repetition,
-        started_at=started_at,
-        ended_at=ended_at,
-        status=status,
-        error=error,
-        metrics=metrics,
-        primary=primary,
-        samples=samples,
-        telemetry=telemetry,
-        tool=tool,
-        artifacts=artifacts or (),
-        attempt=attempt,
-        session=session,
-        adaptive=adaptive,
+        **fields,
     )
 
 

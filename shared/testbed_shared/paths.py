@@ -5,36 +5,35 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+#: the repository (or the deployed copy) this package sits in
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _given(variable: str, default: Path) -> Path:
+    """``$variable`` (``~`` expanded) when it is set, else ``default``."""
+    value = os.environ.get(variable)
+    return Path(value).expanduser() if value else default
+
 
 def workloads_dir() -> Path:
     """``$TESTBED_WORKLOADS_DIR``, else ``workloads/`` of the repository (or of the deployed copy)."""
-    env = os.environ.get("TESTBED_WORKLOADS_DIR")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[2] / "workloads"
+    return _given("TESTBED_WORKLOADS_DIR", _ROOT / "workloads")
 
 
 def notebooks_dir() -> Path:
     """``$TESTBED_NOTEBOOKS_DIR``, else ``kaggle_notebooks/`` of the repository (or deployed copy)."""
-    env = os.environ.get("TESTBED_NOTEBOOKS_DIR")
-    if env:
-        return Path(env).expanduser()
-    return Path(__file__).resolve().parents[2] / "kaggle_notebooks"
+    return _given("TESTBED_NOTEBOOKS_DIR", _ROOT / "kaggle_notebooks")
 
 
 def roles_dir() -> Path:
     """``$TESTBED_ROLES_DIR``, else ``roles/`` of the repository (the controller's checkout)."""
-    env = os.environ.get("TESTBED_ROLES_DIR")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[2] / "roles"
+    return _given("TESTBED_ROLES_DIR", _ROOT / "roles")
 
 
 def cache_dir() -> Path:
     """Per-user cache (venvs, generated data): ``$TESTBED_CACHE_DIR`` or ``~/.cache/testbed-agent``."""
-    env = os.environ.get("TESTBED_CACHE_DIR")
-    base = (
-        Path(env) if env else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "testbed-agent"
+    base = _given(
+        "TESTBED_CACHE_DIR", Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "testbed-agent"
     )
     base.mkdir(parents=True, exist_ok=True)
     return base
