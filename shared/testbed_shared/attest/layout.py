@@ -1,6 +1,7 @@
 """Exact parsing of evidence bytes: every byte is read into a field, checked for its required value
-(reserved bytes zero, sizes consistent) or refused. Used by the SNP, TDX, HCL and TPM parsers, so
-that bytes nobody signed or checked cannot ride along with evidence that verifies."""
+(reserved bytes zero, sizes consistent) or refused. Used by the TDX and HCL parsers, so that bytes
+nobody signed or checked cannot ride along inside evidence that verifies; what follows a structure
+is the caller's to record as ignored (``model.Ignored``)."""
 
 from __future__ import annotations
 
@@ -54,18 +55,3 @@ class Reader:
         """Nothing may follow."""
         if self.left:
             raise self.fail(f"{self.left} bytes after the end of {what}")
-
-    def end_padding(self, what: str, limit: int) -> int:
-        """Only zero padding (at most ``limit`` bytes) may follow; returns its length."""
-        n = self.left
-        if n > limit:
-            raise self.fail(f"{n} bytes after the end of {what} (at most {limit} bytes of zero padding)")
-        if any(self.data[self.pos :]):
-            raise self.fail(f"bytes after the end of {what} are not zero padding")
-        self.pos = len(self.data)
-        return n
-
-
-def expect(cond: bool, source: str, what: str) -> None:
-    if not cond:
-        raise EvidenceError(f"{source}: {what}")

@@ -151,7 +151,8 @@ class EvidenceProbe:
 
 def canonical_pem(text: str) -> str:
     """The certificates of a PEM text re-encoded as plain PEM blocks (64-column base64, one newline
-    after each END line, nothing else), the exact form ``attest verify`` accepts."""
+    after each END line, nothing else): what the agent keeps, so that ``attest verify`` has nothing
+    to record as ignored in it."""
 
     out = []
     for body in re.findall(r"-----BEGIN CERTIFICATE-----(.+?)-----END CERTIFICATE-----", text, re.S):
