@@ -11,18 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from testbed_agent.faas_drivers import target_from
-from testbed_agent.faas_drivers.aws import parse_report
+from testbed_agent.faas_drivers import platforms, target_from
+from testbed_agent.faas_drivers.calls import emulator_only, invocations
 from testbed_agent.faas_drivers.dryrun import dry_run_plan
 from testbed_agent.faas_drivers.ledger import Budget, CostCapExceeded, Journal
-from testbed_agent.faas_drivers.pricing import (
-    benchmark_cost,
-    call_price,
-    emulator_only,
-    invocations,
-    load_pricing,
-    plan_cost,
-)
+from testbed_agent.faas_drivers.platforms.aws_lambda import parse_report
+from testbed_agent.faas_drivers.prices import load_pricing
+from testbed_agent.faas_drivers.pricing import benchmark_cost, plan_cost
 from testbed_agent.faas_drivers.routing import skip_reason
 from testbed_agent.plan import load_plan
 from testbed_services.faas import package
@@ -35,7 +30,14 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_targets_are_checked_field_by_field():
     t = target_from({"platform": "aws-lambda", "architecture": "arm64", "run_id": "r1", "deadline_h": 2})
     assert (t.region, t.runtime) == ("us-east-1", "python3.12")
-    assert "aws-lambda" in t.models and not any(m.startswith(("gcf", "azure")) for m in t.models)
+    profiles = ("aws-lambda-2017", "gcf-gen2", "azure-consumption", "test")
+    modelled = {p: platforms.modelled_by(p) for p in profiles}
+    assert modelled == {
+        "aws-lambda-2017": "aws-lambda",
+        "gcf-gen2": "gcf-gen2",
+        "azure-consumption": "azure-functions",
+        "test": None,
+    }
     assert t.tags()["testbed-run"] == "r1" and t.tags()["testbed-owner"] == "testbed"
     assert t.resource_name("calcs-0").startswith("tb-") and len(t.resource_name("x" * 80)) <= 64
     for doc, field in (
@@ -51,12 +53,12 @@ def test_targets_are_checked_field_by_field():
 
 def test_packages_are_deterministic_and_per_platform():
     code = find_function("crypto", default_dirs())
-    lam = package.files(code, "aws-lambda")
+    lam = platforms.get("aws-lambda").package_files(code)
     assert "handler.py" in lam and any(n.startswith("testbed_crypto/") for n in lam)  # vendored python_path
-    assert package.package(code) == package.package(code)
-    gcf = package.files(code, "gcf-gen2")
+    assert platforms.get("aws-lambda").package(code) == package.package(code) == package.package(code)
+    gcf = platforms.get("gcf-gen2").package_files(code)
     assert {"main.py", "testbed_shim.py", "testbed_shim.json", "requirements.txt"} <= set(gcf)
-    azure = package.files(code, "azure-functions")
+    azure = platforms.get("azure-functions").package_files(code)
     assert {"function_app.py", "host.json", "requirements.txt"} <= set(azure)
     assert json.loads(azure["testbed_shim.json"]) == {
         "function": "crypto",
@@ -87,17 +89,18 @@ def test_report_line_is_read_as_lambda_writes_it():
 def test_prices_follow_each_platforms_rules():
     pricing = load_pricing()
     assert pricing.date and all(r["source"] for r in pricing.platforms.values())
+    lam, gcf_platform, azure = (platforms.get(p) for p in ("aws-lambda", "gcf-gen2", "azure-functions"))
     # Lambda: GB-s of configured memory, 1 ms steps, arm64 cheaper
-    x86 = call_price("aws-lambda", 1024, 0.1234, "x86_64", pricing)
+    x86 = lam.price(1024, 0.1234, "x86_64", pricing)
     assert x86["gb_seconds"] == pytest.approx(0.124) and x86["price"] == pytest.approx(
         0.124 * 0.0000166667 + 2e-7
     )
-    assert call_price("aws-lambda", 1024, 0.1234, "arm64", pricing)["price"] < x86["price"]
+    assert lam.price(1024, 0.1234, "arm64", pricing)["price"] < x86["price"]
     # GCF: vCPU-s and GiB-s of the memory's tier, 100 ms steps
-    gcf = call_price("gcf-gen2", 256, 0.01, "x86_64", pricing)
+    gcf = gcf_platform.price(256, 0.01, "x86_64", pricing)
     assert gcf["price"] == pytest.approx(0.167 * 0.1 * 0.000024 + 0.25 * 0.1 * 0.0000025 + 4e-7)
     # Azure: observed memory rounded up to 128 MB, at least 100 ms
-    az = call_price("azure-functions", 77, 0.003, "x86_64", pricing)
+    az = azure.price(77, 0.003, "x86_64", pricing)
     assert az["gb_seconds"] == pytest.approx(128 / 1024 * 0.1)
 
 
@@ -115,9 +118,9 @@ def test_invocations_and_estimates_per_mode():
     assert invocations(sweep | {"batches": 2}) == (80, 20)
     sequence = [{"phase": "w"}, {"pause_s": 1}, {"phase": "r"}]
     assert invocations({"mode": "sequence", "sequence": sequence}) == (2, 1)
-    assert invocations({"mode": "ramp", "steps": [1, 4], "step_s": [10]}, call_s=2.0) == (25, 4)
+    assert invocations({"mode": "ramp", "steps": [1, 4], "step_s": [10]}, one_call_s=2.0) == (25, 4)
     # a ramp of short calls: the caller's round trip bounds its rate
-    assert invocations({"mode": "ramp", "steps": [2], "step_s": [1]}, call_s=0.001) == (40, 2)
+    assert invocations({"mode": "ramp", "steps": [2], "step_s": [1]}, one_call_s=0.001) == (40, 2)
     cost = benchmark_cost(
         {"function": "calcs", "mode": "warm", "calls": 9, "event": {"level": 8}}, 10, "aws-lambda"
     )

@@ -47,7 +47,6 @@ LAZY_ALLOWED = {
     "testbed_services.faas.cli": _START_UP,
     "testbed_agent.cli": _START_UP,
     "testbed_agent.campaign": _START_UP,
-    "testbed_agent.faas_drivers.cli": _START_UP,
     "testbed_reports.cli": _START_UP,
     "testbed_reports.audit_cli": _START_UP,
     "testbed_reports.study": _START_UP,

@@ -4,16 +4,22 @@ The same plan run on a real platform (records with ``resolved_real: true``, from
 target) and on the emulator profile that models it (``resolved_real: false``; the profile's
 platform in ``resolved_models``) is compared benchmark by benchmark and metric by metric.
 
+Which side a record is on, the record says: ``resolved_real`` (true on a real platform), and on
+the emulator ``resolved_models``, the platform its profile models. Records written before the
+drivers named the target carry neither: for them the profile's name decides, by the frozen table
+:data:`LEGACY_MODELS` (the rule of that time).
+
 Estimand: the ratio platform/emulator of the geometric means of a metric (exp of the difference of
 mean log values). Unit of replication: the execution (one record: a metric is a mean over its
 calls), or the machine when both sides have two or more (``inference.estimate``). Interval: Welch
 t on the log values at level 1 - alpha/m, Bonferroni over the m comparisons of the report, so the
-chance that any printed interval misses its ratio is at most alpha (5 %). Decision against the
-stated tolerance t (default 25 %, the band [1/(1+t), 1+t] on the ratio): ``holds`` when the
-interval lies inside the band, ``does not hold`` when it lies wholly outside, ``inconclusive``
+chance that any printed interval misses its ratio is at most alpha (5 %). Decision: the report's
+one decision core (``inference.decide``) against the stated tolerance t (default 25 %, the band
+[1 - t, 1 + t] on the ratio): ``holds`` when it finds the sides equivalent (the interval inside
+the band), ``does not hold`` when the interval lies wholly outside the band, ``inconclusive``
 otherwise (with the executions that would resolve it at the observed spread). Calibrated by a
 seeded simulation with known ratios (reports/tests/test_platform_check_calibration.py): a model
-off by more than the tolerance is called ``holds`` in at most alpha of the simulated reports, a
+off by the tolerance or more is called ``holds`` in at most alpha of the simulated reports, a
 model inside it ``does not hold`` in at most alpha.
 
 The point ratio is also the factor that re-fits the profile: a handler time on the platform 1.3x
@@ -29,13 +35,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
-from testbed_agent.faas_drivers.pricing import platform_of
+from testbed_reports import inference
 from testbed_reports.errors import ReportError
-from testbed_reports.inference import ALPHA, Estimate, estimate, sides, units_needed
+from testbed_reports.inference import ALPHA, Estimate, estimate, sides
 from testbed_reports.load import load
 from testbed_shared.atomic import write_atomically
 from testbed_shared.safecsv import write_frame
@@ -55,6 +59,14 @@ MODELLED = (
     "price_per_call",
 )
 SIDES = ("platform", "emulator")
+#: records written before the drivers (no ``resolved_real``): the profile's name prefix -> the
+#: platform it models, as the emulator's profiles were named then (frozen: new records say it)
+LEGACY_MODELS = {
+    "aws-lambda": "aws-lambda",
+    "gcf-gen2": "gcf-gen2",
+    "azure-consumption": "azure-functions",
+    "azure-functions": "azure-functions",
+}
 
 
 @dataclass
@@ -81,49 +93,30 @@ def side_of(params: dict[str, Any] | None) -> tuple[str, str] | None:
     real = p.get("resolved_real")
     if real is True:
         return "platform", str(p.get("resolved_platform", ""))
-    profile = str(p.get("resolved_platform") or p.get("profile") or "")
-    modelled = p.get("resolved_models") or platform_of(profile)
-    if real is False or (real is None and modelled):
+    if real is False:
+        modelled = p.get("resolved_models")
         return ("emulator", str(modelled)) if modelled else None
-    return None
-
-
-def verdicts(
-    diff: np.ndarray, se: np.ndarray, df: np.ndarray, alpha: float, tolerance: float
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Ratios, interval ends and verdicts of log-ratio estimates (vectorised; ``decide`` per one)."""
-    diff, se, df = (np.asarray(x, dtype=float) for x in (diff, se, df))
-    t = np.where(se > 0, sps.t.ppf(1 - alpha / 2, np.where(df > 0, df, 1.0)), 0.0)
-    lo_log, hi_log = diff - t * se, diff + t * se
-    band = math.log1p(tolerance / 100)
-    verdict = np.where(
-        (lo_log >= -band) & (hi_log <= band),
-        "holds",
-        np.where((lo_log > band) | (hi_log < -band), "does not hold", "inconclusive"),
-    )
-    return np.exp(diff), np.exp(lo_log), np.exp(hi_log), verdict
+    profile = str(p.get("resolved_platform") or p.get("profile") or "")
+    legacy = next((v for k, v in LEGACY_MODELS.items() if profile == k or profile.startswith(k + "-")), None)
+    return ("emulator", legacy) if legacy else None
 
 
 def decide(est: Estimate, alpha: float, tolerance: float) -> tuple[float, float, float, str, str]:
-    """(ratio, lo, hi, verdict, reason) of one estimate at level 1 - alpha, tolerance in percent."""
+    """(ratio, lo, hi, verdict, reason) of one estimate at level 1 - alpha, tolerance in percent,
+    from the report's decision core (``inference.decide``: overheads of the ratio in percent)."""
     nan = float("nan")
     if not est.ok:
         return nan, nan, nan, "inconclusive", est.reason
-    ratios, los, his, names = verdicts(
-        np.array([est.diff]), np.array([est.se]), np.array([est.df]), alpha, tolerance
-    )
-    ratio, lo, hi, verdict = float(ratios[0]), float(los[0]), float(his[0]), str(names[0])
-    ci, edge = f"[{lo:.3f}, {hi:.3f}]", 1 + tolerance / 100
-    if verdict == "holds":
-        return ratio, lo, hi, verdict, f"{ci} lies within {1 / edge:.3f}..{edge:.3f}"
-    if verdict == "does not hold":
-        return ratio, lo, hi, verdict, f"{ci} lies outside +-{tolerance:g}%"
-    if est.spread > 0 and math.isfinite(est.spread):
-        n = units_needed(est.spread, alpha, tolerance)
-        why = f"about {n} {est.unit}s a side would resolve +-{tolerance:g}% at this spread"
-    else:
-        why = "more runs would not narrow a zero spread"
-    return ratio, lo, hi, verdict, f"{ci} spans the band's edge; {why}"
+    d = inference.decide(est, "lower", alpha, tolerance)
+    ratio, lo, hi = 1 + d.overhead / 100, 1 + d.lo / 100, 1 + d.hi / 100
+    ci = f"[{lo:.3f}, {hi:.3f}]"
+    if d.decision == "equivalent":
+        band = f"{1 - tolerance / 100:.3f}..{1 + tolerance / 100:.3f}"
+        return ratio, lo, hi, "holds", f"{ci} lies within {band}"
+    if d.lo > tolerance or d.hi < -tolerance:
+        return ratio, lo, hi, "does not hold", f"{ci} lies outside +-{tolerance:g}%"
+    why = inference.needed(est, alpha, tolerance)
+    return ratio, lo, hi, "inconclusive", f"{ci} spans the band's edge; {why}"
 
 
 def compare(obs: pd.DataFrame, alpha: float = ALPHA, tolerance: float = DEFAULT_TOLERANCE) -> list[Check]:

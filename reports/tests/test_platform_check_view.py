@@ -12,12 +12,18 @@ from pathlib import Path
 
 import numpy as np
 
-from testbed_agent.results import Identity, make_record
+from testbed_shared import records
 
 
 def _write(results: Path, host: str, real: bool, handler: float, cold: float, seed: int) -> None:
     rng = np.random.default_rng(seed)
-    ident = Identity("run-1", host, host, ("faas",), "0" * 64, "faas-test")
+    ident = {
+        "run_id": "run-1",
+        "host": host,
+        "groups": ("faas",),
+        "plan_sha256": "0" * 64,
+        "plan": "faas-test",
+    }
     params = {
         "profile": "aws-lambda",
         "function": "calcs",
@@ -39,8 +45,8 @@ def _write(results: Path, host: str, real: bool, handler: float, cold: float, se
                 "better": "lower",
             },
         }
-        rec = make_record(
-            ident,
+        rec = records.make(
+            **ident,
             benchmark="faas_calcs",
             btype="faas",
             index=0,

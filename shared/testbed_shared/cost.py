@@ -36,9 +36,15 @@ class PriceTable:
 
 def billed_seconds(duration_s: float, table: PriceTable) -> float:
     """Duration rounded up to the billing granularity, at least the minimum."""
-    ms = max(duration_s * 1000.0, table.minimum_ms)
-    if table.granularity_ms > 0:
-        ms = math.ceil(ms / table.granularity_ms - 1e-9) * table.granularity_ms
+    return rounded_seconds(duration_s, table.granularity_ms, table.minimum_ms)
+
+
+def rounded_seconds(duration_s: float, granularity_ms: float, minimum_ms: float) -> float:
+    """``duration_s`` rounded up to a multiple of ``granularity_ms`` (none when 0), at least
+    ``minimum_ms``: how FaaS platforms bill a call's duration."""
+    ms = max(duration_s * 1000.0, minimum_ms)
+    if granularity_ms > 0:
+        ms = math.ceil(ms / granularity_ms - 1e-9) * granularity_ms
     return ms / 1000.0
 
 

@@ -1,23 +1,27 @@
-"""FaaS drivers: one interface (:class:`~testbed_agent.faas_drivers.base.Driver`) for the local
-emulator and for AWS Lambda, Google Cloud Functions (2nd gen) and Azure Functions.
+"""FaaS drivers: one class per platform (:class:`~testbed_agent.faas_drivers.base.Platform`, a
+module of ``platforms/`` each: the local emulator, AWS Lambda, Google Cloud Functions 2nd gen,
+Azure Functions), found by the registry (``platforms.registry()``).
 
-``open_driver(target)`` gives the driver of a :class:`~testbed_agent.faas_drivers.target.Target`;
-``teardown(driver, run_id)`` deletes what a run created (found by its run tag, cross-checked with the
-run's journal), also after the run was killed.
+``open_driver(target)`` gives the driver of a :class:`~testbed_agent.faas_drivers.target.Target`
+(its credentials checked first, in one line when missing); ``teardown(driver, run_id)`` deletes
+what a run created (found by its run tag, cross-checked with the run's journal), also after the run
+was killed.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TextIO
 
-from testbed_agent.faas_drivers.base import Call, Driver, FunctionSpec
-from testbed_agent.faas_drivers.target import Target, load_target, target_from, target_from_env
+from testbed_agent.faas_drivers import platforms
+from testbed_agent.faas_drivers.base import Call, FunctionSpec, Platform
+from testbed_agent.faas_drivers.target import Target
+from testbed_agent.faas_drivers.target_file import load_target, target_from, target_from_env
 from testbed_shared.errors import TestbedError
 
 __all__ = [
     "Call",
-    "Driver",
     "FunctionSpec",
+    "Platform",
     "Target",
     "load_target",
     "open_driver",
@@ -26,37 +30,13 @@ __all__ = [
     "teardown",
 ]
 
-#: kinds of resources in the order teardown deletes them (dependents first)
-DELETE_ORDER = (
-    "function",
-    "function-app",
-    "log-group",
-    "source-object",
-    "iam-role",
-    "app-service-plan",
-    "storage-account",
-    "resource-group",
-)
 
-
-def open_driver(target: Target, *, dry_run: bool = False, out: Any = None) -> Driver:
-    """The driver of ``target``'s platform (its SDK is imported here, when first needed)."""
+def open_driver(target: Target, *, dry_run: bool = False, out: TextIO | None = None) -> Platform:
+    """The driver of ``target``'s platform; outside a dry run its credentials are checked first
+    (one line naming what is missing), its SDK imported when it connects."""
+    platform = platforms.get(target.platform)
     try:
-        if target.platform == "emulator":
-            from testbed_agent.faas_drivers.emulator import EmulatorDriver  # noqa: PLC0415 - per platform
-
-            return EmulatorDriver(target, dry_run=dry_run, out=out)
-        if target.platform == "aws-lambda":
-            from testbed_agent.faas_drivers.aws import LambdaDriver  # noqa: PLC0415 - its SDK only when used
-
-            return LambdaDriver(target, dry_run=dry_run, out=out)
-        if target.platform == "gcf-gen2":
-            from testbed_agent.faas_drivers.gcf import GcfDriver  # noqa: PLC0415 - its SDK only when used
-
-            return GcfDriver(target, dry_run=dry_run, out=out)
-        from testbed_agent.faas_drivers.azure import AzureFunctionsDriver  # noqa: PLC0415 - its SDK only when used
-
-        return AzureFunctionsDriver(target, dry_run=dry_run, out=out)
+        return platform(target, dry_run=dry_run, out=out)
     except ModuleNotFoundError as exc:
         raise TestbedError(
             f"{target.platform}: its SDK is not installed here ({exc.name})",
@@ -64,17 +44,16 @@ def open_driver(target: Target, *, dry_run: bool = False, out: Any = None) -> Dr
         ) from exc
 
 
-def teardown(driver: Any, run_id: str | None, now: float | None = None) -> dict[str, Any]:
+def teardown(driver: Platform, run_id: str | None, now: float | None = None) -> dict[str, Any]:
     """Delete the resources tagged with ``run_id`` (None: every testbed resource past its deadline).
 
     The platform's tag query decides what is deleted: nothing without the toolkit's owner tag and
     the run's tag is touched. The run's journal is read beside it: entries it lists that the query
     no longer finds are reported as already gone.
     """
+    order = driver.delete_order
     found = driver.owned(run_id, now)
-    found.sort(
-        key=lambda r: DELETE_ORDER.index(r["kind"]) if r["kind"] in DELETE_ORDER else len(DELETE_ORDER)
-    )
+    found.sort(key=lambda r: order.index(r["kind"]) if r["kind"] in order else len(order))
     deleted = []
     for resource in found:
         driver.remove(resource)

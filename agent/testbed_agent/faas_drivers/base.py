@@ -1,22 +1,35 @@
-"""The driver interface every FaaS target implements, and what its calls return.
+"""A FaaS platform: one class per platform (``faas_drivers/platforms/<name>.py``), SeBS's model.
 
-A driver deploys a function of ``workloads/faas/functions`` (:class:`FunctionSpec`: memory,
-architecture, runtime, timeout, tags), invokes it (:class:`Call`), forces the next call cold,
-and deletes exactly what it created. Every platform API request goes through :meth:`Driver.api`,
-which counts it per operation and, in a dry run, prints it instead of sending it.
+The class holds what is true of the platform whatever the target (class attributes and class
+methods: its name, whether it is real and billed, the emulator profiles that model it, its default
+region, runtime, architectures, memory and timeout, its package format, its price rule, where its
+credentials come from); an instance is the driver of one target: it deploys a function of
+``workloads/faas/functions`` (:class:`FunctionSpec`), invokes it (:class:`Call`), forces the next
+call cold, deletes it, and lists and removes what a run created (teardown). Every platform API
+request goes through :meth:`Platform.api`, which counts it per operation and, in a dry run,
+prints it instead of sending it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
-import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any, ClassVar, TextIO
 
+from testbed_agent.faas_drivers.ledger import Budget, Journal
+from testbed_agent.faas_drivers.prices import Pricing, billed_s
 from testbed_agent.faas_drivers.target import Target
+from testbed_services.faas import package
+from testbed_services.faas.functions import FunctionCode
+from testbed_shared.errors import TestbedError
+
+#: what :meth:`Platform.owned` returns and :meth:`Platform.remove` takes: ``kind``, ``id`` (and
+#: the resource's tags where the platform lists them)
+Resource = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -57,10 +70,6 @@ class Call:
     platform: dict[str, Any] = field(default_factory=dict)
 
 
-class DryRun(Exception):
-    """Raised by :meth:`Driver.api` in a dry run when a later step needs an answer it cannot have."""
-
-
 class ApiLog:
     """Counts of platform API requests per operation; in a dry run, every request printed."""
 
@@ -83,16 +92,93 @@ def _short(value: Any) -> str:
     return str(value)
 
 
-class Driver(ABC):
-    """One FaaS target. Subclasses set ``platform`` and implement the abstract methods."""
+class Platform(ABC):
+    """One FaaS platform (class attributes) and the driver of one target (an instance)."""
 
-    platform = ""
-    #: whether the target can retire its hosts too (``cold(scope="host")``): the emulator only
-    host_cold = False
+    #: the platform's name in targets and records; its module is ``platforms/<name with _>.py``
+    name: ClassVar[str] = ""
+    #: a real provider that bills the calls (False: the emulator, which models one)
+    real: ClassVar[bool] = True
+    #: emulator profiles that model this platform: a profile named one of these, or one of these
+    #: and a dash (``aws-lambda-2017``)
+    profiles: ClassVar[tuple[str, ...]] = ()
+    default_region: ClassVar[str] = ""
+    default_runtime: ClassVar[str] = ""
+    architectures: ClassVar[tuple[str, ...]] = ("x86_64",)
+    #: memory and timeout of a deployment when the plan gives none
+    default_memory_mb: ClassVar[int] = 128
+    default_timeout_s: ClassVar[float] = 60.0
+    #: whether ``cold(scope="host")`` retires hosts too (the emulator only)
+    host_cold: ClassVar[bool] = False
+    #: the metric of round trip minus handler time: what lies between the caller and the function
+    overhead_metric: ClassVar[str] = "platform_overhead_s"
+    #: kinds of resources, in the order teardown deletes them (dependents first)
+    delete_order: ClassVar[tuple[str, ...]] = ("function",)
 
     def __init__(self, target: Target, *, dry_run: bool = False, out: TextIO | None = None) -> None:
         self.target = target
-        self.log = ApiLog(self.platform, dry_run, out)
+        self.log = ApiLog(self.name, dry_run, out)
+        #: what this run created (a dry run creates nothing and journals nothing)
+        self.journal = Journal(target.journal_path(), enabled=self.real and not dry_run)
+        #: the run's spending against its cap (a platform that bills nothing keeps no ledger)
+        self.budget: Budget | None = (
+            Budget(target.cost_cap_usd, target.journal_path().with_suffix(".cost.json"))
+            if self.real
+            else None
+        )
+
+    # -- what is true of the platform ---------------------------------------------------------
+
+    @classmethod
+    def models(cls, profile: str) -> bool:
+        """Whether the emulator profile ``profile`` models this platform."""
+        return any(profile == p or profile.startswith(p + "-") for p in cls.profiles)
+
+    @classmethod
+    def package_files(cls, code: FunctionCode) -> dict[str, bytes]:
+        """The deployment package's files (zip name -> content): the function's directory and its
+        ``python_path`` libraries; a platform that needs an entry point adds it."""
+        return package.files(code)
+
+    @classmethod
+    def package(cls, code: FunctionCode) -> bytes:
+        """The zip a driver uploads for ``code`` (byte for byte the same from the same files)."""
+        return package.build_zip(cls.package_files(code))
+
+    @classmethod
+    def estimate_memory_mb(cls, memory_mb: float | None) -> float:
+        """The memory a call is billed at when the plan asks for ``memory_mb`` (None: the default)."""
+        return float(memory_mb or cls.default_memory_mb)
+
+    @classmethod
+    def vcpus(cls, memory_mb: float, pricing: Pricing) -> float:
+        """vCPUs an instance of ``memory_mb`` gets (what a call's duration scales with)."""
+        return 1.0
+
+    @classmethod
+    def price(cls, memory_mb: float, duration_s: float, arch: str, pricing: Pricing) -> dict[str, float]:
+        """GB-seconds and price of one call of ``duration_s`` at ``memory_mb``: GB-s of the memory
+        at the table's per-GB-second rate of ``arch``, billed as the table rounds, plus the
+        per-request fee (a platform with another rule overrides this)."""
+        rates = pricing.rates(cls.name)
+        per = rates["per_gb_second"]
+        if arch not in per:
+            raise TestbedError(f"{cls.name} has no price for architecture {arch!r} ({', '.join(per)})")
+        gb_s = memory_mb / 1024.0 * billed_s(duration_s, rates)
+        return {"gb_seconds": gb_s, "price": gb_s * float(per[arch]) + float(rates.get("per_request", 0.0))}
+
+    @classmethod  # noqa: B027 - optional: the emulator needs no credentials
+    def check_credentials(cls, target: Target) -> None:
+        """Raise a one-line :class:`TestbedError` naming what is missing (which variable or file)
+        when no credentials for this platform are found here; contacts nothing."""
+
+    @classmethod
+    def sdk_errors(cls) -> tuple[type[BaseException], ...]:
+        """The SDK's exception classes a command reports as one line (refused credentials, denied
+        requests, an unreachable endpoint)."""
+        return ()
+
+    # -- the driver of one target -------------------------------------------------------------
 
     @property
     def dry_run(self) -> bool:
@@ -112,7 +198,24 @@ class Driver(ABC):
         self.log.record(op, params)
         return call(**params)
 
-    # -- the interface ------------------------------------------------------------------------
+    def connect(self) -> None:  # noqa: B027 - optional: the emulator needs no credentials
+        """Read the credentials and make the clients (a dry run of a plan needs none)."""
+
+    @contextlib.contextmanager
+    def reporting(self, what: str) -> Iterator[None]:
+        """Turn the SDK's errors while doing ``what`` into one line naming the platform."""
+        errors = self.sdk_errors()
+        try:
+            yield
+        except TestbedError:
+            raise
+        except errors as exc:
+            first = (str(exc).strip().splitlines() or [""])[0][:300]
+            raise TestbedError(
+                f"{self.name} ({self.target.path}): {what}: {type(exc).__name__}: {first}",
+                hint=f"check the credentials and permissions of {self.name} (docs/faas.md, Accounts and "
+                "permissions); --debug shows the traceback",
+            ) from exc
 
     @abstractmethod
     def describe(self) -> dict[str, Any]:
@@ -134,9 +237,48 @@ class Driver(ABC):
     def delete(self, name: str) -> None:
         """Delete the function and everything deployed with it."""
 
+    @abstractmethod
+    def owned(self, run_id: str | None, now: float | None = None) -> list[Resource]:
+        """What the platform's own tag query finds of run ``run_id`` (None: every resource of the
+        toolkit past its deadline at ``now``), each ``{"kind", "id", ...}``."""
+
+    @abstractmethod
+    def remove(self, resource: Resource) -> None:
+        """Delete one resource :meth:`owned` found, and journal it as deleted."""
+
+    def finish(self, name: str) -> None:
+        """What a benchmark does with its deployment when it ends: delete it (teardown takes what
+        a killed run left)."""
+        self.delete(name)
+
     def info(self) -> dict[str, Any]:
         """The target's state (the emulator's /info; for real platforms the description)."""
         return self.describe()
+
+    def settle(self, name: str, calls: list[Call], wait_s: float | None = None) -> dict[str, Any]:
+        """The platform's late figures of the calls (request logs, metrics): added to each call's
+        ``platform`` or returned for the record; none by default."""
+        return {}
+
+    def where(self, info: dict[str, Any]) -> dict[str, Any]:
+        """What a record says about where the benchmark ran (``resolved_*`` in its params)."""
+        desc = self.describe()
+        out = {
+            "platform": desc["platform"],
+            "region": desc.get("region"),
+            "architecture": desc.get("architecture"),
+            "runtime": desc.get("runtime"),
+            "real": bool(desc.get("real")),
+            "driver": desc.get("driver"),
+        }
+        if not out["real"]:
+            out["rehearsal"] = desc.get("emulator_profile") or desc.get("standin") or "dry run"
+        return out
+
+    def samples(self, info: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(samples, tool) of a record: the target and its API requests per operation."""
+        samples = {"target": self.describe(), "requests": self.counts()}
+        return samples, {"name": f"testbed-faas-driver-{self.name}"}
 
     def close(self) -> None:  # noqa: B027 - optional: most drivers hold nothing to release
         """Release clients (the deployed functions stay until :meth:`delete` or teardown)."""
@@ -146,10 +288,3 @@ class Driver(ABC):
 
     def counts(self) -> dict[str, int]:
         return dict(self.log.counts)
-
-
-def timed(call: Callable[[], Any]) -> tuple[Any, float]:
-    """``call()`` and its wall-clock seconds."""
-    t0 = time.perf_counter()
-    out = call()
-    return out, time.perf_counter() - t0

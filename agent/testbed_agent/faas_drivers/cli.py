@@ -2,6 +2,8 @@
 Functions) and the emulator behind one driver: check credentials, estimate a plan's cost against
 a cap, print every API call a plan would make (dry run), deploy-call-delete once (smoke), and tear
 down what a run created (by its run tag; ``--expired``: every testbed resource past its deadline).
+Without credentials, a command that talks to a platform stops before any request with one line
+naming what is missing.
 """
 
 from __future__ import annotations
@@ -12,9 +14,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from testbed_agent.faas_drivers import FunctionSpec, open_driver, platforms, teardown
+from testbed_agent.faas_drivers.dryrun import dry_run_plan
+from testbed_agent.faas_drivers.ledger import check_cap
+from testbed_agent.faas_drivers.prices import Pricing, load_pricing
+from testbed_agent.faas_drivers.pricing import plan_cost
+from testbed_agent.faas_drivers.target_file import load_target
+from testbed_agent.plan import load_plan
 from testbed_shared.errors import TestbedError
 
-#: exit status of ``estimate`` when the plan's estimate is over the cap (nothing may start)
+#: exit status of ``estimate`` when the plan's ceiling is over the cap (nothing may start)
 OVER_CAP = 3
 
 
@@ -64,43 +73,34 @@ def add_parser(subparsers: Any) -> None:
     down.set_defaults(func=_teardown)
 
 
-def _load(path: Path) -> Any:
-    from testbed_agent.faas_drivers.target import load_target  # noqa: PLC0415 - CLI start-up: a command imports what it runs
-
-    return load_target(path)
-
-
 def _estimate(args: argparse.Namespace) -> int:
-    from testbed_agent.faas_drivers.pricing import load_pricing, plan_cost  # noqa: PLC0415 - CLI start-up: a command imports what it runs
-    from testbed_agent.plan import load_plan  # noqa: PLC0415 - CLI start-up: a command imports what it runs
-
     plan = load_plan(args.plan)
-    target = _load(args.target) if args.target else None
+    target = load_target(args.target) if args.target else None
     pricing = load_pricing()
     cost = plan_cost(plan.benchmarks, pricing)
     if target is not None:
         cost = {k: v for k, v in cost.items() if k == target.platform}
-    cap = args.cap if args.cap is not None else (target.cost_cap_usd if target else None)
-    over = [p for p, row in cost.items() if cap is not None and row["price"] > cap]
+    cap = check_cap(args.cap, "--cap") if args.cap is not None else (target.cost_cap_usd if target else None)
+    over = [p for p, row in cost.items() if cap is not None and row["price_ceiling"] > cap]
     if args.json:
         doc = {"plan": plan.name, "cap_usd": cap, "platforms": cost, "over_cap": over}
         print(json.dumps(doc, sort_keys=True))
     else:
         print_cost(plan.name, cost, pricing)
         if cap is not None:
-            verdict = f"over it: {', '.join(over)}" if over else "within it"
+            verdict = f"the ceiling is over it: {', '.join(over)}" if over else "the ceiling is within it"
             print(f"cost cap ${cap:.2f}: {verdict}")
     if over:
         print(
-            f"refusing: the estimate exceeds the cost cap (${cap:.2f}); raise it explicitly "
-            "(faas_platform_cost_cap_usd / --cap) to run this plan",
+            f"refusing: the plan's ceiling (every call to its timeout) exceeds the cost cap (${cap:.2f}); "
+            "raise it explicitly (faas_platform_cost_cap_usd / --cap) to run this plan",
             file=sys.stderr,
         )
         return OVER_CAP
     return 0
 
 
-def print_cost(plan_name: str, cost: dict[str, dict[str, Any]], pricing: Any) -> None:
+def print_cost(plan_name: str, cost: dict[str, dict[str, Any]], pricing: Pricing) -> None:
     """The per-platform table of a plan's real-run estimate."""
     if not cost:
         print(f"plan {plan_name}: no faas benchmark of a real platform's profile")
@@ -135,62 +135,61 @@ def usd(x: float) -> str:
 
 
 def _dry_run(args: argparse.Namespace) -> int:
-    from testbed_agent.faas_drivers.dryrun import dry_run_plan  # noqa: PLC0415 - CLI start-up: a command imports what it runs
-
-    counts = dry_run_plan(args.plan, _load(args.target))
+    counts = dry_run_plan(args.plan, load_target(args.target))
     print(json.dumps({"requests": counts}, sort_keys=True))
     return 0
 
 
 def _check(args: argparse.Namespace) -> int:
-    from testbed_agent.faas_drivers import open_driver  # noqa: PLC0415 - CLI start-up: a command imports what it runs
-
-    target = _load(args.target)
+    target = load_target(args.target)
     driver = open_driver(target)
-    info = driver.describe()
-    if target.platform != "emulator":
-        info["resources_of_run"] = driver.owned(target.run_id)
+    with driver.reporting("listing this run's resources"):
+        info = {**driver.describe(), "resources_of_run": driver.owned(target.run_id)}
     print(json.dumps(info, indent=2, sort_keys=True, default=str))
     return 0
 
 
 def _smoke(args: argparse.Namespace) -> int:
-    from testbed_agent.faas_drivers import FunctionSpec, open_driver, teardown  # noqa: PLC0415 - CLI start-up: a command imports what it runs
-
-    target = _load(args.target)
-    event = json.loads(args.event)
+    target = load_target(args.target)
+    try:
+        event = json.loads(args.event)
+    except ValueError as exc:
+        raise TestbedError(f"--event: not JSON: {exc}") from None
     driver = open_driver(target)
     name = f"smoke-{args.function}"
     out: dict[str, Any] = {"target": driver.describe()}
     try:
-        out["deployment"] = driver.deploy(FunctionSpec(name, args.function, memory_mb=args.memory))
-        calls = [driver.invoke(name, event) for _ in range(2)]
-        out["calls"] = [
-            {
-                "ok": c.ok,
-                "cold": c.inspector.get("new_instance"),
-                "rtt_s": c.round_trip_s,
-                "platform": c.platform,
-            }
-            for c in calls
-        ]
-        driver.delete(name)
+        with driver.reporting(f"deploying and calling {args.function}"):
+            out["deployment"] = driver.deploy(FunctionSpec(name, args.function, memory_mb=args.memory))
+            calls = [driver.invoke(name, event) for _ in range(2)]
+            out["calls"] = [
+                {
+                    "ok": c.ok,
+                    "cold": c.inspector.get("new_instance"),
+                    "rtt_s": c.round_trip_s,
+                    "platform": c.platform,
+                }
+                for c in calls
+            ]
+            driver.delete(name)
     finally:
-        if target.platform != "emulator":
+        with driver.reporting("tearing down the smoke test's resources"):
             out["teardown"] = teardown(driver, target.run_id)
     print(json.dumps(out, indent=2, sort_keys=True, default=str))
     return 0 if all(c["ok"] for c in out.get("calls", [])) else 1
 
 
 def _teardown(args: argparse.Namespace) -> int:
-    from testbed_agent.faas_drivers import open_driver, teardown  # noqa: PLC0415 - CLI start-up: a command imports what it runs
-
-    target = _load(args.target)
-    if target.platform == "emulator":
-        raise TestbedError("the emulator keeps nothing after it stops: nothing to tear down")
+    target = load_target(args.target)
+    if not platforms.get(target.platform).real:
+        raise TestbedError(
+            f"{args.target}: {target.platform} keeps nothing after it stops: nothing to tear down"
+        )
     driver = open_driver(target, dry_run=args.dry_run)
-    if args.dry_run and hasattr(driver, "connect"):
-        driver.connect()  # the listing is read for real; only the deletions are printed instead
-    result = teardown(driver, None if args.expired else (args.run_id or target.run_id))
+    if args.dry_run:  # the listing is read for real; only the deletions are printed instead
+        driver.check_credentials(target)
+        driver.connect()
+    with driver.reporting("tearing down"):
+        result = teardown(driver, None if args.expired else (args.run_id or target.run_id))
     print(json.dumps(result, indent=2, sort_keys=True))
     return 0

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from testbed_agent.faas_drivers import open_driver
-from testbed_agent.faas_drivers.pricing import emulator_only
+from testbed_agent.faas_drivers import open_driver, platforms
+from testbed_agent.faas_drivers.calls import emulator_only
 from testbed_agent.faas_drivers.routing import skip_reason
 from testbed_agent.faas_drivers.target import Target
 from testbed_agent.plan import load_plan
@@ -35,8 +35,8 @@ class DryContext(RunContext):
 def dry_run_plan(plan_path: Path, target: Target, out: TextIO | None = None) -> dict[str, int]:
     """Print the calls of ``plan_path``'s faas benchmarks on ``target``; their counts per operation."""
     out = out or sys.stdout
-    if target.platform == "emulator":
-        raise TestbedError("a dry run is for real platforms: the emulator costs nothing to call")
+    if not platforms.get(target.platform).real:
+        raise TestbedError(f"a dry run is for real platforms: {target.platform} costs nothing to call")
     plan = load_plan(plan_path)
     driver = open_driver(target, dry_run=True, out=out)
     options: dict[str, Any] = {"faas_driver": driver, "faas_dry_run": True}

@@ -1,4 +1,4 @@
-"""Which driver a ``faas`` benchmark runs through, and what its record says about the target.
+"""Which driver a ``faas`` benchmark runs through, and whether its cost fits the run's cap.
 
 A host whose environment names a real target (``TESTBED_FAAS_TARGET``, written by the
 ``faas_platform`` role) runs every faas benchmark of its plan on that platform, unchanged: the
@@ -15,23 +15,24 @@ import dataclasses
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from testbed_agent.faas_drivers import open_driver
-from testbed_agent.faas_drivers.base import Driver, FunctionSpec
-from testbed_agent.faas_drivers.emulator import EmulatorDriver
-from testbed_agent.faas_drivers.pricing import benchmark_cost, platform_of
-from testbed_agent.faas_drivers.target import Target, target_from, target_from_env
+from testbed_agent.faas_drivers import open_driver, platforms
+from testbed_agent.faas_drivers.base import FunctionSpec, Platform
+from testbed_agent.faas_drivers.platforms.emulator import EmulatorDriver
+from testbed_agent.faas_drivers.pricing import benchmark_cost
+from testbed_agent.faas_drivers.target import Target
+from testbed_agent.faas_drivers.target_file import target_from_env
 
 
 def real_target(options: dict[str, Any] | None = None) -> Target | None:
     """The host's real FaaS target (``TESTBED_FAAS_TARGET``), if any."""
     given = (options or {}).get("faas_driver")
     target = given.target if given is not None else (options or {}).get("faas_target") or target_from_env()
-    return target if target is not None and target.platform != "emulator" else None
+    return target if target is not None and platforms.get(target.platform).real else None
 
 
 def skip_reason(target: Target, profile: str, architecture: str | None = None) -> str | None:
     """Why a benchmark about ``profile`` (and ``architecture``) does not run on ``target``."""
-    modelled = platform_of(profile)
+    modelled = platforms.modelled_by(profile)
     if modelled != target.platform:
         about = f"the {modelled} platform" if modelled else f"the emulator profile {profile!r} only"
         return f"this host's FaaS target is {target.platform}; the benchmark ({profile}) is about {about}"
@@ -45,7 +46,7 @@ def driver_for(
     options: dict[str, Any],
     emulator_url: Callable[[], contextlib.AbstractContextManager[str]],
     timeout_s: float,
-) -> Iterator[Driver]:
+) -> Iterator[Platform]:
     """The driver of one execution: the host's real target, else the emulator at the benchmark's
     endpoint (``emulator_url()`` yields its URL, starting a private emulator for ``auto``)."""
     given = options.get("faas_driver")
@@ -61,13 +62,11 @@ def driver_for(
             driver.close()
         return
     with emulator_url() as url:
-        driver = EmulatorDriver(
-            target_from({"platform": "emulator", "options": {"url": url}}), timeout_s=timeout_s
-        )
+        emulator = EmulatorDriver.at(url, timeout_s)
         try:
-            yield driver
+            yield emulator
         finally:
-            driver.close()
+            emulator.close()
 
 
 def function_spec(name: str, p: Any, tags: dict[str, str] | None = None) -> FunctionSpec:
@@ -86,43 +85,11 @@ def function_spec(name: str, p: Any, tags: dict[str, str] | None = None) -> Func
     )
 
 
-def check_budget(driver: Driver, p: Any, what: str) -> None:
-    """Refuse an execution whose estimated price would take the run over its cost cap."""
-    budget = getattr(driver, "budget", None)
-    if budget is None:
+def check_budget(driver: Platform, p: Any, what: str) -> None:
+    """Refuse an execution whose cost ceiling (every call to its timeout) would take the run over
+    its cost cap."""
+    if driver.budget is None:
         return
     params = {f.name: getattr(p, f.name) for f in dataclasses.fields(p)}  # every mode's parameters
     params["architecture"] = p.architecture or driver.target.architecture
-    budget.check(benchmark_cost(params, 1, driver.platform)["price"], what)
-
-
-def settle(driver: Driver, name: str, calls: list[dict[str, Any]]) -> dict[str, Any]:
-    """The platform's late figures of the calls (request logs, metrics), where the driver reads any."""
-    read = getattr(driver, "settle", None)
-    if read is None or driver.dry_run:
-        return {}
-    return read(name, [c["call"] for c in calls if "call" in c]) or {}
-
-
-def record_params(driver: Driver, info: dict[str, Any]) -> dict[str, Any]:
-    """What the record says about where the benchmark ran: platform, region, architecture,
-    runtime, real or emulated (and, emulated, the platform the profile models)."""
-    desc = driver.describe()
-    out = {
-        "platform": desc["platform"],
-        "region": desc.get("region"),
-        "architecture": desc.get("architecture"),
-        "runtime": desc.get("runtime"),
-        "real": bool(desc.get("real")),
-        "driver": desc.get("driver"),
-    }
-    if driver.platform == "emulator":
-        profile = (info.get("profile") or {}).get("name", "")
-        out |= {
-            "models": platform_of(profile),
-            "limits_enforced": info.get("limits_enforced"),
-            "cgroup": info.get("cgroup"),
-        }
-    elif not out["real"]:
-        out["rehearsal"] = desc.get("emulator_profile") or desc.get("standin") or "dry run"
-    return out
+    driver.budget.check(benchmark_cost(params, 1, driver.name)["price_ceiling"], what)

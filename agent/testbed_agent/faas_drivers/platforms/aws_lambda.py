@@ -1,7 +1,9 @@
 """AWS Lambda through boto3: the same code against Lambda and against the emulator's Lambda API.
 
-Credentials and region come from boto3's standard chain (environment, ``~/.aws``, SSO, instance
-role); endpoints from botocore's standard settings (``AWS_ENDPOINT_URL_LAMBDA`` and friends) or
+Credentials come from boto3's standard chain (environment, ``~/.aws`` profiles, SSO, a credential
+process, web identity), checked before any request; the instance role (the EC2 metadata service)
+only when ``options.instance_role`` is true, so no metadata service is asked elsewhere. Endpoints
+come from botocore's standard settings (``AWS_ENDPOINT_URL_LAMBDA`` and friends) or
 ``options.endpoint_url``. What a deployment creates, each tagged with the run and its deadline:
 the log group ``/aws/lambda/<name>`` (made first, with a one-day retention, so the function's logs
 are the run's to delete), the function, and - when ``options.role_arn`` is not given - one
@@ -20,16 +22,11 @@ import math
 import re
 import time
 import uuid
-from typing import Any
+from typing import Any, TextIO
 
-import boto3
-from botocore.config import Config
-
-from testbed_agent.faas_drivers.base import Call, Driver, FunctionSpec
-from testbed_agent.faas_drivers.ledger import Budget, Journal
-from testbed_agent.faas_drivers.pricing import call_price, load_pricing
+from testbed_agent.faas_drivers.base import Call, FunctionSpec, Platform, Resource
+from testbed_agent.faas_drivers.prices import load_pricing
 from testbed_agent.faas_drivers.target import OWNER, TAG_DEADLINE, TAG_OWNER, TAG_RUN, Target
-from testbed_services.faas import package
 from testbed_services.faas.functions import default_dirs, find_function
 from testbed_shared.errors import TestbedError, WorkloadError
 
@@ -70,38 +67,87 @@ def parse_report(log: str) -> dict[str, Any]:
     return out
 
 
-class LambdaDriver(Driver):
+class LambdaDriver(Platform):
     """AWS Lambda (or anything speaking its API) with boto3."""
 
-    platform = "aws-lambda"
+    name = "aws-lambda"
+    profiles = ("aws-lambda",)
+    default_region = "us-east-1"
+    default_runtime = "python3.12"
+    architectures = ("x86_64", "arm64")
+    default_memory_mb = 128
+    default_timeout_s = 3.0
+    delete_order = ("function", "log-group", "iam-role")
 
-    def __init__(
-        self, target: Target, *, dry_run: bool = False, out: Any = None, session: Any = None
-    ) -> None:
+    def __init__(self, target: Target, *, dry_run: bool = False, out: TextIO | None = None) -> None:
         super().__init__(target, dry_run=dry_run, out=out)
-        self.session = session or boto3.session.Session(region_name=target.region)
-        config = Config(retries={"mode": "standard", "max_attempts": 4}, read_timeout=905, connect_timeout=10)
-        endpoint = target.options.get("endpoint_url")
-        self.lam = self.session.client("lambda", endpoint_url=endpoint, config=config)
-        self.iam = self.session.client("iam", config=config)
-        self.logs = self.session.client("logs", config=config)
-        self.journal = Journal(target.journal_path(), enabled=not dry_run)
-        self.budget = Budget(target.cost_cap_usd, target.journal_path().with_suffix(".cost.json"))
         self.pricing = load_pricing()
         self.emulator: str | None = None
         self.deployed: dict[str, dict[str, Any]] = {}
         self._role: str | None = target.options.get("role_arn")
+        if not dry_run:
+            self.check_credentials(target)
+        self.connect()
+
+    @classmethod
+    def vcpus(cls, memory_mb: float, pricing: Any) -> float:
+        """One vCPU per 1769 MB, at most 6."""
+        return min(6.0, memory_mb / 1769.0)
+
+    @classmethod
+    def check_credentials(cls, target: Target) -> None:
+        """botocore's own resolution of the credentials, read from the environment and files only."""
+        import botocore.exceptions  # noqa: PLC0415 - its SDK only when the platform is used
+
+        where = f"aws-lambda ({target.path})"
+        hint = (
+            "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE naming a profile of "
+            "~/.aws/credentials or ~/.aws/config (on an EC2 instance with a role: options.instance_role: "
+            "true); docs/faas.md, Accounts and permissions"
+        )
+        try:
+            found = _botocore_session(target).get_credentials()
+        except botocore.exceptions.ProfileNotFound as exc:
+            raise TestbedError(f"{where}: AWS_PROFILE: {exc}", hint=hint) from None
+        except botocore.exceptions.BotoCoreError as exc:
+            raise TestbedError(f"{where}: the AWS credentials cannot be read: {exc}", hint=hint) from None
+        if found is None:
+            raise TestbedError(
+                f"{where}: no AWS credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set "
+                "and no profile of ~/.aws/credentials or ~/.aws/config provides any",
+                hint=hint,
+            )
+
+    @classmethod
+    def sdk_errors(cls) -> tuple[type[BaseException], ...]:
+        import botocore.exceptions  # noqa: PLC0415 - its SDK only when the platform is used
+
+        return (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError)
+
+    def connect(self) -> None:
+        """The clients (built in a dry run too: they send nothing there)."""
+        import boto3  # noqa: PLC0415 - its SDK only when the platform is used
+        from botocore.config import Config  # noqa: PLC0415 - its SDK only when the platform is used
+
+        session = boto3.session.Session(
+            botocore_session=_botocore_session(self.target), region_name=self.target.region
+        )
+        config = Config(retries={"mode": "standard", "max_attempts": 4}, read_timeout=905, connect_timeout=10)
+        endpoint = self.target.options.get("endpoint_url")
+        self.lam = session.client("lambda", endpoint_url=endpoint, config=config)
+        self.iam = session.client("iam", config=config)
+        self.logs = session.client("logs", config=config)
 
     # -- description -------------------------------------------------------------------------
 
     def describe(self) -> dict[str, Any]:
         return {
-            "platform": self.platform,
+            "platform": self.name,
             "region": self.target.region,
             "architecture": self.target.architecture,
             "runtime": self.target.runtime,
             "real": self.emulator is None and not self.dry_run,
-            "driver": self.platform,
+            "driver": self.name,
             "endpoint": self.lam.meta.endpoint_url,
             **({"emulator_profile": self.emulator} if self.emulator else {}),
         }
@@ -152,7 +198,7 @@ class LambdaDriver(Driver):
             return self._reconfigure(spec)  # the same code: a configuration change (memory sweep)
         name = self.target.resource_name(spec.name)
         code = find_function(spec.function, default_dirs())
-        zipped = package.package(code, "aws-lambda")
+        zipped = self.package(code)
         arch = spec.architecture or self.target.architecture
         role = self.role()
         group = f"/aws/lambda/{name}"
@@ -197,14 +243,14 @@ class LambdaDriver(Driver):
         self.deployed[spec.name] = {
             "name": name,
             "function": spec.function,
-            "memory_mb": config.get("MemorySize", params.get("MemorySize", 128)),
-            "timeout_s": config.get("Timeout", params.get("Timeout", 3)),
+            "memory_mb": config.get("MemorySize", params.get("MemorySize", self.default_memory_mb)),
+            "timeout_s": config.get("Timeout", params.get("Timeout", self.default_timeout_s)),
             "architecture": arch,
             "env": dict(spec.env),
         }
         return {
             **self.deployed[spec.name],
-            "platform": self.platform,
+            "platform": self.name,
             "code_sha256": config.get("CodeSha256"),
         }
 
@@ -232,11 +278,14 @@ class LambdaDriver(Driver):
             timeout_s=(resp or {}).get("Timeout", params.get("Timeout", dep["timeout_s"])),
             env=dict(spec.env),
         )
-        return {**dep, "platform": self.platform, "code_sha256": (resp or {}).get("CodeSha256")}
+        return {**dep, "platform": self.name, "code_sha256": (resp or {}).get("CodeSha256")}
 
     def _create(self, params: dict[str, Any]) -> dict[str, Any]:
         end = time.monotonic() + ROLE_PROPAGATION_S
-        dry = {"MemorySize": params.get("MemorySize", 128), "Timeout": params.get("Timeout", 3)}
+        dry = {
+            "MemorySize": params.get("MemorySize", self.default_memory_mb),
+            "Timeout": params.get("Timeout", self.default_timeout_s),
+        }
         while True:
             try:
                 resp = self.api("lambda:CreateFunction", self.lam.create_function, dry, **params)
@@ -301,13 +350,14 @@ class LambdaDriver(Driver):
         }
         billed = report.get("billed_duration_s", report.get("duration_s", 0.0))
         memory = report.get("memory_size_mb", dep["memory_mb"])
-        cost = call_price(self.platform, memory, billed, dep["architecture"], self.pricing)
+        cost = self.price(memory, billed, dep["architecture"], self.pricing)
         billing = {"duration_s": billed, "memory_mb": memory, "currency": self.pricing.currency, **cost}
         status = 200 if error is None else 500
         call = Call(
             status, error is None, rtt, result if error is None else None, error, inspector, billing, report
         )
-        self.budget.charge(cost["price"])
+        if self.budget is not None:
+            self.budget.charge(cost["price"])
         return call
 
     def cold(self, name: str | None, scope: str = "function") -> dict[str, Any]:
@@ -370,9 +420,9 @@ class LambdaDriver(Driver):
 
     # -- teardown -----------------------------------------------------------------------------
 
-    def owned(self, run_id: str | None, now: float | None = None) -> list[dict[str, Any]]:
+    def owned(self, run_id: str | None, now: float | None = None) -> list[Resource]:
         """Resources tagged as this toolkit's: of run ``run_id``, or (None) past their deadline."""
-        found: list[dict[str, Any]] = []
+        found: list[Resource] = []
         marker: dict[str, Any] = {}
         while True:
             page = self.read("lambda:ListFunctions", self.lam.list_functions, **marker)
@@ -414,7 +464,7 @@ class LambdaDriver(Driver):
                 found.append({"kind": "iam-role", "id": role["RoleName"], "tags": tags})
         return found
 
-    def remove(self, resource: dict[str, Any]) -> None:
+    def remove(self, resource: Resource) -> None:
         kind, ident = resource["kind"], resource["id"]
         if kind == "function":
             self.delete_named(ident, keep_log_group=True)
@@ -424,6 +474,17 @@ class LambdaDriver(Driver):
             self.journal.deleted("log-group", ident)
         elif kind == "iam-role":
             self.delete_role(ident)
+
+
+def _botocore_session(target: Target) -> Any:
+    """A botocore session whose credential chain asks no metadata service unless the target says
+    the machine has an instance role (``options.instance_role``)."""
+    import botocore.session  # noqa: PLC0415 - its SDK only when the platform is used
+
+    session = botocore.session.Session()
+    if not target.options.get("instance_role"):
+        session.get_component("credential_provider").remove("iam-role")
+    return session
 
 
 def _selected(tags: dict[str, str], run_id: str | None, now: float | None) -> bool:

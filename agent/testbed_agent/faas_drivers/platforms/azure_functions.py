@@ -1,7 +1,9 @@
 """Azure Functions (Linux Consumption plan) with azure-mgmt-web and Kudu's zip deploy.
 
-Credentials come from azure-identity's DefaultAzureCredential (AZURE_CLIENT_ID/SECRET/TENANT_ID,
-managed identity, ``az login``); the subscription from ``options.subscription_id`` or
+Credentials come from azure-identity's DefaultAzureCredential, limited to a service principal
+(AZURE_CLIENT_ID, AZURE_TENANT_ID and AZURE_CLIENT_SECRET or a certificate), workload identity and
+``az login``, checked before any request; a managed identity (the metadata service) only when
+``options.managed_identity`` is true. The subscription comes from ``options.subscription_id`` or
 AZURE_SUBSCRIPTION_ID. The first deployment of a run creates the run's resource group, a storage
 account (the Functions runtime needs one) and a Consumption plan (Y1, Linux), all tagged with the
 run and its deadline; each function is a function app of its own (kind ``functionapp,linux``,
@@ -20,49 +22,54 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import math
 import os
 import threading
 import time
-from typing import Any
+from pathlib import Path
+from typing import Any, TextIO
 
-import requests
-from azure.identity import DefaultAzureCredential
-from azure.mgmt.monitor import MonitorManagementClient
-from azure.mgmt.resource import ResourceManagementClient
-from azure.mgmt.storage import StorageManagementClient
-from azure.mgmt.web import WebSiteManagementClient
-
-from testbed_agent.faas_drivers.base import Call, Driver, FunctionSpec
-from testbed_agent.faas_drivers.ledger import Budget, Journal
-from testbed_agent.faas_drivers.pricing import load_pricing
-from testbed_agent.faas_drivers.shim import shim_call
+from testbed_agent.faas_drivers import shim
+from testbed_agent.faas_drivers.base import Call, FunctionSpec, Platform, Resource
+from testbed_agent.faas_drivers.prices import Pricing, load_pricing
 from testbed_agent.faas_drivers.target import OWNER, TAG_DEADLINE, TAG_OWNER, TAG_RUN, Target
-from testbed_services.faas import package
-from testbed_services.faas.functions import default_dirs, find_function
+from testbed_services.faas.functions import FunctionCode, default_dirs, find_function
 from testbed_shared.errors import TestbedError, WorkloadError
 
 ARM_SCOPE = "https://management.azure.com/.default"
+#: memory of a Consumption instance (not configurable); an estimate bills every call at it
 INSTANCE_MB = 1536
+#: the HTTP function of the package's function_app.py (workloads/faas/shims/azure_function_app.py)
+FUNCTION = "testbed"
+#: what the platform's remote build installs next to the package
+REQUIREMENTS = "azure-functions==1.26.0\n"
+HOST_JSON = {
+    "version": "2.0",
+    "extensionBundle": {"id": "Microsoft.Azure.Functions.ExtensionBundle", "version": "[4.*, 5.0.0)"},
+    "logging": {"logLevel": {"default": "Warning"}},
+}
 DEPLOY_TIMEOUT_S = 900.0
 INDEX_TIMEOUT_S = 300.0
 
 
-class AzureFunctionsDriver(Driver):
+class AzureFunctionsDriver(Platform):
     """Function apps on a Linux Consumption plan in the run's resource group."""
 
-    platform = "azure-functions"
+    name = "azure-functions"
+    profiles = ("azure-consumption", "azure-functions")
+    default_region = "westeurope"
+    default_runtime = "3.11"
+    default_memory_mb = INSTANCE_MB
+    default_timeout_s = 300.0
+    delete_order = ("function-app", "app-service-plan", "storage-account", "resource-group")
 
-    def __init__(self, target: Target, *, dry_run: bool = False, out: Any = None) -> None:
+    def __init__(self, target: Target, *, dry_run: bool = False, out: TextIO | None = None) -> None:
         super().__init__(target, dry_run=dry_run, out=out)
-        self.subscription = str(
-            target.options.get("subscription_id") or os.environ.get("AZURE_SUBSCRIPTION_ID") or ""
-        )
+        self.subscription = _subscription(target)
         if not self.subscription:
             raise TestbedError(
                 f"{target.path}: azure-functions needs options.subscription_id (or AZURE_SUBSCRIPTION_ID)"
             )
-        self.journal = Journal(target.journal_path(), enabled=not dry_run)
-        self.budget = Budget(target.cost_cap_usd, target.journal_path().with_suffix(".cost.json"))
         self.pricing = load_pricing()
         self.deployed: dict[str, dict[str, Any]] = {}
         #: set when the answering endpoint is one of the toolkit's local stand-ins (it says so)
@@ -75,11 +82,87 @@ class AzureFunctionsDriver(Driver):
         self._base: dict[str, Any] | None = None
         self._local = threading.local()
         if not dry_run:
+            self.check_credentials(target)
             self.connect()
+
+    @classmethod
+    def package_files(cls, code: FunctionCode) -> dict[str, bytes]:
+        """The function, the shim, ``function_app.py`` (one HTTP function) and ``host.json``."""
+        files = {**super().package_files(code), **shim.files(code)}
+        files["function_app.py"] = (shim.shims_dir() / "azure_function_app.py").read_bytes()
+        files["host.json"] = (json.dumps(HOST_JSON, indent=2) + "\n").encode()
+        files["requirements.txt"] = REQUIREMENTS.encode()
+        return files
+
+    @classmethod
+    def estimate_memory_mb(cls, memory_mb: float | None) -> float:
+        """The instance's memory: the most a call's observed memory can be billed at."""
+        return float(INSTANCE_MB)
+
+    @classmethod
+    def price(cls, memory_mb: float, duration_s: float, arch: str, pricing: Pricing) -> dict[str, float]:
+        """GB-s of the observed memory rounded up to 128 MB steps, at least 100 ms, plus the request."""
+        rates = pricing.rates(cls.name)
+        step = float(rates.get("memory_step_mb", 128))
+        memory = max(step, math.ceil(memory_mb / step) * step)
+        return super().price(memory, duration_s, arch, pricing)
+
+    @classmethod
+    def check_credentials(cls, target: Target) -> None:
+        """A service principal or workload identity in the environment, or ``az login``'s files."""
+        where = f"azure-functions ({target.path})"
+        hint = (
+            "set AZURE_CLIENT_ID, AZURE_TENANT_ID and AZURE_CLIENT_SECRET (a service principal), or run "
+            "`az login` (on an Azure VM with a managed identity: options.managed_identity: true); "
+            "docs/faas.md, Accounts and permissions"
+        )
+        if not _subscription(target):
+            raise TestbedError(
+                f"{where}: no subscription: set options.subscription_id or AZURE_SUBSCRIPTION_ID", hint=hint
+            )
+        env = os.environ
+        if env.get("AZURE_CLIENT_ID") or env.get("AZURE_TENANT_ID"):
+            secret = ("AZURE_CLIENT_SECRET", "AZURE_CLIENT_CERTIFICATE_PATH", "AZURE_FEDERATED_TOKEN_FILE")
+            missing = [v for v in ("AZURE_CLIENT_ID", "AZURE_TENANT_ID") if not env.get(v)]
+            if not any(env.get(v) for v in secret):
+                missing.append("AZURE_CLIENT_SECRET")
+            if missing:
+                raise TestbedError(
+                    f"{where}: a service principal needs {' and '.join(missing)} too", hint=hint
+                )
+            return
+        profile = Path(env.get("AZURE_CONFIG_DIR") or Path.home() / ".azure") / "azureProfile.json"
+        if profile.is_file() or target.options.get("managed_identity"):
+            return
+        raise TestbedError(
+            f"{where}: no Azure credentials: AZURE_CLIENT_ID, AZURE_TENANT_ID and AZURE_CLIENT_SECRET are "
+            f"not set and {profile} (az login) does not exist",
+            hint=hint,
+        )
+
+    @classmethod
+    def sdk_errors(cls) -> tuple[type[BaseException], ...]:
+        import requests  # noqa: PLC0415 - its SDK only when the platform is used
+        from azure.core.exceptions import AzureError  # noqa: PLC0415 - its SDK only when the platform is used
+
+        return (AzureError, requests.RequestException)
 
     def connect(self) -> None:
         """Read the credentials and make the clients (a dry run of a plan needs none)."""
-        self.credential = DefaultAzureCredential(exclude_interactive_browser_credential=True)
+        from azure.identity import DefaultAzureCredential  # noqa: PLC0415 - its SDK only when used
+        from azure.mgmt.monitor import MonitorManagementClient  # noqa: PLC0415 - its SDK only when used
+        from azure.mgmt.resource import ResourceManagementClient  # noqa: PLC0415 - its SDK only when used
+        from azure.mgmt.storage import StorageManagementClient  # noqa: PLC0415 - its SDK only when used
+        from azure.mgmt.web import WebSiteManagementClient  # noqa: PLC0415 - its SDK only when used
+
+        self.credential = DefaultAzureCredential(
+            exclude_managed_identity_credential=not self.target.options.get("managed_identity"),
+            exclude_interactive_browser_credential=True,
+            exclude_shared_token_cache_credential=True,
+            exclude_visual_studio_code_credential=True,
+            exclude_powershell_credential=True,
+            exclude_developer_cli_credential=True,
+        )
         self.resources = ResourceManagementClient(self.credential, self.subscription)
         self.storage = StorageManagementClient(self.credential, self.subscription)
         self.web = WebSiteManagementClient(self.credential, self.subscription)
@@ -87,13 +170,13 @@ class AzureFunctionsDriver(Driver):
 
     def describe(self) -> dict[str, Any]:
         return {
-            "platform": self.platform,
+            "platform": self.name,
             "region": self.target.region,
             "architecture": "x86_64",
             "runtime": f"python{self.target.runtime}",
             "real": not self.dry_run and self.standin is None,
             **({"standin": self.standin} if self.standin else {}),
-            "driver": self.platform,
+            "driver": self.name,
             "endpoint": f"https://management.azure.com/subscriptions/{self.subscription}/resourceGroups/{self.group}",
             "plan": "Consumption (Y1, Linux)",
         }
@@ -170,8 +253,8 @@ class AzureFunctionsDriver(Driver):
         base = self._ensure_base()
         site = f"{self.target.prefix}-{self.suffix}-{spec.name}".lower()[:60].rstrip("-")
         code = find_function(spec.function, default_dirs())
-        zipped = package.package(code, "azure-functions")
-        timeout = int(spec.timeout_s or 300)
+        zipped = self.package(code)
+        timeout = int(spec.timeout_s or self.default_timeout_s)
         settings = {
             "FUNCTIONS_EXTENSION_VERSION": "~4",
             "FUNCTIONS_WORKER_RUNTIME": "python",
@@ -210,17 +293,19 @@ class AzureFunctionsDriver(Driver):
             "function": spec.function,
             "memory_mb": INSTANCE_MB,
             "timeout_s": timeout,
-            "url": f"https://{site}.azurewebsites.net/api/{package.AZURE_FUNCTION}",
+            "url": f"https://{site}.azurewebsites.net/api/{FUNCTION}",
             "key": key,
             "since": dt.datetime.now(dt.UTC),
         }
         shown = {k: v for k, v in self.deployed[spec.name].items() if k not in ("key", "since")}
-        return {**shown, "platform": self.platform}
+        return {**shown, "platform": self.name}
 
     def _token(self) -> str:
         return self.credential.get_token(ARM_SCOPE).token
 
     def _http(self) -> Any:
+        import requests  # noqa: PLC0415 - its SDK only when the platform is used
+
         session = getattr(self._local, "session", None)
         if session is None:
             session = self._local.session = requests.Session()
@@ -272,10 +357,10 @@ class AzureFunctionsDriver(Driver):
                 resource_group_name=self.group,
                 name=site,
             )
-            if any(str(f.name).split("/")[-1] == package.AZURE_FUNCTION for f in listed):
+            if any(str(f.name).split("/")[-1] == FUNCTION for f in listed):
                 break
             if time.monotonic() > end:
-                raise WorkloadError(f"{site}: the function {package.AZURE_FUNCTION} was not indexed in time")
+                raise WorkloadError(f"{site}: the function {FUNCTION} was not indexed in time")
             time.sleep(3)
         keys = self.read(
             "sites.listHostKeys",
@@ -316,10 +401,10 @@ class AzureFunctionsDriver(Driver):
             else None
         )
         billed_mb = rss / (1 << 20) if rss else INSTANCE_MB
-        call = shim_call(
-            self.platform, resp.status_code, envelope, resp.text, rtt, INSTANCE_MB, self.pricing, billed_mb
+        call = shim.call(
+            self, self.pricing, resp.status_code, envelope, resp.text, rtt, INSTANCE_MB, billed_mb
         )
-        if call.billing:
+        if call.billing and self.budget is not None:
             self.budget.charge(call.billing["price"])
         return call
 
@@ -390,7 +475,7 @@ class AzureFunctionsDriver(Driver):
         self.journal.deleted("function-app", dep["name"])
         del self.deployed[name]
 
-    def owned(self, run_id: str | None, now: float | None = None) -> list[dict[str, Any]]:
+    def owned(self, run_id: str | None, now: float | None = None) -> list[Resource]:
         """The resource groups tagged as this toolkit's, of ``run_id`` or past their deadline."""
         flt = (
             f"tagName eq '{TAG_RUN}' and tagValue eq '{run_id}'"
@@ -400,7 +485,7 @@ class AzureFunctionsDriver(Driver):
         groups = self.read(
             "resourceGroups.list", lambda **p: list(self.resources.resource_groups.list(**p)), filter=flt
         )
-        found = []
+        found: list[Resource] = []
         for group in groups:
             tags = group.tags or {}
             if tags.get(TAG_OWNER) != OWNER:
@@ -417,7 +502,7 @@ class AzureFunctionsDriver(Driver):
             found.append({"kind": "resource-group", "id": group.name})
         return found
 
-    def remove(self, resource: dict[str, Any]) -> None:
+    def remove(self, resource: Resource) -> None:
         if resource["kind"] != "resource-group":
             return
         self._lro(
@@ -431,3 +516,7 @@ class AzureFunctionsDriver(Driver):
                 for entry in self.journal.live():
                     if entry["kind"] == kind:
                         self.journal.deleted(kind, entry["id"])
+
+
+def _subscription(target: Target) -> str:
+    return str(target.options.get("subscription_id") or os.environ.get("AZURE_SUBSCRIPTION_ID") or "")

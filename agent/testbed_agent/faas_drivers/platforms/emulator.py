@@ -1,13 +1,20 @@
-"""The local emulator through its own HTTP API: everything its inspector sees, host-cold included."""
+"""The local emulator through its own HTTP API: everything its inspector sees, host-cold included.
+
+Not a real platform: it bills nothing (no ledger), tags nothing (a teardown has nothing to find:
+its deployments end with it) and keeps a benchmark's deployment for the next call of a shared
+emulator service. Its records name the platform the emulator's profile models.
+"""
 
 from __future__ import annotations
 
 import platform as _platform
 import sys
 import threading
-from typing import Any
+from typing import Any, TextIO
 
-from testbed_agent.faas_drivers.base import Call, Driver, FunctionSpec
+from testbed_agent.faas_drivers import platforms
+from testbed_agent.faas_drivers.base import Call, FunctionSpec, Platform, Resource
+from testbed_agent.faas_drivers.target import Target
 from testbed_services.faas.client import FaasClient
 
 
@@ -17,14 +24,18 @@ def machine() -> str:
     return {"amd64": "x86_64", "aarch64": "arm64"}.get(m, m)
 
 
-class EmulatorDriver(Driver):
+class EmulatorDriver(Platform):
     """``testbed-agent faas serve`` at ``options.url`` (one client per calling thread)."""
 
-    platform = "emulator"
+    name = "emulator"
+    real = False
+    default_region = "local"
+    architectures = ("x86_64", "arm64")
     host_cold = True
+    overhead_metric = "emulator_overhead_s"
 
     def __init__(
-        self, target: Any, *, dry_run: bool = False, out: Any = None, timeout_s: float = 900.0
+        self, target: Target, *, dry_run: bool = False, out: TextIO | None = None, timeout_s: float = 900.0
     ) -> None:
         super().__init__(target, dry_run=dry_run, out=out)
         self.url = str(target.options.get("url") or "")
@@ -33,6 +44,11 @@ class EmulatorDriver(Driver):
         self._clients: list[FaasClient] = []
         self._lock = threading.Lock()
         self._info: dict[str, Any] | None = None
+
+    @classmethod
+    def at(cls, url: str, timeout_s: float) -> EmulatorDriver:
+        """The driver of the emulator at ``url`` (a benchmark's endpoint)."""
+        return cls(Target(cls.name, region=cls.default_region, options={"url": url}), timeout_s=timeout_s)
 
     def _client(self) -> FaasClient:
         client = getattr(self._local, "client", None)
@@ -55,9 +71,30 @@ class EmulatorDriver(Driver):
             "architecture": machine(),
             "runtime": f"python{sys.version_info.major}.{sys.version_info.minor}",
             "real": False,
-            "driver": self.platform,
+            "driver": self.name,
             "endpoint": self.url,
         }
+
+    def where(self, info: dict[str, Any]) -> dict[str, Any]:
+        """The record's target, with the platform the profile models and whether limits held."""
+        desc = self.describe()
+        return {
+            "platform": desc["platform"],
+            "region": desc["region"],
+            "architecture": desc["architecture"],
+            "runtime": desc["runtime"],
+            "real": False,
+            "driver": self.name,
+            "models": platforms.modelled_by((info.get("profile") or {}).get("name", "")),
+            "limits_enforced": info.get("limits_enforced"),
+            "cgroup": info.get("cgroup"),
+        }
+
+    def samples(self, info: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The emulator's state (profile, limits, CPU) and the profile as the tool's."""
+        keys = ("emulator_id", "profile", "limits_enforced", "cgroup", "warnings", "cpu_model", "host_cpus")
+        summary = {k: info.get(k) for k in (*keys, "keep_alive_s")}
+        return {"emulator": summary}, {"name": "testbed-faas-emulator", "profile": info["profile"]["name"]}
 
     def deploy(self, spec: FunctionSpec) -> dict[str, Any]:
         body = {
@@ -94,6 +131,17 @@ class EmulatorDriver(Driver):
 
     def delete(self, name: str) -> None:
         self.api("DeleteFunction", lambda **b: self._client().delete(b["name"]), None, name=name)
+
+    def finish(self, name: str) -> None:
+        """Keep the deployment: a private emulator ends with the benchmark, a shared one keeps it
+        warm for the next benchmark that deploys the same name."""
+
+    def owned(self, run_id: str | None, now: float | None = None) -> list[Resource]:
+        """Nothing: the emulator tags nothing and keeps nothing after it stops."""
+        return []
+
+    def remove(self, resource: Resource) -> None:
+        """Nothing to remove (:meth:`owned` finds nothing)."""
 
     def release_thread(self) -> None:
         client = getattr(self._local, "client", None)

@@ -3,8 +3,10 @@ transport) for the control plane, google-cloud-storage for the source upload, go
 ID token a function's URL requires and for Cloud Logging's REST ``entries:list``.
 
 Credentials and project come from Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS,
-``gcloud auth application-default login``, the metadata server). A deployment uploads the package
-(``main.py`` with the Functions Framework entry point ``testbed_entry`` around the function) to
+``gcloud auth application-default login``; the metadata server only when
+``options.metadata_credentials`` is true), checked before any request. A deployment uploads the
+package (``main.py`` with the Functions Framework entry point ``testbed_entry`` around the
+function, and the shim) to
 ``gs://<options.source_bucket>/testbed/<run>/<function>.zip`` and creates the function from it;
 both carry the run's labels (GCP label values are lower case: the run id is lower-cased and the
 deadline is seconds since the epoch). Per call the shim reports the instance, cold/warm, init
@@ -18,32 +20,27 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
+import os
 import threading
 import time
 import uuid
-from typing import Any
+from pathlib import Path
+from typing import Any, TextIO
 
-import google.auth
-import google.auth.exceptions
-import requests
-from google.api_core import exceptions
-from google.auth.transport.requests import AuthorizedSession, Request
-from google.cloud import functions_v2, storage
-from google.oauth2 import id_token
-from google.protobuf import field_mask_pb2
-
-from testbed_agent.faas_drivers.base import Call, Driver, FunctionSpec
-from testbed_agent.faas_drivers.ledger import Budget, Journal
-from testbed_agent.faas_drivers.pricing import load_pricing
-from testbed_agent.faas_drivers.shim import shim_call
+from testbed_agent.faas_drivers import shim
+from testbed_agent.faas_drivers.base import Call, FunctionSpec, Platform, Resource
+from testbed_agent.faas_drivers.prices import Pricing, billed_s, load_pricing
 from testbed_agent.faas_drivers.target import OWNER, TAG_DEADLINE, TAG_OWNER, TAG_RUN, Target, label_value
-from testbed_services.faas import package
-from testbed_services.faas.functions import default_dirs, find_function
+from testbed_services.faas.functions import FunctionCode, default_dirs, find_function
 from testbed_shared.errors import TestbedError, WorkloadError
 
 SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 LOGGING_URL = "https://logging.googleapis.com/v2/entries:list"
 OPERATION_TIMEOUT_S = 900.0
+#: the Functions Framework entry point of the package's main.py (workloads/faas/shims/gcf_main.py)
+ENTRY_POINT = "testbed_entry"
+#: what Cloud Build installs next to the package (resolved from PyPI on the platform)
+REQUIREMENTS = "functions-framework==3.10.2\n"
 
 
 def labels(target: Target) -> dict[str, str]:
@@ -56,21 +53,25 @@ def labels(target: Target) -> dict[str, str]:
     }
 
 
-class GcfDriver(Driver):
+class GcfDriver(Platform):
     """Cloud Functions 2nd gen in ``options.project`` (else the credentials' project), region
     ``target.region``, sources in ``options.source_bucket``."""
 
-    platform = "gcf-gen2"
+    name = "gcf-gen2"
+    profiles = ("gcf-gen2",)
+    default_region = "us-central1"
+    default_runtime = "python312"
+    default_memory_mb = 256
+    default_timeout_s = 60.0
+    delete_order = ("function", "source-object")
 
-    def __init__(self, target: Target, *, dry_run: bool = False, out: Any = None) -> None:
+    def __init__(self, target: Target, *, dry_run: bool = False, out: TextIO | None = None) -> None:
         super().__init__(target, dry_run=dry_run, out=out)
         self.bucket_name = str(target.options.get("source_bucket") or "")
         if not self.bucket_name:
             raise TestbedError(
                 f"{target.path}: gcf-gen2 needs options.source_bucket (a bucket for the sources)"
             )
-        self.journal = Journal(target.journal_path(), enabled=not dry_run)
-        self.budget = Budget(target.cost_cap_usd, target.journal_path().with_suffix(".cost.json"))
         self.pricing = load_pricing()
         self.deployed: dict[str, dict[str, Any]] = {}
         #: set when the answering endpoint is one of the toolkit's local stand-ins (it says so)
@@ -80,17 +81,86 @@ class GcfDriver(Driver):
         self._tokens: dict[str, tuple[str, float]] = {}
         self._lock = threading.Lock()
         self.credentials: Any = None
+        self._service_account = False
         if dry_run and not self.project:
             raise TestbedError(f"{target.path}: a dry run needs options.project (no credentials are read)")
         if not dry_run:
+            self.check_credentials(target)
             self.connect()
+
+    @classmethod
+    def package_files(cls, code: FunctionCode) -> dict[str, bytes]:
+        """The function, the shim and ``main.py`` (the Functions Framework entry point)."""
+        files = {**super().package_files(code), **shim.files(code)}
+        files["main.py"] = (shim.shims_dir() / "gcf_main.py").read_bytes()
+        files["requirements.txt"] = REQUIREMENTS.encode()
+        return files
+
+    @classmethod
+    def vcpus(cls, memory_mb: float, pricing: Pricing) -> float:
+        """The default vCPU of the memory size's tier (the pricing table's ``vcpus``)."""
+        table = {int(k): float(v) for k, v in pricing.rates(cls.name)["vcpus"].items()}
+        return next((table[size] for size in sorted(table) if memory_mb <= size), max(table.values()))
+
+    @classmethod
+    def price(cls, memory_mb: float, duration_s: float, arch: str, pricing: Pricing) -> dict[str, float]:
+        """vCPU-seconds of the memory's tier plus GiB-seconds, in 100 ms steps, plus the request."""
+        rates = pricing.rates(cls.name)
+        seconds = billed_s(duration_s, rates)
+        gb_s = memory_mb / 1024.0 * seconds
+        price = cls.vcpus(memory_mb, pricing) * seconds * float(rates["per_vcpu_second"])
+        price += gb_s * float(rates["per_gib_second"]) + float(rates.get("per_request", 0.0))
+        return {"gb_seconds": gb_s, "price": price}
+
+    @classmethod
+    def check_credentials(cls, target: Target) -> None:
+        """Application Default Credentials in a file: GOOGLE_APPLICATION_CREDENTIALS or gcloud's."""
+        hint = (
+            "set GOOGLE_APPLICATION_CREDENTIALS to a service account key file, or run `gcloud auth "
+            "application-default login` (on a Google Cloud VM: options.metadata_credentials: true); "
+            "docs/faas.md, Accounts and permissions"
+        )
+        where = f"gcf-gen2 ({target.path})"
+        given = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS")
+        if given:
+            if not (Path(given).is_file() and os.access(given, os.R_OK)):
+                raise TestbedError(
+                    f"{where}: GOOGLE_APPLICATION_CREDENTIALS names {given}, not a readable file", hint=hint
+                )
+            return
+        gcloud = Path(os.environ.get("CLOUDSDK_CONFIG") or Path.home() / ".config" / "gcloud")
+        adc = gcloud / "application_default_credentials.json"
+        if adc.is_file() or target.options.get("metadata_credentials"):
+            return
+        raise TestbedError(
+            f"{where}: no Google credentials: GOOGLE_APPLICATION_CREDENTIALS is not set and {adc} does "
+            "not exist",
+            hint=hint,
+        )
+
+    @classmethod
+    def sdk_errors(cls) -> tuple[type[BaseException], ...]:
+        import google.auth.exceptions  # noqa: PLC0415 - its SDK only when the platform is used
+        import requests  # noqa: PLC0415 - its SDK only when the platform is used
+        from google.api_core import exceptions  # noqa: PLC0415 - its SDK only when the platform is used
+
+        return (google.auth.exceptions.GoogleAuthError, exceptions.GoogleAPIError, requests.RequestException)
 
     def connect(self) -> None:
         """Read the credentials and make the clients (a dry run of a plan needs none)."""
-        self.credentials, project = google.auth.default(scopes=[SCOPE])
+        import google.auth  # noqa: PLC0415 - its SDK only when the platform is used
+        from google.auth.transport.requests import AuthorizedSession  # noqa: PLC0415 - its SDK only when used
+        from google.cloud import functions_v2, storage  # noqa: PLC0415 - its SDK only when the platform is used
+        from google.oauth2 import service_account  # noqa: PLC0415 - its SDK only when the platform is used
+
+        with self.reporting("reading the credentials"):
+            self.credentials, project = google.auth.default(scopes=[SCOPE])
+        self._service_account = isinstance(self.credentials, service_account.Credentials)
         self.project = self.project or str(project or "")
         if not self.project:
-            raise TestbedError("no GCP project: set options.project (faas_platform_gcp_project)")
+            raise TestbedError(
+                f"{self.target.path}: no GCP project: set options.project (faas_platform_options)"
+            )
         self.functions = functions_v2.FunctionServiceClient(credentials=self.credentials, transport="rest")
         self.storage = storage.Client(project=self.project, credentials=self.credentials)
         self.session = AuthorizedSession(self.credentials)
@@ -102,13 +172,13 @@ class GcfDriver(Driver):
 
     def describe(self) -> dict[str, Any]:
         return {
-            "platform": self.platform,
+            "platform": self.name,
             "region": self.target.region,
             "architecture": "x86_64",
             "runtime": self.target.runtime,
             "real": not self.dry_run and self.standin is None,
             **({"standin": self.standin} if self.standin else {}),
-            "driver": self.platform,
+            "driver": self.name,
             "endpoint": f"https://cloudfunctions.googleapis.com/v2/{self.parent}",
             "project": self.project,
         }
@@ -121,9 +191,9 @@ class GcfDriver(Driver):
         fid = self.target.resource_name(spec.name, limit=63, lower=True)
         path = f"{self.parent}/functions/{fid}"
         code = find_function(spec.function, default_dirs())
-        zipped = package.package(code, "gcf-gen2")
-        memory = int(spec.memory_mb or 256)
-        timeout = int(spec.timeout_s or 60)
+        zipped = self.package(code)
+        memory = int(spec.memory_mb or self.default_memory_mb)
+        timeout = int(spec.timeout_s or self.default_timeout_s)
         env = {**spec.env, "TESTBED_MEMORY_MB": str(memory), "TESTBED_TIMEOUT_S": str(timeout)}
         obj = f"testbed/{self.target.run_id}/{fid}.zip"
         generation = self._upload(obj, zipped)
@@ -134,7 +204,7 @@ class GcfDriver(Driver):
             "labels": labels(self.target),
             "build_config": {
                 "runtime": spec.runtime or self.target.runtime,
-                "entry_point": package.GCF_ENTRY_POINT,
+                "entry_point": ENTRY_POINT,
                 "source": {
                     "storage_source": {"bucket": self.bucket_name, "object_": obj, "generation": generation}
                 },
@@ -169,7 +239,7 @@ class GcfDriver(Driver):
         }
         return {
             **{k: v for k, v in self.deployed[spec.name].items() if k != "since"},
-            "platform": self.platform,
+            "platform": self.name,
         }
 
     def _reconfigure(self, spec: FunctionSpec) -> dict[str, Any]:
@@ -188,17 +258,16 @@ class GcfDriver(Driver):
             },
         }
         fields = ("available_memory", "timeout_seconds", "environment_variables")
-        paths = [f"service_config.{k}" for k in fields]
         result = self._operation(
             "functions.patch (configuration)",
             "update_function",
             function=body,
-            update_mask=field_mask_pb2.FieldMask(paths=paths),
+            update_mask=[f"service_config.{k}" for k in fields],
         )
         dep.update(memory_mb=memory, timeout_s=timeout, env=env)
         if result is not None:
             dep["uri"] = result.service_config.uri
-        return {**{k: v for k, v in dep.items() if k != "since"}, "platform": self.platform}
+        return {**{k: v for k, v in dep.items() if k != "since"}, "platform": self.name}
 
     def _upload(self, obj: str, data: bytes) -> int:
         self.journal.creating("source-object", f"{self.bucket_name}/{obj}")
@@ -217,11 +286,16 @@ class GcfDriver(Driver):
         return int(blob.generation or 0)
 
     def _operation(self, op: str, method: str, **params: Any) -> Any:
-        """A long-running call: sent, then polled to its end; the response (None in a dry run)."""
+        """A long-running call: sent, then polled to its end; the response (None in a dry run).
+        ``update_mask`` is given as its list of paths."""
         self.log.record(op, params)
         if self.dry_run:
             return None
+        from google.protobuf import field_mask_pb2  # noqa: PLC0415 - its SDK only when the platform is used
+
         request = {k: (self.types.Function(v) if k == "function" else v) for k, v in params.items()}
+        if "update_mask" in request:
+            request["update_mask"] = field_mask_pb2.FieldMask(paths=request["update_mask"])
         operation = getattr(self.functions, method)(**request)
         try:
             return operation.result(timeout=OPERATION_TIMEOUT_S)
@@ -240,21 +314,26 @@ class GcfDriver(Driver):
             token, until = self._tokens.get(audience, ("", 0.0))
             if token and until > time.time():
                 return token
-        try:
+        from google.auth.transport.requests import Request  # noqa: PLC0415 - its SDK only when used
+        from google.oauth2 import id_token  # noqa: PLC0415 - its SDK only when the platform is used
+
+        if self._service_account or self.target.options.get("metadata_credentials"):
             token = id_token.fetch_id_token(Request(), audience)
-        except google.auth.exceptions.DefaultCredentialsError:
-            self.credentials.refresh(Request())  # user credentials carry an ID token of their own
+        else:  # user credentials carry an ID token of their own (no metadata server is asked)
+            self.credentials.refresh(Request())
             token = getattr(self.credentials, "id_token", None)
             if not token:
                 raise TestbedError(
                     "no ID token for the function's URL from these credentials",
                     hint="use a service account key (GOOGLE_APPLICATION_CREDENTIALS) or gcloud user login",
-                ) from None
+                )
         with self._lock:
             self._tokens[audience] = (token, time.time() + 3000)
         return token
 
     def _http(self) -> Any:
+        import requests  # noqa: PLC0415 - its SDK only when the platform is used
+
         session = getattr(self._local, "session", None)
         if session is None:
             session = self._local.session = requests.Session()
@@ -285,27 +364,19 @@ class GcfDriver(Driver):
         except ValueError:
             envelope = None
         extra = {"trace": trace}
-        call = shim_call(
-            self.platform,
-            resp.status_code,
-            envelope,
-            resp.text,
-            rtt,
-            dep["memory_mb"],
-            self.pricing,
-            None,
-            extra,
+        call = shim.call(
+            self, self.pricing, resp.status_code, envelope, resp.text, rtt, dep["memory_mb"], None, extra
         )
-        if call.billing:
+        if call.billing and self.budget is not None:
             self.budget.charge(call.billing["price"])
         return call
 
-    def settle(self, name: str, calls: list[Call], wait_s: float | None = None) -> None:
+    def settle(self, name: str, calls: list[Call], wait_s: float | None = None) -> dict[str, Any]:
         """Add the request log's latency, status and instance id to each call (matched by trace)."""
         dep = self._deployed(name)
         pending = {c.platform.get("trace"): c for c in calls if c.platform.get("trace")}
         if self.dry_run or not pending:
-            return
+            return {}
         since = dep["since"].strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         log_name = f"projects/{self.project}/logs/run.googleapis.com%2Frequests"
         flt = (
@@ -342,6 +413,7 @@ class GcfDriver(Driver):
             if not pending or time.monotonic() > end:
                 break
             time.sleep(5)
+        return {}
 
     def cold(self, name: str | None, scope: str = "function") -> dict[str, Any]:
         names = [name] if name else list(self.deployed)
@@ -353,7 +425,7 @@ class GcfDriver(Driver):
                 "functions.patch (new revision)",
                 "update_function",
                 function=body,
-                update_mask=field_mask_pb2.FieldMask(paths=["service_config.environment_variables"]),
+                update_mask=["service_config.environment_variables"],
             )
             if result is not None:
                 dep["uri"] = result.service_config.uri
@@ -371,6 +443,8 @@ class GcfDriver(Driver):
         try:
             self._operation("functions.delete", "delete_function", name=path)
         except WorkloadError as exc:
+            from google.api_core import exceptions  # noqa: PLC0415 - its SDK only when the platform is used
+
             if not isinstance(exc.__cause__, exceptions.NotFound):
                 raise
         self.journal.deleted("function", path)
@@ -378,13 +452,15 @@ class GcfDriver(Driver):
     def _delete_object(self, obj: str) -> None:
         self.log.record("storage objects.delete", {"bucket": self.bucket_name, "name": obj})
         if not self.dry_run:
+            from google.api_core import exceptions  # noqa: PLC0415 - its SDK only when the platform is used
+
             with contextlib.suppress(exceptions.NotFound):
                 self.storage.bucket(self.bucket_name).blob(obj).delete()
         self.journal.deleted("source-object", f"{self.bucket_name}/{obj}")
 
-    def owned(self, run_id: str | None, now: float | None = None) -> list[dict[str, Any]]:
+    def owned(self, run_id: str | None, now: float | None = None) -> list[Resource]:
         """Functions and source objects labelled as this toolkit's, of ``run_id`` or expired."""
-        found = []
+        found: list[Resource] = []
         self.log.record("functions.list", {"parent": self.parent})
         for fn in self.functions.list_functions(parent=self.parent):
             if _selected(dict(fn.labels), run_id, now):
@@ -395,7 +471,7 @@ class GcfDriver(Driver):
                 found.append({"kind": "source-object", "id": f"{self.bucket_name}/{blob.name}"})
         return found
 
-    def remove(self, resource: dict[str, Any]) -> None:
+    def remove(self, resource: Resource) -> None:
         if resource["kind"] == "function":
             self._delete_function(resource["id"])
         elif resource["kind"] == "source-object":

@@ -54,8 +54,8 @@ from typing import Any
 from testbed_agent import __version__
 from testbed_agent.benchmark import Benchmark
 from testbed_agent.faas_drivers import routing
-from testbed_agent.faas_drivers.base import Driver
-from testbed_agent.faas_drivers.pricing import emulator_only
+from testbed_agent.faas_drivers.base import Platform
+from testbed_agent.faas_drivers.calls import emulator_only
 from testbed_agent.params import ParamError, spec
 from testbed_agent.results import Outcome, metric
 from testbed_agent.workloads.base import RunContext, Workload
@@ -236,11 +236,10 @@ class FaasWorkload(Workload):
             deployment = driver.deploy(routing.function_spec(name, p))
             try:
                 calls = MODE_RUNNERS[p.mode](ctx, p, driver, name)
-                settled = routing.settle(driver, name, calls)
-                where = routing.record_params(driver, info)
+                settled = driver.settle(name, [c["call"] for c in calls if "call" in c])
+                where = driver.where(info)
             finally:
-                if driver.platform != "emulator":
-                    driver.delete(name)  # what the benchmark deployed; teardown takes the rest
+                driver.finish(name)  # what the benchmark deployed; teardown takes the rest
         return _outcome(ctx, info, deployment, calls, p.mode, where, settled, driver)
 
 
@@ -329,7 +328,7 @@ def _with_payload(p: FaasParams) -> FaasParams:
 # -- modes: each returns the list of calls (one dict per call) -------------------------------
 
 
-def _call(driver: Driver, name: str, event: Any, phase: str) -> dict[str, Any]:
+def _call(driver: Platform, name: str, event: Any, phase: str) -> dict[str, Any]:
     c = driver.invoke(name, event)
     return {
         "phase": phase,
@@ -345,7 +344,7 @@ def _call(driver: Driver, name: str, event: Any, phase: str) -> dict[str, Any]:
     }
 
 
-def _mode_warm(ctx: RunContext, p: FaasParams, driver: Driver, name: str) -> list[dict[str, Any]]:
+def _mode_warm(ctx: RunContext, p: FaasParams, driver: Platform, name: str) -> list[dict[str, Any]]:
     event, out = p.event, []
     if p.first == "cold":
         out.append(_call(driver, name, event, "cold"))
@@ -357,7 +356,7 @@ def _mode_warm(ctx: RunContext, p: FaasParams, driver: Driver, name: str) -> lis
     return out
 
 
-def _mode_cold(ctx: RunContext, p: FaasParams, driver: Driver, name: str) -> list[dict[str, Any]]:
+def _mode_cold(ctx: RunContext, p: FaasParams, driver: Platform, name: str) -> list[dict[str, Any]]:
     event, out = p.event, []
     for _ in range(p.calls):
         _check_stop(ctx)
@@ -366,7 +365,7 @@ def _mode_cold(ctx: RunContext, p: FaasParams, driver: Driver, name: str) -> lis
     return out
 
 
-def _mode_cold_warm(ctx: RunContext, p: FaasParams, driver: Driver, name: str) -> list[dict[str, Any]]:
+def _mode_cold_warm(ctx: RunContext, p: FaasParams, driver: Platform, name: str) -> list[dict[str, Any]]:
     event, out = p.event, []
     for _ in range(p.calls):
         _check_stop(ctx)
@@ -377,7 +376,7 @@ def _mode_cold_warm(ctx: RunContext, p: FaasParams, driver: Driver, name: str) -
 
 
 def _parallel(
-    driver: Driver, name: str, event: Any, callers: int, per_caller: int, phase: str
+    driver: Platform, name: str, event: Any, callers: int, per_caller: int, phase: str
 ) -> list[dict[str, Any]]:
     def worker(_: int) -> list[dict[str, Any]]:  # the drivers are thread-safe
         try:
@@ -389,7 +388,7 @@ def _parallel(
         return [c for batch in pool.map(worker, range(callers)) for c in batch]
 
 
-def _mode_scaling(ctx: RunContext, p: FaasParams, driver: Driver, name: str) -> list[dict[str, Any]]:
+def _mode_scaling(ctx: RunContext, p: FaasParams, driver: Platform, name: str) -> list[dict[str, Any]]:
     """``concurrency`` callers (or each level of ``ladder`` in turn), cold as ``cold`` says:
     ``host`` fresh hosts, ``container`` the function's containers retired (hosts keep the code:
     a configuration change), ``none`` as the last level left them."""
@@ -409,7 +408,7 @@ def _mode_scaling(ctx: RunContext, p: FaasParams, driver: Driver, name: str) -> 
     return out
 
 
-def _mode_retention(ctx: RunContext, p: FaasParams, driver: Driver, name: str) -> list[dict[str, Any]]:
+def _mode_retention(ctx: RunContext, p: FaasParams, driver: Platform, name: str) -> list[dict[str, Any]]:
     """Per idle gap, from fresh containers (the study's separate runs): warm ``concurrency`` of
     them, stay idle for the gap, look which are still in the pool (without calling them), call
     again. Each gap's retained share samples the survival of drawn idle lifetimes, independently
@@ -439,7 +438,7 @@ def _mode_retention(ctx: RunContext, p: FaasParams, driver: Driver, name: str) -
     return out
 
 
-def _observe(driver: Driver, gap: float, warm: list[dict[str, Any]], start: float) -> dict[str, Any]:
+def _observe(driver: Platform, gap: float, warm: list[dict[str, Any]], start: float) -> dict[str, Any]:
     """The warmed containers in the emulator's pool after the gap: idle seconds and whether each is
     still usable (listed, within its idle lifetime, on a live host; the reaper lags up to 0.1 s).
     ``max_idle_s`` (since the warm-up started) bounds the idle time of those no longer listed.
@@ -463,7 +462,7 @@ def _observe(driver: Driver, gap: float, warm: list[dict[str, Any]], start: floa
     }
 
 
-def _mode_sets(ctx: RunContext, p: FaasParams, driver: Driver, name: str) -> list[dict[str, Any]]:
+def _mode_sets(ctx: RunContext, p: FaasParams, driver: Platform, name: str) -> list[dict[str, Any]]:
     """``warmup_sets`` + ``sets`` sets of ``concurrency`` concurrent calls, ``set_pause_s`` apart;
     with ``memory_sweep``, per batch each memory size in turn after a configuration change (the
     function redeployed with that memory: its containers retired, the hosts keep the code)."""
@@ -485,12 +484,12 @@ def _mode_sets(ctx: RunContext, p: FaasParams, driver: Driver, name: str) -> lis
     return out
 
 
-def _redeploy(driver: Driver, name: str, p: FaasParams, memory_mb: int) -> None:
+def _redeploy(driver: Platform, name: str, p: FaasParams, memory_mb: int) -> None:
     """The function's configuration changed to ``memory_mb`` (its containers retired)."""
     driver.deploy(routing.function_spec(name, dataclasses.replace(p, memory_mb=memory_mb)))
 
 
-def _mode_sequence(ctx: RunContext, p: FaasParams, driver: Driver, name: str) -> list[dict[str, Any]]:
+def _mode_sequence(ctx: RunContext, p: FaasParams, driver: Platform, name: str) -> list[dict[str, Any]]:
     """One call per item, in order (the same warm instance serves them): e.g. a write, a pause,
     then a direct-I/O read of the file the write left in the instance's /tmp."""
     out: list[dict[str, Any]] = []
@@ -503,7 +502,7 @@ def _mode_sequence(ctx: RunContext, p: FaasParams, driver: Driver, name: str) ->
     return out
 
 
-def _mode_ramp(ctx: RunContext, p: FaasParams, driver: Driver, name: str) -> list[dict[str, Any]]:
+def _mode_ramp(ctx: RunContext, p: FaasParams, driver: Platform, name: str) -> list[dict[str, Any]]:
     """A continuous load: for each ramp (one per ``step_s``), the concurrency steps through ``steps``,
     ``step_s`` seconds each; every caller calls again as soon as its call returns."""
     out: list[dict[str, Any]] = []
@@ -574,7 +573,7 @@ def _outcome(
     mode: str,
     where: dict[str, Any],
     settled: dict[str, Any],
-    driver: Driver,
+    driver: Platform,
 ) -> Outcome:
     observed = [c for c in calls if c.get("observation")]
     calls = [c for c in calls if not c.get("observation")]
@@ -596,8 +595,12 @@ def _outcome(
     m["round_trip_p50_s"] = metric(_quantile([c["round_trip_s"] for c in ok], 0.5), "s", "lower")
     m["round_trip_p99_s"] = metric(_quantile([c["round_trip_s"] for c in ok], 0.99), "s", "lower")
     add("handler_s", [i.get("handler_s") for i in ins], "s", "lower")
-    overhead = "emulator_overhead_s" if driver.platform == "emulator" else "platform_overhead_s"
-    add(overhead, [c["round_trip_s"] - c["inspector"].get("handler_s", 0.0) for c in ok], "s", "lower")
+    add(
+        driver.overhead_metric,
+        [c["round_trip_s"] - c["inspector"].get("handler_s", 0.0) for c in ok],
+        "s",
+        "lower",
+    )
     add("cpu_user_s", [i.get("cpu_user_s") for i in ins], "s", "lower")
     add("cpu_system_s", [i.get("cpu_system_s") for i in ins], "s", "lower")
     add("cpu_throttled_s", [i.get("cpu_throttled_s") for i in ins], "s", "lower")
@@ -645,17 +648,12 @@ def _samples(
     calls: list[dict[str, Any]],
     observed: list[dict[str, Any]],
     settled: dict[str, Any],
-    driver: Driver,
+    driver: Platform,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The record's samples and tool: per-call figures, and the emulator's or the target's state."""
-    samples = {"calls": [_sample(c) for c in calls], "deployment": deployment}
-    if driver.platform == "emulator":
-        samples["emulator"] = _emulator_summary(info)
-        tool = {"name": "testbed-faas-emulator", "version": _version(), "profile": info["profile"]["name"]}
-    else:
-        samples["target"] = driver.describe()
-        samples["requests"] = driver.counts()  # the platform API requests, per operation
-        tool = {"name": f"testbed-faas-driver-{driver.platform}", "version": _version()}
+    state, tool = driver.samples(info)
+    samples = {"calls": [_sample(c) for c in calls], "deployment": deployment, **state}
+    tool = {**tool, "version": __version__}
     if settled:
         samples["platform"] = settled
     if observed:
@@ -844,23 +842,3 @@ def _sample(c: dict[str, Any]) -> dict[str, Any]:
     if c.get("platform"):  # the platform's own figures of the call (REPORT line, request log)
         out["platform"] = {k: v for k, v in c["platform"].items() if k != "report"}
     return out
-
-
-def _emulator_summary(info: dict[str, Any]) -> dict[str, Any]:
-    return {
-        k: info.get(k)
-        for k in (
-            "emulator_id",
-            "profile",
-            "limits_enforced",
-            "cgroup",
-            "warnings",
-            "cpu_model",
-            "host_cpus",
-            "keep_alive_s",
-        )
-    }
-
-
-def _version() -> str:
-    return __version__
