@@ -87,6 +87,7 @@ def _absent(bindir: Path, package: str, dist: str) -> None:
     assert res.returncode == 0, f"{package} is there: {res.stderr}"
 
 
+@pytest.mark.slow
 def test_the_report_builds_without_the_agent(
     wheels: dict[str, Path], third_party: Path, tmp_path: Path
 ) -> None:
@@ -109,6 +110,7 @@ def test_the_report_builds_without_the_agent(
     assert str(tmp_path / "venv") in where.stdout, "the report came from the wheel, not the checkout"
 
 
+@pytest.mark.slow
 def test_the_agent_runs_without_the_report(
     wheels: dict[str, Path], third_party: Path, tmp_path: Path
 ) -> None:
