@@ -12,14 +12,15 @@ stands beside it.
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import pandas as pd
 
 from testbed_reports import inference
-from testbed_reports.study.view import Cell
+from testbed_reports.study.view import Cell, printed_half_unit
 from testbed_shared.intervals import describe
 from testbed_shared.studies import Published
 
@@ -99,12 +100,53 @@ def overhead(a: pd.DataFrame, b: pd.DataFrame, better: str = "lower") -> Overhea
     return Overhead(point, d.lo, d.hi, d.decision, d.reason, est.unit)
 
 
-def derived(pid: str, source: str, value: float | None, formula: str, unit: str = "%") -> Published | None:
+def derived(
+    pid: str,
+    source: str,
+    value: float | None,
+    formula: str,
+    unit: str = "%",
+    span: tuple[float, float] | None = None,
+    not_comparable: str = "",
+) -> Published | None:
     """A value the paper implies (``formula`` applied to its own printed numbers), as a Published
-    that the views print as "derived VALUE = FORMULA", never as "paper"."""
+    that the views print as "derived VALUE = FORMULA", never as "paper". ``span``: the range the
+    formula gives over the range each rounded input stands for (what a rerun is compared with);
+    ``not_comparable``: an input's reason, which the derived value inherits."""
     if value is None or not math.isfinite(value):
         return None
-    return Published(pid, source, round(value, 4), unit, "derived", {"derived": formula})
+    extra: dict[str, object] = {"derived": formula}
+    if span is not None and all(math.isfinite(x) for x in span):
+        extra["range"] = [min(span), max(span)]
+    if not_comparable:
+        extra["not_comparable"] = not_comparable
+    return Published(pid, source, round(value, 4), unit, "derived", extra)
+
+
+def eq1_span(hyperv: Published | None, kvm: Published | None) -> tuple[float, float] | None:
+    """The range of eq. 1 over the ranges two rounded values stand for: the signed ratio's range
+    folded at zero (eq. 1 is its absolute value, so a signed range across zero starts at 0)."""
+    span = rounded_span(pct_over, hyperv, kvm)
+    if span is None:
+        return None
+    lo, hi = span
+    return (0.0, max(-lo, hi)) if lo <= 0 <= hi else (min(abs(lo), abs(hi)), max(abs(lo), abs(hi)))
+
+
+def rounded_span(f: Callable[..., float | None], *printed: Published | None) -> tuple[float, float] | None:
+    """min and max of ``f`` over the corners of the ranges the printed values stand for (24.2 is
+    [24.15, 24.25]): how far a formula of rounded numbers is known (``f`` monotone in each
+    argument, as a difference or a ratio is)."""
+    if any(p is None for p in printed):
+        return None
+    ranges = []
+    for p in printed:
+        v = float(p.value)  # type: ignore[union-attr]
+        h = printed_half_unit(p.value)  # type: ignore[union-attr]
+        ranges.append((v - h, v + h))
+    values = [f(*corner) for corner in itertools.product(*ranges)]
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    return (min(finite), max(finite)) if len(finite) == len(values) else None
 
 
 def pct_over(a: float | None, b: float | None) -> float | None:

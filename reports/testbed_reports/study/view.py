@@ -60,6 +60,9 @@ class Cell:
             return None
         if not math.isfinite(v):
             return None
+        span = self.paper.extra.get("range")
+        if isinstance(span, list) and len(span) == 2:
+            return float(span[0]), float(span[1])
         approx = self.paper.extra.get("approx")
         if isinstance(approx, (int, float)) and not isinstance(approx, bool) and approx > 1:
             return tuple(sorted((v / approx, v * approx)))  # type: ignore[return-value]
@@ -123,7 +126,12 @@ class Cell:
         if self.paper is None:
             return ""
         shown = fmt_value(self.paper.value)
-        return f"derived {shown} = {self.paper.derived}" if self.paper.derived else f"paper {shown}"
+        if not self.paper.derived:
+            return f"paper {shown}"
+        span = self.paper.extra.get("range")
+        if isinstance(span, list) and len(span) == 2:
+            shown += f" [{fmt(span[0])}, {fmt(span[1])}]"
+        return f"derived {shown} = {self.paper.derived}"
 
     def as_json(self) -> dict[str, Any]:
         return {
