@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from testbed_agent import workloads
 from testbed_agent.faas_drivers import platforms, target_from
 from testbed_agent.faas_drivers.calls import emulator_only, invocations
 from testbed_agent.faas_drivers.dryrun import dry_run_plan
@@ -151,21 +152,30 @@ def test_budget_refuses_before_and_stops_after_the_cap(tmp_path):
         b.charge(0.006)
 
 
+def _bench(profile: str, architecture: str | None = None, **more: object) -> object:
+    return workloads.parse_params(
+        "faas", {"function": "calcs", "profile": profile, "architecture": architecture, **more}
+    )
+
+
 def test_benchmarks_run_on_the_platform_their_profile_models():
     aws = target_from({"platform": "aws-lambda"})
-    assert skip_reason(aws, "aws-lambda") is None and skip_reason(aws, "aws-lambda-timescaled") is None
-    assert "gcf-gen2" in skip_reason(aws, "gcf-gen2")
-    assert "arm64" in skip_reason(aws, "aws-lambda", "arm64")
-    assert skip_reason(target_from({"platform": "azure-functions"}), "azure-consumption") is None
+    assert skip_reason(aws, _bench("aws-lambda")) is None and skip_reason(aws, _bench("aws-lambda-x")) is None
+    assert "gcf-gen2" in skip_reason(aws, _bench("gcf-gen2"))
+    assert "arm64" in skip_reason(aws, _bench("aws-lambda", "arm64"))
+    assert skip_reason(target_from({"platform": "azure-functions"}), _bench("azure-consumption")) is None
     # the era profiles of the study packs model their platform too; a test profile models none
-    assert skip_reason(aws, "aws-lambda-2017") is None and skip_reason(aws, "aws-lambda-2024") is None
-    assert skip_reason(target_from({"platform": "gcf-gen2"}), "gcf-gen2-2024") is None
-    assert skip_reason(target_from({"platform": "azure-functions"}), "azure-functions-2017") is None
-    assert "emulator profile 'aws-lambdax' only" in skip_reason(aws, "aws-lambdax")
+    assert (
+        skip_reason(aws, _bench("aws-lambda-2017")) is None
+        and skip_reason(aws, _bench("aws-lambda-2024")) is None
+    )
+    assert skip_reason(target_from({"platform": "gcf-gen2"}), _bench("gcf-gen2-2024")) is None
+    assert skip_reason(target_from({"platform": "azure-functions"}), _bench("azure-functions-2017")) is None
+    assert "emulator profile 'aws-lambdax' only" in skip_reason(aws, _bench("aws-lambdax"))
     # a benchmark needing the emulator itself is skipped on a real platform (and not priced)
+    assert "time_scale 100" in skip_reason(aws, _bench("aws-lambda", time_scale=100))
+    assert "loopback" in skip_reason(aws, _bench("aws-lambda", key_service=True))
     assert emulator_only({"time_scale": 1, "key_service": False}) is None
-    assert "time_scale 100" in emulator_only({"time_scale": 100})
-    assert "loopback" in emulator_only({"key_service": True})
 
 
 @pytest.mark.parametrize(

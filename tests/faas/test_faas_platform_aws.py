@@ -59,7 +59,7 @@ def test_deploy_call_cold_warm_and_teardown_exactly_the_run(served, tmp_path, mo
         info = driver.describe()
         assert (
             info["real"] is False
-            and info["emulator_profile"] == "test-small"
+            and info["standin"] == "test-small"
             and info["region"] == "eu-west-1"
         )
         spent = json.loads((tmp_path / "aws-lambda.journal.cost.json").read_text())

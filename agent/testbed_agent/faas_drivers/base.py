@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, TextIO
 
 from testbed_agent.faas_drivers.ledger import Budget, Journal
-from testbed_agent.faas_drivers.prices import Pricing, billed_s
+from testbed_agent.faas_drivers.prices import Pricing, billed_s, load_pricing
 from testbed_agent.faas_drivers.target import Target
 from testbed_services.faas import package
 from testbed_services.faas.functions import FunctionCode
-from testbed_shared.errors import TestbedError
+from testbed_shared.errors import TestbedError, WorkloadError
 
 #: what :meth:`Platform.owned` returns and :meth:`Platform.remove` takes: ``kind``, ``id`` (and
 #: the resource's tags where the platform lists them)
@@ -70,28 +70,6 @@ class Call:
     platform: dict[str, Any] = field(default_factory=dict)
 
 
-class ApiLog:
-    """Counts of platform API requests per operation; in a dry run, every request printed."""
-
-    def __init__(self, platform: str, dry_run: bool = False, out: TextIO | None = None) -> None:
-        self.platform = platform
-        self.dry_run = dry_run
-        self.out = out or sys.stdout
-        self.counts: dict[str, int] = {}
-
-    def record(self, op: str, params: dict[str, Any]) -> None:
-        self.counts[op] = self.counts.get(op, 0) + 1
-        if self.dry_run:
-            shown = json.dumps(params, sort_keys=True, default=_short)
-            print(f"[dry-run] {self.platform} {op} {shown}", file=self.out, flush=True)
-
-
-def _short(value: Any) -> str:
-    if isinstance(value, (bytes, bytearray)):
-        return f"<{len(value)} bytes>"
-    return str(value)
-
-
 class Platform(ABC):
     """One FaaS platform (class attributes) and the driver of one target (an instance)."""
 
@@ -108,8 +86,6 @@ class Platform(ABC):
     #: memory and timeout of a deployment when the plan gives none
     default_memory_mb: ClassVar[int] = 128
     default_timeout_s: ClassVar[float] = 60.0
-    #: whether ``cold(scope="host")`` retires hosts too (the emulator only)
-    host_cold: ClassVar[bool] = False
     #: the metric of round trip minus handler time: what lies between the caller and the function
     overhead_metric: ClassVar[str] = "platform_overhead_s"
     #: kinds of resources, in the order teardown deletes them (dependents first)
@@ -117,7 +93,11 @@ class Platform(ABC):
 
     def __init__(self, target: Target, *, dry_run: bool = False, out: TextIO | None = None) -> None:
         self.target = target
-        self.log = ApiLog(self.name, dry_run, out)
+        #: a dry run prints each request (to ``out``) instead of sending it
+        self.dry_run = dry_run
+        self.out = out or sys.stdout
+        self._counts: dict[str, int] = {}
+        self.pricing = load_pricing()
         #: what this run created (a dry run creates nothing and journals nothing)
         self.journal = Journal(target.journal_path(), enabled=self.real and not dry_run)
         #: the run's spending against its cap (a platform that bills nothing keeps no ledger)
@@ -126,6 +106,10 @@ class Platform(ABC):
             if self.real
             else None
         )
+        #: what this driver deployed, by the benchmark's name for it
+        self.deployed: dict[str, dict[str, Any]] = {}
+        #: set when the answering endpoint is one of the toolkit's local stand-ins (it says so)
+        self.standin: str | None = None
 
     # -- what is true of the platform ---------------------------------------------------------
 
@@ -180,14 +164,17 @@ class Platform(ABC):
 
     # -- the driver of one target -------------------------------------------------------------
 
-    @property
-    def dry_run(self) -> bool:
-        return self.log.dry_run
+    def record(self, op: str, params: dict[str, Any]) -> None:
+        """Count one platform API request ``op``; in a dry run, print it (packages as byte counts)."""
+        self._counts[op] = self._counts.get(op, 0) + 1
+        if self.dry_run:
+            shown = json.dumps(params, sort_keys=True, default=_short)
+            print(f"[dry-run] {self.name} {op} {shown}", file=self.out, flush=True)
 
     def api(self, op: str, call: Callable[..., Any], dry: Any = None, /, **params: Any) -> Any:
         """Send one platform request ``op`` (``call(**params)``), counted; in a dry run print it
         and return ``dry`` (a stand-in answer) instead."""
-        self.log.record(op, params)
+        self.record(op, params)
         if self.dry_run:
             return dry
         return call(**params)
@@ -195,7 +182,7 @@ class Platform(ABC):
     def read(self, op: str, call: Callable[..., Any], /, **params: Any) -> Any:
         """A read-only request: counted and, in a dry run, printed and still sent (teardown's
         listing shows what it would delete)."""
-        self.log.record(op, params)
+        self.record(op, params)
         return call(**params)
 
     def connect(self) -> None:  # noqa: B027 - optional: the emulator needs no credentials
@@ -218,8 +205,27 @@ class Platform(ABC):
             ) from exc
 
     @abstractmethod
+    def endpoint(self) -> str:
+        """The URL of the platform's API this driver talks to."""
+
     def describe(self) -> dict[str, Any]:
-        """platform, region, architecture, runtime, real (bool) and the endpoint, for the record."""
+        """platform, region, architecture, runtime, real (not a dry run, no stand-in answered), the
+        stand-in that answered, the driver and the endpoint, for the record."""
+        return {
+            "platform": self.name,
+            "region": self.target.region,
+            "architecture": self.target.architecture,
+            "runtime": self.target.runtime,
+            "real": self.real and not self.dry_run and self.standin is None,
+            **({"standin": self.standin} if self.standin else {}),
+            "driver": self.name,
+            "endpoint": self.endpoint(),
+        }
+
+    def _deployed(self, name: str) -> dict[str, Any]:
+        if name not in self.deployed:
+            raise WorkloadError(f"function {name} was not deployed by this driver")
+        return self.deployed[name]
 
     @abstractmethod
     def deploy(self, spec: FunctionSpec) -> dict[str, Any]:
@@ -245,6 +251,12 @@ class Platform(ABC):
     @abstractmethod
     def remove(self, resource: Resource) -> None:
         """Delete one resource :meth:`owned` found, and journal it as deleted."""
+
+    def charged(self, call: Call) -> Call:
+        """``call``, its price charged to the run's ledger (which stops the calls past the cap)."""
+        if self.budget is not None and call.billing:
+            self.budget.charge(call.billing["price"])
+        return call
 
     def finish(self, name: str) -> None:
         """What a benchmark does with its deployment when it ends: delete it (teardown takes what
@@ -272,7 +284,7 @@ class Platform(ABC):
             "driver": desc.get("driver"),
         }
         if not out["real"]:
-            out["rehearsal"] = desc.get("emulator_profile") or desc.get("standin") or "dry run"
+            out["rehearsal"] = desc.get("standin") or "dry run"
         return out
 
     def samples(self, info: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -287,4 +299,9 @@ class Platform(ABC):
         """Release what the calling thread holds (a caller thread of a parallel phase ends)."""
 
     def counts(self) -> dict[str, int]:
-        return dict(self.log.counts)
+        """The platform API requests made, per operation."""
+        return dict(self._counts)
+
+
+def _short(value: Any) -> str:
+    return f"<{len(value)} bytes>" if isinstance(value, (bytes, bytearray)) else str(value)

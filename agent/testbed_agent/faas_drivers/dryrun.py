@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from testbed_agent.faas_drivers import open_driver, platforms
-from testbed_agent.faas_drivers.calls import emulator_only
 from testbed_agent.faas_drivers.routing import skip_reason
 from testbed_agent.faas_drivers.target import Target
 from testbed_agent.plan import load_plan
@@ -45,9 +44,7 @@ def dry_run_plan(plan_path: Path, target: Target, out: TextIO | None = None) -> 
             if bench.type != "faas":
                 continue
             params = FaasWorkload.parse(bench)
-            reason = skip_reason(target, params.profile, params.architecture) or emulator_only(
-                {"time_scale": params.time_scale, "key_service": params.key_service}
-            )
+            reason = skip_reason(target, params)
             if reason:
                 print(f"# {bench.name}: skipped ({reason})", file=out)
                 continue

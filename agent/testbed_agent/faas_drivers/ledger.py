@@ -129,17 +129,13 @@ class Budget:
             raise LedgerError(f"{self.path}: cannot read the cost ledger: {exc}", hint=_LEDGER_HINT) from None
         try:
             data = json.loads(text, parse_constant=_no_constant)
-        except ValueError as exc:
-            raise LedgerError(
-                f"{self.path}:1: the cost ledger is not a JSON object ({exc})", hint=_LEDGER_HINT
-            ) from None
-        if not isinstance(data, dict):
-            raise LedgerError(f"{self.path}:1: the cost ledger is not a JSON object", hint=_LEDGER_HINT)
-        spent, calls = data.get("spent_usd"), data.get("calls")
+            spent, calls = data["spent_usd"], data["calls"]
+        except (ValueError, TypeError, KeyError) as exc:
+            what = f"no {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise LedgerError(f"{self.path}:1: not a cost ledger ({what})", hint=_LEDGER_HINT) from None
         if not usd_amount(spent):
-            raise LedgerError(
-                f"{self.path}:1: field 'spent_usd' is {spent!r}, not a finite amount >= 0", hint=_LEDGER_HINT
-            )
+            why = f"field 'spent_usd' is {spent!r}, not a finite amount >= 0"
+            raise LedgerError(f"{self.path}:1: {why}", hint=_LEDGER_HINT)
         if isinstance(calls, bool) or not isinstance(calls, int) or calls < 0:
             raise LedgerError(f"{self.path}:1: field 'calls' is {calls!r}, not a count", hint=_LEDGER_HINT)
         return float(spent), calls

@@ -24,6 +24,8 @@ __all__ = ["benchmark_cost", "load_pricing", "plan_cost"]
 
 #: init seconds of a cold call (Python runtime start and the function's imports), for billing
 COLD_INIT_S = 0.3
+#: a platform's row of a plan's cost before its first benchmark
+EMPTY_ROW = {"benchmarks": 0, "invocations": 0, "gb_seconds": 0.0, "price": 0.0, "price_ceiling": 0.0}
 
 
 def _tmp_kind(profile: str) -> str:
@@ -67,17 +69,6 @@ def benchmark_cost(
     return {"platform": platform, "architecture": arch, **out}
 
 
-def _empty_row() -> dict[str, Any]:
-    return {
-        "benchmarks": 0,
-        "invocations": 0,
-        "gb_seconds": 0.0,
-        "price": 0.0,
-        "price_ceiling": 0.0,
-        "emulator_only": 0,
-    }
-
-
 def plan_cost(benchmarks: list[Any], pricing: Pricing | None = None) -> dict[str, dict[str, Any]]:
     """Per platform: the faas benchmarks that would run there and their summed cost."""
     pricing = pricing or load_pricing()
@@ -88,7 +79,7 @@ def plan_cost(benchmarks: list[Any], pricing: Pricing | None = None) -> dict[str
         platform = platforms.modelled_by(str(b.params.get("profile", "aws-lambda")))
         if platform is None:
             continue
-        row = out.setdefault(platform, _empty_row())
+        row = out.setdefault(platform, {**EMPTY_ROW, "emulator_only": 0})
         if emulator_only(b.params):
             row["emulator_only"] += 1
             continue

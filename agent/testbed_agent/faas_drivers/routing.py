@@ -17,6 +17,7 @@ from typing import Any
 
 from testbed_agent.faas_drivers import open_driver, platforms
 from testbed_agent.faas_drivers.base import FunctionSpec, Platform
+from testbed_agent.faas_drivers.calls import emulator_only
 from testbed_agent.faas_drivers.platforms.emulator import EmulatorDriver
 from testbed_agent.faas_drivers.pricing import benchmark_cost
 from testbed_agent.faas_drivers.target import Target
@@ -30,15 +31,17 @@ def real_target(options: dict[str, Any] | None = None) -> Target | None:
     return target if target is not None and platforms.get(target.platform).real else None
 
 
-def skip_reason(target: Target, profile: str, architecture: str | None = None) -> str | None:
-    """Why a benchmark about ``profile`` (and ``architecture``) does not run on ``target``."""
-    modelled = platforms.modelled_by(profile)
+def skip_reason(target: Target, p: Any) -> str | None:
+    """Why a faas benchmark (its typed ``FaasParams``) does not run on the real ``target``: it is
+    about another platform or architecture, or it needs the emulator itself (a faster clock, a key
+    service on loopback)."""
+    modelled = platforms.modelled_by(p.profile)
     if modelled != target.platform:
-        about = f"the {modelled} platform" if modelled else f"the emulator profile {profile!r} only"
-        return f"this host's FaaS target is {target.platform}; the benchmark ({profile}) is about {about}"
-    if architecture and architecture != target.architecture:
-        return f"this host's FaaS target runs {target.architecture}; the benchmark asks for {architecture}"
-    return None
+        about = f"the {modelled} platform" if modelled else f"the emulator profile {p.profile!r} only"
+        return f"this host's FaaS target is {target.platform}; the benchmark ({p.profile}) is about {about}"
+    if p.architecture and p.architecture != target.architecture:
+        return f"this host's FaaS target runs {target.architecture}; the benchmark asks for {p.architecture}"
+    return emulator_only({"time_scale": p.time_scale, "key_service": p.key_service})
 
 
 @contextlib.contextmanager

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,16 @@ def files(code: FunctionCode) -> dict[str, bytes]:
     }
 
 
+def http(local: threading.local) -> Any:
+    """The calling thread's HTTP session (requests), made on first use."""
+    import requests  # noqa: PLC0415 - its SDK only when the platform is used
+
+    session = getattr(local, "session", None)
+    if session is None:
+        session = local.session = requests.Session()
+    return session
+
+
 def _seconds(value: Any) -> float:
     """A time the shim reports: a finite number >= 0, else NaN (the ledger then refuses the call)."""
     ok = (
@@ -55,7 +66,7 @@ def call(
     extra: dict[str, Any] | None = None,
 ) -> Call:
     """The :class:`Call` of one HTTP answer (``envelope``: its JSON body, ``text``: its start),
-    priced by ``driver``'s platform."""
+    priced by ``driver``'s platform and charged to the run's ledger."""
     extra = dict(extra or {})
     if not isinstance(envelope, dict) or not isinstance(envelope.get("testbed"), dict):
         return Call(status, False, rtt, error=f"HTTP {status}: {text[:300]}", platform=extra)
@@ -93,4 +104,5 @@ def call(
         f"{err.get('type')}: {err.get('message')}" if isinstance(err, dict) else (str(err) if err else None)
     )
     ok = status == 200 and not err
-    return Call(status, ok, rtt, envelope.get("result") if ok else None, error, inspector, billing, extra)
+    result = envelope.get("result") if ok else None
+    return driver.charged(Call(status, ok, rtt, result, error, inspector, billing, extra))

@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -103,3 +104,22 @@ def dump(target: Target) -> str:
         },
         indent=1,
     )
+
+
+def selected(tags: dict[str, str], run: str | None, now: float | None = None) -> bool:
+    """Whether a resource's ``tags`` mark it as this toolkit's and of the run whose tag value is
+    ``run`` (None: past its deadline at ``now``, an RFC 3339 time or, in GCP labels, epoch seconds)."""
+    if tags.get(TAG_OWNER) != OWNER:
+        return False
+    if run is not None:
+        return tags.get(TAG_RUN) == run
+    deadline = tags.get(TAG_DEADLINE, "")
+    try:
+        when = (
+            float(deadline)
+            if deadline.isdigit()
+            else dt.datetime.fromisoformat(deadline.replace("Z", "+00:00")).timestamp()
+        )
+    except ValueError:
+        return False
+    return when < (now if now is not None else time.time())

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import datetime as dt
 import json
 import math
 import re
@@ -25,10 +24,9 @@ import uuid
 from typing import Any, TextIO
 
 from testbed_agent.faas_drivers.base import Call, FunctionSpec, Platform, Resource
-from testbed_agent.faas_drivers.prices import load_pricing
-from testbed_agent.faas_drivers.target import OWNER, TAG_DEADLINE, TAG_OWNER, TAG_RUN, Target
+from testbed_agent.faas_drivers.target import TAG_RUN, Target, selected
 from testbed_services.faas.functions import default_dirs, find_function
-from testbed_shared.errors import TestbedError, WorkloadError
+from testbed_shared.errors import TestbedError
 
 MIB = 1 << 20
 REPORT = re.compile(r"^REPORT RequestId: (?P<rid>\S+)\t(?P<fields>.*)$", re.M)
@@ -81,9 +79,6 @@ class LambdaDriver(Platform):
 
     def __init__(self, target: Target, *, dry_run: bool = False, out: TextIO | None = None) -> None:
         super().__init__(target, dry_run=dry_run, out=out)
-        self.pricing = load_pricing()
-        self.emulator: str | None = None
-        self.deployed: dict[str, dict[str, Any]] = {}
         self._role: str | None = target.options.get("role_arn")
         if not dry_run:
             self.check_credentials(target)
@@ -140,28 +135,16 @@ class LambdaDriver(Platform):
 
     # -- description -------------------------------------------------------------------------
 
-    def describe(self) -> dict[str, Any]:
-        return {
-            "platform": self.name,
-            "region": self.target.region,
-            "architecture": self.target.architecture,
-            "runtime": self.target.runtime,
-            "real": self.emulator is None and not self.dry_run,
-            "driver": self.name,
-            "endpoint": self.lam.meta.endpoint_url,
-            **({"emulator_profile": self.emulator} if self.emulator else {}),
-        }
+    def endpoint(self) -> str:
+        return str(self.lam.meta.endpoint_url)
 
     def _seen(self, resp: dict[str, Any]) -> None:
-        """Note when the answering endpoint is the testbed emulator (its responses say so)."""
+        """Note when the answering endpoint is the testbed emulator (its responses name its profile)."""
         headers = (resp.get("ResponseMetadata") or {}).get("HTTPHeaders") or {}
         if "x-testbed-emulator" in headers:
-            self.emulator = headers["x-testbed-emulator"]
+            self.standin = headers["x-testbed-emulator"]
 
     # -- deployment ---------------------------------------------------------------------------
-
-    def _tags(self) -> dict[str, str]:
-        return self.target.tags()
 
     def role(self) -> str:
         """The execution role: ``options.role_arn``, else one per run, created here."""
@@ -177,7 +160,7 @@ class LambdaDriver(Platform):
                 RoleName=name,
                 AssumeRolePolicyDocument=json.dumps(TRUST),
                 Description=f"testbed run {self.target.run_id}: Lambda execution role",
-                Tags=[{"Key": k, "Value": v} for k, v in self._tags().items()],
+                Tags=[{"Key": k, "Value": v} for k, v in self.target.tags().items()],
             )
         except self.iam.exceptions.EntityAlreadyExistsException:
             resp = self.read("iam:GetRole", self.iam.get_role, RoleName=name)
@@ -202,7 +185,7 @@ class LambdaDriver(Platform):
         arch = spec.architecture or self.target.architecture
         role = self.role()
         group = f"/aws/lambda/{name}"
-        tags = {**self._tags(), **spec.tags}
+        tags = {**self.target.tags(), **spec.tags}
         self.journal.creating("log-group", group)
         with contextlib.suppress(self.logs.exceptions.ResourceAlreadyExistsException):
             self.api("logs:CreateLogGroup", self.logs.create_log_group, None, logGroupName=group, tags=tags)
@@ -310,15 +293,10 @@ class LambdaDriver(Platform):
 
     # -- calls --------------------------------------------------------------------------------
 
-    def _deployed(self, name: str) -> dict[str, Any]:
-        if name not in self.deployed:
-            raise WorkloadError(f"function {name} was not deployed by this driver")
-        return self.deployed[name]
-
     def invoke(self, name: str, event: Any) -> Call:
         dep = self._deployed(name)
         payload = json.dumps(event).encode()
-        self.log.record("lambda:Invoke", {"FunctionName": dep["name"], "LogType": "Tail", "Payload": payload})
+        self.record("lambda:Invoke", {"FunctionName": dep["name"], "LogType": "Tail", "Payload": payload})
         if self.dry_run:
             return Call(200, True, 0.0, inspector={"new_instance": False, "handler_s": 0.0})
         t0 = time.perf_counter()
@@ -342,9 +320,7 @@ class LambdaDriver(Platform):
             "handler_s": report.get("duration_s", 0.0),
             "init_s": report.get("init_duration_s", 0.0),
             "cold_start_s": report.get("init_duration_s", 0.0),
-            "memory_peak_bytes": int(report["max_memory_used_mb"] * MIB)
-            if "max_memory_used_mb" in report
-            else None,
+            "memory_peak_bytes": int(report.get("max_memory_used_mb", 0) * MIB) or None,
             "memory_limit_bytes": int(dep["memory_mb"]) * MIB,
             "request_id": report.get("request_id"),
         }
@@ -352,13 +328,10 @@ class LambdaDriver(Platform):
         memory = report.get("memory_size_mb", dep["memory_mb"])
         cost = self.price(memory, billed, dep["architecture"], self.pricing)
         billing = {"duration_s": billed, "memory_mb": memory, "currency": self.pricing.currency, **cost}
-        status = 200 if error is None else 500
-        call = Call(
-            status, error is None, rtt, result if error is None else None, error, inspector, billing, report
+        ok = error is None
+        return self.charged(
+            Call(200 if ok else 500, ok, rtt, result if ok else None, error, inspector, billing, report)
         )
-        if self.budget is not None:
-            self.budget.charge(cost["price"])
-        return call
 
     def cold(self, name: str | None, scope: str = "function") -> dict[str, Any]:
         names = [name] if name else list(self.deployed)
@@ -432,7 +405,7 @@ class LambdaDriver(Platform):
                     self.read("lambda:ListTags", self.lam.list_tags, Resource=fn["FunctionArn"]).get("Tags")
                     or {}
                 )
-                if _selected(tags, run_id, now):
+                if selected(tags, run_id, now):
                     found.append({"kind": "function", "id": fn["FunctionName"], "tags": tags})
             if not page.get("NextMarker"):
                 break
@@ -450,7 +423,7 @@ class LambdaDriver(Platform):
                 tags = self.read(
                     "logs:ListTagsForResource", self.logs.list_tags_for_resource, resourceArn=arn
                 )
-                if _selected(tags.get("tags") or {}, run_id, now):
+                if selected(tags.get("tags") or {}, run_id, now):
                     found.append({"kind": "log-group", "id": group["logGroupName"], "tags": tags.get("tags")})
             if not page.get("nextToken"):
                 break
@@ -460,7 +433,7 @@ class LambdaDriver(Platform):
                 continue
             listed = self.read("iam:ListRoleTags", self.iam.list_role_tags, RoleName=role["RoleName"])["Tags"]
             tags = {t["Key"]: t["Value"] for t in listed}
-            if _selected(tags, run_id, now):
+            if selected(tags, run_id, now):
                 found.append({"kind": "iam-role", "id": role["RoleName"], "tags": tags})
         return found
 
@@ -485,17 +458,3 @@ def _botocore_session(target: Target) -> Any:
     if not target.options.get("instance_role"):
         session.get_component("credential_provider").remove("iam-role")
     return session
-
-
-def _selected(tags: dict[str, str], run_id: str | None, now: float | None) -> bool:
-    """Tagged by this toolkit, and of ``run_id`` (or, with ``run_id`` None, past its deadline)."""
-    if tags.get(TAG_OWNER) != OWNER:
-        return False
-    if run_id is not None:
-        return tags.get(TAG_RUN) == run_id
-    deadline = tags.get(TAG_DEADLINE, "")
-    try:
-        when = dt.datetime.fromisoformat(deadline.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return False
-    return when < (now if now is not None else time.time())

@@ -31,8 +31,8 @@ from typing import Any, TextIO
 
 from testbed_agent.faas_drivers import shim
 from testbed_agent.faas_drivers.base import Call, FunctionSpec, Platform, Resource
-from testbed_agent.faas_drivers.prices import Pricing, load_pricing
-from testbed_agent.faas_drivers.target import OWNER, TAG_DEADLINE, TAG_OWNER, TAG_RUN, Target
+from testbed_agent.faas_drivers.prices import Pricing
+from testbed_agent.faas_drivers.target import OWNER, TAG_OWNER, TAG_RUN, Target, selected
 from testbed_services.faas.functions import FunctionCode, default_dirs, find_function
 from testbed_shared.errors import TestbedError, WorkloadError
 
@@ -70,10 +70,6 @@ class AzureFunctionsDriver(Platform):
             raise TestbedError(
                 f"{target.path}: azure-functions needs options.subscription_id (or AZURE_SUBSCRIPTION_ID)"
             )
-        self.pricing = load_pricing()
-        self.deployed: dict[str, dict[str, Any]] = {}
-        #: set when the answering endpoint is one of the toolkit's local stand-ins (it says so)
-        self.standin: str | None = None
         tag = hashlib.sha256(f"{self.subscription}/{target.run_id}/{target.host}".encode()).hexdigest()
         self.suffix = tag[:10]
         self.group = f"{target.prefix}-{self.suffix}-rg"
@@ -168,28 +164,22 @@ class AzureFunctionsDriver(Platform):
         self.web = WebSiteManagementClient(self.credential, self.subscription)
         self.monitor = MonitorManagementClient(self.credential, self.subscription)
 
+    def endpoint(self) -> str:
+        return f"https://management.azure.com/subscriptions/{self.subscription}/resourceGroups/{self.group}"
+
     def describe(self) -> dict[str, Any]:
         return {
-            "platform": self.name,
-            "region": self.target.region,
-            "architecture": "x86_64",
+            **super().describe(),
             "runtime": f"python{self.target.runtime}",
-            "real": not self.dry_run and self.standin is None,
-            **({"standin": self.standin} if self.standin else {}),
-            "driver": self.name,
-            "endpoint": f"https://management.azure.com/subscriptions/{self.subscription}/resourceGroups/{self.group}",
             "plan": "Consumption (Y1, Linux)",
         }
-
-    def _tags(self) -> dict[str, str]:
-        return self.target.tags()
 
     # -- the run's shared resources -----------------------------------------------------------
 
     def _ensure_base(self) -> dict[str, Any]:
         if self._base is not None:
             return self._base
-        loc, tags = self.target.region, self._tags()
+        loc, tags = self.target.region, self.target.tags()
         self.journal.creating("resource-group", self.group)
         self.api(
             "resourceGroups.createOrUpdate",
@@ -278,7 +268,7 @@ class AzureFunctionsDriver(Platform):
                 "server_farm_id": base["plan_id"],
                 "reserved": True,
                 "https_only": True,
-                "tags": {**self._tags(), **spec.tags},
+                "tags": {**self.target.tags(), **spec.tags},
                 "site_config": {
                     "linux_fx_version": f"Python|{spec.runtime or self.target.runtime}",
                     "app_settings": [{"name": k, "value": v} for k, v in settings.items()],
@@ -303,21 +293,13 @@ class AzureFunctionsDriver(Platform):
     def _token(self) -> str:
         return self.credential.get_token(ARM_SCOPE).token
 
-    def _http(self) -> Any:
-        import requests  # noqa: PLC0415 - its SDK only when the platform is used
-
-        session = getattr(self._local, "session", None)
-        if session is None:
-            session = self._local.session = requests.Session()
-        return session
-
     def _zip_deploy(self, site: str, zipped: bytes) -> None:
         url = f"https://{site}.scm.azurewebsites.net/api/zipdeploy?isAsync=true"
-        self.log.record("kudu zipdeploy", {"url": url, "zip": zipped})
+        self.record("kudu zipdeploy", {"url": url, "zip": zipped})
         if self.dry_run:
             return
         auth = {"Authorization": f"Bearer {self._token()}"}
-        resp = self._http().post(
+        resp = shim.http(self._local).post(
             url, data=zipped, headers={**auth, "Content-Type": "application/zip"}, timeout=300
         )
         if resp.status_code not in (200, 202):
@@ -327,8 +309,8 @@ class AzureFunctionsDriver(Platform):
         )
         end = time.monotonic() + DEPLOY_TIMEOUT_S
         while True:
-            self.log.record("kudu deployments.latest", {"url": status_url})
-            state = self._http().get(status_url, headers=auth, timeout=60)
+            self.record("kudu deployments.latest", {"url": status_url})
+            state = shim.http(self._local).get(status_url, headers=auth, timeout=60)
             body = state.json() if state.content else {}
             if body.get("complete") and body.get("status") == 4:
                 return
@@ -372,18 +354,13 @@ class AzureFunctionsDriver(Platform):
 
     # -- calls --------------------------------------------------------------------------------
 
-    def _deployed(self, name: str) -> dict[str, Any]:
-        if name not in self.deployed:
-            raise WorkloadError(f"function {name} was not deployed by this driver")
-        return self.deployed[name]
-
     def invoke(self, name: str, event: Any) -> Call:
         dep = self._deployed(name)
-        self.log.record("function invoke", {"url": dep["url"]})
+        self.record("function invoke", {"url": dep["url"]})
         if self.dry_run:
             return Call(200, True, 0.0, inspector={"new_instance": False, "handler_s": 0.0})
         t0 = time.perf_counter()
-        resp = self._http().post(
+        resp = shim.http(self._local).post(
             dep["url"],
             data=json.dumps(event),
             headers={"x-functions-key": dep["key"], "Content-Type": "application/json"},
@@ -401,12 +378,9 @@ class AzureFunctionsDriver(Platform):
             else None
         )
         billed_mb = rss / (1 << 20) if rss else INSTANCE_MB
-        call = shim.call(
+        return shim.call(
             self, self.pricing, resp.status_code, envelope, resp.text, rtt, INSTANCE_MB, billed_mb
         )
-        if call.billing and self.budget is not None:
-            self.budget.charge(call.billing["price"])
-        return call
 
     def settle(self, name: str, calls: list[Call], wait_s: float | None = None) -> dict[str, Any]:
         """Azure Monitor's FunctionExecutionCount and FunctionExecutionUnits (MB-ms) over the calls'
@@ -487,19 +461,8 @@ class AzureFunctionsDriver(Platform):
         )
         found: list[Resource] = []
         for group in groups:
-            tags = group.tags or {}
-            if tags.get(TAG_OWNER) != OWNER:
-                continue
-            if run_id is None:
-                try:
-                    deadline = dt.datetime.fromisoformat(
-                        tags.get(TAG_DEADLINE, "").replace("Z", "+00:00")
-                    ).timestamp()
-                except ValueError:
-                    continue
-                if deadline >= (now if now is not None else time.time()):
-                    continue
-            found.append({"kind": "resource-group", "id": group.name})
+            if selected(group.tags or {}, run_id, now):
+                found.append({"kind": "resource-group", "id": group.name})
         return found
 
     def remove(self, resource: Resource) -> None:

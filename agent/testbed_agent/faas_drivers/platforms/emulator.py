@@ -31,7 +31,6 @@ class EmulatorDriver(Platform):
     real = False
     default_region = "local"
     architectures = ("x86_64", "arm64")
-    host_cold = True
     overhead_metric = "emulator_overhead_s"
 
     def __init__(
@@ -62,6 +61,9 @@ class EmulatorDriver(Platform):
     def info(self) -> dict[str, Any]:
         self._info = self.api("GetInfo", self._client().info, {"profile": {"name": "?"}})
         return self._info
+
+    def endpoint(self) -> str:
+        return self.url
 
     def describe(self) -> dict[str, Any]:
         info = self._info or self.info()
@@ -109,7 +111,7 @@ class EmulatorDriver(Platform):
         return self.api("PutFunction", lambda **b: self._client().deploy(spec.name, **b), {}, **body)
 
     def invoke(self, name: str, event: Any) -> Call:
-        self.log.record("Invoke", {"name": name})
+        self.record("Invoke", {"name": name})
         if self.dry_run:
             return Call(200, True, 0.0, inspector={"new_instance": False, "handler_s": 0.0})
         status, body, rtt = self._client().invoke(name, event)

@@ -29,8 +29,16 @@ from typing import Any, TextIO
 
 from testbed_agent.faas_drivers import shim
 from testbed_agent.faas_drivers.base import Call, FunctionSpec, Platform, Resource
-from testbed_agent.faas_drivers.prices import Pricing, billed_s, load_pricing
-from testbed_agent.faas_drivers.target import OWNER, TAG_DEADLINE, TAG_OWNER, TAG_RUN, Target, label_value
+from testbed_agent.faas_drivers.prices import Pricing, billed_s
+from testbed_agent.faas_drivers.target import (
+    OWNER,
+    TAG_DEADLINE,
+    TAG_OWNER,
+    TAG_RUN,
+    Target,
+    label_value,
+    selected,
+)
 from testbed_services.faas.functions import FunctionCode, default_dirs, find_function
 from testbed_shared.errors import TestbedError, WorkloadError
 
@@ -72,10 +80,6 @@ class GcfDriver(Platform):
             raise TestbedError(
                 f"{target.path}: gcf-gen2 needs options.source_bucket (a bucket for the sources)"
             )
-        self.pricing = load_pricing()
-        self.deployed: dict[str, dict[str, Any]] = {}
-        #: set when the answering endpoint is one of the toolkit's local stand-ins (it says so)
-        self.standin: str | None = None
         self.project = str(target.options.get("project") or "")
         self._local = threading.local()
         self._tokens: dict[str, tuple[str, float]] = {}
@@ -170,18 +174,11 @@ class GcfDriver(Platform):
     def parent(self) -> str:
         return f"projects/{self.project}/locations/{self.target.region}"
 
+    def endpoint(self) -> str:
+        return f"https://cloudfunctions.googleapis.com/v2/{self.parent}"
+
     def describe(self) -> dict[str, Any]:
-        return {
-            "platform": self.name,
-            "region": self.target.region,
-            "architecture": "x86_64",
-            "runtime": self.target.runtime,
-            "real": not self.dry_run and self.standin is None,
-            **({"standin": self.standin} if self.standin else {}),
-            "driver": self.name,
-            "endpoint": f"https://cloudfunctions.googleapis.com/v2/{self.parent}",
-            "project": self.project,
-        }
+        return {**super().describe(), "project": self.project}
 
     # -- deployment ---------------------------------------------------------------------------
 
@@ -277,7 +274,7 @@ class GcfDriver(Platform):
             "bytes": len(data),
             "metadata": labels(self.target),
         }
-        self.log.record("storage objects.insert", params)
+        self.record("storage objects.insert", params)
         if self.dry_run:
             return 0
         blob = self.storage.bucket(self.bucket_name).blob(obj)
@@ -288,7 +285,7 @@ class GcfDriver(Platform):
     def _operation(self, op: str, method: str, **params: Any) -> Any:
         """A long-running call: sent, then polled to its end; the response (None in a dry run).
         ``update_mask`` is given as its list of paths."""
-        self.log.record(op, params)
+        self.record(op, params)
         if self.dry_run:
             return None
         from google.protobuf import field_mask_pb2  # noqa: PLC0415 - its SDK only when the platform is used
@@ -303,11 +300,6 @@ class GcfDriver(Platform):
             raise WorkloadError(f"{op}: {exc}") from exc
 
     # -- calls --------------------------------------------------------------------------------
-
-    def _deployed(self, name: str) -> dict[str, Any]:
-        if name not in self.deployed:
-            raise WorkloadError(f"function {name} was not deployed by this driver")
-        return self.deployed[name]
 
     def _id_token(self, audience: str) -> str:
         with self._lock:
@@ -331,18 +323,10 @@ class GcfDriver(Platform):
             self._tokens[audience] = (token, time.time() + 3000)
         return token
 
-    def _http(self) -> Any:
-        import requests  # noqa: PLC0415 - its SDK only when the platform is used
-
-        session = getattr(self._local, "session", None)
-        if session is None:
-            session = self._local.session = requests.Session()
-        return session
-
     def invoke(self, name: str, event: Any) -> Call:
         dep = self._deployed(name)
         trace = uuid.uuid4().hex
-        self.log.record("function invoke", {"url": dep["uri"], "trace": trace})
+        self.record("function invoke", {"url": dep["uri"], "trace": trace})
         if self.dry_run:
             return Call(200, True, 0.0, inspector={"new_instance": False, "handler_s": 0.0})
         headers = {
@@ -351,7 +335,7 @@ class GcfDriver(Platform):
             "X-Cloud-Trace-Context": f"{trace}/1;o=1",
         }
         t0 = time.perf_counter()
-        resp = self._http().post(
+        resp = shim.http(self._local).post(
             dep["uri"], data=json.dumps(event), headers=headers, timeout=dep["timeout_s"] + 60
         )
         rtt = time.perf_counter() - t0
@@ -364,12 +348,9 @@ class GcfDriver(Platform):
         except ValueError:
             envelope = None
         extra = {"trace": trace}
-        call = shim.call(
+        return shim.call(
             self, self.pricing, resp.status_code, envelope, resp.text, rtt, dep["memory_mb"], None, extra
         )
-        if call.billing and self.budget is not None:
-            self.budget.charge(call.billing["price"])
-        return call
 
     def settle(self, name: str, calls: list[Call], wait_s: float | None = None) -> dict[str, Any]:
         """Add the request log's latency, status and instance id to each call (matched by trace)."""
@@ -392,7 +373,7 @@ class GcfDriver(Platform):
                 body = {"resourceNames": [f"projects/{self.project}"], "filter": flt, "pageSize": 1000}
                 if token:
                     body["pageToken"] = token
-                self.log.record("logging entries.list", {"filter": flt})
+                self.record("logging entries.list", {"filter": flt})
                 page = self.session.post(LOGGING_URL, json=body, timeout=60)
                 page.raise_for_status()
                 data = page.json()
@@ -450,7 +431,7 @@ class GcfDriver(Platform):
         self.journal.deleted("function", path)
 
     def _delete_object(self, obj: str) -> None:
-        self.log.record("storage objects.delete", {"bucket": self.bucket_name, "name": obj})
+        self.record("storage objects.delete", {"bucket": self.bucket_name, "name": obj})
         if not self.dry_run:
             from google.api_core import exceptions  # noqa: PLC0415 - its SDK only when the platform is used
 
@@ -460,14 +441,15 @@ class GcfDriver(Platform):
 
     def owned(self, run_id: str | None, now: float | None = None) -> list[Resource]:
         """Functions and source objects labelled as this toolkit's, of ``run_id`` or expired."""
+        run = label_value(run_id) if run_id is not None else None
         found: list[Resource] = []
-        self.log.record("functions.list", {"parent": self.parent})
+        self.record("functions.list", {"parent": self.parent})
         for fn in self.functions.list_functions(parent=self.parent):
-            if _selected(dict(fn.labels), run_id, now):
+            if selected(dict(fn.labels), run, now):
                 found.append({"kind": "function", "id": fn.name})
-        self.log.record("storage objects.list", {"bucket": self.bucket_name, "prefix": "testbed/"})
+        self.record("storage objects.list", {"bucket": self.bucket_name, "prefix": "testbed/"})
         for blob in self.storage.list_blobs(self.bucket_name, prefix="testbed/"):
-            if _selected(blob.metadata or {}, run_id, now):
+            if selected(blob.metadata or {}, run, now):
                 found.append({"kind": "source-object", "id": f"{self.bucket_name}/{blob.name}"})
         return found
 
@@ -476,12 +458,3 @@ class GcfDriver(Platform):
             self._delete_function(resource["id"])
         elif resource["kind"] == "source-object":
             self._delete_object(resource["id"].split("/", 1)[1])
-
-
-def _selected(tags: dict[str, str], run_id: str | None, now: float | None) -> bool:
-    if tags.get(TAG_OWNER) != OWNER:
-        return False
-    if run_id is not None:
-        return tags.get(TAG_RUN) == label_value(run_id)
-    deadline = tags.get(TAG_DEADLINE, "")
-    return deadline.isdigit() and int(deadline) < (now if now is not None else time.time())

@@ -55,7 +55,6 @@ from testbed_agent import __version__
 from testbed_agent.benchmark import Benchmark
 from testbed_agent.faas_drivers import routing
 from testbed_agent.faas_drivers.base import Platform
-from testbed_agent.faas_drivers.calls import emulator_only
 from testbed_agent.params import ParamError, spec
 from testbed_agent.results import Outcome, metric
 from testbed_agent.workloads.base import RunContext, Workload
@@ -72,6 +71,33 @@ MODES = ("warm", "cold", "cold_warm", "scaling", "retention", "sets", "sequence"
 KMS_KEYS = ("sym", "hmac256", "hmac384", "p256", "p384", "rsa2048", "rsa3072", "rsa4096")
 _PHASE = re.compile(r"[A-Za-z0-9_]{1,40}")
 DEFAULT_TIMEOUT_S = 1800.0
+#: what a record keeps of each call's inspector (the emulator's; a real platform fills some)
+SAMPLE_KEYS = (
+    "instance_id",
+    "new_instance",
+    "recycled",
+    "host_id",
+    "host_uptime_s",
+    "host_containers",
+    "instance_uptime_s",
+    "instance_keep_alive_s",
+    "host_live_containers",
+    "time_scale",
+    "cold_start_kind",
+    "provider_s",
+    "host_s",
+    "container_s",
+    "handler_s",
+    "init_s",
+    "cold_start_s",
+    "cpu_user_s",
+    "cpu_system_s",
+    "cpu_steal_s",
+    "cpu_throttled_s",
+    "memory_peak_bytes",
+    "started_at",
+    "ended_at",
+)
 
 
 @dataclass(frozen=True)
@@ -218,7 +244,7 @@ class FaasWorkload(Workload):
 
     def _run(self, ctx: RunContext, p: FaasParams) -> Outcome:
         target = routing.real_target(ctx.options)
-        reason = _real_skip_reason(target, p) if target is not None else None
+        reason = routing.skip_reason(target, p) if target is not None else None
         if target is not None and reason:
             return Outcome(status="skipped", error=reason, params={"platform": target.platform})
         if p.payload_bytes:
@@ -241,13 +267,6 @@ class FaasWorkload(Workload):
             finally:
                 driver.finish(name)  # what the benchmark deployed; teardown takes the rest
         return _outcome(ctx, info, deployment, calls, p.mode, where, settled, driver)
-
-
-def _real_skip_reason(target: Any, p: FaasParams) -> str | None:
-    """Why a benchmark does not run on this host's real target: it is about another platform or
-    architecture, or it needs the emulator itself (a faster clock, a key service on loopback)."""
-    reason = routing.skip_reason(target, p.profile, p.architecture)
-    return reason or emulator_only({"time_scale": p.time_scale, "key_service": p.key_service})
 
 
 # -- the emulator for the benchmark ---------------------------------------------------------
@@ -357,21 +376,13 @@ def _mode_warm(ctx: RunContext, p: FaasParams, driver: Platform, name: str) -> l
 
 
 def _mode_cold(ctx: RunContext, p: FaasParams, driver: Platform, name: str) -> list[dict[str, Any]]:
-    event, out = p.event, []
+    """Each call forced cold (``cold``), or each forced cold call followed by a warm one (``cold_warm``)."""
+    out: list[dict[str, Any]] = []
     for _ in range(p.calls):
         _check_stop(ctx)
         driver.cold(name)
-        out.append(_call(driver, name, event, "measured"))
-    return out
-
-
-def _mode_cold_warm(ctx: RunContext, p: FaasParams, driver: Platform, name: str) -> list[dict[str, Any]]:
-    event, out = p.event, []
-    for _ in range(p.calls):
-        _check_stop(ctx)
-        driver.cold(name)
-        out.append(_call(driver, name, event, "cold"))
-        out.append(_call(driver, name, event, "warm"))
+        phases = ("measured",) if p.mode == "cold" else ("cold", "warm")
+        out += [_call(driver, name, p.event, phase) for phase in phases]
     return out
 
 
@@ -533,7 +544,7 @@ def _mode_ramp(ctx: RunContext, p: FaasParams, driver: Platform, name: str) -> l
 MODE_RUNNERS = {
     "warm": _mode_warm,
     "cold": _mode_cold,
-    "cold_warm": _mode_cold_warm,
+    "cold_warm": _mode_cold,
     "scaling": _mode_scaling,
     "retention": _mode_retention,
     "sets": _mode_sets,
@@ -554,6 +565,16 @@ def _num(x: float) -> str:
 
 
 # -- metrics -----------------------------------------------------------------------------------
+
+
+def _add(
+    m: dict[str, dict[str, Any]], key: str, values: list[Any], unit: str = "s", better: str = "lower"
+) -> None:
+    """The mean of the values the calls reported as metric ``key`` (a real platform does not report
+    everything: None is left out, and no values add no metric)."""
+    known = [v for v in values if v is not None]
+    if known:
+        m[key] = metric(_mean(known), unit, better)
 
 
 def _mean(values: list[float]) -> float:
@@ -585,36 +606,30 @@ def _outcome(
         raise WorkloadError(f"every call failed; first error: {measured[0]['error']}")
     m: dict[str, dict[str, Any]] = {}
 
-    def add(key: str, values: list[float | None], unit: str, better: str) -> None:
-        known = [v for v in values if v is not None]  # a real platform does not report everything
-        if known:
-            m[key] = metric(_mean(known), unit, better)
-
     ins = [c["inspector"] for c in ok]
-    add("round_trip_s", [c["round_trip_s"] for c in ok], "s", "lower")
+    _add(m, "round_trip_s", [c["round_trip_s"] for c in ok])
     m["round_trip_p50_s"] = metric(_quantile([c["round_trip_s"] for c in ok], 0.5), "s", "lower")
     m["round_trip_p99_s"] = metric(_quantile([c["round_trip_s"] for c in ok], 0.99), "s", "lower")
-    add("handler_s", [i.get("handler_s") for i in ins], "s", "lower")
-    add(
-        driver.overhead_metric,
-        [c["round_trip_s"] - c["inspector"].get("handler_s", 0.0) for c in ok],
-        "s",
+    _add(m, "handler_s", [i.get("handler_s") for i in ins])
+    _add(m, driver.overhead_metric, [c["round_trip_s"] - c["inspector"].get("handler_s", 0.0) for c in ok])
+    _add(m, "cpu_user_s", [i.get("cpu_user_s") for i in ins])
+    _add(m, "cpu_system_s", [i.get("cpu_system_s") for i in ins])
+    _add(m, "cpu_throttled_s", [i.get("cpu_throttled_s") for i in ins])
+    _add(
+        m,
+        "memory_peak_bytes",
+        [i["memory_peak_bytes"] for i in ins if i.get("memory_peak_bytes")],
+        "B",
         "lower",
     )
-    add("cpu_user_s", [i.get("cpu_user_s") for i in ins], "s", "lower")
-    add("cpu_system_s", [i.get("cpu_system_s") for i in ins], "s", "lower")
-    add("cpu_throttled_s", [i.get("cpu_throttled_s") for i in ins], "s", "lower")
-    add(
-        "memory_peak_bytes", [i["memory_peak_bytes"] for i in ins if i.get("memory_peak_bytes")], "B", "lower"
-    )
     cold = [i for i in ins if i.get("new_instance")]
-    add("cold_start_s", [i.get("cold_start_s") for i in cold], "s", "lower")
-    add("init_s", [i.get("init_s") for i in cold], "s", "lower")
+    _add(m, "cold_start_s", [i.get("cold_start_s") for i in cold])
+    _add(m, "init_s", [i.get("init_s") for i in cold])
     m["cold_fraction"] = metric(len(cold) / len(ins), "1", "lower")
     m["error_fraction"] = metric((len(measured) - len(ok)) / len(measured), "1", "lower")
     bills = [c["billing"] for c in ok if c["billing"]]
-    add("gb_seconds", [b["gb_seconds"] for b in bills], "GB*s", "lower")
-    add("price_per_call", [b["price"] for b in bills], bills[0]["currency"] if bills else "USD", "lower")
+    _add(m, "gb_seconds", [b["gb_seconds"] for b in bills], "GB*s", "lower")
+    _add(m, "price_per_call", [b["price"] for b in bills], bills[0]["currency"] if bills else "USD", "lower")
     if bills:
         m["calls_per_currency_unit"] = metric(
             cost_efficiency(1.0, _mean([b["price"] for b in bills])), f"1/{bills[0]['currency']}", "higher"
@@ -629,7 +644,7 @@ def _outcome(
         ("iops", "1/s", "higher"),
         ("bw_bytes", "B/s", "higher"),
     ]:
-        add(key, [r[key] for r in results if isinstance(r.get(key), (int, float))], unit, better)
+        _add(m, key, [r[key] for r in results if isinstance(r.get(key), (int, float))], unit, better)
     _mode_metrics(m, ok, measured, observed, mode, calls)
     samples, tool = _samples(info, deployment, calls, observed, settled, driver)
     errors = [c["error"] for c in measured if not c["ok"]]
@@ -671,24 +686,16 @@ def _mode_metrics(
 ) -> None:
     """The metrics a mode adds: cold and warm apart, per phase, pool and retention figures."""
 
-    def add(key: str, values: list[float | None], unit: str, better: str) -> None:
-        known = [v for v in values if v is not None]  # a real platform does not report everything
-        if known:
-            m[key] = metric(_mean(known), unit, better)
-
     if mode == "cold_warm":
         for phase in ("cold", "warm"):
-            add(f"{phase}_round_trip_s", [c["round_trip_s"] for c in ok if c["phase"] == phase], "s", "lower")
-            add(
-                f"{phase}_handler_s",
-                [c["inspector"].get("handler_s") for c in ok if c["phase"] == phase],
-                "s",
-                "lower",
+            _add(m, f"{phase}_round_trip_s", [c["round_trip_s"] for c in ok if c["phase"] == phase])
+            _add(
+                m, f"{phase}_handler_s", [c["inspector"].get("handler_s") for c in ok if c["phase"] == phase]
             )
     if mode == "warm":  # first: cold - the first call apart (the other metrics are the measured calls)
         first = [c for c in calls if c["phase"] == "cold" and c["ok"]]
-        add("cold_handler_s", [c["inspector"].get("handler_s") for c in first], "s", "lower")
-        add("cold_round_trip_s", [c["round_trip_s"] for c in first], "s", "lower")
+        _add(m, "cold_handler_s", [c["inspector"].get("handler_s") for c in first])
+        _add(m, "cold_round_trip_s", [c["round_trip_s"] for c in first])
     if mode == "sequence":
         _phase_metrics(m, ok)
     if mode in ("scaling", "retention", "sets", "ramp"):
@@ -805,38 +812,12 @@ def _pool_metrics(m: dict[str, dict[str, Any]], ok: list[dict[str, Any]]) -> Non
 
 def _sample(c: dict[str, Any]) -> dict[str, Any]:
     i = c["inspector"]
-    keep = (
-        "instance_id",
-        "new_instance",
-        "recycled",
-        "host_id",
-        "host_uptime_s",
-        "host_containers",
-        "instance_uptime_s",
-        "instance_keep_alive_s",
-        "host_live_containers",
-        "time_scale",
-        "cold_start_kind",
-        "provider_s",
-        "host_s",
-        "container_s",
-        "handler_s",
-        "init_s",
-        "cold_start_s",
-        "cpu_user_s",
-        "cpu_system_s",
-        "cpu_steal_s",
-        "cpu_throttled_s",
-        "memory_peak_bytes",
-        "started_at",
-        "ended_at",
-    )
     out = {
         "phase": c["phase"],
         "status": c["status"],
         "round_trip_s": c["round_trip_s"],
         "error": c["error"],
-        **{k: i.get(k) for k in keep},
+        **{k: i.get(k) for k in SAMPLE_KEYS},
         "price": c["billing"].get("price"),
     }
     if c.get("platform"):  # the platform's own figures of the call (REPORT line, request log)
