@@ -153,7 +153,7 @@ class Budget:
 
     def charge(self, usd: float) -> None:
         """Add one call's price; raise once the run is over its cap (the calls stop there)."""
-        if not usd_amount(usd):
+        if not usd_amount(usd) or not math.isfinite(self.spent + usd):
             raise LedgerError(
                 f"a call's price {usd!r} (from the platform's billed figures) is not a finite amount >= 0: "
                 "the cost ledger refuses it; no more calls",
