@@ -9,11 +9,15 @@ of CPU.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
-from testbed_reports import calibration as c
 from testbed_reports.inference import MachineSpread
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "reports" / "tests"))
+from report_support import calibration as c
 
 #: (machines per label, machine spread) of the report-level runs and of the coverage runs
 SCOPE_FAMILY = [((1, 1), 0.02), ((1, 1), 0.05), ((2, 2), 0.05), ((3, 3), 0.03), ((5, 5), 0.03)]

@@ -15,10 +15,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from testbed_reports.synth import Machine, write_run
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "reports" / "tests"))
 from benchlib import Progress, against, geo_interval
+from report_support.synth import Machine, write_run
 
 #: issue 13's target for 10^6 observations
 TARGET_S, TARGET_MIB = 10.0, 1024

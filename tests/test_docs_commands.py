@@ -425,8 +425,8 @@ def _prepare(tmp: Path) -> dict[str, str]:
         (tmp / run).mkdir()
         for f in (ROOT / QUICK_RUN).glob(f"{host}.*"):
             shutil.copy(f, tmp / run / f.name)
-    sys.path.insert(0, str(ROOT / "reports"))
-    from testbed_reports.synth import Machine, write_run
+    sys.path.insert(0, str(ROOT / "reports" / "tests"))
+    from report_support.synth import Machine, write_run
 
     cvm = [
         Machine("sev-enc-1", "SEV-Encrypted", ["sev"], 1.05, "sev-snp", True),

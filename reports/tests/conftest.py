@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from report_helpers import BENCHMARKS
 
-from testbed_reports.synth import Machine, write_run
+from report_support.synth import Machine, write_run
 
 
 @pytest.fixture

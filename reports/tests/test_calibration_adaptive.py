@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from testbed_reports.calibration import NOISE, adaptive_setting
+from report_support.calibration import NOISE, adaptive_setting
 
 pytestmark = pytest.mark.slow
 SETS = 150  # x 4 noise levels = 600 comparisons per noise model

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from testbed_reports.calibration import anova_setting
+from report_support.calibration import anova_setting
 
 pytestmark = pytest.mark.slow
 SETS = 800

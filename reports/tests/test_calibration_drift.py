@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from testbed_reports.calibration import drift_setting
+from report_support.calibration import drift_setting
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,7 @@ import pytest
 from report_helpers import record, write_jsonl
 
 from testbed_reports.build import build
-from testbed_reports.calibration import headline_setting
+from report_support.calibration import headline_setting
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,7 @@ import pytest
 from report_helpers import record, write_jsonl
 
 from testbed_reports.build import build
-from testbed_reports.calibration import pyperf_setting
+from report_support.calibration import pyperf_setting
 
 pytestmark = pytest.mark.slow
 

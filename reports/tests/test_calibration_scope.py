@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from testbed_reports.build import build
-from testbed_reports.calibration import scope_setting
+from report_support.calibration import scope_setting
 from testbed_reports.inference import MachineSpread
-from testbed_reports.synth import Machine, write_run
+from report_support.synth import Machine, write_run
 
 pytestmark = pytest.mark.slow
 

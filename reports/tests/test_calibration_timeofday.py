@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from testbed_reports.calibration import timeofday_setting
+from report_support.calibration import timeofday_setting
 
 pytestmark = pytest.mark.slow
 SETS = 120

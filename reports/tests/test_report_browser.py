@@ -11,7 +11,7 @@ import pytest
 from report_browser import chromium_binary, open_page
 
 from testbed_reports.build import build
-from testbed_reports.synth import Machine, write_run
+from report_support.synth import Machine, write_run
 
 
 @pytest.mark.integration

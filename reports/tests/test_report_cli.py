@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 from report_helpers import record, run_cli, run_module, write_jsonl
 
-from testbed_reports.synth import Machine, write_run
+from report_support.synth import Machine, write_run
 
 
 def test_every_command_has_help() -> None:

@@ -12,7 +12,7 @@ from report_helpers import record, run_cli, write_jsonl
 from testbed_reports.build import build
 from testbed_reports.errors import SchemaError
 from testbed_reports.load import load
-from testbed_reports.synth import Machine, write_run
+from report_support.synth import Machine, write_run
 
 
 def _records(label: str, host: str, values: list[float], **over: object) -> list[dict]:

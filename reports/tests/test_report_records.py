@@ -25,7 +25,7 @@ from testbed_reports import crypto_tables
 from testbed_reports.cli import main
 from testbed_reports.errors import SchemaError
 from testbed_reports.load import load
-from testbed_reports.synth import Machine, write_run
+from report_support.synth import Machine, write_run
 
 PLAN = """\
 benchmarks:

@@ -13,7 +13,7 @@ from testbed_reports.build import build
 from testbed_reports.compare import overhead
 from testbed_reports.numerics import cv_ci
 from testbed_reports.stats import describe
-from testbed_reports.synth import Machine, write_run
+from report_support.synth import Machine, write_run
 
 
 def test_known_slowdown_is_found_within_its_ci_and_decided_slower(slowdown_run: Path, tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from testbed_agent.results import Identity, ResultWriter, make_record
-from testbed_reports.calibration import campaign
+from report_support.calibration import campaign
 from testbed_reports.cli import main
 from testbed_reports.errors import ReportError
 from testbed_reports.timeofday import analyze, calibrated, render, select, thesis_anova

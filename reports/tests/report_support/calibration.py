@@ -1,4 +1,4 @@
-"""Seeded simulations of known truth that calibrate the report's decision rules (issue 27).
+"""Seeded simulations of known truth that calibrate the report's decision rules (issues 27 and 34).
 
 Each setting draws data sets, runs them through the functions ``build`` uses (runs -> describe ->
 diagnostics -> compare; ``timeofday``; ``anova.label_anova``; the agent's adaptive rule) and returns
@@ -394,7 +394,7 @@ def adaptive_setting(
     true overhead, false slower/faster; and the one-label interval's coverage at stop. Each pair is
     a metric of one benchmark (every interval a 95 % one), so one report compares them all."""
     rule = Adaptive(5, 30, 1.0)
-    rng = random.Random(seed)  # noqa: S311 - a seeded simulation, not a secret
+    rng = random.Random(seed)  # a seeded simulation, not a secret
     res = Result(f"adaptive {rule.min}-{rule.max} runs, target 1%, {kind} noise")
     truth = math.exp(math.log(1000.0) + TRUE_SHIFT[kind])
     cols: dict[str, list] = {k: [] for k in ("host", "label", "benchmark", "metric", "value", "repetition")}
