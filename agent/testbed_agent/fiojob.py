@@ -3,11 +3,17 @@
 A job file is not trusted text: fio options can run programs (``ioengine=exec``, ``exec_prerun``),
 load code (``ioengine=external:lib.so``), map or write other files (``mem=mmapshared:FILE``,
 ``write_iolog``, ``verify_state_save``, ``directory``) or change the machine (``ioscheduler``,
-``cgroup``). So the agent never checks the text itself: it asks fio's own parser to turn the job
-into command-line options (``fio --showcmd``, with the same environment the run gets, so
-sections, ``include`` lines and ``${VAR}`` expansion are seen exactly as fio will see them), and
-every option that comes out must be on :data:`ALLOWED` with a value its rule accepts. Anything
-else is refused before fio starts, naming the option. Each entry is justified in docs/io-guard.md.
+``cgroup``). So the agent does not judge the options by their text: it asks fio's own parser to
+turn the job into command-line options (``fio --showcmd``, with the same environment the run
+gets, so sections and ``${VAR}`` expansion are seen exactly as fio will see them), and every
+option that comes out must be on :data:`ALLOWED` with a value its rule accepts. Anything else is
+refused before fio starts, naming the option. Each entry is justified in docs/io-guard.md.
+
+Before fio reads a job at all, :func:`check_job_text` refuses every line fio would read as an
+include (fio would read the named file as root, and quote its lines in its complaints) and any
+line naming files or commands. A job file may be any file the agent can read, so no message
+quotes it: the agent names line numbers and option names, never a line or a value, and fio's own
+complaints are reported by kind (:func:`fio_complaint`), never passed on.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import re
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from testbed_shared.errors import TargetRefused
 
@@ -179,8 +186,8 @@ def check_options(pairs: list[tuple[str, str | None]], target: str, where: str) 
         if key == "filename":
             if value != target:
                 raise TargetRefused(
-                    f"{where}: refusing fio option 'filename': fio would use {str(value)[:80]!r}, "
-                    "not the agent's target",
+                    f"{where}: refusing fio option 'filename': fio would use another file than the "
+                    "agent's target",
                     hint="use filename=${FIO_FILENAME} and set params.filename in the plan",
                 )
             if jobs:
@@ -190,7 +197,8 @@ def check_options(pairs: list[tuple[str, str | None]], target: str, where: str) 
             continue
         if rule.value is not None and not re.fullmatch(rule.value, value or "", re.ASCII):
             raise TargetRefused(
-                f"{where}: refusing fio option {key}={str(value)[:60]!r}: value not allowed",
+                f"{where}: refusing fio option {key!r}: its value is not allowed (not shown: a job "
+                "file may be any file)",
                 hint="allowed options and values: docs/io-guard.md",
             )
     if not jobs or (job_file or global_file) != target:
@@ -204,13 +212,52 @@ def _no_target(where: str) -> TargetRefused:
     )
 
 
+#: fio's complaints by a fixed part of their wording, and what they mean; the rest of each message
+#: quotes a line of the job file or of a file it included
+_COMPLAINTS = (
+    ("Bad option", "a line that is not a fio option"),
+    ("outside of [] job section", "an option outside a [section]"),
+    ("failed parsing", "a value fio cannot parse"),
+    ("No new sections in included files", "a section in an included file"),
+    ("unable to open", "a job file fio cannot open"),
+)
+_QUOTED_KEY = re.compile(r"(?:failed parsing |Bad option <)\s*([A-Za-z_]{1,40})\s*[=>]")
+#: option names fio knows that the allowlist refuses (docs/io-guard.md): a complaint may name them
+REFUSED = frozenset(
+    {
+        "mem",
+        "iomem",
+        "lockfile",
+        "verify_state_save",
+        "verify_state_load",
+        "merge_blktrace_file",
+        "program",
+        "arguments",
+        "uid",
+        "gid",
+        "unlink",
+        "unlink_each_loop",
+        "nrfiles",
+        "file_service_type",
+        "numa_cpu_nodes",
+        "numa_mem_policy",
+        "cgroup_weight",
+        "cgroup_nodelete",
+    }
+)
+
+
 def fio_complaint(text: str) -> str:
-    """The line of fio's error output that names the problem (``Bad option <...>`` first)."""
-    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
-    for ln in lines:
-        if ln.startswith("Bad option") or "failed parsing" in ln:
-            return ln[:200]
-    return (lines[-1] if lines else "no reason given")[:200]
+    """What fio objected to, in the agent's words (never fio's text: it quotes the job's lines);
+    an option is named when its name is one of fio's (on :data:`ALLOWED`, :data:`PATH_KEYS` or
+    :data:`REFUSED`), never anything else of the line."""
+    for marker, meaning in _COMPLAINTS:
+        if marker in text:
+            m = _QUOTED_KEY.search(text)
+            key = m.group(1).lower() if m else ""
+            named = f" (option {key!r})" if key in ALLOWED or key in PATH_KEYS or key in REFUSED else ""
+            return f"{meaning}{named}; fio's message is not shown: it quotes the job file"
+    return "fio stopped with an error; its message is not shown: it may quote the job file"
 
 
 Runner = Callable[[list[str], dict[str, str]], str]
@@ -229,3 +276,80 @@ def check_job(job: str, env: dict[str, str], target: str, run: Runner) -> list[s
 def argv(pairs: list[tuple[str, str | None]]) -> list[str]:
     """fio command-line options of ``pairs`` (global options first, then each ``--name`` job)."""
     return [f"--{k}" if v is None else f"--{k}={v}" for k, v in pairs]
+
+
+# -- the job file's text, before fio reads it ---------------------------------------------------
+
+#: fio options naming files or running commands; in a job file only ``filename=${FIO_FILENAME}``
+#: is accepted, so every file fio touches is the guarded target
+PATH_KEYS = frozenset(
+    {
+        "filename",
+        "directory",
+        "filename_format",
+        "opendir",
+        "include",
+        "exec_prerun",
+        "exec_postrun",
+        "write_iolog",
+        "read_iolog",
+        "write_bw_log",
+        "write_lat_log",
+        "write_iops_log",
+        "write_hist_log",
+        "ioscheduler",
+        "cgroup",
+    }
+)
+_KEY = re.compile(r"^\s*([A-Za-z_]+)\s*(?:=\s*(.*?))?\s*$")
+#: fio reads a job file with fgets into an OPT_LEN_MAX (8192) byte buffer (parse.h): a longer
+#: line would be read as several lines, its tail as a line of its own
+LINE_MAX = 8191
+#: what the agent skips before a line's first word: every blank and control byte (fio skips only
+#: C's isspace(), so a line the agent reads as an include is one at least)
+_LEADING = bytes(range(33)) + b"\x7f"
+
+
+def check_filename(path: Path) -> Path:
+    """fio reads ``:`` in a file name as a list separator: refuse it."""
+    if ":" in str(path):
+        raise TargetRefused(
+            f"refusing fio target {path}: fio reads ':' as a separator between files",
+            hint="choose a path without ':'",
+        )
+    return path
+
+
+def check_job_text(data: bytes, where: str) -> None:
+    """Refuse a job file that includes other files or names files or commands itself instead of
+    ``${FIO_FILENAME}``, reading its lines as fio 3.33 does (init.c, ``__parse_jobs_ini``): split
+    at newlines, leading blanks skipped, and a line that then starts with ``include`` includes
+    the file named from its ninth character on, whatever the eighth is (``include x``,
+    ``include<TAB>x``, ``includeXx``, ``include=x``). Every such line is refused (in any case, and
+    after control bytes too: more than fio reads), and so is a line longer than fio's line buffer.
+    Messages name the line number, never the line."""
+    named = False
+    for lineno, raw in enumerate(data.split(b"\n"), start=1):
+        if len(raw) > LINE_MAX:
+            raise TargetRefused(f"{where}:{lineno}: refusing a line longer than fio's {LINE_MAX}-byte buffer")
+        line = raw.lstrip(_LEADING)
+        if line[:7].lower() == b"include" or line.startswith(b"$"):
+            raise TargetRefused(
+                f"{where}:{lineno}: refusing an include line: a custom fio job includes no other files",
+                hint="put the options in the job file itself",
+            )
+        if not line or line[:1] in (b";", b"#", b"["):
+            continue
+        m = _KEY.match(line.decode("utf-8", "replace"))
+        key = m.group(1).lower() if m else ""
+        if key not in PATH_KEYS:
+            continue
+        if key == "filename" and m and m.group(2) == "${FIO_FILENAME}":
+            named = True
+            continue
+        raise TargetRefused(
+            f"{where}:{lineno}: refusing fio job option {key!r}: the agent chooses the file",
+            hint="use filename=${FIO_FILENAME} and set params.filename in the plan",
+        )
+    if not named:
+        raise _no_target(where)

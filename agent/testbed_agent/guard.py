@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import re
 import secrets
 import stat
 import tempfile
@@ -432,64 +431,3 @@ def remove_stale_staging_fd(target: OpenTarget) -> None:
                 os.unlink(name, dir_fd=target.dir_fd)
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(name + SIDECAR, dir_fd=target.dir_fd)
-
-
-# -- fio's file-name syntax ---------------------------------------------------------------------
-
-#: fio options naming files or running commands; in a job file only ``filename=${FIO_FILENAME}``
-#: is accepted, so every file fio touches is the guarded target.
-_FIO_PATH_KEYS = {
-    "filename",
-    "directory",
-    "filename_format",
-    "opendir",
-    "include",
-    "exec_prerun",
-    "exec_postrun",
-    "write_iolog",
-    "read_iolog",
-    "write_bw_log",
-    "write_lat_log",
-    "write_iops_log",
-    "write_hist_log",
-    "ioscheduler",
-    "cgroup",
-}
-_FIO_LINE = re.compile(r"^\s*([A-Za-z_]+)\s*(?:=\s*(.*?))?\s*$")
-
-
-def check_fio_filename(path: Path) -> Path:
-    """fio reads ``:`` in a file name as a list separator: refuse it."""
-    if ":" in str(path):
-        raise TargetRefused(
-            f"refusing fio target {path}: fio reads ':' as a separator between files",
-            hint="choose a path without ':'",
-        )
-    return path
-
-
-def check_fio_job(text: str, where: str) -> None:
-    """Refuse a fio job file that names files or commands itself instead of ``${FIO_FILENAME}``."""
-    named = False
-    for lineno, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line[0] in ";#[":
-            continue
-        if line.startswith("include ") or line.startswith("$"):
-            raise TargetRefused(f"{where}:{lineno}: refusing fio job line {line!r}: includes other files")
-        m = _FIO_LINE.match(line)
-        key = m.group(1).lower() if m else ""
-        if key not in _FIO_PATH_KEYS:
-            continue
-        if key == "filename" and m and m.group(2) == "${FIO_FILENAME}":
-            named = True
-            continue
-        raise TargetRefused(
-            f"{where}:{lineno}: refusing fio job option {key!r}: the agent chooses the file",
-            hint="use filename=${FIO_FILENAME} and set params.filename in the plan",
-        )
-    if not named:
-        raise TargetRefused(
-            f"{where}: refusing fio job without filename=${{FIO_FILENAME}}: fio would name files itself",
-            hint="add filename=${FIO_FILENAME} to the [global] section",
-        )

@@ -7,6 +7,7 @@ no data". Each case here runs the real fio through the workload and the runner.
 
 from __future__ import annotations
 
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -79,7 +80,7 @@ def test_shared_mapping_of_a_foreign_file_refused(tmp_path: Path, foreign: Path)
         ("ioengine=e4defrag", "ioengine"),
         ("ioscheduler=none", "'ioscheduler'"),
         ("verify_state_save=1", "'verify_state_save'"),
-        ("rw=trim", "rw="),
+        ("rw=trim", "'rw'"),
         ("unlink=1", "'unlink'"),
         ("nrfiles=4", "'nrfiles'"),
     ],
@@ -128,7 +129,6 @@ def test_shipped_jobs_pass_the_allowlist(job: Path, engine: str) -> None:
 
 def test_plan_with_the_job_refused_by_the_cli(tmp_path: Path) -> None:
     """Through ``testbed-agent run``: exit 2, one line naming file, line and the option; nothing ran."""
-    import subprocess
     import sys
 
     made = tmp_path / "made"
@@ -154,8 +154,6 @@ def test_plan_with_the_job_refused_by_the_cli(tmp_path: Path) -> None:
 
 
 def _run(cmd: list[str], env: dict[str, str]) -> str:
-    import subprocess
-
     res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=30, check=True)
     return res.stdout
 
@@ -164,3 +162,60 @@ def test_every_allowed_option_is_justified_in_the_docs() -> None:
     doc = (Path(__file__).parents[2] / "docs" / "io-guard.md").read_text()
     missing = [k for k in fiojob.ALLOWED if f"| `{k}` |" not in doc]
     assert not missing, missing
+
+
+SECRET = "TOPSECRET-4711"
+
+
+@pytest.fixture
+def secret(tmp_path: Path) -> Path:
+    """A root-only file (0600) whose first line must never reach the user."""
+    f = tmp_path / "shadow"
+    f.write_text(f"{SECRET}\nsecond line\n")
+    f.chmod(0o600)
+    return f
+
+
+#: every spelling fio 3.33's job parser reads as an include (init.c, __parse_jobs_ini: a line that,
+#: after leading blanks, starts with "include"; the file name starts one character later, whatever
+#: that character is)
+INCLUDES = ["include {f}", "include\t{f}", "includeX{f}", "include={f}", "  include {f}", "\tinclude {f}"]
+
+
+@pytest.mark.parametrize("spelling", INCLUDES, ids=["space", "tab", "X", "equals", "indent", "tab-indent"])
+def test_every_include_spelling_is_refused_and_leaks_nothing(
+    tmp_path: Path, secret: Path, spelling: str
+) -> None:
+    """Issue 40 finding 4: only ``include `` was refused; fio read the others, and its complaint
+    about the included file's first line ("Bad option <...>") was shown to the user."""
+    job = tmp_path / "inc.fio"
+    job.write_text(HEAD + spelling.format(f=secret) + "\n")
+    env = job_env(FioParams(**FIO), "/t/testfile.dat", 4096)
+    fio = subprocess.run(["fio", "--showcmd", str(job)], env=env, capture_output=True, text=True, timeout=30)
+    assert SECRET in fio.stdout + fio.stderr  # fio itself reads the file with this spelling
+    with pytest.raises(ParamError, match="include") as checked:
+        Fio.check(bench_for(job))
+    with pytest.raises(TargetRefused, match="include") as ran:
+        Fio().run(ctx_for(bench_for(job), tmp_path), Fio.parse(bench_for(job)))
+    for exc in (checked.value, ran.value):
+        assert SECRET not in str(exc) and str(secret) not in str(exc)
+
+
+def test_fio_complaints_are_not_echoed(tmp_path: Path) -> None:
+    """fio's own refusals quote the job's lines ("Bad option <...>", "option <...> outside of []
+    job section"): the agent says what kind of problem fio found, never what it quoted."""
+    for body in (HEAD + f"notanoption={SECRET}\n", f"{SECRET}=1\n" + HEAD, HEAD + f"bs={SECRET}\n"):
+        job = tmp_path / "bad.fio"
+        job.write_text(body)
+        with pytest.raises((ParamError, TargetRefused)) as exc:
+            Fio.check(bench_for(job))
+        assert SECRET not in str(exc.value), str(exc.value)
+
+
+def test_refused_values_are_not_echoed(tmp_path: Path) -> None:
+    """The allowlist names the option it refuses, not the value (a job file may be any file)."""
+    attempt(tmp_path, f"rw={SECRET}\n", "'rw'")
+    job = tmp_path / "evil.fio"
+    with pytest.raises(ParamError) as exc:
+        Fio.check(bench_for(job))
+    assert SECRET not in str(exc.value)

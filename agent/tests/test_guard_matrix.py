@@ -70,7 +70,7 @@ def test_fio_colon_in_filename_refused(tmp_path: Path, victim: Path) -> None:
         ("directory={dir}", "'directory'"),
         ("exec_prerun=touch {dir}/x", "'exec_prerun'"),
         ("write_bw_log={dir}/bw", "'write_bw_log'"),
-        ("include {victim}", "includes other files"),
+        ("include {victim}", "include line"),
     ],
 )
 def test_custom_fio_job_naming_files_refused(tmp_path: Path, victim: Path, line: str, match: str) -> None:

@@ -17,8 +17,6 @@ from testbed_agent.benchmark import Benchmark
 from testbed_agent.guard import (
     SIDECAR,
     OpenTarget,
-    check_fio_filename,
-    check_fio_job,
     install_staging,
     is_marked_fd,
     open_staging,
@@ -129,7 +127,7 @@ class Fio(Workload):
             )
         if p.job is not None:
             try:
-                check_fio_job(job.read_text(), str(job))
+                fiojob.check_job_text(job.read_bytes(), str(job))
                 if shutil.which("fio"):
                     placeholder = "/var/tmp/testbed-agent/check/testfile.dat"
                     fiojob.check_job(str(job), job_env(p, placeholder, 4096), placeholder, _check_run)
@@ -149,10 +147,10 @@ class Fio(Workload):
         p = params
         target = Path(p.filename) if p.filename else ctx.scratch / "fio" / "testfile.dat"
         job = job_file(ctx.bench, p)
-        check_fio_job(job.read_text(), str(job))
+        fiojob.check_job_text(job.read_bytes(), str(job))
         # the agent opens the target itself (no links, beneath its scratch, type and mark checked on
         # the descriptor) and fio gets /proc/self/fd/N: a name swapped afterwards redirects nothing
-        with open_target(check_fio_filename(Path(target)), p.allow_device) as t:
+        with open_target(fiojob.check_filename(Path(target)), p.allow_device) as t:
             env = job_env(p, t.proc_path, p.size)
             # fio's own parser decides what the job means, checked before anything is laid out or
             # run; the run then uses the checked options, not the job file (no second reading)
