@@ -21,6 +21,8 @@ import importlib
 import importlib.util
 import json
 import math
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,48 @@ __all__ = ["Cell", "StudyError", "StudyFigure", "StudyTable", "StudyView", "add_
 
 class StudyError(ReportError):
     """The store cannot give a study's tables (cells missing, wrong study)."""
+
+
+#: the largest file of a paper's observations read (the S1 thesis's dump is 2 MB)
+MAX_INPUT_BYTES = 1 << 30
+
+
+def read_input(path: Path) -> str:
+    """The text of a regular file given with ``--csv``. A FIFO, device, socket or directory is
+    refused at once: the file is opened without blocking and checked on the open descriptor
+    (no race between the check and the read), so nothing waits for a writer."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise StudyError(f"{path}: cannot read ({exc.strerror})") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode) else "not a file"
+        raise StudyError(
+            f"{path}: not a regular file ({kind}): --csv reads a file of the paper's observations",
+            hint="give the downloaded file itself",
+        )
+    with os.fdopen(fd, "rb") as fh:
+        os.set_blocking(fd, True)
+        data = fh.read(MAX_INPUT_BYTES + 1)
+    if len(data) > MAX_INPUT_BYTES:
+        raise StudyError(
+            f"{path}: larger than {MAX_INPUT_BYTES >> 20} MiB: not a file of the paper's observations"
+        )
+    return data.decode("utf-8", errors="replace")
+
+
+def _check_inputs(paths: list[Path]) -> None:
+    """Every ``--csv`` path is a regular file (refused at once otherwise, before any work)."""
+    for p in paths:
+        try:
+            mode = os.stat(p).st_mode
+        except OSError as exc:
+            raise StudyError(f"{p}: cannot read ({exc.strerror})") from None
+        if not stat.S_ISREG(mode):
+            read_input(p)  # raises with the kind of file
 
 
 def view_module(study_id: str) -> Any:
@@ -54,6 +98,7 @@ def run_study(
     man = manifest(study_id)
     mod = view_module(man.id)
     csvs = [csv] if isinstance(csv, Path) else list(csv or [])
+    _check_inputs(csvs)
     if csvs:
         if not hasattr(mod, "build_csv"):
             raise StudyError(f"study {man.id} reads no CSV of published observations", hint="give RESULTS")

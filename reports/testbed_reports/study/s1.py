@@ -18,11 +18,17 @@ share of the total, F, and F crit at 0.95; means with t intervals, medians, CVs,
 (the view gives each mean the interval of faas_helpers.mean_cell instead, which never crosses zero).
 That ANOVA takes minute-by-minute slots of one campaign as independent; the view prints beside
 Tables 8 and 9 the calibrated tests of :func:`testbed_reports.timeofday.calibrated` (the day as the
-unit), labelled as not the thesis's.
+unit; business hours on weekdays only, as the thesis's factor), labelled as not the thesis's, each
+read against the thesis's difference ("not enough days to tell" where its interval holds both no
+effect and the thesis's number). From a rerun's records, the ANOVA figures (SS %, F, df) and the
+significance flags are the rerun's own sample's and stand beside the thesis's without a verdict;
+from the thesis's own observations (``--csv``) they are compared. ``--csv`` reads regular files
+only: a FIFO or device is refused at once (:func:`testbed_reports.study.read_input`).
 """
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import re
@@ -35,7 +41,7 @@ import pandas as pd
 
 from testbed_reports import svgplot
 from testbed_reports.anova import sequential_anova
-from testbed_reports.study import StudyError
+from testbed_reports.study import StudyError, read_input
 from testbed_reports.study.faas_helpers import (
     cv_cell,
     img,
@@ -112,12 +118,18 @@ def build(ds: Any, manifest: Manifest) -> StudyView:
     if main_runs:
         main = _main_from_runs(main_runs)
         _check_cells(main)
-        _main_tables(view, main, None, manifest)
+        _main_tables(view, main, None, manifest, SAMPLE_STATISTIC)
     else:
         view.notes.append("Tables 13-19: no faas-io.yml records in these results (run the main experiment).")
     if tod_runs:
         tod = _tod_from_runs(tod_runs)
-        _tod_tables(view, tod, manifest, "records' start times in the local time zone " + tod.attrs["tz"])
+        _tod_tables(
+            view,
+            tod,
+            manifest,
+            "records' start times in the local time zone " + tod.attrs["tz"],
+            SAMPLE_STATISTIC,
+        )
     else:
         view.notes.append("Tables 8-11: no timeofday-dd.yml campaign in these results.")
     return view
@@ -198,16 +210,13 @@ def _classify(df: pd.DataFrame) -> pd.DataFrame:
 def build_csv(path: Path, manifest: Manifest) -> StudyView:
     """The thesis's tables from its published observations (a user's copy; see the module doc)."""
     p = Path(path)
-    try:
-        head = p.read_text(encoding="utf-8", errors="replace")[:4096]
-    except OSError as exc:
-        raise StudyError(f"{p}: cannot read ({exc.strerror})") from None
+    text = read_input(p)
     view = StudyView(manifest)
-    if "INSERT INTO" in head or p.suffix == ".sql":
-        main = _read_dump(p)
+    if "INSERT INTO" in text[:4096] or p.suffix == ".sql":
+        main = _read_dump(p, text)
         kind = "main"
     else:
-        table = _read_csv(p)
+        table = _read_csv(p, text)
         cols = {c.lower() for c in table.columns}
         if {"collected_at", "system_name", "latency_seconds", "time_of_day", "week_period"} <= cols:
             kind = "tod"
@@ -261,10 +270,10 @@ def build_csvs(paths: list[Path], manifest: Manifest) -> StudyView:
     return view
 
 
-def _read_csv(p: Path) -> pd.DataFrame:
+def _read_csv(p: Path, text: str) -> pd.DataFrame:
     try:
-        return pd.read_csv(p, dtype=str, keep_default_na=False)
-    except (OSError, ValueError, pd.errors.ParserError) as exc:
+        return pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
+    except (ValueError, pd.errors.ParserError) as exc:
         raise StudyError(f"{p}: not a readable CSV ({' '.join(str(exc).split())[:160]})") from None
 
 
@@ -293,12 +302,8 @@ _INSERT = re.compile(
 )
 
 
-def _read_dump(p: Path) -> pd.DataFrame:
+def _read_dump(p: Path, text: str) -> pd.DataFrame:
     """The rows of the thesis's ``start_dump.sql`` (pg_dump --column-inserts of final_experiment_data)."""
-    try:
-        text = p.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise StudyError(f"{p}: cannot read ({exc.strerror})") from None
     rows = [m.groups()[1:] for m in _INSERT.finditer(text)]
     if not rows:
         raise StudyError(
@@ -349,8 +354,25 @@ def _thesis_selection(main: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return cells[cols].reset_index(drop=True), sel75[cols].reset_index(drop=True)
 
 
+#: the columns of the thesis's day-time-dataset.csv the view reads
+TOD_COLUMNS = (
+    "COLLECTED_AT",
+    "SYSTEM_NAME",
+    "LATENCY_SECONDS",
+    "OPERATION_TYPE",
+    "TIME_OF_DAY",
+    "WEEK_PERIOD",
+)
+
+
 def _tod_from_table(table: pd.DataFrame, p: Path) -> pd.DataFrame:
     t = table.rename(columns=str.upper)
+    missing = [c for c in TOD_COLUMNS if c not in t.columns]
+    if missing:
+        raise StudyError(
+            f"{p}: column {', '.join(missing)} missing (day-time-dataset.csv's columns)",
+            hint="the thesis's analysis/preliminary-exp/day-time-dataset.csv has " + ", ".join(TOD_COLUMNS),
+        )
     t = t[t["OPERATION_TYPE"].str.upper() == "WRITE"]
     at = pd.to_datetime(t["COLLECTED_AT"], errors="coerce")
     out = pd.DataFrame(
@@ -411,7 +433,18 @@ def _level_id(level: Any) -> str:
     return {1: "t1", 5: "t5"}.get(level, str(level))
 
 
-def _main_tables(view: StudyView, df: pd.DataFrame, sel75: pd.DataFrame | None, m: Manifest) -> None:
+#: why a rerun's ANOVA figures and test outcomes stand beside the thesis's without a verdict
+SAMPLE_STATISTIC = (
+    "a statistic of the rerun's own sample (its size, its ANOVA), not an estimate of the thesis's number; "
+    "a test outcome of the thesis's slot-by-slot ANOVA (the calibrated tests beside Tables 8-9 answer it)"
+)
+
+
+def _main_tables(
+    view: StudyView, df: pd.DataFrame, sel75: pd.DataFrame | None, m: Manifest, withheld: str = ""
+) -> None:
+    """Tables 13-19; ``withheld``: why the ANOVA figures get no verdict (a rerun's), "" to compare
+    them (the thesis's own observations must give its numbers)."""
     for table, op, size, factor, figs, unit in EXPERIMENTS:
         part = _experiment(df, op, size).copy()
         scale = 1000.0 if unit == "ms" else 1.0
@@ -434,12 +467,16 @@ def _main_tables(view: StudyView, df: pd.DataFrame, sel75: pd.DataFrame | None, 
                         src, src.capitalize() + ("s" if src == "residual" else "")
                     ),
                     "Degrees of freedom": r["df"],
-                    "Sum of squares (%)": value_cell(r["ss_percent"], paper(m, _pid(table, key, "ss_pct"))),
-                    "F value": value_cell(r["F"], paper(m, _pid(table, key, "F")))
+                    "Sum of squares (%)": value_cell(
+                        r["ss_percent"], paper(m, _pid(table, key, "ss_pct")), withheld=withheld
+                    ),
+                    "F value": value_cell(r["F"], paper(m, _pid(table, key, "F")), withheld=withheld)
                     if r["F"] is not None
                     else "",
                     "F crit": (
-                        value_cell(r["F_crit"], paper(m, _pid(table, "F_crit"))) if r["F"] is not None else ""
+                        value_cell(r["F_crit"], paper(m, _pid(table, "F_crit")), withheld=withheld)
+                        if r["F"] is not None
+                        else ""
                     ),
                 }
             )
@@ -609,7 +646,7 @@ def _main_figures(
 # -- the preliminary experiment ----------------------------------------------------------------------
 
 
-def _tod_tables(view: StudyView, tod: pd.DataFrame, m: Manifest, clock: str) -> None:
+def _tod_tables(view: StudyView, tod: pd.DataFrame, m: Manifest, clock: str, withheld: str = "") -> None:
     missing = [
         f"{PLATFORMS[p]} {lvl}"
         for p in PLATFORM_KEYS
@@ -621,13 +658,15 @@ def _tod_tables(view: StudyView, tod: pd.DataFrame, m: Manifest, clock: str) -> 
             "S1 Tables 8-11: the campaign lacks " + ", ".join(missing),
             hint="run timeofday-dd.yml as a campaign over weekdays and a weekend (--for 4d from a Saturday)",
         )
-    sig = _tod_anova(view, tod, m, clock)
-    _tod_calibrated(view, tod)
-    _tod_medians(view, tod, m, sig)
-    _tod_figures(view, tod, m)
+    sig = _tod_anova(view, tod, m, clock, withheld)
+    _tod_calibrated(view, tod, m)
+    _tod_medians(view, tod, m, sig, withheld)
+    _tod_figures(view, tod, m, withheld)
 
 
-def _tod_anova(view: StudyView, tod: pd.DataFrame, m: Manifest, clock: str) -> dict[tuple[str, str], bool]:
+def _tod_anova(
+    view: StudyView, tod: pd.DataFrame, m: Manifest, clock: str, withheld: str = ""
+) -> dict[tuple[str, str], bool]:
     """Tables 8 and 9; returns which factors the thesis's F test calls significant per platform."""
     sig: dict[tuple[str, str], bool] = {}
     for plat, tid in (("aws", "Table 8"), ("gcf", "Table 9")):
@@ -646,10 +685,18 @@ def _tod_anova(view: StudyView, tod: pd.DataFrame, m: Manifest, clock: str) -> d
                         "residual": "Residuals",
                         "total": "Total",
                     }[r["source"]],
-                    "Degrees of freedom": value_cell(r["df"], paper(m, _pid(tid, key, "df"))),
-                    "Sum of squares (%)": value_cell(r["ss_percent"], paper(m, _pid(tid, key, "ss_pct"))),
-                    "F value": value_cell(r.get("F"), paper(m, _pid(tid, key, "F"))) if tested else "",
-                    "F crit": value_cell(r.get("F_crit"), paper(m, _pid(tid, "F_crit"))) if tested else "",
+                    "Degrees of freedom": value_cell(
+                        r["df"], paper(m, _pid(tid, key, "df")), withheld=withheld
+                    ),
+                    "Sum of squares (%)": value_cell(
+                        r["ss_percent"], paper(m, _pid(tid, key, "ss_pct")), withheld=withheld
+                    ),
+                    "F value": value_cell(r.get("F"), paper(m, _pid(tid, key, "F")), withheld=withheld)
+                    if tested
+                    else "",
+                    "F crit": value_cell(r.get("F_crit"), paper(m, _pid(tid, "F_crit")), withheld=withheld)
+                    if tested
+                    else "",
                 }
             )
         view.tables.append(
@@ -669,48 +716,104 @@ def _tod_anova(view: StudyView, tod: pd.DataFrame, m: Manifest, clock: str) -> d
     return sig
 
 
-def _tod_calibrated(view: StudyView, tod: pd.DataFrame) -> None:
-    """timeofday.calibrated per platform: the day (or block) as the unit of replication."""
+def _tod_calibrated(view: StudyView, tod: pd.DataFrame, m: Manifest) -> None:
+    """timeofday.calibrated per platform: the day (or block) as the unit of replication. Business
+    hours as the thesis's factor counts them (S1 L666, its TimeOfDay.java): 9-18 h on weekdays
+    only, so that test reads the weekdays' slots; the others read every slot."""
     tz = str(tod.attrs.get("tz", "UTC"))
     rows = []
     for plat in PLATFORM_KEYS:
         part = tod[tod["platform"] == plat]
-        table = pd.DataFrame({"time": part["at_utc"].to_numpy(), "value": part["latency_ms"].to_numpy()})
-        for name, res in calibrated(table, tz=tz).items():
-            if "refused" in res:
-                verdict, p = "not testable: " + str(res["refused"]), None
-            else:
-                verdict, p = ("an effect" if res.get("effect") else "no effect shown"), res.get("p")
+        weekdays = part[part["dow"] == "weekday"]
+        results = calibrated(_series(part), tz=tz)
+        results["business_hours"] = calibrated(_series(weekdays), tz=tz)["business_hours"]
+        for name, res in results.items():
+            thesis = _thesis_difference(m, plat, name)
             ci = res.get("ci_percent")
+            used = weekdays if name == "business_hours" else part
             rows.append(
                 {
                     "Platform": PLATFORMS[plat],
-                    "Test": name.replace("_", " "),
+                    "Test": name.replace("_", " ") + (" (weekdays)" if name == "business_hours" else ""),
+                    "Days": int(pd.to_datetime(used["at"]).dt.date.nunique()),
                     "Effect (%)": res.get("effect_percent"),
                     "95 % CI (%)": f"[{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "",
-                    "p": p,
-                    "Verdict": verdict,
+                    "p": res.get("p"),
+                    "Thesis (Table 11)": "" if thesis is None else f"{thesis:+.2f} %",
+                    "Verdict": tod_verdict(res, thesis),
                 }
             )
     view.tables.append(
         StudyTable(
             "Tables 8-9, calibrated",
             "time of day and day of week with the day as the unit of replication (NOT the thesis's analysis)",
-            ["Platform", "Test", "Effect (%)", "95 % CI (%)", "p", "Verdict"],
+            ["Platform", "Test", "Days", "Effect (%)", "95 % CI (%)", "p", "Thesis (Table 11)", "Verdict"],
             rows,
             note=(
                 "slots of one campaign are autocorrelated, so the thesis's F tests over slots overstate the "
                 f"evidence; testbed_reports.timeofday.calibrated (time zone {tz}; business hours 9-18 h on "
-                "every day, the day the unit; calibrated by seeded simulation in its tests)"
+                "weekdays, as the thesis's factor, S1 L666, read on the weekdays' slots; the day the unit; "
+                "calibrated by seeded simulation in its tests). The thesis's difference (Table 11's, signed "
+                "as Table 10's medians) is read against the interval: inside it together with no effect, "
+                "the days measured cannot tell the two apart"
             ),
         )
     )
 
 
+def _series(part: pd.DataFrame) -> pd.DataFrame:
+    """The (time, value) table timeofday.calibrated reads, from the view's slots."""
+    return pd.DataFrame({"time": part["at_utc"].to_numpy(), "value": part["latency_ms"].to_numpy()})
+
+
+#: calibrated test -> the thesis's factor of Table 11 and its two levels in Table 10
+_THESIS_FACTOR = {"business_hours": ("tod", "business", "off"), "workday": ("dow", "weekday", "weekend")}
+
+
+def _thesis_difference(m: Manifest, plat: str, test: str) -> float | None:
+    """The thesis's difference between level medians for a calibrated test's factor (Table 11's
+    magnitude, signed as Table 10's medians: + when business hours / workdays are slower)."""
+    if test not in _THESIS_FACTOR:
+        return None
+    factor, a, b = _THESIS_FACTOR[test]
+    diff, ma, mb = (
+        paper(m, f"t11.{factor}.{plat}.diff_pct"),
+        paper(m, f"t10.{plat}.{a}"),
+        paper(m, f"t10.{plat}.{b}"),
+    )
+    if diff is None or ma is None or mb is None:
+        return None
+    return math.copysign(float(diff.value), float(ma.value) - float(mb.value))
+
+
+def tod_verdict(res: dict[str, Any], thesis: float | None) -> str:
+    """What a calibrated test says, read against the thesis's difference: an effect; not enough
+    days to tell (no effect shown, but the interval holds the thesis's difference too); no effect
+    shown and the thesis's difference outside the interval; or not testable, with why."""
+    if "refused" in res:
+        lead = "not enough days to tell: " if thesis is not None else ""
+        return f"{lead}not testable: {res['refused']}"
+    ci = res.get("ci_percent")
+    if res.get("effect"):
+        return "an effect" + (
+            f" ({res.get('effect_percent'):+.2f} % [{ci[0]:.2f}, {ci[1]:.2f}])" if ci else ""
+        )
+    if thesis is None or not ci:
+        return "no effect shown"
+    if ci[0] <= thesis <= ci[1]:
+        found = (res.get("power") or {}).get("detectable_percent")
+        more = f"; an effect of {found:.1f} % would be found 80 % of the time" if found else ""
+        both = f"the interval holds both no effect and the thesis's {thesis:+.2f} %"
+        return f"not enough days to tell: {both}{more}"
+    return f"no effect shown, and the thesis's {thesis:+.2f} % lies outside the interval"
+
+
 TOD_LEVELS = (("tod", ("business", "off"), "Time of day"), ("dow", ("weekday", "weekend"), "Day of week"))
 
 
-def _tod_medians(view: StudyView, tod: pd.DataFrame, m: Manifest, sig: dict[tuple[str, str], bool]) -> None:
+def _tod_medians(
+    view: StudyView, tod: pd.DataFrame, m: Manifest, sig: dict[tuple[str, str], bool], withheld: str = ""
+) -> None:
     """Tables 10 and 11."""
     medians: dict[tuple[str, str], float] = {}
     for factor, levels, label in TOD_LEVELS:
@@ -738,6 +841,7 @@ def _tod_medians(view: StudyView, tod: pd.DataFrame, m: Manifest, sig: dict[tupl
                 float(sig.get((plat, factor), False)),
                 paper(m, f"t11.{factor}.{plat}.significant"),
                 "1 = F > F crit",
+                withheld=withheld,
             )
             diff = 100 * (medians[(plat, a)] / medians[(plat, b)] - 1)
             row[f"{PLATFORMS[plat]} median difference (%)"] = value_cell(
@@ -764,14 +868,23 @@ def _tod_medians(view: StudyView, tod: pd.DataFrame, m: Manifest, sig: dict[tupl
     )
 
 
-def _tod_figures(view: StudyView, tod: pd.DataFrame, m: Manifest) -> None:
+def _tod_figures(view: StudyView, tod: pd.DataFrame, m: Manifest, withheld: str = "") -> None:
     summary = []
     for plat in PLATFORM_KEYS:
         v = tod[tod["platform"] == plat]["latency_ms"].to_numpy(dtype=float)
         summary.append(
             {"Platform": PLATFORMS[plat], "Writes": len(v), "CV (%)": cv_cell(v, paper(m, f"tod.{plat}.cv"))}
         )
-    summary.append({"Platform": "both", "Writes": value_cell(float(len(tod)), paper(m, "tod.measurements"))})
+    summary.append(
+        {
+            "Platform": "both",
+            "Writes": value_cell(
+                float(len(tod)),
+                paper(m, "tod.measurements"),
+                withheld="the number of slots this campaign ran" if withheld else "",
+            ),
+        }
+    )
     view.tables.append(
         StudyTable(
             "Figure 3 data",
