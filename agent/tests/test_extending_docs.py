@@ -17,7 +17,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "extending.md"
 
 def _blocks() -> dict[str, str]:
     """The python blocks of the worked example, by the file the text before each names."""
-    text = DOC.read_text()
+    text = DOC.read_text().split("## Adding a workload type", 1)[1].split("\n## ", 1)[0]
     out = {}
     for m in re.finditer(r"`(agent/[\w/]+\.py)`[^`]*?:\n\n```python\n(.*?)```", text, re.S):
         out[m.group(1)] = m.group(2)
