@@ -14,7 +14,9 @@ hex stays hex and base64 stays base64). Every outcome is counted:
   report, quote, certificate or PCS response; the zero padding of HCL reports and Azure's TD
   quotes; the NUL ending a PCK chain; PEM layout and text around the blocks; the 32-byte MAC of an
   Azure TDREPORT copy, which only the TDX module of the machine can check); or in how a PCR value
-  is spelled (``ab`` / ``AB``: the same values). Counted apart, by the reason recorded;
+  is spelled (``ab`` / ``AB``: the same values); or in leaving out of a certificate file a
+  certificate the verifier has built in (AMD's ARKs, Intel's root), cut after a whole block.
+  Counted apart, by the reason recorded;
 - traceback: any other exception (must be 0);
 - hang: a verification still running after ``hang_s`` seconds (must be 0).
 
@@ -37,6 +39,7 @@ from pathlib import Path
 
 from attestsamples import evidence_sets
 
+from testbed_shared.attest import chain
 from testbed_shared.attest.model import EvidenceError, Ignored, Result
 from testbed_shared.attest.tpm import load_pcrs
 from testbed_shared.attest.verify import verify_file
@@ -189,10 +192,25 @@ def equivalent(
     if any(i.why.endswith(_NO_EOL) for i in mine + theirs):
         a, b = a.removesuffix(b"\n"), b.removesuffix(b"\n")
     if a != b and not _inside(original, mutant, theirs):
+        return _built_in_left_out(role, original, mutant)
+    key = lambda i: (i.why, i.spans, i.sha256)  # noqa: E731 - local identity of an entry
+    new = [i for i in theirs if key(i) not in {key(j) for j in mine}]
+    gone = [i for i in mine if key(i) not in {key(j) for j in theirs}]
+    return (new or gone or theirs)[0].why.split(" (")[0]
+
+
+def _built_in_left_out(role: str, original: bytes, mutant: bytes) -> str | None:
+    """A certificate file cut after a whole certificate, where every certificate left out is one of
+    the verifier's built-in roots: the same chain, its root taken from the built-in store."""
+    if role not in _TEXT and not original.startswith(b"-----BEGIN"):
         return None
-    old = {(i.why, i.spans, i.sha256) for i in mine}
-    new = [i for i in theirs if (i.why, i.spans, i.sha256) not in old] or theirs
-    return new[0].why.split(" (")[0] if new else "recorded"
+    try:
+        had = {chain.fingerprint(c) for c in chain.load_certs(original)}
+        has = {chain.fingerprint(c) for c in chain.load_certs(mutant)}
+    except EvidenceError:
+        return None
+    built_in = {chain.fingerprint(c) for c in chain.amd_roots() + chain.intel_roots()}
+    return "a built-in root left out of a certificate file" if has < had and had - has <= built_in else None
 
 
 def _alarm(_sig: int, _frame: object) -> None:

@@ -9,7 +9,9 @@ Tolerated, each recorded as :class:`~testbed_shared.attest.model.Ignored`: CRLF 
 bytes), no line end after the last END line (Intel publishes its root CA file so), base64 lines of
 another length than 64, a UTF-8 byte order mark, and text before, between or after the blocks
 (RFC 7468 section 5.2: explanatory text; no check reads it). Refused: a block of another label, a
-boundary that is not a line of its own, a block without its END line, a file without a block."""
+boundary that is broken or not a line of its own (outside the blocks, text with five dashes, or a
+last line that a cut turned into the start of a BEGIN line), a block without its END line, a file
+without a block."""
 
 from __future__ import annotations
 
@@ -94,8 +96,10 @@ class _Parse:
         if self.body is None:
             m = _BEGIN.fullmatch(line)
             if m is None:
-                if b"-----BEGIN" in line or b"-----END" in line:
-                    raise EvidenceError(f"{self.where}line {n}: a PEM boundary that is not a line of its own")
+                if b"-----" in line or (not eol and line.startswith(b"-") and b"-----BEGIN".startswith(line)):
+                    raise EvidenceError(
+                        f"{self.where}line {n}: a broken PEM boundary or one not on a line of its own"
+                    )
                 self.outside.append((at, len(line) + eol))
                 return
             if line != self.begin:
