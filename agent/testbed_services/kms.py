@@ -1,18 +1,32 @@
-"""The key service (AWS-KMS-compatible) the crypto workload's ``kms-envelope`` cells call: where it
-is (:class:`KmsConfig`), the local one (moto's server on 127.0.0.1, started by :mod:`launcher`),
-its keys (:data:`KEYS`, created on the local server) and an admin client. A real endpoint is used
-only when configured. The clients that time the calls, one per language, are the workload's
+"""The key service (AWS-KMS-compatible) the crypto workload's ``kms-envelope`` cells and the S0
+study's functions call: where it is (:class:`KmsConfig`), the local one (moto's server on
+127.0.0.1, started by :mod:`launcher` as ``python -m testbed_services.kms``), its keys
+(:data:`KEYS`, created on the local server) and an admin client. A real endpoint is used only when
+configured. The clients that time the calls, one per language, are the workload's
 (``testbed_agent.workloads.crypto.kms``).
+
+moto answers Encrypt and Decrypt with an RSA key by its own symmetric scheme, so RSA-2048, 3072
+and 4096 would do the same work. The local server therefore does what KMS does with an RSA key
+(:func:`install_rsa_oaep`): Encrypt is RSAES-OAEP with SHA-1 or SHA-256 under the key's public
+key (the ciphertext blob is the raw OAEP ciphertext, as long as the modulus; the plaintext limit
+of each key size and hash is enforced), Decrypt is OAEP decryption with the private key and needs
+the KeyId and EncryptionAlgorithm, as KMS's does. The real AWS SDKs of every language talk to it
+over the real KMS protocol; its other operations are moto's.
 """
 
 from __future__ import annotations
 
+import base64
+import json
+import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from testbed_services import launcher
+from testbed_shared.errors import TestbedError
 
 #: dummy credentials the local server accepts; never sent anywhere but loopback
 _LOCAL_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
@@ -57,12 +71,109 @@ class KmsConfig:
 def local_kms_server(
     host: str = "127.0.0.1", timeout_s: float = 30.0, tracker: launcher.Tracker | None = None
 ) -> Iterator[str]:
-    """moto's server (KMS-compatible) on loopback in its own process (:mod:`launcher`); its URL."""
-    svc = launcher.moto_server(host, tracker=tracker, timeout_s=timeout_s)
+    """The local key service (moto's server with real RSA-OAEP, :func:`serve`) on loopback in its
+    own process (:mod:`launcher`); its URL."""
+    if not host.startswith("127."):
+        raise TestbedError(f"the local key service binds to loopback only, not {host}")
+    number = launcher.free_port(host)
+    svc = launcher.start(
+        [sys.executable, "-m", "testbed_services.kms", "-H", host, "-p", str(number)],
+        name="local KMS server (moto, RSA-OAEP)",
+        ready=launcher.port(host, number),
+        env={**os.environ, "MOTO_CALL_RESET_API": "false"},
+        tracker=tracker,
+        timeout_s=timeout_s,
+        hint="is moto[server] installed in this Python? (requirements.txt)",
+    )
     try:
         yield svc.url
     finally:
         svc.stop(timeout_s=10)
+
+
+#: KMS's RSA encryption algorithms: their hash and its digest size in bytes
+OAEP_HASHES = {"RSAES_OAEP_SHA_1": ("SHA1", 20), "RSAES_OAEP_SHA_256": ("SHA256", 32)}
+
+
+def _oaep(algorithm: str) -> Any:
+    from cryptography.hazmat.primitives import hashes  # noqa: PLC0415 - crypto extra: the server process only
+    from cryptography.hazmat.primitives.asymmetric import padding  # noqa: PLC0415 - crypto extra, as above
+
+    h = getattr(hashes, OAEP_HASHES[algorithm][0])
+    return padding.OAEP(mgf=padding.MGF1(h()), algorithm=h(), label=None)
+
+
+def _rsa_key(response: Any, key_id: str | None) -> Any:
+    """The moto key behind ``key_id`` when it is an RSA encryption key, else None."""
+    if not key_id:
+        return None
+    backend = response.kms_backend
+    try:
+        key = backend.keys[backend.any_id_to_key_id(key_id)]
+    except KeyError:
+        return None
+    return key if str(key.key_spec).startswith("RSA_") else None
+
+
+def install_rsa_oaep() -> None:
+    """Make moto's KMS Encrypt and Decrypt do RSAES-OAEP with an RSA key, as KMS does."""
+    from moto.kms import exceptions as kms_errors  # noqa: PLC0415 - the server process only
+    from moto.kms.responses import KmsResponse  # noqa: PLC0415 - the server process only
+
+    plain_encrypt, plain_decrypt = KmsResponse.encrypt, KmsResponse.decrypt
+
+    def algorithm_of(response: Any, key: Any) -> str:
+        if key.key_usage != "ENCRYPT_DECRYPT":
+            raise kms_errors.InvalidKeyUsageException()
+        alg = response._get_param("EncryptionAlgorithm")
+        if alg not in OAEP_HASHES:
+            raise kms_errors.ValidationException(
+                f"EncryptionAlgorithm {alg} is not valid for an {key.key_spec} key: use one of "
+                + ", ".join(OAEP_HASHES)
+            )
+        return str(alg)
+
+    def encrypt(self: Any) -> str:
+        key = _rsa_key(self, self._get_param("KeyId"))
+        if key is None:
+            return plain_encrypt(self)
+        alg = algorithm_of(self, key)
+        plaintext = self._get_param("Plaintext")
+        if isinstance(plaintext, str):
+            plaintext = plaintext.encode("utf-8")
+        public = key.private_key.private_key.public_key()
+        limit = public.key_size // 8 - 2 * OAEP_HASHES[alg][1] - 2
+        if not plaintext or len(plaintext) > limit:
+            raise kms_errors.ValidationException(
+                f"Plaintext of {len(plaintext or b'')} bytes: {key.key_spec} with {alg} takes 1 to {limit}"
+            )
+        blob = public.encrypt(plaintext, _oaep(alg))
+        return json.dumps(
+            {"CiphertextBlob": base64.b64encode(blob).decode(), "KeyId": key.arn, "EncryptionAlgorithm": alg}
+        )
+
+    def decrypt(self: Any) -> str:
+        key = _rsa_key(self, self._get_param("KeyId"))
+        if key is None:
+            return plain_decrypt(self)
+        alg = algorithm_of(self, key)
+        try:
+            plain = key.private_key.private_key.decrypt(self._get_param("CiphertextBlob"), _oaep(alg))
+        except (ValueError, TypeError):
+            raise kms_errors.InvalidCiphertextException() from None
+        return json.dumps(
+            {"Plaintext": base64.b64encode(plain).decode(), "KeyId": key.arn, "EncryptionAlgorithm": alg}
+        )
+
+    KmsResponse.encrypt, KmsResponse.decrypt = encrypt, decrypt
+
+
+def serve(argv: list[str]) -> None:
+    """moto's server (``-H HOST -p PORT``) with :func:`install_rsa_oaep`."""
+    from moto import server  # noqa: PLC0415 - the server process only
+
+    install_rsa_oaep()
+    server.main(argv)
 
 
 def make_client(cfg: KmsConfig, endpoint_url: str | None = None) -> Any:
@@ -125,3 +236,7 @@ def key_service(
         {n: keys[n] for n in names if n in keys},
         f"KMS at {cfg.endpoint_url or 'the AWS regional endpoint'} ({cfg.region})",
     )
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1:])
