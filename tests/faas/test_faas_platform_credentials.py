@@ -106,3 +106,44 @@ def test_a_dry_run_needs_no_credentials(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert "[dry-run] aws-lambda lambda:CreateFunction" in done.stdout
+
+
+def test_a_run_on_a_target_without_credentials_records_the_line(tmp_path):
+    """A plan run on a host whose target lacks credentials: each faas benchmark about that
+    platform is a failed record whose error is the one line, before any request."""
+    target = tmp_path / "aws-lambda.json"
+    target.write_text(
+        json.dumps({"platform": "aws-lambda", "run_id": "r1", "options": {"journal": str(tmp_path / "j")}})
+    )
+    plan = tmp_path / "plan.yml"
+    plan.write_text(
+        "benchmarks:\n  - {name: c, type: faas, params: {profile: aws-lambda, function: calcs, calls: 1}}\n"
+    )
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "TESTBED_FAAS_TARGET": str(target),
+        **_pythonpath(),
+    }
+    out = tmp_path / "results" / "r1"
+    cmd = [
+        *ISOLATE,
+        sys.executable,
+        "-m",
+        "testbed_agent",
+        "run",
+        str(plan),
+        "--out",
+        str(out),
+        "--host",
+        "h1",
+    ]
+    cmd += ["--node-exporter", "", "--no-progress", "--scratch", str(tmp_path / "scratch")]
+    subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    (record,) = [json.loads(line) for line in (out / "h1.jsonl").read_text().splitlines()]
+    assert (
+        record["status"] == "failed"
+        and record["error"].startswith("aws-lambda (")
+        and "no AWS credentials" in record["error"]
+    )
+    assert not (tmp_path / "j").exists()
