@@ -162,6 +162,10 @@ def _params(plan: Path) -> dict[str, object]:
 
 def test_a_sound_cap_ledger_and_plan_pass(tmp_path):
     assert target_from({"platform": "aws-lambda", "cost_cap_usd": 0.01}).cost_cap_usd == 0.01
+    (tmp_path / "t.json").write_text(
+        '{"platform": "aws-lambda", "cost_cap_usd": 1e-06}'
+    )  # as the role writes it
+    assert load_target(tmp_path / "t.json").cost_cap_usd == 1e-06
     budget = Budget(5.0, tmp_path / "cost.json")
     budget.check(4.0, "x")
     budget.charge(0.0)

@@ -7,6 +7,7 @@ file, the field's line and the field.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import re
 from pathlib import Path
@@ -28,8 +29,11 @@ def load_target(path: str | Path) -> Target:
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
-        doc = yaml.safe_load(text)
         lines = _key_lines(text)
+        try:  # JSON as JSON (YAML 1.1 reads 1e-06 as a string), else YAML
+            doc = json.loads(text)
+        except ValueError:
+            doc = yaml.safe_load(text)
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise TestbedError(f"{p}: cannot read the FaaS target: {exc}") from None
     return target_from(doc, str(p), lines)
