@@ -13,6 +13,7 @@ import pytest
 from faas_records import faas_record
 
 from testbed_reports.study import StudyError, run_study
+from testbed_reports.study.view import Cell
 
 #: the truth of the synthetic RQ-1: a new container costs BASE + SLOPE x the containers started on
 #: its host at that level (the packing effect of Figure 7), with small noise
@@ -118,7 +119,9 @@ def test_rq4_recreated_share_after_each_gap(tmp_path: Path) -> None:
     assert sorted(rows) == [round(g / 60, 3) for g in sorted(RECREATED)]
     ten = rows[10.0]["Containers recreated"]
     assert ten.rerun == pytest.approx(0.42) and ten.low < 0.42 < ten.high
-    assert ten.paper.value == pytest.approx(0.418) and ten.contains is True
+    # the emulator's idle lifetime was fitted to this 41.8 % (S3 L246): agreement by construction
+    assert ten.paper.value == pytest.approx(0.418) and ten.contains is None
+    assert ten.verdict.startswith("fitted: physics.container_retention")
     assert rows[40.0]["Containers recreated"].rerun == 1.0 and rows[40.0]["Hosts recycled"].rerun == 1.0
     ratio = rows[10.0]["Time vs warm (x)"]
     assert ratio.rerun == pytest.approx(1.42, rel=0.02)  # 42 new at 2 s, 58 reused at 1 s
@@ -138,3 +141,185 @@ def test_results_without_s3_records_are_refused(tmp_path: Path) -> None:
     (tmp_path / "res" / "faas.jsonl").write_text(json.dumps(_record("faas_io_x", 0, {}, [])) + "\n")
     with pytest.raises(StudyError, match=r"no records of the factors plans"):
         run_study("S3", [tmp_path / "res"], tmp_path / "out")
+
+
+# -- the paper's own numbers, rerun ------------------------------------------------------------------
+
+LADDER = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100]
+#: RQ-1 hosts per level: one host for most small levels, seven at 100 (the study's most, S3 L205);
+#: requests per host over the levels average 11.3 (11.35 here)
+HOSTS = {n: 1 for n in LADDER[:11]} | {10: 3, 30: 2, 40: 2, 50: 3, 60: 3, 70: 3, 80: 4, 90: 5, 100: 7}
+
+
+def _r2(x: np.ndarray, y: np.ndarray) -> float:
+    return float(np.corrcoef(x, y)[0, 1] ** 2)
+
+
+def _with_r2(x: np.ndarray, base: np.ndarray, target: float, free: np.ndarray) -> np.ndarray:
+    """``base`` plus a residual orthogonal to x on the ``free`` points, scaled so that the
+    regression of the result on x has R2 = target."""
+    from scipy.optimize import brentq
+
+    e = np.where(free, np.sin(np.arange(len(x)) * 1.7), 0.0)
+    xc = np.column_stack([np.ones(len(x)), x])
+    e -= xc @ np.linalg.lstsq(xc, e, rcond=None)[0]
+    e = np.where(free, e, 0.0)
+    lam = brentq(lambda s: _r2(x, base + s * e) - target, 0.0, 1e3 * (abs(base).max() + 1))
+    return base + lam * e
+
+
+def _call(phase: str, t: float, host: str, inst: str, new: bool, uptime: float = 5000.0) -> dict:
+    return {
+        "phase": phase,
+        "status": 200,
+        "round_trip_s": t,
+        "new_instance": new,
+        "cold_start_kind": "container" if new else None,
+        "instance_id": inst,
+        "host_id": host,
+        "host_uptime_s": uptime,
+    }
+
+
+POOL = [f"h{i:02d}" for i in range(91)]  # the study saw 91 hosts (S3 L145)
+AWS = {"profile": "aws-lambda-2017", "memory_mb": 128}
+
+
+def _rq1() -> list[dict]:
+    """All container-cold; per (host, level) the new containers x and their time y, R2 0.9886
+    (Figure 7); slowdowns 3.8 from 1 and 2.6 from 10 to 100 requests (S3 L205)."""
+    pts, calls = [], []
+    for n in LADDER:
+        h = HOSTS[n]
+        pts += [(n, i, n // h + (1 if i < n % h else 0)) for i in range(h)]
+    x = np.array([k for _, _, k in pts], dtype=float)
+    y = 1.0 + 0.1 * x
+    mean = {n: sum(k * y[j] for j, (m, _, k) in enumerate(pts) if m == n) / n for n in (1, 10, 100)}
+    f100 = 3.8 * mean[1] / mean[100]
+    f10 = f100 * mean[100] / 2.6 / mean[10]
+    y *= np.array([f100 if n == 100 else f10 if n == 10 else 1.0 for n, _, _ in pts])
+    free = np.array([n not in (1, 10, 100) for n, _, _ in pts])
+    line = np.polyfit(x[~free], y[~free], 1)  # the other levels on the line nearest those three
+    y = np.where(free, np.polyval(line, x), y)
+    y = _with_r2(x, y, 0.9886, free)
+    for j, (n, i, k) in enumerate(pts):
+        calls += [_call(f"c{n}", float(y[j]), POOL[i], f"r1-{n}-{i}-{c}", True) for c in range(k)]
+    return calls
+
+
+def _integer_requests(cont: np.ndarray, total: int, target: float) -> np.ndarray:
+    """Whole requests per host summing to ``total`` whose R2 on ``cont`` rounds to ``target``."""
+    e = np.sin(np.arange(len(cont)) * 1.7)
+    xc = np.column_stack([np.ones(len(cont)), cont])
+    e -= xc @ np.linalg.lstsq(xc, e, rcond=None)[0]
+    for lam in np.linspace(0, 200, 40001):
+        req = np.round(total / len(cont) + 0.5 * (cont - cont.mean()) + lam * e).astype(int)
+        req[-1] += total - req.sum()
+        if abs(_r2(cont, req.astype(float)) - target) < 4e-4:
+            return req
+    raise AssertionError("no whole requests with that R2")
+
+
+def _rq3() -> list[dict]:
+    """3,000 requests at level 9 on 218 containers and 47 hosts (S3 L233), R2 0.53 and 0.063,
+    after warm-up calls that see all 91 hosts (warm-up is not counted)."""
+    cont = np.array([12] * 4 + [4] * 42 + [2], dtype=float)
+    req = _integer_requests(cont, 3000, 0.063)
+    tm = _with_r2(cont, 5.0 + 0.2 * cont, 0.53, np.ones(47, bool))
+    calls = [_call("warmup", 2.0, host, f"w-{host}", True) for host in POOL]
+    for h in range(47):
+        calls += [
+            _call("measured", float(tm[h]), POOL[h], f"r3-{h}-{r % int(cont[h])}", False)
+            for r in range(req[h])
+        ]
+    return calls
+
+
+def _rq2(level: int) -> list[dict]:
+    """10 sets of 100; 39 containers (about 3 requests each, S3 L223); 5 hosts a set up to level 8,
+    9 at level 9, which is 78 times slower than level 1 (S3 L218)."""
+    hosts, calls = 5 if level < 9 else 9, []
+    for k in range(10):
+        for r in range(100):
+            c = r % 39
+            calls.append(
+                _call(f"set{k}", 78.0 if level == 9 else 1.0, POOL[c % hosts], f"l{level}-s{k}-{c}", r < 39)
+            )
+    return calls
+
+
+def _rq4() -> list[dict]:
+    """A warm set of 1.005 s, then the sets after each gap, slower by the study's factors."""
+    slow = {600: 2.0, 900: 5.0, 1200: 6.9, 1500: 9.3, 1800: 13.4, 2100: 14.1, 2400: 15.5}
+    calls = []
+    for gap in [10, 60, 300, *slow, 2700]:
+        f = slow.get(gap, 1.0)
+        calls += [_call(f"gap_{gap}s", 1.005 * f, POOL[r % 5], f"g{gap}-{r}", f > 1) for r in range(100)]
+    return calls
+
+
+def _rq5() -> list[dict]:
+    """Cold 128 MB four times cold 1536 MB, warm 1.55 times, warm within 5 % of the best from 512
+    MB; 4.8 and 1.8 requests per host at 128 MB (cold and warm sets); 12.3 runs per container."""
+    mems = [128, 256, 384, 512, 640, 768, 896, 1024, 1152, 1280, 1408, 1536]
+    warm_t = {m: 1.55 if m == 128 else 1.3 if m < 512 else 1.02 if m < 1536 else 1.0 for m in mems}
+    calls, inst = [], 0
+    for m in mems:
+        for kind, t in (("warmup", 4.0 if m == 128 else 1.0), ("set", warm_t[m])):
+            hosts = {("warmup", 128): 21, ("set", 128): 56}.get((kind, m), 10)  # 100/21 = 4.8, 100/56 = 1.8
+            k = 9 if inst < 27 else 8  # 195 containers for 2,400 calls: 12.3 runs each
+            calls += [
+                _call(f"m{m}.b0.{kind}0", t, POOL[r % hosts], f"m-{inst + r % k}", kind == "warmup")
+                for r in range(100)
+            ]
+            inst += k
+    return calls
+
+
+def _azure() -> list[dict]:
+    """Warm ramps of 6, 15 and 30 s steps with 10, 11 and 19 instances (1.10 and 1.90, S3 L281)."""
+    calls = []
+    for k, n_inst in ((1, 10), (2, 11), (3, 19)):
+        calls += [
+            _call(f"r{k}.c{c}", 1.0, f"az{i % n_inst}", f"az{k}-{i}", False)
+            for c in (1, 50)
+            for i in range(c)
+        ]
+    return calls
+
+
+def paper_store(tmp: Path) -> Path:
+    """Per-call samples of every S3 experiment carrying the study's published values."""
+    recs = [
+        ("s3_rq1_container_cold_ladder", AWS, _rq1()),
+        ("s3_rq3_level9_512mb", {**AWS, "memory_mb": 512}, _rq3()),
+        *((f"s3_rq2_level{lv}", {**AWS, "event": {"level": lv}}, _rq2(lv)) for lv in range(1, 10)),
+        ("s3_rq4_retention", AWS, _rq4()),
+        ("s3_rq5_memory", AWS, _rq5()),
+        ("s3_azure_warm_ramps", {"profile": "azure-functions-2017", "step_s": [6, 6, 15, 30]}, _azure()),
+    ]
+    lines = [json.dumps(_record(b, i, p, c)) for i, (b, p, c) in enumerate(recs)]
+    (tmp / "paper").mkdir()
+    (tmp / "paper" / "faas.jsonl").write_text("\n".join(lines) + "\n")
+    return tmp / "paper"
+
+
+def test_the_paper_s_own_numbers_rerun_print_inside_or_equal(tmp_path: Path) -> None:
+    """Every comparable published value is inside or equal; the values the emulator's inputs were
+    fitted to (retention, host uptime, containers per host, the VM-cold path) say "fitted"."""
+    view = run_study("S3", [paper_store(tmp_path)], tmp_path / "out")
+    bad, compared, fitted = [], 0, set()
+    for t in view.tables:
+        for row in t.rows:
+            for col, c in row.items():
+                if not isinstance(c, Cell) or c.paper is None:
+                    continue
+                if c.no_verdict:
+                    assert c.verdict.startswith("fitted: physics."), c.verdict
+                    fitted.add(c.paper.id)
+                    continue
+                compared += 1
+                if c.verdict not in ("inside", "equal"):
+                    bad.append((t.id, next(iter(row.values())), col, c.rerun, c.paper.value, c.verdict))
+    assert compared >= 25 and not bad, bad
+    assert {"host.uptime_mean", "rq4.recreated_10min", "rq3.max_containers_512"} <= fitted
