@@ -336,7 +336,7 @@ def arithmetic_mean_interval(
     ``exp(m + s2/2 +- t(n-1) * sqrt(s2/n + s2^2 / (2(n-1))))`` over the log values (m, s2), right at
     small n for skewed times, and the raw-scale t interval, right at large n whatever the shape
     (its lower end is used only when above zero). The hull covers whenever either does and never
-    crosses zero. Measured (reports/tests/test_study_intervals.py): 94-95 % at n = 5 for lognormal
+    crosses zero. Measured (reports/tests/test_study_intervals.py): 93 % at n = 5 for lognormal
     data with log-sd 1 (the t interval alone: 82 %, its lower end below zero half the time). A
     mixture of rare slow and many fast values (cold starts) is not covered at small n by any
     interval of its mean; the study views split or name it. Other quantities: the t interval.

@@ -7,7 +7,7 @@ Intervals are of one cell's observations taken as independent. The papers print 
 so a mean is the sample's arithmetic mean with the interval of the population's from the one
 interval core (:func:`testbed_shared.intervals.arithmetic_mean_interval`: for positive values the
 hull of the modified Cox lognormal-mean interval and the t interval, which never crosses zero and
-covers 94-95 % at n = 5 for lognormal data with log-sd 1, where the t interval alone covered 82 %);
+covers 93 % at n = 5 for lognormal data with log-sd 1, where the t interval alone covered 82 %);
 the median has the order-statistic (binomial) interval, the CV Vangel's. Each cell names its
 estimand. A mixture of cold starts and warm calls has no reliable interval of its mean at small n
 (a 1-in-10 tenfold cold start: 40 % at n = 5): the views split cold from warm where the calls say
