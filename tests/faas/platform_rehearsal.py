@@ -18,7 +18,6 @@ import os
 import re
 import sys
 import tempfile
-import urllib.request
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -112,8 +111,7 @@ def rehearse(work: Path) -> dict[str, Any]:
         stack.callback(served.stop)
         moto = stack.enter_context(aws_env(served.url, env))  # type: ignore[arg-type]
         aws = _sequence("aws-lambda", work / "aws")
-        with urllib.request.urlopen(f"{served.url}/_lambda/stats", timeout=10) as resp:
-            lam = json.load(resp)["requests"]
+        lam = served.client.request("GET", "/_lambda/stats")[1]["requests"]  # the client holds the token
         aws["standin_requests"] = {f"Lambda {k}": v for k, v in sorted(lam.items())}
         aws["standin_requests"]["moto (IAM, Logs)"] = sum(
             v for k, v in aws["driver_requests"].items() if k.startswith(("iam:", "logs:"))

@@ -85,7 +85,11 @@ def azure_standin(work: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[
 
 @contextmanager
 def aws_env(emulator_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """Lambda at the emulator, IAM and Logs at a moto server; yields moto's URL."""
+    """Lambda at the emulator, IAM and Logs at a moto server; yields moto's URL. The credentials
+    are the ones the emulator issued (its Lambda API checks them; moto takes any)."""
+    from testbed_services.faas.credentials import find
+
+    issued = find(emulator_url)
     monkeypatch.setenv("MOTO_IAM_LOAD_MANAGED_POLICIES", "true")  # AWSLambdaBasicExecutionRole exists
     svc = launcher.moto_server()
     moto = svc.url
@@ -94,8 +98,8 @@ def aws_env(emulator_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]
             "AWS_ENDPOINT_URL_LAMBDA": emulator_url,
             "AWS_ENDPOINT_URL_IAM": moto,
             "AWS_ENDPOINT_URL_CLOUDWATCH_LOGS": moto,
-            "AWS_ACCESS_KEY_ID": "AKIDTESTBEDREHEARSAL",
-            "AWS_SECRET_ACCESS_KEY": "rehearsal-not-checked",
+            "AWS_ACCESS_KEY_ID": issued.access_key_id,
+            "AWS_SECRET_ACCESS_KEY": issued.secret_access_key,
             "AWS_DEFAULT_REGION": "eu-west-1",
             "NO_PROXY": NO_PROXY,
         }.items():

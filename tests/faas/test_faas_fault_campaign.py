@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from testbed_services.faas import cgroups
+from testbed_services.faas import cgroups, credentials
 
 from .conftest import TEST_PROFILE
 
@@ -29,6 +29,8 @@ TRAVERSALS = ("/etc", "../calcs", "..%2Fcalcs", "..", "/functions/../calcs", "a/
 
 
 def _raw(url: str, data: bytes) -> int:
+    line, sep, rest = data.partition(b"\r\n")  # the emulator's bearer token after the request line
+    data = line + sep + f"Authorization: Bearer {credentials.find(url).token}\r\n".encode() + rest
     parts = urlsplit(url)
     with socket.create_connection((parts.hostname, parts.port), timeout=60) as sock:
         try:

@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import urllib.request
 
 import boto3
@@ -16,7 +17,7 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from testbed_services.faas import package
+from testbed_services.faas import credentials, package
 from testbed_services.faas.functions import default_dirs, find_function
 
 from .conftest import TEST_FUNCTIONS
@@ -33,12 +34,12 @@ REPORT = re.compile(
 
 
 def _client(url: str, validate: bool = True):
+    """boto3's Lambda client of the emulator at ``url`` with the credentials it issued."""
     return boto3.client(
         "lambda",
         endpoint_url=url,
         region_name="eu-west-1",
-        aws_access_key_id="AKIDTESTBED",
-        aws_secret_access_key="not-checked",
+        **credentials.find(url).boto3(),
         config=Config(parameter_validation=validate, retries={"max_attempts": 1}),
     )
 
@@ -111,7 +112,8 @@ def test_lifecycle_create_update_delete_with_waiters_and_tags(served):
     assert REPORT.search(_log(after))["i"] is not None  # an update retires the instances: cold again
     assert REPORT.search(_log(after))["m"] == "512"
     config = lam.get_function_configuration(FunctionName="life")
-    assert config["Architectures"] == ["arm64"] and config["Environment"]["Variables"] == {"SECRET": "s2"}
+    assert config["Architectures"] == ["arm64"]
+    assert config["Environment"]["Variables"] == {"SECRET": "<redacted>"}  # values never shown
     location = lam.get_function(FunctionName="life")["Code"]["Location"]
     with urllib.request.urlopen(location, timeout=10) as resp:  # the package as deployed
         assert resp.read() == _zip("probe")
@@ -213,3 +215,152 @@ def test_requests_are_validated_as_lambda_validates_them(served):
     assert err.value.code == 403
     assert err.value.headers["x-amzn-ErrorType"] == "MissingAuthenticationTokenException"
     assert _error(lam.get_account_settings)[:2] == (501, "NotImplemented")
+
+
+# -- issue 40: the Lambda API authenticates its callers (SigV4 against issued credentials) -------
+
+
+def _signed(url: str, method: str, path: str, body: bytes, access: str, secret: str, when=None):
+    """A request signed by botocore's own SigV4 signer (at ``when``, default now), sent as is;
+    (status, headers, parsed body)."""
+    import datetime as dt
+    from unittest import mock
+
+    import botocore.auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    req = AWSRequest(method=method, url=url + path, data=body, headers={"Content-Type": "application/json"})
+    now = when or dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    with mock.patch.object(botocore.auth, "get_current_datetime", lambda: now):
+        botocore.auth.SigV4Auth(Credentials(access, secret), "lambda", "eu-west-1").add_auth(req)
+    return _send(url, method, path, body, dict(req.headers.items()))
+
+
+def _send(url: str, method: str, path: str, body: bytes, headers: dict):
+    import http.client
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+    try:
+        conn.request(method, path, body=body, headers=headers)
+        resp = conn.getresponse()
+        data = resp.read()
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, json.loads(data) if data else None
+    finally:
+        conn.close()
+
+
+def test_forged_and_wrong_signatures_are_refused_as_aws_refuses_them(served):
+    """A made-up ``Credential=X/...`` header, the right key with a wrong secret, a signature made
+    10 minutes ago (or ahead), a body changed after signing, a session token we never issued: each
+    is refused with AWS's status, ``x-amzn-ErrorType`` and JSON body; boto3 with the credentials the
+    emulator issued at start works."""
+    creds = credentials.find(served.url)
+    body = b"{}"
+    path = "/2015-03-31/functions/"
+    day = time.strftime("%Y%m%d", time.gmtime())
+    forged = {
+        "Authorization": f"AWS4-HMAC-SHA256 Credential=X/{day}/us-east-1/lambda/aws4_request, "
+        f"SignedHeaders=host;x-amz-date, Signature={'0' * 64}",
+        "X-Amz-Date": time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()),
+    }
+    status, headers, doc = _send(served.url, "GET", path, b"", forged)
+    assert (status, headers["x-amzn-errortype"]) == (403, "UnrecognizedClientException")
+    assert doc == {"message": "The security token included in the request is invalid."}
+
+    status, headers, doc = _signed(served.url, "GET", path, b"", creds.access_key_id, "not-the-secret")
+    assert (status, headers["x-amzn-errortype"]) == (403, "InvalidSignatureException")
+    assert doc["message"].startswith("The request signature we calculated does not match")
+
+    import datetime as dt
+
+    for minutes, words in ((-10, "Signature expired: "), (10, "Signature not yet current: ")):
+        then = dt.datetime.now(dt.UTC).replace(tzinfo=None) + dt.timedelta(minutes=minutes)
+        status, headers, doc = _signed(
+            served.url, "GET", path, b"", creds.access_key_id, creds.secret_access_key, when=then
+        )
+        assert (status, headers["x-amzn-errortype"]) == (403, "InvalidSignatureException"), doc
+        assert doc["message"].startswith(words) and "5 min." in doc["message"], doc
+
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    good = AWSRequest(method="POST", url=served.url + "/2015-03-31/functions/x/invocations", data=body)
+    SigV4Auth(Credentials(creds.access_key_id, creds.secret_access_key), "lambda", "eu-west-1").add_auth(good)
+    status, headers, doc = _send(
+        served.url, "POST", "/2015-03-31/functions/x/invocations", b'{"a": 1}', dict(good.headers.items())
+    )
+    assert (status, headers["x-amzn-errortype"]) == (403, "InvalidSignatureException"), doc
+
+    token = Credentials(creds.access_key_id, creds.secret_access_key, "session-token-we-never-issued")
+    tokened = AWSRequest(method="GET", url=served.url + path)
+    SigV4Auth(token, "lambda", "eu-west-1").add_auth(tokened)
+    status, headers, doc = _send(served.url, "GET", path, b"", dict(tokened.headers.items()))
+    assert (status, headers["x-amzn-errortype"]) == (403, "UnrecognizedClientException"), doc
+
+    status, headers, doc = _send(served.url, "GET", path, b"", {"Authorization": "AWS4-HMAC-SHA256 garbage"})
+    assert status in (400, 403) and headers["x-amzn-errortype"] == "IncompleteSignatureException", doc
+
+    assert "Functions" in _client(served.url).list_functions()  # the issued credentials work
+    other = boto3.client(
+        "lambda",
+        endpoint_url=served.url,
+        region_name="eu-west-1",
+        aws_access_key_id="AKIDTESTBED",
+        aws_secret_access_key="not-checked",
+        config=Config(retries={"max_attempts": 1}),
+    )
+    assert _error(other.list_functions)[:2] == (403, "UnrecognizedClientException")
+
+
+def test_reserved_and_loader_variables_refused_as_lambda_refuses_them(served):
+    lam = _client(served.url)
+    base = {
+        "Runtime": "python3.12",
+        "Role": ROLE,
+        "Handler": "handler.handler",
+        "Code": {"ZipFile": _zip("calcs")},
+    }
+    status, code, message = _error(
+        lam.create_function,
+        FunctionName="resv",
+        Environment={"Variables": {"AWS_REGION": "x", "OK_NAME": "1", "AWS_ACCESS_KEY_ID": "y"}},
+        **base,
+    )
+    assert (status, code) == (400, "InvalidParameterValueException")
+    assert message == (
+        "Lambda was unable to configure your environment variables because the environment variables you "
+        "have provided contains reserved keys that are currently not supported for modification. Reserved "
+        "keys used in this request: AWS_REGION, AWS_ACCESS_KEY_ID"
+    )
+    for env in ({"LD_PRELOAD": "/tmp/x.so"}, {"PYTHONPATH": "/tmp"}, {"PATH": "/tmp"}):
+        status, code, message = _error(
+            lam.create_function, FunctionName="resv", Environment={"Variables": env}, **base
+        )
+        assert (status, code) == (400, "InvalidParameterValueException") and next(iter(env)) in message
+    assert "resv" not in [f["FunctionName"] for f in lam.list_functions()["Functions"]]
+
+
+def test_list_and_get_function_redact_environment_values(served):
+    lam = _client(served.url)
+    lam.create_function(
+        FunctionName="redact",
+        Runtime="python3.12",
+        Role=ROLE,
+        Handler="handler.handler",
+        Code={"ZipFile": _zip("probe")},
+        Environment={"Variables": {"SECRET": "hunter2-in-lambda"}},
+    )
+    try:
+        listed = [f for f in lam.list_functions()["Functions"] if f["FunctionName"] == "redact"]
+        got = lam.get_function(FunctionName="redact")["Configuration"]
+        conf = lam.get_function_configuration(FunctionName="redact")
+        for shown in (listed[0], got, conf):
+            assert shown["Environment"] == {"Variables": {"SECRET": "<redacted>"}}
+        out = lam.invoke(FunctionName="redact", Payload=json.dumps({"op": "env"}))
+        assert json.loads(out["Payload"].read()) == {"secret": "hunter2-in-lambda"}
+    finally:
+        lam.delete_function(FunctionName="redact")

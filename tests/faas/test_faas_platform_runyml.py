@@ -7,6 +7,7 @@ teardown stage deletes what the run created. A plan above the cap stops before a
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import boto3
@@ -90,8 +91,8 @@ def test_run_yml_on_a_real_and_an_emulated_faas_host(served, tmp_path, monkeypat
             "AWS_ENDPOINT_URL_LAMBDA": served.url,
             "AWS_ENDPOINT_URL_IAM": moto,
             "AWS_ENDPOINT_URL_CLOUDWATCH_LOGS": moto,
-            "AWS_ACCESS_KEY_ID": "AKIDTESTBEDREHEARSAL",
-            "AWS_SECRET_ACCESS_KEY": "rehearsal-not-checked",
+            "AWS_ACCESS_KEY_ID": os.environ["AWS_ACCESS_KEY_ID"],  # the emulator's, set by aws_env
+            "AWS_SECRET_ACCESS_KEY": os.environ["AWS_SECRET_ACCESS_KEY"],
         }
         inv = _inventory(tmp_path, env, cap=5.0)
         extra = f"@{_extra(tmp_path)}"
@@ -99,7 +100,7 @@ def test_run_yml_on_a_real_and_an_emulated_faas_host(served, tmp_path, monkeypat
             "run.yml", "-i", LOCAL, "-i", str(inv), "-l", "faas", "-e", extra, "-e", "run_id=faas-1"
         )
         assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-2000:]
-        assert "AKIDTESTBEDREHEARSAL" not in res.stdout and "rehearsal-not-checked" not in res.stdout
+        assert env["AWS_ACCESS_KEY_ID"] not in res.stdout and env["AWS_SECRET_ACCESS_KEY"] not in res.stdout
         run = tmp_path / "results" / "faas-1"
         aws = {r["benchmark"]: r for r in map(json.loads, (run / "faas-aws.jsonl").read_text().splitlines())}
         emu = {r["benchmark"]: r for r in map(json.loads, (run / "faas-emu.jsonl").read_text().splitlines())}

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
 import os
 import signal
+import socket
 import sys
 import threading
 from pathlib import Path
 from typing import Any
 
-from testbed_services.faas import DEFAULT_PORT
+from testbed_services.faas import DEFAULT_PORT, credentials
 from testbed_services.faas.client import FaasClient
 from testbed_shared.atomic import write_atomically
 from testbed_shared.errors import TestbedError
@@ -30,7 +32,17 @@ def add_parser(subparsers: Any) -> None:
     serve.add_argument(
         "--profile", default="aws-lambda", help="profile name or YAML path (default aws-lambda)"
     )
-    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to bind (default 127.0.0.1; an address beyond loopback needs --allow-remote)",
+    )
+    serve.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow --host beyond loopback: other machines may then call the emulator (with its "
+        "credentials), which runs functions on this one; prints a warning",
+    )
     serve.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 picks one)"
     )
@@ -57,6 +69,13 @@ def add_parser(subparsers: Any) -> None:
     )
     serve.add_argument(
         "--max-concurrency", type=int, default=100, help="concurrent calls before 429 (default 100)"
+    )
+    serve.add_argument(
+        "--max-uploads",
+        type=int,
+        default=2,
+        help="Lambda uploads (CreateFunction, UpdateFunctionCode) processed at once; more are "
+        "answered 429 TooManyRequestsException (default 2)",
     )
     serve.add_argument(
         "--cgroup",
@@ -87,6 +106,7 @@ def add_parser(subparsers: Any) -> None:
         ("invoke", "call a function once and print the response"),
         ("cold", "retire instances: the next calls start cold"),
         ("info", "print the emulator's profile, limits, hosts and instances"),
+        ("credentials", "print the emulator's Lambda API credentials (for boto3 or the AWS CLI)"),
     ):
         p = sub.add_parser(name, help=helptext)
         p.add_argument(
@@ -110,6 +130,14 @@ def add_parser(subparsers: Any) -> None:
         if name == "cold":
             p.add_argument("--function", help="only this function (default: all)")
             p.add_argument("--host", action="store_true", help="host cold: fresh emulated hosts too")
+        if name == "credentials":
+            p.add_argument(
+                "--format",
+                choices=("env", "json"),
+                default="env",
+                help="env: export lines for a shell (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, "
+                "AWS_ENDPOINT_URL_LAMBDA); json: the access key pair and the URL (default env)",
+            )
         p.set_defaults(func=globals()[f"_{name}"])
 
     prof = sub.add_parser("profiles", help="list the platform profiles")
@@ -125,6 +153,9 @@ def _serve(args: argparse.Namespace) -> int:
     from testbed_services.faas.profiles import load_profile  # noqa: PLC0415 - CLI start-up: a command imports what it runs (the emulator loads only for `faas serve`)
     from testbed_services.faas.server import FaasServer  # noqa: PLC0415 - CLI start-up: a command imports what it runs (the emulator loads only for `faas serve`)
 
+    remote = listen_warning(args.host, args.allow_remote)
+    if args.max_uploads < 1:
+        raise TestbedError(f"--max-uploads must be at least 1, not {args.max_uploads}")
     # The emulator shares code, mount points and instance stores with the unprivileged function user:
     # a caller's umask (the agent runs with 077) must not make them unreadable to it.
     os.umask(0o022)
@@ -144,21 +175,28 @@ def _serve(args: argparse.Namespace) -> int:
         time_scale=args.time_scale,
     )
     try:
-        server = FaasServer(emu, args.host, args.port, verbose=args.verbose)
+        server = FaasServer(emu, args.host, args.port, verbose=args.verbose, max_uploads=args.max_uploads)
     except OSError as exc:
         emu.shutdown()
         raise TestbedError(
             f"cannot listen on {args.host}:{args.port}: {exc.strerror}",
             hint="pick another --port (0 picks a free one)",
         ) from exc
-    emu.key_service = server.url
+    try:
+        secrets_file = credentials.write(server.credentials, emu.state_dir)
+    except (OSError, TestbedError) as exc:
+        server.server_close()
+        emu.shutdown()
+        raise TestbedError(f"cannot write the emulator's credentials: {exc}") from exc
+    if remote:
+        log(remote)
     if emu.reclaimed:
         log(f"cleaned up after {emu.reclaimed} emulator(s) that had died without shutting down")
     for warning in emu.warnings():
         log(f"WARNING: {warning}")
     log(
         f"listening on {server.url} (profile {profile.name}, cgroup {emu.backend.version}, "
-        f"limits {'enforced' if emu.limits_enforced else 'NOT enforced'})"
+        f"limits {'enforced' if emu.limits_enforced else 'NOT enforced'}); credentials in {secrets_file}"
     )
     if args.url_file:
         write_atomically(args.url_file, server.url + "\n", what="--url-file")
@@ -172,9 +210,34 @@ def _serve(args: argparse.Namespace) -> int:
         server.serve_forever(poll_interval=0.2)
     finally:
         server.server_close()
+        credentials.forget(server.credentials)
         emu.shutdown()
         log("stopped")
     return 0
+
+
+def listen_warning(host: str, allow_remote: bool) -> str | None:
+    """None for a loopback address; for any other, the warning to print with ``--allow-remote``,
+    else a TestbedError (the emulator runs functions on this machine for its callers)."""
+    try:
+        addresses = {info[4][0] for info in socket.getaddrinfo(host, None)}
+        loopback = bool(addresses) and all(
+            ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addresses
+        )
+    except (OSError, ValueError):
+        loopback = False
+    if loopback:
+        return None
+    if not allow_remote:
+        raise TestbedError(
+            f"--host {host} is beyond loopback: other machines could call the emulator, which runs "
+            "functions on this one; add --allow-remote to mean it",
+            hint="keep the default 127.0.0.1 unless the callers are elsewhere",
+        )
+    return (
+        f"WARNING: listening on {host}, beyond loopback (--allow-remote): any machine that reaches "
+        "this port and holds the emulator's credentials runs functions here"
+    )
 
 
 def _deploy(args: argparse.Namespace) -> int:
@@ -215,6 +278,25 @@ def _cold(args: argparse.Namespace) -> int:
 
 def _info(args: argparse.Namespace) -> int:
     _print(FaasClient(args.url).info())
+    return 0
+
+
+def _credentials(args: argparse.Namespace) -> int:
+    creds = credentials.find(args.url)
+    if creds is None:
+        raise TestbedError(
+            f"no credentials of an emulator at {args.url} readable by this user",
+            hint=f"run as the emulator's user, or set {credentials.ENV} to a copy of its credentials.json",
+        )
+    if args.format == "json":
+        _print({"url": args.url, **creds.boto3()})
+        return 0
+    for key, value in (
+        ("AWS_ACCESS_KEY_ID", creds.access_key_id),
+        ("AWS_SECRET_ACCESS_KEY", creds.secret_access_key),
+        ("AWS_ENDPOINT_URL_LAMBDA", args.url),
+    ):
+        print(f"export {key}={value}")
     return 0
 
 

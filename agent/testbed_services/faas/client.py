@@ -1,5 +1,7 @@
 """Small HTTP/1.1 client of the emulator API: one keep-alive connection, each request sent in one
-write (no header/body split), JSON bodies. Not thread-safe: use one client per thread."""
+write (no header/body split), JSON bodies, the emulator's bearer token found by
+testbed_services.faas.credentials (looked up again after a 401: the emulator may have restarted).
+Not thread-safe: use one client per thread."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import time
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from testbed_services.faas import credentials
 from testbed_shared.errors import TestbedError
 
 
@@ -24,6 +27,14 @@ class FaasClient:
         self.timeout_s = timeout_s
         self._sock: socket.socket | None = None
         self._rfile: Any = None
+        self._token: str | None = None
+
+    def _authorization(self, fresh: bool = False) -> str:
+        """The Authorization header line ('' while no credentials are found for the URL)."""
+        if self._token is None or fresh:
+            creds = credentials.find(self.url)
+            self._token = creds.token if creds else None
+        return f"Authorization: Bearer {self._token}\r\n" if self._token else ""
 
     def close(self) -> None:
         if self._sock is not None:
@@ -38,9 +49,15 @@ class FaasClient:
         return self._sock
 
     def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        status, resp = self._request(method, path, body, fresh=False)
+        if status == 401:  # credentials of an emulator restarted on this port: look again, once
+            status, resp = self._request(method, path, body, fresh=True)
+        return status, resp
+
+    def _request(self, method: str, path: str, body: Any, fresh: bool) -> tuple[int, Any]:
         data = b"" if body is None else json.dumps(body).encode()
         head = (
-            f"{method} {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
+            f"{method} {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n{self._authorization(fresh)}"
             f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n"
         ).encode()
         for attempt in (0, 1):

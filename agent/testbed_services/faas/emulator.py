@@ -26,12 +26,13 @@ import tarfile
 import threading
 import time
 import uuid
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from testbed_services.faas import cgroups, inspector, sandbox
+from testbed_services.faas import cgroups, environment, inspector, sandbox
 from testbed_services.faas.functions import FunctionCode, check_name, find_function
 from testbed_services.faas.instance import CallTimeout, Host, Instance, InstanceDied
 from testbed_services.faas.logs import LogCollector
@@ -40,9 +41,6 @@ from testbed_services.faas.storage import make_tmp
 from testbed_shared.cost import invocation_cost
 from testbed_shared.errors import TestbedError
 from testbed_shared.paths import workloads_dir
-
-#: environment passed through to instances (nothing else of the emulator's leaks in)
-PASS_ENV = ("PATH", "LANG", "LC_ALL", "PYTHONPATH", "VIRTUAL_ENV")
 
 
 class FaasError(TestbedError):
@@ -70,6 +68,10 @@ class Deployment:
     #: each container's idle lifetime is drawn from the profile's retention model
     keep_alive_fixed: bool = True
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: calls of this version in progress (its code stays until the last one ends)
+    users: int = 0
+    #: replaced by a newer version or deleted: no new call picks it
+    retired: bool = False
 
     @property
     def code_key(self) -> tuple[str, str]:
@@ -86,7 +88,7 @@ class Deployment:
             "tmp_mb": self.tmp_mb,
             "concurrency": self.concurrency,
             "version": self.version,
-            # names only: values may be secrets and /info answers any local caller
+            # names only: values may be secrets (whoever holds the token reads /info)
             "env": dict.fromkeys(sorted(self.env), "<redacted>"),
         }
 
@@ -117,6 +119,8 @@ class Emulator:
         self._host_ret = profile.host_retention.scaled(self.time_scale)
         self._host_age = profile.host_age.scaled(self.time_scale)
         self._packages: dict[tuple[str, str], Path] = {}
+        #: calls in progress per code version (a package is kept while one runs)
+        self._calls_of: Counter[tuple[str, str]] = Counter()
         self._package_locks: dict[tuple[str, str], threading.Lock] = {}
         self._last_scale_out = -math.inf
         self._keep_fixed = keep_alive_s is not None or profile.container_retention.model == "never"
@@ -242,8 +246,12 @@ class Emulator:
 
     # -- deployments ---------------------------------------------------------------------
 
-    def deploy(self, name: str, spec: dict[str, Any]) -> dict[str, Any]:
-        """Create or update a function; an update retires its instances (next call is cold)."""
+    def deploy(
+        self, name: str, spec: dict[str, Any], *, create: bool = False, update: bool = False
+    ) -> dict[str, Any]:
+        """Create or update a function (``create`` only: 409 if it exists; ``update`` only: 404 if
+        it does not); an update retires its instances (the next call is cold; calls in progress
+        end on the old version)."""
         if not isinstance(spec, dict):
             raise FaasError(400, f"deployment of {str(name)[:80]!r} must be a JSON object")
         try:
@@ -254,23 +262,35 @@ class Emulator:
             raise FaasError(400, exc.message, exc.hint) from exc
         with self._lock:
             old = self.deployments.get(name)
+            if old is not None and create:
+                raise FaasError(409, f"function {name} already exists")
+            if old is None and update:
+                raise FaasError(404, f"no function '{name}'")
             if old is not None:
                 dep.version = old.version + 1
+                old.retired = True
             self.deployments[name] = dep
         self.cold(name)
-        if old is not None and old.digest != dep.digest:
-            self._drop_code(old)
+        if old is not None:
+            self._release(old)
         return dep.describe()
 
-    def _drop_code(self, dep: Deployment) -> None:
-        """Remove a retired code version's package and its copies on the hosts."""
+    def _release(self, dep: Deployment) -> None:
+        """Remove a retired version's package and its copies on the hosts once no call of it is in
+        progress and no live version shares its code (the last call out removes them)."""
         with self._lock:
+            if not dep.retired or dep.users or self._code_in_use(dep.code_key):
+                return
             package = self._packages.pop(dep.code_key, None)
             copies = [h.code.pop(dep.code_key, None) for h in self.hosts]
         if package is not None:
             package.unlink(missing_ok=True)
         for path in filter(None, copies):
             shutil.rmtree(path, ignore_errors=True)
+
+    def _code_in_use(self, key: tuple[str, str]) -> bool:
+        """Whether a deployed version or a call in progress uses code ``key`` (caller holds the lock)."""
+        return key in self._calls_of or any(d.code_key == key for d in self.deployments.values())
 
     def _deployment(self, name: str, spec: dict[str, Any]) -> Deployment:
         """A deployment from its spec: a field given is checked as given (0 is refused, never
@@ -304,6 +324,7 @@ class Emulator:
         env = spec.get("env") or {}
         if not isinstance(env, dict) or not all(isinstance(v, (str, int, float, bool)) for v in env.values()):
             raise ValueError("env must be an object of strings")
+        environment.check({str(k): str(v) for k, v in env.items()})
         code = find_function(function, self.function_dirs)
         return Deployment(
             name=name,
@@ -319,15 +340,19 @@ class Emulator:
         )
 
     def delete(self, name: str) -> None:
+        """Remove a function: no new call starts; calls in progress end on it."""
         with self._lock:
             dep = self.deployments.pop(name, None)
             if dep is None:
                 raise FaasError(404, f"no function '{name}'")
+            dep.retired = True
         self.cold(name)
-        self._drop_code(dep)
+        self._release(dep)
 
-    def cold(self, name: str | None = None, scope: str = "function") -> dict[str, Any]:
-        """Retire instances (of one function, or all); ``host`` also starts fresh emulated hosts."""
+    def cold(self, name: str | None = None, scope: str = "function", *, drain: bool = True) -> dict[str, Any]:
+        """Retire instances (of one function, or all); ``host`` also starts fresh emulated hosts.
+        An instance in the middle of a call leaves the pool at once and is retired when its calls
+        end (``drain``; without it, as at shutdown, it is killed now)."""
         if scope not in ("function", "host"):
             raise FaasError(400, f"scope must be function or host, not {scope!r}")
         with self._lock:
@@ -338,7 +363,8 @@ class Emulator:
                 dropped, self.hosts = self.hosts, []
             for inst in victims:
                 self._detach(inst)
-        _retire_all(victims)
+            now = [i for i in victims if not drain or i.inflight == 0]
+        _retire_all(now)
         if scope == "host":
             for host in dropped:
                 if host.directory is not None:
@@ -361,6 +387,9 @@ class Emulator:
                     hint="raise --max-concurrency or slow down",
                 )
             self.inflight += 1
+            # the call holds its version: a redeploy or delete now leaves it (and its code) to end
+            dep.users += 1
+            self._calls_of[dep.code_key] += 1
             inst = self._pick(dep)
         try:
             deadline = time.monotonic() + dep.timeout_s
@@ -374,6 +403,11 @@ class Emulator:
         finally:
             with self._lock:
                 self.inflight -= 1
+                dep.users -= 1
+                self._calls_of[dep.code_key] -= 1
+                if self._calls_of[dep.code_key] <= 0:
+                    del self._calls_of[dep.code_key]
+            self._release(dep)
 
     def _pick(self, dep: Deployment) -> Instance | Host | None:
         """A warm instance with a free slot (most recently used first), else a host with room for a
@@ -479,9 +513,10 @@ class Emulator:
             inst.invocations += 1
             inst.last_used = time.monotonic()
             broken = status in (502, 504) or not inst.alive()
-            if broken:
+            if broken or dep.retired:  # a redeployed or deleted version's instance serves no more
                 self._detach(inst)
-        if broken:
+            ended = broken or (inst.retired and inst.inflight == 0)
+        if ended:
             inst.retire()
         handler_s = float(msg.get("handler_s", 0.0))
         body["inspector"] = self._inspect(
@@ -548,23 +583,16 @@ class Emulator:
         try:
             cg.set_limits(min(self.profile.vcpus(dep.memory_mb), self.ncpu), dep.memory_mb * MIB)
             tmp = make_tmp(directory / "tmp", self.profile.tmp_kind, dep.tmp_mb, mount=self.mount_tmp)
-            env = {k: os.environ[k] for k in PASS_ENV if k in os.environ}
-            env.update(
-                {
-                    "HOME": "/tmp" if tmp.enforced else str(tmp.path),
-                    "TESTBED_FAAS_FUNCTION": dep.name,
-                    "TESTBED_FAAS_MEMORY_MB": str(dep.memory_mb),
-                    "TESTBED_FAAS_PROFILE": self.profile.name,
-                    "TESTBED_FAAS_INSTANCE": iid,
-                    "TESTBED_FAAS_HOST": host.id,
-                    # functions run from a package copy: toolkit files outside it are found here
-                    "TESTBED_WORKLOADS_DIR": str(workloads_dir()),
-                    **dep.env,
-                }
-            )
-            if dep.code.python_path:
-                extra = [str(p) for p in dep.code.python_path]
-                env["PYTHONPATH"] = os.pathsep.join([*extra, *filter(None, [env.get("PYTHONPATH")])])
+            facts = {
+                "HOME": "/tmp" if tmp.enforced else str(tmp.path),
+                "TESTBED_FAAS_FUNCTION": dep.name,
+                "TESTBED_FAAS_MEMORY_MB": str(dep.memory_mb),
+                "TESTBED_FAAS_PROFILE": self.profile.name,
+                "TESTBED_FAAS_INSTANCE": iid,
+                "TESTBED_FAAS_HOST": host.id,
+                # functions run from a package copy: toolkit files outside it are found here
+                "TESTBED_WORKLOADS_DIR": str(workloads_dir()),
+            }
             inst = Instance(
                 iid=iid,
                 deployment=dep,
@@ -572,7 +600,7 @@ class Emulator:
                 cgroup=cg,
                 tmp=tmp,
                 directory=directory,
-                env=env,
+                facts=facts,
                 key_service=self.key_service,
                 logs=self.logs,
                 run_as=self.run_as,
@@ -718,7 +746,7 @@ class Emulator:
         """Retire every instance and remove the emulator's cgroups and state."""
         self._stop.set()
         self._reaper.join(timeout=2)
-        self.cold(None, "host")
+        self.cold(None, "host", drain=False)
         self.backend.cleanup()
         self.logs.close()
         shutil.rmtree(self.state_dir, ignore_errors=True)

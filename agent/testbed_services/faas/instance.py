@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from testbed_services.faas import environment
 from testbed_services.faas.cgroups import InstanceCgroup
 from testbed_services.faas.logs import LogCollector, LogRing
 from testbed_services.faas.storage import TmpStore
@@ -76,12 +77,17 @@ class Instance:
         cgroup: InstanceCgroup,
         tmp: TmpStore,
         directory: Path,
-        env: dict[str, str],
+        facts: dict[str, str],
         key_service: str,
         logs: LogCollector,
         run_as: tuple[int, int, str] | None = None,
         code_dir: Path | None = None,
     ) -> None:
+        """Start the worker. ``facts`` are the emulator's variables of the instance (ids, HOME);
+        the worker's whole environment is :func:`environment.worker_env` of them. The deployment's
+        own variables and the key service's address go to the worker through its stdin, never its
+        environment or command line (any local user can read both), and the worker applies them
+        after it dropped privileges."""
         self.id = iid
         self.deployment = deployment
         self.host = host
@@ -98,6 +104,7 @@ class Instance:
         self.cold_costs: dict[str, float] = {}
         self.keep_alive_s = deployment.keep_alive_s
         self.retired = False
+        self._ended = False
         self._pending: dict[int, queue.Queue] = {}
         self._next = 0
         self._lock = threading.Lock()
@@ -117,10 +124,10 @@ class Instance:
             "version": d.version,
             "memory_mb": d.memory_mb,
             "concurrency": d.concurrency,
-            "key_service": key_service,
+            "python_path": [str(p) for p in d.code.python_path],
             "run_as": list(run_as[:2]) if run_as else None,
         }
-        env = {**env, "TMPDIR": cfg["tmp_dir"]}
+        env = environment.worker_env({**facts, "TMPDIR": cfg["tmp_dir"]})
         # the shell joins the cgroups before exec, so the interpreter's own memory is charged too
         self.proc = subprocess.Popen(  # noqa: S603 - a function instance of the emulator: in the instance's cgroup, ended with it
             [
@@ -131,6 +138,7 @@ class Instance:
                 *cgroup.procs_files(),
                 "--",
                 sys.executable,
+                "-I",  # isolated: no PYTHON* variable, no user site, no script directory on sys.path
                 "-m",
                 "testbed_services.faas.worker",
                 json.dumps(cfg),
@@ -143,6 +151,9 @@ class Instance:
             start_new_session=True,
             bufsize=0,
         )
+        init = json.dumps({"env": dict(d.env), "key_service": key_service}) + "\n"
+        with contextlib.suppress(OSError):  # a worker that died at once is seen by wait_ready
+            self.proc.stdin.write(init.encode())  # PIPE: never None
         #: one call at a time: the calling thread reads the pipe itself (no reader-thread hand-off)
         self.direct = d.concurrency == 1
         self._buf = b""
@@ -255,8 +266,12 @@ class Instance:
         return self.exit_code is None and self.proc.poll() is None
 
     def retire(self) -> None:
-        """Kill the process tree, release /tmp and the cgroup."""
+        """Kill the process tree, release /tmp and the cgroup (once: later calls return at once)."""
         self.retired = True
+        with self._lock:
+            if self._ended:
+                return
+            self._ended = True
         try:
             if self.proc.stdin:
                 self.proc.stdin.close()

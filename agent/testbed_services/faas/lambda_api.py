@@ -8,12 +8,21 @@ service model (the shapes, required members, lengths, ranges, patterns and enums
 and errors come back as Lambda sends them (status, ``x-amzn-ErrorType``, ``{"Type", "message"}``),
 so boto3 with ``endpoint_url`` pointed here behaves as against Lambda.
 
+Callers are authenticated as Lambda authenticates them: every request must be SigV4-signed with
+the access key the emulator issued at start (testbed_services.faas.credentials, checked by
+testbed_services.faas.sigv4 with botocore's own signer); others are refused with AWS's error shapes.
+Environment variable names Lambda reserves are refused with Lambda's message.
+
 What differs, on purpose:
 - Code: a CreateFunction zip must be the package of a function the emulator knows (its files equal
   to ``package.files(function, "aws-lambda")`` of one under its function directories); other code
-  is refused (InvalidParameterValueException). The emulator never runs uploaded code.
-- Requests must be SigV4-signed (as Lambda requires) but the signature is not verified: the
-  emulator has no IAM. The execution role is not checked either.
+  is refused (InvalidParameterValueException). The emulator never runs uploaded code. An upload is
+  spooled to a file and inflated entry by entry into digests (testbed_services.faas.package);
+  at most ``--max-uploads`` are processed at once, the rest get TooManyRequestsException.
+- There is no IAM: the one issued access key may do everything; the execution role is not checked.
+- Loader, interpreter and search-path variables (``LD_*``, ``PYTHON*``, ``PATH``...) are refused in
+  ``Environment`` (InvalidParameterValueException), and responses show environment values as
+  ``<redacted>`` (a read-modify-write of ``Environment`` must send the real values again).
 - CreateFunction answers ``State: Pending`` as Lambda does; the deployment is synchronous, so the
   next read already says ``Active`` (and ``LastUpdateStatus: Successful`` after an update).
 - Architectures: what was asked is configured and reported; the code runs on this machine's CPU
@@ -31,22 +40,26 @@ import binascii
 import datetime as dt
 import functools
 import hashlib
+import hmac
 import json
 import math
 import platform
 import re
+import secrets
 import select
 import sys
+import tempfile
 import threading
 import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qs, unquote
+from urllib.parse import parse_qs, quote, unquote, urlencode
 
 import regex
 
-from testbed_services.faas import package
+from testbed_services.faas import environment, package, sigv4
+from testbed_services.faas.credentials import Credentials
 from testbed_services.faas.emulator import Emulator, FaasError
 from testbed_services.faas.functions import FunctionCode, find_function
 from testbed_services.faas.profiles import MIB
@@ -120,15 +133,44 @@ PREFIXES = ("/2015-03-31/", "/2017-03-31/", "/2016-08-19/")
 
 
 class LambdaError(Exception):
-    """An error as Lambda returns it."""
+    """An error as Lambda returns it (``kind`` None: AWS's front door, whose body has no Type)."""
 
-    def __init__(self, status: int, code: str, message: str, kind: str = "User") -> None:
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        kind: str | None = "User",
+        extra: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(f"{code}: {message}")
         self.status, self.code, self.message, self.kind = status, code, message, kind
+        self.extra, self.headers = extra or {}, headers or {}
 
     def response(self) -> tuple[int, dict[str, str], bytes]:
-        body = json.dumps({"Type": self.kind, "message": self.message}).encode()
-        return self.status, {"x-amzn-ErrorType": self.code, "Content-Type": "application/json"}, body
+        doc = {**self.extra, **({"Type": self.kind} if self.kind else {}), "message": self.message}
+        headers = {"x-amzn-ErrorType": self.code, "Content-Type": "application/json", **self.headers}
+        return self.status, headers, json.dumps(doc).encode()
+
+
+def throttled() -> LambdaError:
+    """Lambda's answer when too many uploads are in progress (boto3 retries it with backoff)."""
+    return LambdaError(
+        429,
+        "TooManyRequestsException",
+        "Rate exceeded",
+        extra={"Reason": "CallerRateLimitExceeded"},
+        headers={"Retry-After": "1"},
+    )
+
+
+#: operations that upload code (their bodies hold a zip): limited in number at once
+UPLOADS = ("CreateFunction", "UpdateFunctionCode")
+#: how long GetFunction's Code.Location stays valid (Lambda: 10 minutes)
+LOCATION_TTL_S = 600
+#: Lambda's answer to a zip it cannot read
+UNZIP_FAILED = "Could not unzip uploaded file. Please check your file, then try to upload again."
 
 
 @dataclass
@@ -275,11 +317,13 @@ def _join(path: str, name: str) -> str:
 class LambdaApi:
     """The Lambda front of one :class:`Emulator` (thread-safe)."""
 
-    def __init__(self, emulator: Emulator, base_url: str = "") -> None:
+    def __init__(self, emulator: Emulator, base_url: str, creds: Credentials) -> None:
         import botocore.session  # noqa: PLC0415 - its model loads on the first Lambda request, not at every start
 
         self.emu = emulator
         self.base_url = base_url
+        self.creds = creds
+        self._location_key = secrets.token_bytes(32)
         self.model = botocore.session.get_session().get_service_model("lambda")
         self.routes = [(op, *_route(self.model.operation_model(op).http)) for op in OPERATIONS]
         self.others = [
@@ -298,14 +342,48 @@ class LambdaApi:
 
     # -- request plumbing ------------------------------------------------------------------
 
+    def authenticate(self, items: list[tuple[str, str]]) -> sigv4.Signed:
+        """The request's signature parts, checked as far as its headers allow (issuer, scope, time):
+        what runs before its body is read. Raises LambdaError as AWS answers."""
+        try:
+            signed = sigv4.parse(items)
+            sigv4.precheck(signed, items, self.creds.access_key_id, dt.datetime.now(dt.UTC))
+        except sigv4.AuthError as err:
+            raise LambdaError(err.status, err.code, err.message, kind=None) from None
+        return signed
+
+    def operation(self, method: str, path: str) -> str | None:
+        """The operation a request is for (None when none): known before its body is read."""
+        return next((op for op, verb, route in self.routes if verb == method and route.fullmatch(path)), None)
+
+    def refusal(self, err: LambdaError) -> tuple[int, dict[str, str], bytes]:
+        """An error answered before the request reached :meth:`handle`, with Lambda's headers."""
+        status, headers, body = err.response()
+        return status, self._headers(str(uuid.uuid4()), headers), body
+
+    def _headers(self, request_id: str, headers: dict[str, str]) -> dict[str, str]:
+        return {
+            "Content-Type": "application/json",
+            "x-amzn-RequestId": request_id,
+            "X-Testbed-Emulator": self.emu.profile.name,
+            "X-Testbed-Machine": _machine(),
+            **headers,
+        }
+
     def handle(
-        self, method: str, target: str, headers: dict[str, str], raw: bytes
+        self, method: str, target: str, items: list[tuple[str, str]], raw: bytes, signed: sigv4.Signed
     ) -> tuple[int, dict[str, str], bytes]:
-        """Serve one request; returns (status, headers, body)."""
+        """Serve one request whose headers :meth:`authenticate` passed; returns (status, headers,
+        body). The signature is verified over the whole request first."""
         path, _, query = target.partition("?")
         request_id = str(uuid.uuid4())
+        headers = dict(items)
         try:
-            region = _region(headers)
+            try:
+                sigv4.verify(signed, method, target, items, raw, self.creds.secret_access_key)
+            except sigv4.AuthError as err:
+                raise LambdaError(err.status, err.code, err.message, kind=None) from None
+            region = signed.region
             op, groups = self._find(method, path)
             with self._lock:
                 self.counts[op] = self.counts.get(op, 0) + 1
@@ -318,14 +396,7 @@ class LambdaApi:
         except Exception as exc:  # noqa: BLE001 - answer every request as Lambda would (500)
             err = LambdaError(500, "ServiceException", f"{type(exc).__name__}: {exc}", kind="Service")
             status, out_headers, body = err.response()
-        out_headers = {
-            "Content-Type": "application/json",
-            "x-amzn-RequestId": request_id,
-            "X-Testbed-Emulator": self.emu.profile.name,
-            "X-Testbed-Machine": _machine(),
-            **out_headers,
-        }
-        return status, out_headers, body
+        return status, self._headers(request_id, out_headers), body
 
     def _find(self, method: str, path: str) -> tuple[str, dict[str, str]]:
         for op, verb, route in self.routes:
@@ -462,19 +533,34 @@ class LambdaApi:
             out["StateReason"] = "The function is being created."
             out["StateReasonCode"] = "Creating"
         if fn.env:
-            out["Environment"] = {"Variables": dict(fn.env)}
+            # names only, as /info: values may be secrets (the function itself gets them)
+            out["Environment"] = {"Variables": dict.fromkeys(fn.env, "<redacted>")}
         fn.fresh = fn.updating = False  # the deployment is synchronous: the next read sees it done
         return out
 
-    def _code_of(self, zip_b64: Any) -> tuple[FunctionCode, bytes]:
-        try:
-            data = base64.b64decode(zip_b64, validate=True) if isinstance(zip_b64, str) else bytes(zip_b64)
-        except (binascii.Error, ValueError):
-            raise LambdaError(400, "InvalidParameterValueException", "Code.ZipFile is not base64") from None
-        try:
-            content = package.read_zip(data)
-        except ValueError as exc:
-            raise LambdaError(400, "InvalidParameterValueException", str(exc)) from None
+    def _code_of(self, zip_b64: Any) -> tuple[FunctionCode, str, int]:
+        """The known function an uploaded zip is the package of, with the zip's SHA-256 (base64) and
+        size. The zip is decoded into a temporary file (in chunks) and read entry by entry."""
+        with tempfile.TemporaryFile(dir=self.emu.state_dir) as spool:
+            try:
+                sha, size = _spool_base64(zip_b64, spool)
+            except (binascii.Error, ValueError):
+                raise LambdaError(
+                    400, "InvalidParameterValueException", "Code.ZipFile is not base64"
+                ) from None
+            if size > package.MAX_ZIP_BYTES:
+                raise LambdaError(
+                    400,
+                    "InvalidParameterValueException",
+                    f"zip of {size} bytes over the {package.MAX_ZIP_BYTES}-byte direct-upload limit",
+                )
+            spool.seek(0)
+            try:
+                content = package.read_zip(spool)
+            except package.CorruptZip as exc:
+                raise LambdaError(400, "InvalidParameterValueException", f"{UNZIP_FAILED} ({exc})") from None
+            except ValueError as exc:
+                raise LambdaError(400, "InvalidParameterValueException", str(exc)) from None
         known = []
         for base in self.emu.function_dirs:
             if base.is_dir():
@@ -486,14 +572,37 @@ class LambdaApi:
                             continue
         code = package.match(content, known, "aws-lambda")
         if code is None:
-            sha = hashlib.sha256(data).hexdigest()[:16]
+            shown = base64.b64decode(sha).hex()[:16]
             raise LambdaError(
                 400,
                 "InvalidParameterValueException",
                 f"the testbed emulator runs only the functions under its function directories; this zip "
-                f"(sha256 {sha}...) is the package of none of them ({', '.join(c.name for c in known)})",
+                f"(sha256 {shown}...) is the package of none of them ({', '.join(c.name for c in known)})",
             )
-        return code, data
+        return code, sha, size
+
+    def _environment(self, params: dict[str, Any], default: dict[str, str]) -> dict[str, str]:
+        """The function's variables of a request (``default`` when it has no Environment), refused
+        as Lambda refuses reserved names and as the emulator refuses loader variables."""
+        if "Environment" not in params:
+            return dict(default)
+        env = {str(k): str(v) for k, v in (params["Environment"].get("Variables") or {}).items()}
+        taken = environment.reserved(env)
+        if taken:
+            raise LambdaError(
+                400,
+                "InvalidParameterValueException",
+                "Lambda was unable to configure your environment variables because the environment "
+                "variables you have provided contains reserved keys that are currently not supported for "
+                f"modification. Reserved keys used in this request: {', '.join(taken)}",
+            )
+        try:
+            environment.check(env)
+        except ValueError as exc:
+            raise LambdaError(
+                400, "InvalidParameterValueException", f"{exc} (not supported by the testbed emulator)"
+            ) from None
+        return env
 
     @staticmethod
     def _runtime(runtime: str | None) -> None:
@@ -550,9 +659,16 @@ class LambdaApi:
             exists = name in self.emu.deployments
         if exists:
             raise LambdaError(409, "ResourceConflictException", f"Function already exist: {name}")
-        fn_code, data = self._code_of(code["ZipFile"])
-        env = dict((p.get("Environment") or {}).get("Variables") or {})
-        described = self.emu.deploy(name, self._spec(p, fn_code.name, env))
+        env = self._environment(p, {})
+        fn_code, sha, size = self._code_of(code["ZipFile"])
+        try:
+            described = self.emu.deploy(name, self._spec(p, fn_code.name, env), create=True)
+        except FaasError as exc:
+            if exc.status == 409:  # created meanwhile by another request
+                raise LambdaError(
+                    409, "ResourceConflictException", f"Function already exist: {name}"
+                ) from None
+            raise
         logging = p.get("LoggingConfig") or {}
         fn = LambdaFunction(
             name=name,
@@ -563,8 +679,8 @@ class LambdaApi:
             architectures=list(p.get("Architectures") or ["x86_64"]),
             tags=dict(p.get("Tags") or {}),
             env=env,
-            code_sha256=base64.b64encode(hashlib.sha256(data).digest()).decode(),
-            code_size=len(data),
+            code_sha256=sha,
+            code_size=size,
             log_format=logging.get("LogFormat", "Text"),
             log_group=logging.get("LogGroup", f"/aws/lambda/{name}"),
             modified=_now(),
@@ -578,7 +694,7 @@ class LambdaApi:
         fn, dep = self._function(self._name(p["FunctionName"]), region)
         out: dict[str, Any] = {
             "Configuration": self._configuration(fn, dep, region),
-            "Code": {"RepositoryType": "S3", "Location": f"{self.base_url}/_lambda/packages/{fn.name}.zip"},
+            "Code": {"RepositoryType": "S3", "Location": self._location(fn.name)},
         }
         if fn.tags:
             out["Tags"] = dict(fn.tags)
@@ -601,14 +717,15 @@ class LambdaApi:
                 "The Revision Id provided does not match the latest Revision Id.",
             )
         self._runtime(p.get("Runtime"))
-        env = dict(p["Environment"].get("Variables") or {}) if "Environment" in p else fn.env
+        env = self._environment(p, fn.env)
         spec = {
             "memory_mb": dep["memory_mb"],
             "timeout_s": dep["timeout_s"],
             "tmp_mb": dep["tmp_mb"],
             **self._spec(p, dep["function"], env),
         }
-        described = self.emu.deploy(fn.name, spec)  # an update retires the instances: next call is cold
+        # an update retires the instances (next call is cold); a function deleted meanwhile is 404
+        described = self.emu.deploy(fn.name, spec, update=True)
         with self._lock:
             fn.env = env
             for key, attr in (("Role", "role"), ("Handler", "handler"), ("Description", "description")):
@@ -631,17 +748,16 @@ class LambdaApi:
         fn, dep = self._function(self._name(p["FunctionName"]), region)
         if not p.get("ZipFile"):
             raise LambdaError(400, "InvalidParameterValueException", "ZipFile is required")
-        fn_code, data = self._code_of(p["ZipFile"])
+        fn_code, sha, size = self._code_of(p["ZipFile"])
         spec = {k: dep[k] for k in ("memory_mb", "timeout_s", "tmp_mb")} | {
             "function": fn_code.name,
             "env": fn.env,
         }
-        described = self.emu.deploy(fn.name, spec)
+        described = self.emu.deploy(fn.name, spec, update=True)
         with self._lock:
             if p.get("Architectures"):
                 fn.architectures = list(p["Architectures"])
-            fn.code_sha256 = base64.b64encode(hashlib.sha256(data).digest()).decode()
-            fn.code_size = len(data)
+            fn.code_sha256, fn.code_size = sha, size
             fn.version, fn.revision, fn.modified, fn.updating = (
                 described["version"],
                 str(uuid.uuid4()),
@@ -731,7 +847,9 @@ class LambdaApi:
     def _handler_of(self, name: str) -> str:
         with self.emu._lock:
             dep = self.emu.deployments.get(name)
-            return f"{dep.code.module}.{dep.code.handler}" if dep else ""
+            if dep is None:  # deleted since the request found it
+                raise LambdaError(404, "ResourceNotFoundException", f"Function not found: {name}")
+            return f"{dep.code.module}.{dep.code.handler}"
 
     def _call(
         self, fn: LambdaFunction, name: str, event: Any, rid: str, expected: str
@@ -815,6 +933,24 @@ class LambdaApi:
             fields.append(f"Init Duration: {init * 1000:.2f} ms")
         return "\t".join(fields) + "\t\n"
 
+    def _location(self, name: str) -> str:
+        """GetFunction's Code.Location: the package's URL, signed and valid for 10 minutes (as
+        Lambda's presigned S3 URL), so a plain HTTP GET fetches it."""
+        expires = int(time.time()) + LOCATION_TTL_S
+        query = urlencode({"X-Testbed-Expires": expires, "X-Testbed-Signature": self._sign(name, expires)})
+        return f"{self.base_url}/_lambda/packages/{quote(name)}.zip?{query}"
+
+    def _sign(self, name: str, expires: int) -> str:
+        return hmac.new(self._location_key, f"{name}\n{expires}".encode(), hashlib.sha256).hexdigest()
+
+    def location_valid(self, name: str, query: str) -> bool:
+        """Whether a package request carries a signature of :meth:`_location` still valid."""
+        q = parse_qs(query)
+        expires, signature = q.get("X-Testbed-Expires", [""])[0], q.get("X-Testbed-Signature", [""])[0]
+        if not expires.isdigit() or not 0 <= int(expires) - time.time() <= LOCATION_TTL_S:
+            return False
+        return hmac.compare_digest(self._sign(name, int(expires)).encode(), signature.encode())
+
     def package_zip(self, name: str) -> bytes | None:
         """The package of a deployed function (GetFunction's Code.Location)."""
         with self.emu._lock:
@@ -892,13 +1028,20 @@ def _typed(text: str, member: Any) -> Any:
     return text
 
 
-def _region(headers: dict[str, str]) -> str:
-    """The region of a SigV4 ``Authorization`` header's credential scope (403 when unsigned)."""
-    auth = next((v for k, v in headers.items() if k.lower() == "authorization"), "")
-    found = re.match(r"AWS4-HMAC-SHA256 Credential=[^/]+/\d{8}/([a-z0-9-]+)/lambda/aws4_request", auth)
-    if not found:
-        raise LambdaError(403, "MissingAuthenticationTokenException", "Missing Authentication Token")
-    return found.group(1)
+def _spool_base64(value: Any, out: Any) -> tuple[str, int]:
+    """Decode a base64 text (or take bytes) into the file ``out`` in 4 MiB pieces; (SHA-256 of the
+    decoded bytes in base64, their length). binascii.Error when it is not base64."""
+    digest, size = hashlib.sha256(), 0
+    if isinstance(value, str):
+        step = 4 << 20  # a multiple of 4 characters: each piece decodes on its own
+        pieces = (base64.b64decode(value[i : i + step], validate=True) for i in range(0, len(value), step))
+    else:
+        pieces = (bytes(value),)
+    for piece in pieces:
+        digest.update(piece)
+        size += len(piece)
+        out.write(piece)
+    return base64.b64encode(digest.digest()).decode(), size
 
 
 def _json(obj: Any) -> bytes:
@@ -937,6 +1080,8 @@ def _from_faas(err: TestbedError) -> LambdaError:
     status = getattr(err, "status", 400)
     if status == 404:
         return LambdaError(404, "ResourceNotFoundException", err.message)
+    if status == 409:
+        return LambdaError(409, "ResourceConflictException", err.message)
     if status >= 500:
         return LambdaError(500, "ServiceException", err.message, kind="Service")
     return LambdaError(

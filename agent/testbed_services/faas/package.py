@@ -11,15 +11,21 @@ them: one zip, built byte for byte the same from the same files (sorted names, f
 The shims (``workloads/faas/shims/``) time the handler and report the instance's cold/warm state,
 its init time and peak RSS, because those platforms have no per-call report line.
 The emulator's Lambda API recognises a CreateFunction zip by comparing its files with these
-packages (:func:`read_zip`, :func:`match`): it runs only the functions it knows.
+packages (:func:`read_zip`, :func:`match`): it runs only the functions it knows. An uploaded zip is
+never held inflated: each entry is read in 1 MiB pieces into its SHA-256, and the bytes actually
+inflated (not the sizes the zip declares) count against Lambda's unzipped-size limit.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
+import lzma
 import zipfile
+import zlib
 from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
 from testbed_services.faas import faas_dir
 from testbed_services.faas.functions import FunctionCode
@@ -30,6 +36,8 @@ PLATFORMS = ("aws-lambda", "gcf-gen2", "azure-functions")
 MAX_ZIP_BYTES = 50 * 1024 * 1024
 MAX_UNZIPPED_BYTES = 262_144_000
 MAX_ENTRIES = 20_000
+#: what is inflated at a time while an upload is read
+CHUNK = 1 << 20
 #: the entry point names the drivers deploy with
 GCF_ENTRY_POINT = "testbed_entry"
 AZURE_FUNCTION = "testbed"
@@ -100,35 +108,59 @@ def package(code: FunctionCode, platform: str = "aws-lambda") -> bytes:
     return build_zip(files(code, platform))
 
 
-def read_zip(data: bytes) -> dict[str, bytes]:
-    """The files of an uploaded zip (name -> content), within Lambda's size limits; a ValueError
-    names what is wrong (not a zip, too large, a path leaving the package)."""
-    if len(data) > MAX_ZIP_BYTES:
-        raise ValueError(f"zip of {len(data)} bytes over the {MAX_ZIP_BYTES}-byte direct-upload limit")
+class CorruptZip(ValueError):
+    """A zip that cannot be read: bad CRC, truncated, corrupt deflate data, encrypted, unsupported."""
+
+
+def read_zip(source: bytes | BinaryIO) -> dict[str, str]:
+    """The files of an uploaded zip as name -> SHA-256 (hex) of the content, within Lambda's limits.
+
+    Entries are inflated one at a time in :data:`CHUNK` pieces and only their digests kept; the
+    bytes actually inflated count against :data:`MAX_UNZIPPED_BYTES` (declared sizes are checked
+    first, and never trusted). A ValueError names what is wrong (too large, too many files, a path
+    leaving the package); :class:`CorruptZip` one that cannot be read (bad CRC, truncated...)."""
+    if isinstance(source, bytes):
+        if len(source) > MAX_ZIP_BYTES:
+            raise ValueError(f"zip of {len(source)} bytes over the {MAX_ZIP_BYTES}-byte direct-upload limit")
+        source = io.BytesIO(source)
     try:
-        zf = zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile as exc:
-        raise ValueError(f"could not unzip the uploaded file: {exc}") from None
+        zf = zipfile.ZipFile(source)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError) as exc:
+        raise CorruptZip(f"not a zip: {exc}") from None
     with zf:
         infos = [i for i in zf.infolist() if not i.is_dir()]
         if len(infos) > MAX_ENTRIES:
             raise ValueError(f"{len(infos)} files in the zip (limit {MAX_ENTRIES})")
-        total = sum(i.file_size for i in infos)
-        if total > MAX_UNZIPPED_BYTES:
-            raise ValueError(f"unzipped size {total} bytes over the limit of {MAX_UNZIPPED_BYTES}")
-        out = {}
+        if sum(i.file_size for i in infos) > MAX_UNZIPPED_BYTES:
+            raise ValueError(f"Unzipped size must be smaller than {MAX_UNZIPPED_BYTES} bytes")
         for info in infos:
             name = PurePosixPath(info.filename)
             if name.is_absolute() or ".." in name.parts or "\\" in info.filename:
                 raise ValueError(f"zip entry {info.filename!r} leaves the package")
-            out[name.as_posix()] = zf.read(info)
+        out: dict[str, str] = {}
+        inflated = 0
+        for info in infos:
+            digest = hashlib.sha256()
+            try:
+                with zf.open(info) as fh:
+                    while piece := fh.read(CHUNK):
+                        inflated += len(piece)
+                        if inflated > MAX_UNZIPPED_BYTES:
+                            raise ValueError(f"Unzipped size must be smaller than {MAX_UNZIPPED_BYTES} bytes")
+                        digest.update(piece)
+            except (zipfile.BadZipFile, zlib.error, lzma.LZMAError, EOFError, OSError) as exc:
+                raise CorruptZip(f"{info.filename}: {exc}") from None
+            except (RuntimeError, NotImplementedError) as exc:  # encrypted, unsupported compression
+                raise CorruptZip(f"{info.filename}: {exc}") from None
+            out[PurePosixPath(info.filename).as_posix()] = digest.hexdigest()
         return out
 
 
-def match(content: dict[str, bytes], candidates: list[FunctionCode], platform: str) -> FunctionCode | None:
-    """The function whose ``platform`` package has exactly these files (compiled caches ignored)."""
+def match(content: dict[str, str], candidates: list[FunctionCode], platform: str) -> FunctionCode | None:
+    """The function whose ``platform`` package has exactly these files (name -> SHA-256 as
+    :func:`read_zip` gives them; compiled caches ignored)."""
     wanted = {k: v for k, v in content.items() if not any(s in k for s in _SKIP)}
     for code in candidates:
-        if files(code, platform) == wanted:
+        if {n: hashlib.sha256(b).hexdigest() for n, b in files(code, platform).items()} == wanted:
             return code
     return None

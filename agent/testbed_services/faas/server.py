@@ -1,6 +1,10 @@
 """HTTP API of the emulator (JSON in and out, synchronous calls).
 
-GET    /info                       profile, limits, hosts, instances, functions
+Every caller authenticates (testbed_services.faas.credentials issues the secrets at start): the
+emulator's own API wants ``Authorization: Bearer <token>`` (401 otherwise, before any body is
+read); the Lambda API wants SigV4 with the issued access key (testbed_services.faas.sigv4).
+
+GET    /info                       profile, limits, uploads, hosts, instances, functions
 GET    /functions                  deployed functions
 PUT    /functions/NAME             deploy or update (body: function, memory_mb, timeout_s, ...)
 DELETE /functions/NAME             remove
@@ -9,14 +13,20 @@ POST   /functions/NAME/invoke      call (body: the event); response: result, err
 POST   /cold                       retire instances
                                    (body: {"function": NAME|null, "scope": "function"|"host"})
 GET    /keys/ID                    local key service stand-in: a stable random 256-bit key per ID
+GET    /ks/CAPABILITY/keys/ID      the same for functions: the capability URL is their context's
+                                   ``key_service`` (functions get no token)
 
 /2015-03-31/..., /2017-03-31/tags/...: the AWS Lambda API on the paths boto3 uses (lambda_api.py);
-GET /_lambda/packages/NAME.zip is a function's package (GetFunction's Code.Location);
-GET /_lambda/stats the Lambda API's request counts per operation.
+GET /_lambda/packages/NAME.zip?... is a function's package (GetFunction's Code.Location, a signed
+URL valid for 10 minutes); GET /_lambda/stats (bearer token) the Lambda API's request counts.
+
+Uploads (CreateFunction, UpdateFunctionCode) take one of ``--max-uploads`` slots before their body
+is read; without a free one they are answered 429 TooManyRequestsException at once.
 """
 
 from __future__ import annotations
 
+import hmac
 import json
 import math
 import secrets
@@ -27,12 +37,54 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote
 
+from testbed_services.faas import credentials
 from testbed_services.faas.emulator import Emulator, FaasError
 from testbed_services.faas.functions import check_name
-from testbed_services.faas.lambda_api import LambdaApi
+from testbed_services.faas.lambda_api import UPLOADS, LambdaApi, LambdaError, throttled
 from testbed_shared.errors import TestbedError
 
 MAX_BODY = 64 << 20
+#: a body is read within this many seconds (a caller that stalls loses its connection, not a slot)
+BODY_TIMEOUT_S = 60.0
+#: a refused request's body up to this size is read and dropped (the connection stays usable)
+DRAIN_MAX = MAX_BODY
+#: uploads processed at once by default
+MAX_UPLOADS = 2
+UNAUTHORIZED_HINT = (
+    "the toolkit's clients find the emulator's credentials themselves when run as its user; "
+    "elsewhere set TESTBED_FAAS_CREDENTIALS to a copy of <state dir>/emu-<id>/credentials.json"
+)
+
+
+class UploadGate:
+    """At most ``slots`` uploads at once; counts for /info (in flight, peak, refused)."""
+
+    def __init__(self, slots: int) -> None:
+        self.slots = slots
+        self.in_flight = self.peak = self.refused = 0
+        self._lock = threading.Lock()
+
+    def enter(self) -> bool:
+        with self._lock:
+            if self.in_flight >= self.slots:
+                self.refused += 1
+                return False
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+            return True
+
+    def leave(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
+
+    def stats(self) -> dict[str, int]:
+        with self._lock:
+            return {
+                "slots": self.slots,
+                "in_flight": self.in_flight,
+                "peak": self.peak,
+                "refused": self.refused,
+            }
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -87,37 +139,114 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _lambda(self, method: str) -> None:
         """A request of the Lambda API (raw body: Invoke's payload is any bytes)."""
-        try:
-            raw = self._raw_body() if method in ("PUT", "POST") else b""
-        except FaasError as exc:
-            return self._send_raw(exc.status, {"x-amzn-ErrorType": "InvalidRequestContentException"}, b"")
         api = self.server.lambda_api()
-        path = self.path.split("?", 1)[0]
+        path, _, query = self.path.partition("?")
         if path == "/_lambda/stats" and method == "GET":
+            if not self._bearer_ok():
+                return self._unauthorized()
             data = json.dumps({"requests": api.stats()}).encode()
             return self._send_raw(200, {"Content-Type": "application/json"}, data)
         if path.startswith("/_lambda/packages/") and method == "GET":
-            data = api.package_zip(unquote(path.removeprefix("/_lambda/packages/").removesuffix(".zip")))
+            name = unquote(path.removeprefix("/_lambda/packages/").removesuffix(".zip"))
+            if not api.location_valid(name, query):
+                body = json.dumps({"message": "Request has expired or its signature does not match"}).encode()
+                return self._send_raw(403, {"Content-Type": "application/json"}, body)
+            data = api.package_zip(name)
             if data is None:
                 return self._send_raw(404, {}, b"")
             return self._send_raw(200, {"Content-Type": "application/zip"}, data)
-        status, headers, body = api.handle(method, self.path, dict(self.headers.items()), raw)
+        items = list(self.headers.items())
+        try:
+            signed = api.authenticate(items)  # before the body: strangers get no read and no slot
+        except LambdaError as err:
+            self._discard_body()
+            return self._send_raw(*api.refusal(err))
+        gated = api.operation(method, path) in UPLOADS
+        if gated and not self.server.uploads.enter():
+            self._discard_body()
+            return self._send_raw(*api.refusal(throttled()))
+        try:
+            try:
+                raw = self._raw_body() if method in ("PUT", "POST") else b""
+            except FaasError as exc:
+                return self._send_raw(exc.status, {"x-amzn-ErrorType": "InvalidRequestContentException"}, b"")
+            status, headers, body = api.handle(method, self.path, items, raw, signed)
+        finally:
+            if gated:
+                self.server.uploads.leave()
         self._send_raw(status, headers, body)
 
-    def _raw_body(self) -> bytes:
+    def _length(self) -> int:
         text = self.headers.get("Content-Length") or "0"
         if not text.isascii() or not text.strip().isdigit():
             self.close_connection = True  # where the body ends is unknown: no further request
             raise FaasError(400, f"bad Content-Length {text[:40]!r}")
-        length = int(text)
+        return int(text)
+
+    def _raw_body(self) -> bytes:
+        length = self._length()
         if length > MAX_BODY:
             self.close_connection = True  # the unread body must not be parsed as the next request
             raise FaasError(413, f"request body over {MAX_BODY} bytes")
-        raw = self.rfile.read(length) if length else b""
+        self.connection.settimeout(BODY_TIMEOUT_S)
+        try:
+            raw = self.rfile.read(length) if length else b""
+        except TimeoutError:
+            self.close_connection = True
+            raise FaasError(408, f"request body not received within {BODY_TIMEOUT_S:g} s") from None
+        finally:
+            self.connection.settimeout(None)
         if len(raw) < length:
             self.close_connection = True
             raise FaasError(400, f"request body shorter than Content-Length ({len(raw)} < {length})")
         return raw
+
+    def _discard_body(self) -> None:
+        """Read and drop the body of a refused request in pieces (never kept), so the caller gets
+        the answer; a body of unknown length, too large or too slow closes the connection."""
+        try:
+            left = self._length()
+        except FaasError:
+            return
+        if left > DRAIN_MAX:
+            self.close_connection = True
+            return
+        self.connection.settimeout(BODY_TIMEOUT_S)
+        try:
+            while left > 0:
+                piece = self.rfile.read(min(left, 1 << 20))
+                if not piece:
+                    break
+                left -= len(piece)
+        except OSError:
+            left = 1
+        finally:
+            self.connection.settimeout(None)
+        if left > 0:
+            self.close_connection = True
+
+    def _bearer_ok(self) -> bool:
+        """Whether the request carries the emulator's bearer token (constant-time comparison)."""
+        scheme, _, token = (self.headers.get("Authorization") or "").strip().partition(" ")
+        expected = self.server.credentials.token
+        return scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), expected.encode())
+
+    def _unauthorized(self) -> None:
+        self._discard_body()
+        body = {
+            "status": "error",
+            "error": {
+                "type": "Unauthorized",
+                "message": "missing or wrong bearer token: the emulator's API needs its credentials",
+                "hint": UNAUTHORIZED_HINT,
+            },
+        }
+        data = json.dumps(body).encode()
+        self._send_raw(
+            401,
+            {"Content-Type": "application/json", "WWW-Authenticate": 'Bearer realm="testbed-faas"'},
+            data,
+        )
 
     def _body(self) -> Any:
         raw = self._raw_body()
@@ -128,15 +257,25 @@ class _Handler(BaseHTTPRequestHandler):
         except (ValueError, RecursionError) as exc:  # JSONDecodeError, bad UTF-8, NaN, 1e999, huge ints
             raise FaasError(400, f"request body is not JSON: {str(exc)[:200]}") from exc
 
-    def _dispatch(self, method: str) -> None:
-        emu = self.server.emulator
+    def _own(self, method: str) -> None:
+        """A request of the emulator's own API: the key capability path, else the bearer token."""
         parts = [unquote(p) for p in self.path.split("?", 1)[0].strip("/").split("/") if p]
+        if len(parts) == 4 and parts[0] == "ks" and parts[2] == "keys" and method == "GET":
+            if not hmac.compare_digest(parts[1].encode(), self.server.keys_capability.encode()):
+                return self._unauthorized()
+            return self._send(200, {"key_id": parts[3], "key_hex": self.server.key(parts[3])})
+        if not self._bearer_ok():
+            return self._unauthorized()
+        return self._dispatch(method, parts)
+
+    def _dispatch(self, method: str, parts: list[str]) -> None:
+        emu = self.server.emulator
         try:
             body = self._body() if method in ("PUT", "POST") else None
             if len(parts) >= 2 and parts[0] == "functions":
                 _check_name(parts[1])
             if method == "GET" and parts == ["info"]:
-                return self._send(200, emu.info())
+                return self._send(200, {**emu.info(), "uploads": self.server.uploads.stats()})
             if method == "GET" and parts == ["functions"]:
                 return self._send(200, emu.info()["functions"])
             if len(parts) == 2 and parts[0] == "functions" and method == "PUT":
@@ -170,7 +309,7 @@ class _Handler(BaseHTTPRequestHandler):
         if LambdaApi.owns(self.path) or self.path.startswith("/_lambda/"):
             self._lambda(method)
         else:
-            self._dispatch(method)
+            self._own(method)
 
     def do_GET(self) -> None:
         self._entry("GET")
@@ -217,19 +356,27 @@ class FaasServer(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256
 
-    def __init__(self, emulator: Emulator, host: str, port: int, verbose: bool = False) -> None:
+    def __init__(
+        self, emulator: Emulator, host: str, port: int, verbose: bool = False, max_uploads: int = MAX_UPLOADS
+    ) -> None:
         self.emulator = emulator
         self.verbose = verbose
         self._keys: dict[str, str] = {}
         self._keys_lock = threading.Lock()
         self._lambda: LambdaApi | None = None
+        self.uploads = UploadGate(max_uploads)
         super().__init__((host, port), _Handler)
+        #: the secrets of this run (written to the state directory by ``faas serve``)
+        self.credentials = credentials.issue(self.url)
+        #: the key service's capability, handed to functions as their ``key_service`` URL
+        self.keys_capability = secrets.token_urlsafe(24)
+        emulator.key_service = f"{self.url}/ks/{self.keys_capability}"
 
     def lambda_api(self) -> LambdaApi:
         """The Lambda API front of the emulator (made on first use: it loads botocore's model)."""
         with self._keys_lock:
             if self._lambda is None:
-                self._lambda = LambdaApi(self.emulator, self.url)
+                self._lambda = LambdaApi(self.emulator, self.url, self.credentials)
             return self._lambda
 
     def key(self, key_id: str) -> str:

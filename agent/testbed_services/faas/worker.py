@@ -1,8 +1,11 @@
 """One instance's runtime process (started inside its cgroups): enters its sandbox (own mount
-namespace, private /tmp, read-only host, unprivileged user), loads the function once (init), then
-runs ``handler(event, context)`` for each request read from stdin (JSON lines).
+namespace, private /tmp, read-only host, unprivileged user), applies the deployment's environment,
+loads the function once (init), then runs ``handler(event, context)`` for each request read from
+stdin (JSON lines).
 
-Started by the instance manager as ``python -m testbed_services.faas.worker CONFIG_JSON``; the
+Started by the instance manager as ``python -I -m testbed_services.faas.worker CONFIG_JSON`` with a
+fixed environment (testbed_services.faas.environment); the first stdin line carries the
+deployment's variables and the key service's address, applied only after the privilege drop. The
 function's own stdout/stderr go to fd 2 (a pipe whose tail the emulator keeps), the protocol uses
 the original stdin/stdout.
 """
@@ -52,6 +55,8 @@ def _load_handler(cfg: dict[str, Any]) -> Any:
 
 def main(argv: list[str]) -> int:
     cfg = json.loads(argv[0])
+    # the worker runs isolated (python -I): the function's libraries come from the configuration
+    sys.path[0:0] = cfg.get("python_path", [])
     # the mount points the sandbox makes (root's home, /tmp) must be traversable by the function user
     # whatever umask the emulator inherited (an in-process emulator under the agent's 077)
     os.umask(0o022)
@@ -70,12 +75,19 @@ def main(argv: list[str]) -> int:
 
     t0 = time.perf_counter()
     try:
+        # the deployment's variables and the key service's address: the first line on stdin
+        init = json.loads(proto_in.readline() or "null")
+        if not isinstance(init, dict) or not isinstance(init.get("env"), dict):
+            raise RuntimeError("the emulator sent no start message")
+        cfg["key_service"] = str(init.get("key_service") or "")
         from testbed_services.faas import sandbox  # noqa: PLC0415 - inside the worker's start: an import error is reported to the emulator, not a crash
         from testbed_shared.paths import workloads_dir  # noqa: PLC0415 - inside the worker's start: an import error is reported to the emulator, not a crash
 
         python = [sys.prefix, sys.base_prefix, sys.exec_prefix, *(p for p in sys.path if os.path.isdir(p))]
         keep = [*python, str(workloads_dir()), *cfg.get("keep_dirs", [])]
         sandbox.enter(cfg, keep)
+        # only now, as the function user: nothing of the deployment reached a privileged process
+        os.environ.update({str(k): str(v) for k, v in init["env"].items()})
         os.chdir(cfg["tmp_dir"])
         handler = _load_handler(cfg)
     except BaseException as exc:  # noqa: BLE001 - init errors go back to the emulator
