@@ -37,6 +37,44 @@ def test_bad_manifests_name_the_element(tmp_path: Path, body: str, match: str) -
         load_manifest(p)
 
 
+def pub(extra: str) -> str:
+    return HEAD + f"published: [{{id: t1, source: S1 L2, value: 1.5, {extra}}}]\n"
+
+
+@pytest.mark.parametrize(
+    ("body", "match"),
+    [
+        (pub("not_comparable: ''"), "not_comparable must say why"),
+        (pub("fitted: 3"), "fitted must say why"),
+        (pub("not_comparable: other unit, fitted: the model"), "either not_comparable or fitted"),
+        (pub("approx: 0.9"), "approx must be a factor above 1"),
+        (pub("approx: true"), "approx must be a factor above 1"),
+        (HEAD + "published: [{id: t1, source: S1 L2, value: [30, 25]}]\n", r"a range value is \[low, high\]"),
+    ],
+)
+def test_published_values_say_how_they_compare(tmp_path: Path, body: str, match: str) -> None:
+    p = tmp_path / "manifest.yml"
+    p.write_text(body)
+    with pytest.raises(ManifestError, match=match):
+        load_manifest(p)
+
+
+def test_comparability_is_counted_and_read(tmp_path: Path) -> None:
+    p = tmp_path / "manifest.yml"
+    p.write_text(
+        HEAD
+        + "published:\n"
+        + "  - {id: a, source: S1 L1, value: 7, approx: 1.4}\n"
+        + "  - {id: b, source: S1 L2, value: 2.5, not_comparable: another experiment}\n"
+        + "  - {id: c, source: S1 L3, value: 0.418, fitted: the retention model}\n"
+        + "  - {id: d, source: S1 L4, value: [25, 30]}\n"
+    )
+    m = load_manifest(p)
+    assert m.published_counts() == {"published": 4, "not comparable": 1, "fitted": 1}
+    assert m.published_value("b").not_comparable == "another experiment" and not m.published_value("a").fitted
+    assert m.published_value("c").fitted == "the retention model" and m.published_value("d").value == [25, 30]
+
+
 def test_a_good_manifest_counts_its_statuses(tmp_path: Path) -> None:
     p = tmp_path / "manifest.yml"
     p.write_text(
