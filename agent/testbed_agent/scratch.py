@@ -9,8 +9,10 @@ validated names.
 
 While a run uses its scratch the agent holds a descriptor of the directory, opened without
 following links and checked against the mark (:func:`lock`); the I/O workloads open their files
-beneath that descriptor (``guard.open_dir``) and the final cleaning removes entries through it,
+beneath that descriptor (``guard.open_target``) and the final cleaning removes entries through it,
 so a scratch directory swapped for a symbolic link redirects no write and no removal.
+(:func:`testbed_shared.atomic.open_dir_nofollow` is the walk; the guard starts it at the held
+descriptor through :func:`held_for`.)
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import stat
 from pathlib import Path
 from typing import IO
 
+from testbed_shared.atomic import open_dir_nofollow
 from testbed_shared.errors import TestbedError
 
 MARKER = ".testbed-agent-dir"
@@ -74,9 +77,8 @@ class Held:
 
 
 def _open_dir(path: Path) -> int:
-    from testbed_agent.guard import open_dir  # noqa: PLC0415 - cuts an import cycle of issue 26's code (agent/tests/test_import_graph.py KNOWN_CYCLES)
-
-    return open_dir(Path(os.path.realpath(path)), create=False)
+    """The directory ``path`` (its links resolved once), opened without following links."""
+    return open_dir_nofollow(Path(os.path.realpath(path)), refuse=TestbedError)
 
 
 def lock(path: Path) -> Held:

@@ -217,3 +217,77 @@ def run_outputs(swaps: int, work: Path) -> RaceResult:
             attacker.wait()
     res.foreign_writes = len(list(foreign.iterdir()))
     return res
+
+
+#: the attacker of a plan's ``filename`` outside the scratch directory (issue 40 finding 5): the
+#: target's directory becomes a link to a foreign directory and comes back
+DIR_ATTACKER = textwrap.dedent(
+    """
+    import os, shutil, sys, time, random
+    d, foreign = sys.argv[1], sys.argv[2]
+    swaps, seed, pause = int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+    rng = random.Random(seed)
+    link, parked, placed = d + ".link", d + ".parked", 0
+    for _ in range(swaps):
+        try:
+            os.symlink(foreign, link)
+            os.rename(d, parked)
+            os.replace(link, d)  # fails when the agent made a new directory meanwhile
+            placed += 1
+            time.sleep(rng.random() * pause)
+        except OSError:
+            pass
+        # back to the real directory, whatever happened above
+        if os.path.islink(d):
+            os.unlink(d)
+        if os.path.lexists(link):
+            os.unlink(link)
+        if os.path.isdir(parked):
+            if os.path.isdir(d):
+                shutil.rmtree(d)  # a directory the agent created while the real one was parked
+            os.rename(parked, d)
+        time.sleep(rng.random() * pause)
+    print(placed)
+    """
+)
+
+
+def run_filename(
+    swaps: int, work: Path, step: Callable[[Path], object], seed: int = 40, pause: float = 0.01
+) -> RaceResult:
+    """``swaps`` seeded swaps of ``work/data/sub`` (a plan's target directory, outside any scratch)
+    for a link to ``work/foreign`` (each state held up to ``pause`` s) while
+    ``step(work/data/sub/testfile.dat)`` runs a benchmark on it, again and again.
+    ``foreign_writes`` counts the runs after which the foreign directory held anything (it is
+    emptied after each, so each run counts alone); ``swaps`` is how often the link was in place."""
+    res = RaceResult()
+    sub, foreign = work / "data" / "sub", work / "foreign"
+    sub.mkdir(parents=True)
+    foreign.mkdir()
+    attacker = subprocess.Popen(
+        [sys.executable, "-c", DIR_ATTACKER, str(sub), str(foreign), str(swaps), str(seed), str(pause)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        while attacker.poll() is None or res.attempts < 10:
+            res.attempts += 1
+            try:
+                step(sub / "testfile.dat")
+                res.writes += 1
+                res.tool_runs += 1
+            except TestbedError:
+                res.refusals += 1
+            except Exception:  # noqa: BLE001 - the harness counts what must not happen
+                res.tracebacks.append(traceback.format_exc(limit=4))
+            if any(foreign.iterdir()):
+                res.foreign_writes += 1
+                for p in foreign.iterdir():
+                    shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+        out, _ = attacker.communicate(timeout=60)
+        res.swaps = int(out.strip() or 0)
+    finally:
+        if attacker.poll() is None:
+            attacker.kill()
+            attacker.wait()
+    return res

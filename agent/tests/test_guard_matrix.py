@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from testbed_agent import guard
-from testbed_agent.guard import check_target, create_test_file, is_marked, staging_file
+from testbed_agent.guard import check_target, create_test_file, is_marked
 from testbed_agent.plan import Benchmark, ParamError
 from testbed_agent.workloads.base import RunContext
 from testbed_agent.workloads.dd import Dd
@@ -154,7 +154,7 @@ def test_pseudo_filesystems_after_normalisation(path: str) -> None:
 
 def test_directory_symlink_into_proc_refused(tmp_path: Path) -> None:
     (tmp_path / "p").symlink_to("/proc/self")
-    with pytest.raises(TargetRefused, match="pseudo-filesystem"):
+    with pytest.raises(TargetRefused, match="symbolic link"):  # no link is followed (issue 40)
         check_target(tmp_path / "p" / "comm", allow_device=True)
 
 
@@ -188,10 +188,12 @@ def test_dd_through_fifo_refused(tmp_path: Path) -> None:
 def test_interrupted_layout_leaves_no_foreign_file(tmp_path: Path) -> None:
     """A kill during the layout leaves only a marked staging file; the next run lays out again."""
     target = tmp_path / "scratch" / "fio" / "testfile.dat"
-    target.parent.mkdir(parents=True)
-    staged = staging_file(target)  # what a killed layout leaves
-    staged.write_bytes(b"\0" * 4096)
-    assert not target.exists()
+    with guard.open_target(target) as t:  # what a killed layout leaves: a marked staging file
+        staging = guard.open_staging(t)
+        os.write(staging.fd, b"\0" * 4096)
+        staging.close()
+    target.unlink()
+    staged = staging.path
     bench = Benchmark("fio_4k_randwrite", "fio", 0, 1, params=FIO)
     out = Fio().run(ctx_for(bench, tmp_path), Fio.parse(bench))
     assert out.metrics["write_bw_bytes"]["value"] > 0

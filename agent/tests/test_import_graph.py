@@ -35,11 +35,9 @@ ALLOWED = {
     "testbed_agent": {"testbed_shared", "testbed_services"},
     "testbed_reports": {"testbed_shared"},
 }
-#: cycles in code another engineer is changing (issue 35: guard<->scratch, issue 26's code); the test
-#: fails on a listed cycle that no longer exists, so the set only shrinks, and it is to end empty
-KNOWN_CYCLES: set[frozenset[str]] = {
-    frozenset({"testbed_agent.guard", "testbed_agent.scratch"}),
-}
+#: cycles tolerated for now; the test fails on a listed cycle that no longer exists, so the set
+#: only shrinks (issue 35 emptied it: guard<->scratch went with the one directory walk in atomic)
+KNOWN_CYCLES: set[frozenset[str]] = set()
 _START_UP = "a command imports what it runs, so --help and the other commands start fast"
 #: the modules whose functions may import the project's own modules, and why
 LAZY_ALLOWED = {
@@ -53,9 +51,6 @@ LAZY_ALLOWED = {
     "testbed_reports.timeofday": _START_UP,
     "testbed_services.faas.worker": "the worker's start: an import error reaches the emulator as a message",
     "testbed_agent.workloads.notebook": "the notebooks extra (nbclient ...): only an execution needs it",
-    # issue 26's cycle, listed in KNOWN_CYCLES: these two go with it
-    "testbed_agent.guard": "KNOWN_CYCLES",
-    "testbed_agent.scratch": "KNOWN_CYCLES",
 }
 
 

@@ -201,31 +201,84 @@ def _kind(mode: int) -> str:
     return "special file"
 
 
-def open_dir_nofollow(directory: Path, create: bool = False) -> int:
-    """A descriptor of the real directory ``directory``, opened one component at a time from ``/``
-    with ``O_NOFOLLOW|O_DIRECTORY``: a component that is (or became) a symbolic link is refused
-    with :class:`OutputRefused`, never followed. ``create`` makes missing components (0700)."""
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-    cur = os.open("/", flags)
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def open_dir_nofollow(
+    directory: Path,
+    create: bool = False,
+    *,
+    start: tuple[Path, int] | None = None,
+    refuse: type[TestbedError] = OutputRefused,
+) -> int:
+    """A descriptor of the directory ``directory`` (absolute; its components are taken as written,
+    none is resolved), opened one component at a time with ``O_NOFOLLOW|O_DIRECTORY``: from ``/``,
+    or from ``start`` = (a directory, an open descriptor of it) when ``directory`` lies in it.
+
+    A component that is a symbolic link or not a directory, or a directory on a kernel
+    pseudo-filesystem (by its statfs magic), is refused with ``refuse`` naming it, never
+    followed; a missing one is created (0700) with ``create``, else refused. The one walk of the
+    toolkit: outputs (:func:`write_atomically`), the agent's scratch directories and the I/O
+    guard's targets all go through it (:func:`walk_nofollow`)."""
+    return walk_nofollow(directory, create, start=start, refuse=refuse)[0]
+
+
+def walk_nofollow(
+    directory: Path,
+    create: bool = False,
+    *,
+    start: tuple[Path, int] | None = None,
+    refuse: type[TestbedError] = OutputRefused,
+    partial: bool = False,
+) -> tuple[int, Path]:
+    """:func:`open_dir_nofollow`, also returning the directory reached; with ``partial`` a missing
+    component ends the walk instead (the deepest existing directory and its path are returned)."""
+    if start is not None and (directory == start[0] or directory.is_relative_to(start[0])):
+        here, parts = start[0], directory.relative_to(start[0]).parts
+        cur = os.dup(start[1])
+    else:
+        here, parts = Path("/"), directory.parts[1:]
+        cur = os.open("/", _DIR_FLAGS)
     try:
-        for part in directory.parts[1:]:
+        for part in parts:
             try:
-                nxt = os.open(part, flags, dir_fd=cur)
+                nxt = os.open(part, _DIR_FLAGS, dir_fd=cur)
             except FileNotFoundError:
+                if partial:
+                    break
                 if not create:
-                    raise
+                    raise refuse(f"refusing {directory}: {here / part} does not exist") from None
                 with contextlib.suppress(FileExistsError):
                     os.mkdir(part, 0o700, dir_fd=cur)
-                nxt = os.open(part, flags, dir_fd=cur)
+                nxt = os.open(part, _DIR_FLAGS, dir_fd=cur)
             os.close(cur)
-            cur = nxt
+            cur, here = nxt, here / part
+            kind = _statfs_type(cur)
+            if kind is not None:
+                raise refuse(f"refusing {directory}: {here} is on a kernel pseudo-filesystem ({kind})")
     except OSError as exc:
+        name = exc.filename if isinstance(exc.filename, str) else ""
+        what = _component(cur, name, exc)
         os.close(cur)
-        raise OutputRefused(
-            f"refusing {directory}: a component is a symbolic link or not a directory "
-            f"(changed while it was written?): {exc.strerror}"
-        ) from None
-    return cur
+        hint = "give the real path, without links"
+        raise refuse(f"refusing {directory}: {here / name} {what}", hint=hint) from None
+    except BaseException:
+        os.close(cur)
+        raise
+    return cur, here
+
+
+def _component(dir_fd: int, name: str, exc: OSError) -> str:
+    """What the entry ``name`` that could not be opened as a directory is."""
+    try:
+        st = os.lstat(name, dir_fd=dir_fd)
+    except OSError:
+        return f"cannot be opened ({exc.strerror})"
+    if stat.S_ISLNK(st.st_mode):
+        return "is a symbolic link (links are not followed)"
+    if not stat.S_ISDIR(st.st_mode):
+        return "is not a directory"
+    return f"cannot be opened ({exc.strerror})"
 
 
 def write_atomically(

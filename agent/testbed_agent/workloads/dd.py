@@ -9,11 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from testbed_agent.guard import OpenTarget, open_target
+from testbed_agent.benchmark import Benchmark
+from testbed_agent.guard import OpenTarget, check_target, open_target
 from testbed_agent.params import ParamError, spec
 from testbed_agent.results import Outcome, metric
 from testbed_agent.workloads.base import RunContext, Workload
-from testbed_shared.errors import WorkloadError
+from testbed_shared.errors import TargetRefused, WorkloadError
 
 _FLAGS = ("", "direct", "dsync", "sync", "nocache")
 #: sequential write + read-back throughput assumed for the duration estimate, B/s
@@ -90,6 +91,15 @@ class Dd(Workload):
     #: dd's own latency (seconds per run)
     primary = (r"(read|write)_seconds",)
     default_timeout_s = 1800.0
+
+    @classmethod
+    def check_environment(cls, bench: Benchmark, params: DdParams) -> None:
+        """A plan's ``filename`` is judged as the run will judge it (guard.check_target)."""
+        if params.filename:
+            try:
+                check_target(params.filename, params.allow_device)
+            except TargetRefused as exc:
+                raise ParamError("params.filename", exc.message) from None
 
     @classmethod
     def estimate_s(cls, params: DdParams) -> float:

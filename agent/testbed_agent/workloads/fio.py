@@ -17,6 +17,7 @@ from testbed_agent.benchmark import Benchmark
 from testbed_agent.guard import (
     SIDECAR,
     OpenTarget,
+    check_target,
     install_staging,
     is_marked_fd,
     open_staging,
@@ -125,6 +126,11 @@ class Fio(Workload):
             raise ParamError(
                 "params.ioengine", f"not an allowed I/O engine (allowed: {', '.join(fiojob.ENGINES)})"
             )
+        if p.filename:  # judged as the run will judge it
+            try:
+                check_target(p.filename, p.allow_device)
+            except TargetRefused as exc:
+                raise ParamError("params.filename", exc.message) from None
         if p.job is not None:
             try:
                 fiojob.check_job_text(job.read_bytes(), str(job))
