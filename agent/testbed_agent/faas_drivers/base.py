@@ -275,14 +275,8 @@ class Platform(ABC):
     def where(self, info: dict[str, Any]) -> dict[str, Any]:
         """What a record says about where the benchmark ran (``resolved_*`` in its params)."""
         desc = self.describe()
-        out = {
-            "platform": desc["platform"],
-            "region": desc.get("region"),
-            "architecture": desc.get("architecture"),
-            "runtime": desc.get("runtime"),
-            "real": bool(desc.get("real")),
-            "driver": desc.get("driver"),
-        }
+        out = {k: desc.get(k) for k in ("platform", "region", "architecture", "runtime", "real", "driver")}
+        out["real"] = bool(out["real"])
         if not out["real"]:
             out["rehearsal"] = desc.get("standin") or "dry run"
         return out

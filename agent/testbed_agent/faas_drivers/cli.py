@@ -89,10 +89,10 @@ def _estimate(args: argparse.Namespace) -> int:
         print_cost(plan.name, cost, pricing)
         if cap is not None:
             verdict = f"the ceiling is over it: {', '.join(over)}" if over else "the ceiling is within it"
-            print(f"cost cap ${cap:.2f}: {verdict}")
+            print(f"cost cap ${cap:g}: {verdict}")
     if over:
         print(
-            f"refusing: the plan's ceiling (every call to its timeout) exceeds the cost cap (${cap:.2f}); "
+            f"refusing: the plan's ceiling (every call to its timeout) exceeds the cost cap (${cap:g}); "
             "raise it explicitly (faas_platform_cost_cap_usd / --cap) to run this plan",
             file=sys.stderr,
         )

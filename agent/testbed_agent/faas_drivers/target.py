@@ -18,6 +18,7 @@ Credentials are never in this file: each SDK reads its platform's standard sourc
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import json
@@ -89,21 +90,8 @@ def label_value(text: str) -> str:
 
 def dump(target: Target) -> str:
     """The target as JSON (what the role writes, what a test reads back)."""
-    return json.dumps(
-        {
-            "platform": target.platform,
-            "region": target.region,
-            "architecture": target.architecture,
-            "runtime": target.runtime,
-            "run_id": target.run_id,
-            "host": target.host,
-            "deadline": target.deadline.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "cost_cap_usd": target.cost_cap_usd,
-            "prefix": target.prefix,
-            "options": target.options,
-        },
-        indent=1,
-    )
+    doc = {k: v for k, v in dataclasses.asdict(target).items() if k != "path"}
+    return json.dumps({**doc, "deadline": target.deadline.strftime("%Y-%m-%dT%H:%M:%SZ")}, indent=1)
 
 
 def selected(tags: dict[str, str], run: str | None, now: float | None = None) -> bool:

@@ -178,7 +178,7 @@ class LambdaDriver(Platform):
 
     def deploy(self, spec: FunctionSpec) -> dict[str, Any]:
         if spec.name in self.deployed and self.deployed[spec.name]["function"] == spec.function:
-            return self._reconfigure(spec)  # the same code: a configuration change (memory sweep)
+            return self._update(self.deployed[spec.name], dict(spec.env), spec)  # a memory sweep's change
         name = self.target.resource_name(spec.name)
         code = find_function(spec.function, default_dirs())
         zipped = self.package(code)
@@ -207,22 +207,13 @@ class LambdaDriver(Platform):
             "Environment": {"Variables": dict(spec.env)},
             "Tags": tags,
             "LoggingConfig": {"LogFormat": "Text", "LogGroup": group},
+            **_sizes(spec),
         }
-        if spec.memory_mb:
-            params["MemorySize"] = int(spec.memory_mb)
-        if spec.timeout_s:
-            params["Timeout"] = math.ceil(spec.timeout_s)
         if spec.tmp_mb:
             params["EphemeralStorage"] = {"Size": max(512, int(spec.tmp_mb))}
         self.journal.creating("function", name, arn_region=self.target.region)
         config = self._create(params)
-        self.api(
-            "lambda:GetFunction (wait active)",
-            self._wait,
-            None,
-            waiter="function_active_v2",
-            FunctionName=name,
-        )
+        self._wait("lambda:GetFunction (wait active)", "function_active_v2", name)
         self.deployed[spec.name] = {
             "name": name,
             "function": spec.function,
@@ -237,31 +228,19 @@ class LambdaDriver(Platform):
             "code_sha256": config.get("CodeSha256"),
         }
 
-    def _reconfigure(self, spec: FunctionSpec) -> dict[str, Any]:
-        """UpdateFunctionConfiguration of a function this driver deployed: memory, timeout,
-        environment (Lambda retires the old configuration's instances)."""
-        dep = self.deployed[spec.name]
-        params: dict[str, Any] = {"FunctionName": dep["name"], "Environment": {"Variables": dict(spec.env)}}
-        if spec.memory_mb:
-            params["MemorySize"] = int(spec.memory_mb)
-        if spec.timeout_s:
-            params["Timeout"] = math.ceil(spec.timeout_s)
+    def _update(
+        self, dep: dict[str, Any], env: dict[str, str], spec: FunctionSpec | None = None
+    ) -> dict[str, Any]:
+        """UpdateFunctionConfiguration of a function this driver deployed: its environment, and the
+        memory and timeout ``spec`` gives (Lambda retires the old configuration's instances)."""
+        params = {"FunctionName": dep["name"], "Environment": {"Variables": env}, **_sizes(spec)}
         update = self.lam.update_function_configuration
-        resp = self.api("lambda:UpdateFunctionConfiguration", update, {}, **params)
-        self._seen(resp or {})
-        self.api(
-            "lambda:GetFunction (wait updated)",
-            self._wait,
-            None,
-            waiter="function_updated_v2",
-            FunctionName=dep["name"],
-        )
-        dep.update(
-            memory_mb=(resp or {}).get("MemorySize", params.get("MemorySize", dep["memory_mb"])),
-            timeout_s=(resp or {}).get("Timeout", params.get("Timeout", dep["timeout_s"])),
-            env=dict(spec.env),
-        )
-        return {**dep, "platform": self.name, "code_sha256": (resp or {}).get("CodeSha256")}
+        resp = self.api("lambda:UpdateFunctionConfiguration", update, {}, **params) or {}
+        self._seen(resp)
+        self._wait("lambda:GetFunction (wait updated)", "function_updated_v2", dep["name"])
+        memory, timeout = params.get("MemorySize", dep["memory_mb"]), params.get("Timeout", dep["timeout_s"])
+        dep.update(memory_mb=resp.get("MemorySize", memory), timeout_s=resp.get("Timeout", timeout), env=env)
+        return {**dep, "platform": self.name, "code_sha256": resp.get("CodeSha256")}
 
     def _create(self, params: dict[str, Any]) -> dict[str, Any]:
         end = time.monotonic() + ROLE_PROPAGATION_S
@@ -286,10 +265,11 @@ class LambdaDriver(Platform):
                     raise
                 time.sleep(3)  # a role made a moment ago is not yet visible to Lambda
 
-    def _wait(self, waiter: str, FunctionName: str) -> None:
-        self.lam.get_waiter(waiter).wait(
-            FunctionName=FunctionName, WaiterConfig={"Delay": 1, "MaxAttempts": 300}
-        )
+    def _wait(self, op: str, waiter: str, name: str) -> None:
+        """Poll (boto3's waiter, counted as ``op``) until the function is active or updated."""
+        config = {"Delay": 1, "MaxAttempts": 300}
+        wait = self.lam.get_waiter(waiter).wait
+        self.api(op, wait, None, FunctionName=name, WaiterConfig=config)
 
     # -- calls --------------------------------------------------------------------------------
 
@@ -334,25 +314,11 @@ class LambdaDriver(Platform):
         )
 
     def cold(self, name: str | None, scope: str = "function") -> dict[str, Any]:
+        """A changed environment variable: Lambda starts new execution environments."""
         names = [name] if name else list(self.deployed)
         for n in names:
             dep = self._deployed(n)
-            env = {**dep["env"], "TESTBED_COLD": uuid.uuid4().hex[:12]}
-            resp = self.api(
-                "lambda:UpdateFunctionConfiguration",
-                self.lam.update_function_configuration,
-                {},
-                FunctionName=dep["name"],
-                Environment={"Variables": env},
-            )
-            self._seen(resp or {})
-            self.api(
-                "lambda:GetFunction (wait updated)",
-                self._wait,
-                None,
-                waiter="function_updated_v2",
-                FunctionName=dep["name"],
-            )
+            self._update(dep, {**dep["env"], "TESTBED_COLD": uuid.uuid4().hex[:12]})
         return {"retired": len(names), "scope": "function", "host_scope": scope == "host" and "not available"}
 
     # -- deletion -----------------------------------------------------------------------------
@@ -447,6 +413,12 @@ class LambdaDriver(Platform):
             self.journal.deleted("log-group", ident)
         elif kind == "iam-role":
             self.delete_role(ident)
+
+
+def _sizes(spec: FunctionSpec | None) -> dict[str, int]:
+    """MemorySize and Timeout (whole seconds) of a spec, where it gives them."""
+    sizes = {"MemorySize": int(spec.memory_mb)} if spec and spec.memory_mb else {}
+    return sizes | ({"Timeout": math.ceil(spec.timeout_s)} if spec and spec.timeout_s else {})
 
 
 def _botocore_session(target: Target) -> Any:

@@ -79,15 +79,11 @@ class EmulatorDriver(Platform):
 
     def where(self, info: dict[str, Any]) -> dict[str, Any]:
         """The record's target, with the platform the profile models and whether limits held."""
-        desc = self.describe()
+        models = platforms.modelled_by((info.get("profile") or {}).get("name", ""))
+        out = {k: v for k, v in super().where(info).items() if k != "rehearsal"}
         return {
-            "platform": desc["platform"],
-            "region": desc["region"],
-            "architecture": desc["architecture"],
-            "runtime": desc["runtime"],
-            "real": False,
-            "driver": self.name,
-            "models": platforms.modelled_by((info.get("profile") or {}).get("name", "")),
+            **out,
+            "models": models,
             "limits_enforced": info.get("limits_enforced"),
             "cgroup": info.get("cgroup"),
         }

@@ -241,27 +241,21 @@ class GcfDriver(Platform):
 
     def _reconfigure(self, spec: FunctionSpec) -> dict[str, Any]:
         """A new revision of a function this driver deployed with another memory, timeout or
-        environment (functions.patch with its update mask; the old revision's instances retire)."""
+        environment (the old revision's instances retire)."""
         dep = self.deployed[spec.name]
         memory = int(spec.memory_mb or dep["memory_mb"])
         timeout = int(spec.timeout_s or dep["timeout_s"])
         env = {**spec.env, "TESTBED_MEMORY_MB": str(memory), "TESTBED_TIMEOUT_S": str(timeout)}
-        body = {
-            "name": dep["name"],
-            "service_config": {
-                "available_memory": f"{memory}Mi",
-                "timeout_seconds": timeout,
-                "environment_variables": env,
-            },
-        }
-        fields = ("available_memory", "timeout_seconds", "environment_variables")
-        result = self._operation(
-            "functions.patch (configuration)",
-            "update_function",
-            function=body,
-            update_mask=[f"service_config.{k}" for k in fields],
-        )
         dep.update(memory_mb=memory, timeout_s=timeout, env=env)
+        config = {"available_memory": f"{memory}Mi", "timeout_seconds": timeout, "environment_variables": env}
+        return self._patch(dep, "functions.patch (configuration)", config)
+
+    def _patch(self, dep: dict[str, Any], op: str, config: dict[str, Any]) -> dict[str, Any]:
+        """functions.patch of the fields ``config`` gives of the service configuration (its update
+        mask): a new revision."""
+        body = {"name": dep["name"], "service_config": config}
+        mask = [f"service_config.{k}" for k in config]
+        result = self._operation(op, "update_function", function=body, update_mask=mask)
         if result is not None:
             dep["uri"] = result.service_config.uri
         return {**{k: v for k, v in dep.items() if k != "since"}, "platform": self.name}
@@ -397,19 +391,12 @@ class GcfDriver(Platform):
         return {}
 
     def cold(self, name: str | None, scope: str = "function") -> dict[str, Any]:
+        """A new revision (an updated environment variable): its instances start cold."""
         names = [name] if name else list(self.deployed)
         for n in names:
             dep = self._deployed(n)
             dep["env"] = {**dep["env"], "TESTBED_COLD": uuid.uuid4().hex[:12]}
-            body = {"name": dep["name"], "service_config": {"environment_variables": dep["env"]}}
-            result = self._operation(
-                "functions.patch (new revision)",
-                "update_function",
-                function=body,
-                update_mask=["service_config.environment_variables"],
-            )
-            if result is not None:
-                dep["uri"] = result.service_config.uri
+            self._patch(dep, "functions.patch (new revision)", {"environment_variables": dep["env"]})
         return {"retired": len(names), "scope": "function", "host_scope": scope == "host" and "not available"}
 
     # -- deletion -----------------------------------------------------------------------------

@@ -41,6 +41,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import math
 import os
 import random
 import re
@@ -65,6 +66,7 @@ from testbed_services.faas.profiles import load_profile
 from testbed_services.kms import KmsConfig, create_keys, local_kms_server, make_client
 from testbed_shared.cost import cost_efficiency
 from testbed_shared.errors import BenchmarkTimeout, Interrupted, TestbedError, WorkloadError
+from testbed_shared.intervals import t_quantile
 
 MODES = ("warm", "cold", "cold_warm", "scaling", "retention", "sets", "sequence", "ramp")
 #: the key names a ``key_service`` gets (testbed_services.kms.KEYS), one key each
@@ -72,32 +74,11 @@ KMS_KEYS = ("sym", "hmac256", "hmac384", "p256", "p384", "rsa2048", "rsa3072", "
 _PHASE = re.compile(r"[A-Za-z0-9_]{1,40}")
 DEFAULT_TIMEOUT_S = 1800.0
 #: what a record keeps of each call's inspector (the emulator's; a real platform fills some)
-SAMPLE_KEYS = (
-    "instance_id",
-    "new_instance",
-    "recycled",
-    "host_id",
-    "host_uptime_s",
-    "host_containers",
-    "instance_uptime_s",
-    "instance_keep_alive_s",
-    "host_live_containers",
-    "time_scale",
-    "cold_start_kind",
-    "provider_s",
-    "host_s",
-    "container_s",
-    "handler_s",
-    "init_s",
-    "cold_start_s",
-    "cpu_user_s",
-    "cpu_system_s",
-    "cpu_steal_s",
-    "cpu_throttled_s",
-    "memory_peak_bytes",
-    "started_at",
-    "ended_at",
-)
+_WHERE = ("instance_id", "new_instance", "recycled", "host_id", "host_uptime_s", "host_containers")
+_LIFE = ("instance_uptime_s", "instance_keep_alive_s", "host_live_containers", "time_scale")
+_TIMES = ("cold_start_kind", "provider_s", "host_s", "container_s", "handler_s", "init_s", "cold_start_s")
+_CPU = ("cpu_user_s", "cpu_system_s", "cpu_steal_s", "cpu_throttled_s", "memory_peak_bytes")
+SAMPLE_KEYS = (*_WHERE, *_LIFE, *_TIMES, *_CPU, "started_at", "ended_at")
 
 
 @dataclass(frozen=True)
@@ -747,19 +728,17 @@ def _retention_metrics(
             )
 
 
-def ols(x: list[float], y: list[float]) -> dict[str, float] | None:
-    """Least-squares line y = a + b x (scipy's linregress): slope b, its standard error and 95 %
-    confidence interval. None where scipy is not installed (it comes with the agent's notebooks
-    extra; the agent's core has no numerical library)."""
-    try:
-        from scipy import stats  # noqa: PLC0415 - scipy comes with the notebooks extra; without it the regression is left out
-    except ImportError:
-        return None
-    n = len(x)  # >= 3, with two distinct x at least
-    fit = stats.linregress(x, y)
-    half = float(stats.t.ppf(0.975, n - 2)) * float(fit.stderr)
-    slope = float(fit.slope)
-    return {"slope": slope, "se": float(fit.stderr), "ci_low": slope - half, "ci_high": slope + half, "n": n}
+def ols(x: list[float], y: list[float]) -> dict[str, float]:
+    """Least-squares line y = a + b x: slope b, its standard error and 95 % confidence interval
+    (t with n - 2 degrees of freedom, from the one interval core). ``x`` has two distinct values
+    at least, and three points."""
+    n, mx, my = len(x), statistics.fmean(x), statistics.fmean(y)
+    sxx = sum((a - mx) ** 2 for a in x)
+    slope = sum((a - mx) * (b - my) for a, b in zip(x, y, strict=True)) / sxx
+    residual = sum((b - my - slope * (a - mx)) ** 2 for a, b in zip(x, y, strict=True))
+    se = math.sqrt(residual / (n - 2) / sxx)
+    half = float(t_quantile(0.975, n - 2)) * se
+    return {"slope": slope, "se": se, "ci_low": slope - half, "ci_high": slope + half, "n": n}
 
 
 def _host_regression(ok: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -775,8 +754,6 @@ def _host_regression(ok: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         ("round_trip_s", [c["round_trip_s"] for c in ok]),
     ):
         fit = ols(x, y)
-        if fit is None:
-            return {}
         key = f"{name}_per_host_container"
         out[key] = metric(fit["slope"], "s", "lower")
         out |= {f"{key}_{q}": metric(fit[q], "s", "lower") for q in ("se", "ci_low", "ci_high")}
