@@ -32,6 +32,7 @@ import math
 import secrets
 import socket
 import threading
+import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -46,8 +47,6 @@ from testbed_shared.errors import TestbedError
 MAX_BODY = 64 << 20
 #: a body is read within this many seconds (a caller that stalls loses its connection, not a slot)
 BODY_TIMEOUT_S = 60.0
-#: a refused request's body up to this size is read and dropped (the connection stays usable)
-DRAIN_MAX = MAX_BODY
 #: uploads processed at once by default
 MAX_UPLOADS = 2
 UNAUTHORIZED_HINT = (
@@ -202,19 +201,21 @@ class _Handler(BaseHTTPRequestHandler):
         return raw
 
     def _discard_body(self) -> None:
-        """Read and drop the body of a refused request in pieces (never kept), so the caller gets
-        the answer; a body of unknown length, too large or too slow closes the connection."""
+        """Read and drop the body of a refused request in 1 MiB pieces (never kept) within
+        BODY_TIMEOUT_S in all, so the caller gets the answer rather than a reset; a body of unknown
+        length, over MAX_BODY or not sent in time closes the connection."""
         try:
             left = self._length()
         except FaasError:
             return
-        if left > DRAIN_MAX:
+        if left > MAX_BODY:
             self.close_connection = True
             return
-        self.connection.settimeout(BODY_TIMEOUT_S)
+        deadline = time.monotonic() + BODY_TIMEOUT_S
         try:
-            while left > 0:
-                piece = self.rfile.read(min(left, 1 << 20))
+            while left > 0 and time.monotonic() < deadline:
+                self.connection.settimeout(max(0.01, deadline - time.monotonic()))
+                piece = self.rfile.read1(min(left, 1 << 20))
                 if not piece:
                     break
                 left -= len(piece)
