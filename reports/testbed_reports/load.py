@@ -125,10 +125,10 @@ class Dataset:
 class _Collector:
     """Column lists filled record by record (no per-row DataFrame work).
 
-    A metric's (name, unit, better, primary) is stored once as a key and each observation keeps its
-    key's code, so the per-observation work is three list appends. ``primary``: the record names the
-    metric primary (:func:`testbed_shared.records.primary_metrics`: its ``primary`` field, or the
-    frozen rule of its type for a record made before the field).
+    A metric's (name, unit, better) is stored once as a key and each observation keeps its key's code,
+    so the per-observation work is three list appends. The primary metrics of a record (its
+    ``primary`` field, or for a record made before the field the frozen rule of its type:
+    :mod:`testbed_shared.records`) are kept as (record, key) pairs, a few per record.
     """
 
     def __init__(self) -> None:
@@ -139,10 +139,11 @@ class _Collector:
         self.obs_rec: Any = []
         self.obs_key: Any = []
         self.obs_value: Any = []
-        self.keys: dict[tuple[str, str, str, bool], int] = {}
+        self.keys: dict[tuple[str, str, str], int] = {}
         self.groups: dict[tuple[str, ...], str] = {}
         self.pct: dict[str, list[Any]] = {"rec": [], "series": [], "percentile": [], "value": []}
         self.crypto: list[tuple[int, dict[str, Any]]] = []  # (record position, ok crypto record)
+        self.primary: list[tuple[int, int]] = []  # (record position, key) of each primary metric
 
     def add(self, rec: dict[str, Any], source: str, line: int, digest: int = 0) -> None:
         pos = len(self.rows)
@@ -182,18 +183,20 @@ class _Collector:
             self.crypto.append((pos, rec))
         mets = rec["metrics"]
         get = self.keys.get
-        prim = rec_schema.primary_metrics(rec)
         try:
-            codes = [get((name, m["unit"], m["better"], name in prim)) for name, m in mets.items()]
+            codes = [get((name, m["unit"], m["better"])) for name, m in mets.items()]
             values = [m["value"] for m in mets.values()]
         except (TypeError, KeyError):
             name, entry = next((n, m) for n, m in mets.items() if rec_schema.metric_problem(n, m))
             raise SchemaError(source, line, str(rec_schema.metric_problem(name, entry))) from None
         if None in codes:
-            codes = [
-                self._code((name, m["unit"], m["better"], name in prim), source, line)
-                for name, m in mets.items()
-            ]
+            codes = [self._code((name, m["unit"], m["better"]), source, line) for name, m in mets.items()]
+        prim = rec.get(rec_schema.PRIMARY_FIELD)
+        if prim is None:
+            prim = rec_schema.legacy_primary(rec.get("type") or "", tuple(mets))
+        for name in prim:
+            m = mets[name]
+            self.primary.append((pos, self.keys[(name, m["unit"], m["better"])]))
         samples = rec.get("samples")
         if rec.get("type") in SAMPLE_TYPES and samples:
             codes, values = _expand_samples(list(mets), codes, values, samples, source, line)
@@ -217,7 +220,7 @@ class _Collector:
                     self.pct["percentile"].append(pct)
                     self.pct["value"].append(val)
 
-    def _code(self, key: tuple[str, str, str, bool], source: str, line: int) -> int:
+    def _code(self, key: tuple[str, str, str], source: str, line: int) -> int:
         code = self.keys.get(key)
         if code is None:
             _check_key(key, source, line)
@@ -269,8 +272,8 @@ def _telemetry(tel: Any) -> tuple[float, float, float]:
     return out[0], out[1], out[2]
 
 
-def _check_key(key: tuple[Any, Any, Any, bool], source: str, line: int) -> None:
-    name, unit, better, _ = key
+def _check_key(key: tuple[Any, Any, Any], source: str, line: int) -> None:
+    name, unit, better = key
     bad = rec_schema.metric_problem(name, {"value": 0.0, "unit": unit, "better": better})
     if bad:
         raise SchemaError(source, line, bad)
@@ -412,8 +415,7 @@ def _finish(
         data[field_name] = pd.Categorical.from_codes(
             lookup[key_codes] if len(key_codes) else key_codes, categories=uniq
         )
-    primary = np.asarray([k[3] for k in key_list], dtype=bool)
-    data["primary"] = primary[key_codes] if len(key_codes) else np.zeros(0, dtype=bool)
+    data["primary"] = _primary_mask(col, pos, key_codes)
     data["value"] = values[mask] if len(values) else np.zeros(0)
     for c in ("repetition", "index", "started_at"):
         data[c] = records[c].to_numpy()[pos]
@@ -448,6 +450,15 @@ def _finish(
         params=params,
         crypto=crypto,
     )
+
+
+def _primary_mask(col: _Collector, rec_pos: np.ndarray, key_codes: np.ndarray) -> np.ndarray:
+    """True for the observations of a metric their record names primary."""
+    if not col.primary or not len(key_codes):
+        return np.zeros(len(key_codes), dtype=bool)
+    width = max(len(col.keys), 1)
+    pairs = np.asarray(col.primary, dtype=np.int64)
+    return np.isin(rec_pos * width + key_codes, pairs[:, 0] * width + pairs[:, 1])
 
 
 def _margins(records: pd.DataFrame, warnings: list[str]) -> dict[str, float]:
@@ -587,6 +598,7 @@ def _parse_file(path: str) -> dict[str, Any]:
         "keys": sorted(col.keys, key=col.keys.__getitem__),
         "pct": col.pct,
         "crypto": col.crypto,
+        "primary": col.primary,
     }
 
 
@@ -617,6 +629,7 @@ def _merge(parts: list[dict[str, Any]]) -> _Collector:
         for k in col.pct:
             col.pct[k].extend([v + offset for v in part["pct"][k]] if k == "rec" else part["pct"][k])
         col.crypto.extend((pos + offset, rec) for pos, rec in part["crypto"])
+        col.primary.extend((pos + offset, int(remap[key])) for pos, key in part["primary"])
     col.obs_rec = np.concatenate(obs_rec) if obs_rec else np.zeros(0, dtype=np.int64)  # type: ignore[assignment]
     col.obs_key = np.concatenate(obs_key) if obs_key else np.zeros(0, dtype=np.int64)  # type: ignore[assignment]
     col.obs_value = np.concatenate(values) if values else np.zeros(0)  # type: ignore[assignment]
