@@ -66,7 +66,7 @@ def test_packages_are_deterministic_and_per_platform():
         "module": "handler",
         "handler": "handler",
     }
-    assert package.match(package.read_zip(package.package(code)), [code], "aws-lambda") == code
+    assert package.match(package.read_zip(package.package(code)), [code]) == code
     bad = io.BytesIO()
     with zipfile.ZipFile(bad, "w") as zf:
         zf.writestr("../evil.py", "x")

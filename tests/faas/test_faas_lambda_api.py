@@ -48,8 +48,8 @@ def _log(resp) -> str:
     return base64.b64decode(resp["LogResult"]).decode()
 
 
-def _zip(name: str, platform: str = "aws-lambda") -> bytes:
-    return package.package(find_function(name, [TEST_FUNCTIONS, *default_dirs()]), platform)
+def _zip(name: str) -> bytes:
+    return package.package(find_function(name, [TEST_FUNCTIONS, *default_dirs()]))
 
 
 def test_issue_example_cli_deploy_then_boto3_invoke(served):
@@ -364,3 +364,21 @@ def test_list_and_get_function_redact_environment_values(served):
         assert json.loads(out["Payload"].read()) == {"secret": "hunter2-in-lambda"}
     finally:
         lam.delete_function(FunctionName="redact")
+
+
+def test_credentials_command_prints_what_boto3_needs(served):
+    """``testbed-agent faas credentials`` prints export lines; boto3 configured by them alone (the
+    endpoint too, AWS_ENDPOINT_URL_LAMBDA) reaches the emulator."""
+    done = subprocess.run(
+        [sys.executable, "-m", "testbed_agent", "faas", "credentials", "--url", served.url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    exported = dict(line.removeprefix("export ").split("=", 1) for line in done.stdout.splitlines())
+    assert set(exported) == {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL_LAMBDA"}
+    script = "import boto3; print(type(boto3.client('lambda', region_name='eu-west-1').list_functions()))"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")} | exported
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0 and out.stdout.strip() == "<class 'dict'>", out.stderr[-2000:]

@@ -15,7 +15,7 @@ Environment variable names Lambda reserves are refused with Lambda's message.
 
 What differs, on purpose:
 - Code: a CreateFunction zip must be the package of a function the emulator knows (its files equal
-  to ``package.files(function, "aws-lambda")`` of one under its function directories); other code
+  to ``package.files(function)`` of one under its function directories); other code
   is refused (InvalidParameterValueException). The emulator never runs uploaded code. An upload is
   spooled to a file and inflated entry by entry into digests (testbed_services.faas.package);
   at most ``--max-uploads`` are processed at once, the rest get TooManyRequestsException.
@@ -570,7 +570,7 @@ class LambdaApi:
                             known.append(find_function(d.name, self.emu.function_dirs))
                         except TestbedError:
                             continue
-        code = package.match(content, known, "aws-lambda")
+        code = package.match(content, known)
         if code is None:
             shown = base64.b64decode(sha).hex()[:16]
             raise LambdaError(

@@ -1,15 +1,8 @@
-"""Deployment packages of the functions under ``workloads/faas/functions``, as each platform wants
-them: one zip, built byte for byte the same from the same files (sorted names, fixed times).
-
-- ``aws-lambda``: the function's directory plus its ``python_path`` libraries at the zip's root;
-  the handler is the function's own ``module.handler`` (Lambda's REPORT line is the measurement).
-- ``gcf-gen2``: the same plus ``main.py`` (a Functions Framework HTTP entry point, ``testbed_entry``),
-  ``testbed_shim.py`` and ``requirements.txt``.
-- ``azure-functions``: the same plus ``function_app.py`` (Python v2 programming model, one HTTP
-  function ``testbed``), ``testbed_shim.py``, ``host.json`` and ``requirements.txt``.
-
-The shims (``workloads/faas/shims/``) time the handler and report the instance's cold/warm state,
-its init time and peak RSS, because those platforms have no per-call report line.
+"""Deployment packages of the functions under ``workloads/faas/functions``: the function's
+directory plus its ``python_path`` libraries at the zip's root, one zip built byte for byte the
+same from the same files (sorted names, fixed times). It is AWS Lambda's package (the handler is
+the function's own ``module.handler``); a platform that needs an entry point or a shim adds its
+files to these (its module in ``testbed_agent.faas_drivers.platforms``).
 The emulator's Lambda API recognises a CreateFunction zip by comparing its files with these
 packages (:func:`read_zip`, :func:`match`): it runs only the functions it knows. An uploaded zip is
 never held inflated: each entry is read in 1 MiB pieces into its SHA-256, and the bytes actually
@@ -20,40 +13,22 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import lzma
 import zipfile
 import zlib
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
-from testbed_services.faas import faas_dir
 from testbed_services.faas.functions import FunctionCode
 from testbed_shared.errors import TestbedError
 
-PLATFORMS = ("aws-lambda", "gcf-gen2", "azure-functions")
 #: Lambda's limits on a package: 50 MB zipped (direct upload), 250 MB unzipped
 MAX_ZIP_BYTES = 50 * 1024 * 1024
 MAX_UNZIPPED_BYTES = 262_144_000
 MAX_ENTRIES = 20_000
 #: what is inflated at a time while an upload is read
 CHUNK = 1 << 20
-#: the entry point names the drivers deploy with
-GCF_ENTRY_POINT = "testbed_entry"
-AZURE_FUNCTION = "testbed"
-#: what the platform installs next to the package (its build resolves them from PyPI)
-GCF_REQUIREMENTS = "functions-framework==3.10.2\n"
-AZURE_REQUIREMENTS = "azure-functions==1.26.0\n"
-AZURE_HOST_JSON = {
-    "version": "2.0",
-    "extensionBundle": {"id": "Microsoft.Azure.Functions.ExtensionBundle", "version": "[4.*, 5.0.0)"},
-    "logging": {"logLevel": {"default": "Warning"}},
-}
 _SKIP = ("__pycache__", ".pyc", ".pytest_cache")
-
-
-def shims_dir() -> Path:
-    return faas_dir() / "shims"
 
 
 def _tree(root: Path, prefix: str = "") -> dict[str, bytes]:
@@ -65,29 +40,14 @@ def _tree(root: Path, prefix: str = "") -> dict[str, bytes]:
     return out
 
 
-def files(code: FunctionCode, platform: str = "aws-lambda") -> dict[str, bytes]:
-    """The package's files (zip name -> content) for ``platform``."""
-    if platform not in PLATFORMS:
-        raise TestbedError(f"no package format for platform {platform!r}", hint=", ".join(PLATFORMS))
+def files(code: FunctionCode) -> dict[str, bytes]:
+    """The package's files (zip name -> content)."""
     out = _tree(code.code_dir)
     for lib in code.python_path:
         for name, data in _tree(lib).items():
             if name in out:
                 raise TestbedError(f"{code.name}: {name} is both in the function and in {lib}")
             out[name] = data
-    if platform == "aws-lambda":
-        return out
-    shims = shims_dir()
-    config = {"function": code.name, "module": code.module, "handler": code.handler}
-    out["testbed_shim.py"] = (shims / "testbed_shim.py").read_bytes()
-    out["testbed_shim.json"] = (json.dumps(config, sort_keys=True) + "\n").encode()
-    if platform == "gcf-gen2":
-        out["main.py"] = (shims / "gcf_main.py").read_bytes()
-        out["requirements.txt"] = GCF_REQUIREMENTS.encode()
-    else:
-        out["function_app.py"] = (shims / "azure_function_app.py").read_bytes()
-        out["host.json"] = (json.dumps(AZURE_HOST_JSON, indent=2) + "\n").encode()
-        out["requirements.txt"] = AZURE_REQUIREMENTS.encode()
     return out
 
 
@@ -103,9 +63,9 @@ def build_zip(content: dict[str, bytes]) -> bytes:
     return buf.getvalue()
 
 
-def package(code: FunctionCode, platform: str = "aws-lambda") -> bytes:
-    """The zip a driver uploads for ``code`` on ``platform``."""
-    return build_zip(files(code, platform))
+def package(code: FunctionCode) -> bytes:
+    """The zip of ``code``'s package."""
+    return build_zip(files(code))
 
 
 class CorruptZip(ValueError):
@@ -156,11 +116,11 @@ def read_zip(source: bytes | BinaryIO) -> dict[str, str]:
         return out
 
 
-def match(content: dict[str, str], candidates: list[FunctionCode], platform: str) -> FunctionCode | None:
-    """The function whose ``platform`` package has exactly these files (name -> SHA-256 as
+def match(content: dict[str, str], candidates: list[FunctionCode]) -> FunctionCode | None:
+    """The function whose package has exactly these files (name -> SHA-256 as
     :func:`read_zip` gives them; compiled caches ignored)."""
     wanted = {k: v for k, v in content.items() if not any(s in k for s in _SKIP)}
     for code in candidates:
-        if {n: hashlib.sha256(b).hexdigest() for n, b in files(code, platform).items()} == wanted:
+        if {n: hashlib.sha256(b).hexdigest() for n, b in files(code).items()} == wanted:
             return code
     return None
