@@ -584,3 +584,43 @@ def test_binding_beyond_loopback_needs_a_flag(tmp_path):
         with pytest.raises(errors.TestbedError, match="--allow-remote"):
             listen_warning(host, allow_remote=False)
         assert "WARNING" in listen_warning(host, allow_remote=True)
+
+
+def test_a_copy_of_the_credentials_lets_another_user_in(served):
+    """A client that is not the emulator's user (or on another machine) is given a copy of the
+    credentials file in TESTBED_FAAS_CREDENTIALS: a 0600 copy it owns lets it in; a copy others
+    may read is refused with one line, before anything is sent."""
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    index = credentials.index_dir() / f"port-{urlsplit(served.url).port}.json"
+    base = Path(tempfile.mkdtemp(prefix="testbed-faas-copy-", dir="/tmp"))
+    try:
+        base.chmod(0o755)
+        copy = base / "credentials.json"
+        shutil.copyfile(json.loads(index.read_text())["credentials"], copy)
+        os.chown(copy, NOBODY, NOBODY)
+        copy.chmod(0o600)
+        argv = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+                sys.executable, "-m", "testbed_agent", "faas", "info", "--url", served.url]  # fmt: skip
+        env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", credentials.ENV: str(copy)}
+
+        def run(env: dict[str, str]) -> subprocess.CompletedProcess:
+            return subprocess.run(
+                argv, capture_output=True, text=True, timeout=120, env=env, cwd="/", check=False
+            )
+
+        done = run(env)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert json.loads(done.stdout)["emulator_id"] == served.client.info()["emulator_id"]
+        copy.chmod(0o644)
+        done = run(env)
+        assert done.returncode != 0 and "not the emulator's credentials file" in done.stderr, done.stderr
+        assert "readable or writable by other users" in done.stderr
+        done = run({k: v for k, v in env.items() if k != credentials.ENV})
+        assert done.returncode != 0 and "401" in done.stderr and "TESTBED_FAAS_CREDENTIALS" in done.stderr
+        assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 2  # error, hint
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
