@@ -348,8 +348,9 @@ def test_a_fifo_or_any_non_regular_file_is_refused_at_once(tmp_path: Path) -> No
 
 
 def _campaign_csv(path: Path, weekend_business_effect: float, seed: int = 11) -> None:
-    """Four days from a Saturday, a write every 6 minutes on each platform: weekdays flat (1.04 s with 3 % noise),
-    weekends 9-18 h slower by ``weekend_business_effect`` (not business hours for the thesis)."""
+    """Four days from a Saturday, a write every 6 minutes on each platform: weekdays flat (1.04 s
+    with 3 % noise), weekends 9-18 h slower by ``weekend_business_effect`` (not business hours for
+    the thesis)."""
     rng = np.random.default_rng(seed)
     rows = []
     for k in range(4 * 240):
