@@ -57,11 +57,7 @@ def test_deploy_call_cold_warm_and_teardown_exactly_the_run(served, tmp_path, mo
         driver.cold("calcs-0")
         assert driver.invoke("calcs-0", {"level": 2}).inspector["new_instance"]
         info = driver.describe()
-        assert (
-            info["real"] is False
-            and info["standin"] == "test-small"
-            and info["region"] == "eu-west-1"
-        )
+        assert info["real"] is False and info["standin"] == "test-small" and info["region"] == "eu-west-1"
         spent = json.loads((tmp_path / "aws-lambda.journal.cost.json").read_text())
         assert spent["calls"] == 3 and spent["spent_usd"] > 0
         # the same function deployed again with another memory size: a configuration change
