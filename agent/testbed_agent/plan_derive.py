@@ -176,8 +176,13 @@ def _item(b: Benchmark) -> dict[str, Any]:
 def derived_plan(path: str | Path, sets: list[str]) -> Plan:
     """The derived plan, loaded from a temporary file like any plan (for ``plan show --set``)."""
     _, text = derive(path, sets)
+    return _loaded(text, f"{Path(path).stem}.derived.yml")
+
+
+def _loaded(text: str, name: str) -> Plan:
+    """``text`` read back as the plan file ``name`` would be (from a temporary copy)."""
     with tempfile.TemporaryDirectory(prefix="testbed-derive-") as tmp:
-        out = Path(tmp) / f"{Path(path).stem}.derived.yml"
+        out = Path(tmp) / name
         out.write_text(text)
         return load_plan(out)
 
@@ -187,9 +192,19 @@ def _cmd_derive(args: argparse.Namespace) -> int:
     if args.out is None:
         sys.stdout.write(text)
         return 0
+    check_output_path(args.out, "derived plan", make_parents=True, dry=True)  # nothing made yet
+    if Path(args.out).suffix not in (".yml", ".yaml"):
+        raise PlanError(
+            f"-o {args.out}",
+            None,
+            None,
+            "a derived plan is YAML: its file name ends in .yml or .yaml (a plan named otherwise is "
+            "read as the classic text form)",
+            hint=f"e.g. -o {Path(args.out).with_suffix('.yml').name}",
+        )
+    derived = _loaded(text, Path(args.out).name)  # the plan as it will be read back
     out = check_output_path(args.out, "derived plan", make_parents=True)
     write_atomically(out, text, what="derived plan")
-    derived = load_plan(out)
     print(
         f"{out}: {derived.name} derived from {source.path} with {len(args.set)} override(s), "
         f"{derived.executions} executions, sha256 {derived.sha256[:12]}",
@@ -210,7 +225,8 @@ def add_derive_parser(plan_sub: Any) -> None:
     p.add_argument(
         "--out",
         "-o",
-        help="write the derived plan here, a regular file or a new path (default: stdout)",
+        help="write the derived plan here: a .yml or .yaml name, a regular file or a new path "
+        "(default: stdout)",
     )
     p.set_defaults(func=_cmd_derive)
 

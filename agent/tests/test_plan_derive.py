@@ -213,3 +213,15 @@ def test_derive_out_over_a_regular_file_replaces_it(
     target.write_text("old\n")
     code, _ = _derive_to(str(target), capsys)
     assert code == 0 and target.read_text().startswith("#")
+
+
+@pytest.mark.parametrize("name", ["derived", "derived.txt", "derived.json"])
+def test_derive_out_without_a_yaml_name_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    """Issue 40 finding 8: ``-o name`` without ``.yml`` wrote the file, then failed to read it back
+    (a name without .yml/.yaml is the classic text form). Checked first: nothing written."""
+    out = tmp_path / name
+    code, err = _derive_to(str(out), capsys)
+    assert code == 2 and ".yml" in err.splitlines()[0] and "Traceback" not in err, err
+    assert not out.exists() and list(tmp_path.iterdir()) == []

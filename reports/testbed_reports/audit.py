@@ -6,7 +6,10 @@ and the last one an ``end`` that covers the whole file. A missing end, a gap, a 
 rollback (results lines removed together with the evidence after them) or a run copied under
 another id is reported as such. Hosts without confidential hardware get the same digest and
 sequence checks ("unavailable" evidence still records the digests). A host labelled confidential
-that fails, or any host whose results do not match their evidence, makes the audit fail.
+that fails, any host whose results do not match their evidence, and any host whose results have
+no evidence at all (never collected, or deleted: a plain host's unsigned chain proves nothing once
+it is gone) make the audit fail. The HTML report's banner leaves the last out (imported and
+synthetic results have no evidence); its attestation column says "missing".
 
 One bad results file or manifest never stops the audit: it is a problem of that host."""
 
@@ -54,7 +57,10 @@ class HostAudit:
 
     @property
     def ok(self) -> bool:
-        if self.bound == "NO" or self.evidence == "FAILED":
+        """Results bound to complete evidence (for any host: a plain host's evidence is an unsigned
+        hash chain, which detects edits only while it is there), and for a host labelled
+        confidential evidence that verifies."""
+        if self.bound != "yes" or self.evidence == "FAILED":
             return False
         if not self.confidential:
             return True
@@ -136,8 +142,9 @@ def _audit_host(results: Path, options: Any) -> HostAudit:
     a.problems += problems
     evdir = results.with_name(f"{results.stem}.evidence")
     entries = _entries(evdir) if evdir.is_dir() else []
-    if not entries:
-        a.problems.append(f"no {evdir.name}/")
+    if not entries:  # nothing binds these results: deleted evidence must not read as "nothing wrong"
+        a.bound = "NO"
+        a.problems.append(f"no {evdir.name}/: nothing binds {results.name} (never collected, or deleted)")
         return a
     live = [e for e in entries if e.doc is not None and e.state not in ("unavailable", "failed")]
     if not live:
@@ -369,6 +376,6 @@ def attest_column(paths: Sequence[Path], fp: pd.DataFrame) -> tuple[pd.DataFrame
     bad += [  # any host: results that no longer match their evidence, or evidence that fails
         (r.label, f"results or evidence of {r.host} (label {r.label}) do not check: {r.problems[0]}")
         for r in rows.values()
-        if not r.confidential and not r.ok and r.problems
+        if not r.confidential and not r.ok and r.problems and r.evidence != "missing"
     ]
     return fp, bad

@@ -13,7 +13,9 @@ def add_parser(sub: Any) -> None:
         "audit",
         help="re-verify each host's attestation evidence and the results it binds",
         description="Per host: verify <host>.evidence/, recompute the results file digests, check "
-        "the binding. Exit 1 if a host labelled confidential fails (or any evidence is forged).",
+        "the binding. Exit 1 if a host labelled confidential fails, if any evidence is forged or does "
+        "not bind its results, or if a host's results have no evidence at all (deleted evidence is "
+        "no evidence).",
     )
     au.add_argument(
         "results", nargs="+", type=Path, metavar="RESULTS_DIR", help="results directory of a run (repeatable)"

@@ -146,3 +146,32 @@ def test_build_and_audit_go_on_past_a_bad_manifest(local_run: Path, tmp_path: Pa
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     html = (out / "index.html").read_text()
     assert "results or evidence of local-1 (label Local) do not check" in html
+
+
+@pytest.mark.parametrize("edit", [False, True], ids=["deleted", "deleted-and-edited"])
+def test_deleted_evidence_of_a_plain_host_fails_the_audit(
+    local_run: Path, tmp_path: Path, edit: bool
+) -> None:
+    """Issue 40 finding 8: with every piece of evidence of a non-confidential host deleted (and its
+    results edited), audit said nothing was wrong and exited 0. Its evidence is an unsigned hash
+    chain, which detects an edit only while it is there: no evidence is no binding, a failure."""
+    run = tmp_path / "r1"
+    shutil.copytree(local_run, run)
+    shutil.rmtree(run / "local-1.evidence")
+    if edit:
+        path = run / "local-1.jsonl"
+        recs = [json.loads(line) for line in path.read_text().splitlines()]
+        for r in recs:
+            for m in r.get("metrics", {}).values():
+                m["value"] = m["value"] * 2
+        path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    proc = run_cli("audit", str(run))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    row = proc.stdout.splitlines()[2].replace(" ", "")
+    assert row.startswith("local-1|Local|none|attestation:missing|NO"), proc.stdout
+    assert "no local-1.evidence/" in proc.stdout and "Traceback" not in proc.stderr
+    doc = json.loads(run_cli("audit", str(run), "--json").stdout)
+    assert doc[0]["ok"] is False and doc[0]["bound"] == "NO"
+    # an empty evidence directory is the same: nothing binds the results
+    (run / "local-1.evidence").mkdir()
+    assert run_cli("audit", str(run)).returncode == 1

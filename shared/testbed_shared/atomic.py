@@ -127,10 +127,13 @@ def is_pseudo_fs(path: Path | str | int) -> bool:
     return fs_type(path) in PSEUDO_FILESYSTEMS
 
 
-def check_output_path(path: Path | str, what: str = "output", make_parents: bool = False) -> Path:
+def check_output_path(
+    path: Path | str, what: str = "output", make_parents: bool = False, dry: bool = False
+) -> Path:
     """``path`` if the toolkit may write a file there; raise :class:`OutputRefused` (one line).
 
-    With ``make_parents`` missing directories are created, below an existing real directory.
+    With ``make_parents`` missing directories are created, below an existing real directory;
+    with ``dry`` too nothing is created (they are judged by that directory).
     """
     text = str(path)
     if not text.strip():
@@ -149,7 +152,7 @@ def check_output_path(path: Path | str, what: str = "output", make_parents: bool
             f"refusing to write {what} {p}: its directory {parent} is a symbolic link",
             hint="name the real directory",
         )
-    if existing != parent:
+    if existing != parent and not dry:
         try:
             parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
