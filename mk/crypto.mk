@@ -100,7 +100,7 @@ $(CRYPTO_KMS_NODE_DEPS): $(CRYPTO_KMS)/node/package.json $(CRYPTO_KMS)/node/pack
 	  (cd $(CRYPTO_KMS)/node && npm ci --no-audit --no-fund --loglevel=error && touch node_modules/.package-lock.json) \
 	  || echo "crypto-kms: WARNING npm ci failed - Node key-service cells skipped"; fi; $(TOOK)
 
-crypto-vectors: $(STAMP) ## regenerate workloads/crypto/vectors/vectors.json (keeps the ECDSA/RSA keys)
+crypto-vectors: $(STAMP) ## regenerate workloads/crypto/vectors/vectors.json (keeps and verifies the published keys, signatures and wrapped keys: unchanged inputs change nothing)
 	$(PY) $(CRYPTO)/vectors/generate.py
 
 crypto-clean: ## remove the crypto build output

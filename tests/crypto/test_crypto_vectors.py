@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import shutil
 import subprocess
 import sys
@@ -57,19 +58,59 @@ def test_published_answers_are_in_the_file() -> None:
     assert by_id["hmac-sha256-rfc4231-2"]["mac"].startswith("5bdcc146bf60754e6a042426089575c7")
 
 
-def test_generator_reproduces_the_deterministic_vectors(tmp_path: Path) -> None:
-    shutil.copy(VECTORS, tmp_path / "vectors.json")
+def _generate(tmp_path: Path, vectors: dict | None = None) -> subprocess.CompletedProcess:
+    """The generator run on a copy of vectors.json (or of ``vectors``) in ``tmp_path``."""
+    if vectors is None:
+        shutil.copy(VECTORS, tmp_path / "vectors.json")
+    else:
+        (tmp_path / "vectors.json").write_text(json.dumps(vectors, indent=1) + "\n")
     gen = tmp_path / "generate.py"
     shutil.copy(CRYPTO / "vectors" / "generate.py", gen)
-    subprocess.run([sys.executable, str(gen)], check=True, capture_output=True, timeout=120)
-    old = {v["id"]: v for v in load_vectors()["vectors"]}
-    new = {v["id"]: v for v in load_vectors(tmp_path / "vectors.json")["vectors"]}
-    assert old.keys() == new.keys()
-    for vid, v in old.items():
-        randomized = {"signature", "wrapped_key"}  # ECDSA and OAEP outputs are randomized
-        assert {k: x for k, x in v.items() if k not in randomized} == {
-            k: x for k, x in new[vid].items() if k not in randomized
-        }, vid
+    return subprocess.run([sys.executable, str(gen)], capture_output=True, text=True, timeout=120)
+
+
+def test_generator_leaves_the_published_file_as_it_is(tmp_path: Path) -> None:
+    """make crypto-vectors on the tracked file changes no byte and does not even rewrite it: the
+    ECDSA signatures and OAEP wrapped keys already published are verified and kept (issue 37)."""
+    res = _generate(tmp_path)
+    assert res.returncode == 0, res.stderr
+    before = (tmp_path / "vectors.json").stat().st_mtime_ns
+    assert (tmp_path / "vectors.json").read_bytes() == VECTORS.read_bytes()
+    assert "unchanged" in res.stdout
+    assert _generate_again(tmp_path).returncode == 0
+    assert (tmp_path / "vectors.json").stat().st_mtime_ns == before
+
+
+def _generate_again(tmp_path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(tmp_path / "generate.py")], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_a_new_ecdsa_key_signs_deterministically(tmp_path: Path) -> None:
+    """Without a published signature, RFC 6979: two runs give the same signature, and it verifies."""
+    doc = load_vectors()
+    for v in doc["vectors"]:
+        if v["alg"] == "ecdsa-p256":
+            del v["signature"]
+    assert _generate(tmp_path, doc).returncode == 0
+    first = (tmp_path / "vectors.json").read_bytes()
+    assert _generate_again(tmp_path).returncode == 0
+    assert (tmp_path / "vectors.json").read_bytes() == first
+    code, out = run_program("python", "check", "--vectors", str(tmp_path / "vectors.json"))
+    assert code == 0 and all(r["ok"] for r in out["results"])
+
+
+@pytest.mark.parametrize(("vid", "field"), [("ecdsa-p384-1", "signature"), ("rsa-oaep-3072", "wrapped_key")])
+def test_a_published_output_that_does_not_verify_stops_the_generator(
+    tmp_path: Path, vid: str, field: str
+) -> None:
+    doc = load_vectors()
+    v = next(x for x in doc["vectors"] if x["id"] == vid)
+    v[field] = v[field][:-2] + ("00" if not v[field].endswith("00") else "01")
+    res = _generate(tmp_path, doc)
+    assert res.returncode != 0 and vid in res.stderr, res.stderr
+    assert json.loads((tmp_path / "vectors.json").read_text()) == doc  # nothing written
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
