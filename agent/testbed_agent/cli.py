@@ -41,6 +41,24 @@ def _fingerprint_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="disk encryption the inventory declares (recorded in sysinfo)",
     )
+    parser.add_argument(
+        "--rotation",
+        type=_rotation,
+        default=0,
+        metavar="K",
+        help="placement of the machine: 0 as provisioned, K after its K-th rotation (playbooks/rotate.yml); "
+        "recorded in sysinfo's machine section",
+    )
+
+
+def _rotation(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a rotation index (0, 1, 2 ...)")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:

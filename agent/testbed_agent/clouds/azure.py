@@ -1,7 +1,8 @@
 """Azure, the first cloud: evidence from inside a guest and what a VM size name says.
 
 Evidence is read only when the inventory says the machine is in Azure (``--cloud azure``); nothing
-here runs on import. ``imds()`` reads the Instance Metadata Service (VM size, security profile);
+here runs on import. ``imds()`` reads the Instance Metadata Service (VM size, security profile,
+a dedicated host's id);
 ``hardware_report()`` reads the confidential VM's attestation report that the paravisor stores in
 the vTPM's NV index 0x01400001 (``tpm2_nvread``) and returns its digests and key fields. Machines
 are made by the ``azure_vm`` role; a host with ``azure_vm_size`` is an Azure host.
@@ -131,6 +132,11 @@ def _summarize(compute: dict[str, Any], endpoint: str) -> dict[str, Any]:
         "name": compute.get("name"),
         "vm_id": compute.get("vmId"),
         "resource_id": compute.get("resourceId"),
+        # the physical host, for VMs on a dedicated host only (api-version 2021-11-15 and later)
+        "host_id": _id_of(compute.get("host")),
+        "host_group_id": _id_of(compute.get("hostGroup")),
+        "platform_fault_domain": compute.get("platformFaultDomain"),
+        "platform_update_domain": compute.get("platformUpdateDomain"),
         "security_type": security.get("securityType") or None,
         "secure_boot": _flag(security.get("secureBootEnabled")),
         "vtpm": _flag(security.get("virtualTpmEnabled")),
@@ -138,6 +144,12 @@ def _summarize(compute: dict[str, Any], endpoint: str) -> dict[str, Any]:
         "image": {k: image.get(k) for k in ("publisher", "offer", "sku", "version") if image.get(k)},
         "tags": {t["name"]: t.get("value") for t in tags if isinstance(t, dict) and t.get("name")},
     }
+
+
+def _id_of(ref: Any) -> str | None:
+    """The ``id`` of an IMDS reference object (``{"id": ""}`` when there is none)."""
+    ident = ref.get("id") if isinstance(ref, dict) else None
+    return ident if isinstance(ident, str) and ident.strip() else None
 
 
 def _flag(value: Any) -> bool | None:

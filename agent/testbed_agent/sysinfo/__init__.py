@@ -1,5 +1,6 @@
 """Machine fingerprint (the classic ``systeminfo`` benchmark): CPU, kernel, memory, disks,
-hypervisor, clocksource, confidential-computing state, tool versions.
+hypervisor, clocksource, confidential-computing state, the physical host (``machine``: identity.py),
+tool versions.
 
 One producer: :func:`fingerprint` makes it from a run's options (cloud, hypervisor facts, what
 the inventory declares), for ``testbed-agent sysinfo``, the runner's ``<host>.sysinfo.json`` and
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed_agent import __version__, clouds
-from testbed_agent.sysinfo import cc, hyperv, virt
+from testbed_agent.sysinfo import cc, hyperv, identity, virt
 from testbed_agent.sysinfo.probe import Probe
 from testbed_shared.virtualization import summary
 
@@ -40,10 +41,11 @@ TOOLS = {
 
 def options_from_args(args: Any) -> dict[str, Any]:
     """A run's fingerprint options from the command line (``--cloud``, ``--host-facts``,
-    ``--disk-encryption``)."""
+    ``--disk-encryption``, ``--rotation``)."""
     options: dict[str, Any] = {
         "cloud": args.cloud,
         "host_facts": str(args.host_facts) if args.host_facts else None,
+        "rotation": getattr(args, "rotation", 0) or 0,
     }
     if getattr(args, "disk_encryption", None) is not None:
         options["declared"] = {"disk_encryption": args.disk_encryption == "true"}
@@ -58,6 +60,8 @@ def option_args(options: Mapping[str, Any]) -> list[str]:
     declared = (options.get("declared") or {}).get("disk_encryption")
     if declared is not None:
         args += ["--disk-encryption", "true" if declared else "false"]
+    if options.get("rotation"):
+        args += ["--rotation", str(options["rotation"])]
     return args
 
 
@@ -66,7 +70,11 @@ def fingerprint(options: Mapping[str, Any], probe: Probe | None = None) -> dict[
     host_facts = options.get("host_facts")
     facts = json.loads(Path(host_facts).read_text()) if host_facts else None
     return collect(
-        cloud=options.get("cloud") or "none", host_facts=facts, probe=probe, declared=options.get("declared")
+        cloud=options.get("cloud") or "none",
+        host_facts=facts,
+        probe=probe,
+        declared=options.get("declared"),
+        rotation=options.get("rotation") or 0,
     )
 
 
@@ -75,8 +83,10 @@ def collect(
     host_facts: dict[str, Any] | None = None,
     probe: Probe | None = None,
     declared: dict[str, Any] | None = None,
+    rotation: int = 0,
 ) -> dict[str, Any]:
-    """Everything known about this machine, as one JSON-serialisable dict."""
+    """Everything known about this machine, as one JSON-serialisable dict (``rotation``: how many
+    times the orchestration rotated it onto a new placement, recorded in ``machine``)."""
     probe = probe or Probe()
     cc_state = cc.detect(probe)
     cc_state["disk_encryption"] = _disk_encryption(declared)
@@ -107,6 +117,7 @@ def collect(
             info["hypervisor"]["software_emulation"] = host_facts["domain_type"] == "qemu"
     hv = info["hypervisor"]
     hv["virtualization"] = summary(hv.get("vm"), hv.get("container"), bool(hv.get("software_emulation")))
+    info["machine"] = identity.describe(info, host_facts, rotation)
     return info
 
 
