@@ -429,7 +429,8 @@ def build(
     name = name or out.name
     fp = fingerprints(ds.records, ds.sysinfo)
     if not ds.obs.empty:
-        extra = ds.obs[["label", "run_id", "host", "groups"]].drop_duplicates()
+        csv = ds.obs[ds.obs["record"].to_numpy() < 0]  # rows of a CSV: no record, no fingerprint
+        extra = csv[["label", "run_id", "host", "groups"]].drop_duplicates()
         extra = extra[~extra["host"].astype(str).isin(fp["host"])]
         if len(extra):
             fp = pd.concat([fp, fingerprints(extra.astype(str), {})], ignore_index=True)

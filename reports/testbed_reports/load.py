@@ -24,6 +24,7 @@ import pandas as pd
 
 from testbed_reports.errors import ReportError, SchemaError
 from testbed_shared import records as rec_schema
+from testbed_shared.machines import MACHINE_FIELD, machine_id, machine_key
 from testbed_shared.records import BETTER, FINAL_STATUSES, MARGIN_FIELD, STATUSES, RecordError
 
 __all__ = ["BETTER", "FINAL_STATUSES", "STATUSES", "Dataset", "load", "read_csv_observations"]
@@ -365,7 +366,7 @@ def _read_sysinfo(path: Path) -> dict[str, Any]:
 
 
 #: sysinfo sections the report reads; each must be a JSON object
-SYSINFO_OBJECTS = ("cc", "cpu", "kernel", "hypervisor", "host")
+SYSINFO_OBJECTS = ("cc", "cpu", "kernel", "hypervisor", "host", MACHINE_FIELD)
 
 
 def _checked_sysinfo(data: dict[str, Any], path: Path, warnings: list[str]) -> dict[str, Any]:
@@ -379,6 +380,9 @@ def _checked_sysinfo(data: dict[str, Any], path: Path, warnings: list[str]) -> d
     if isinstance(cc, dict) and "technology" in cc and not isinstance(cc["technology"], str):
         warnings.append(f"{path}: sysinfo field 'cc.technology' is not a string; ignored")
         data["cc"] = {k: v for k, v in cc.items() if k != "technology"}
+    _, problem = machine_id(data)
+    if problem:
+        warnings.append(f"{path}: sysinfo field {problem}; ignored (the VM counts as its own machine)")
     return data
 
 
@@ -393,7 +397,10 @@ def _finish(
     pair_codes, pairs = pd.factorize(pd.MultiIndex.from_arrays([records["run_id"], records["host"]]))
     tech = np.asarray([cc.get(k, "unknown") for k in pairs], dtype=object)
     records["cc_technology"] = tech[pair_codes] if len(records) else []
-    cat_cols = ("run_id", "host", "label", "groups", "benchmark", "type", "cc_technology")
+    # the unit of replication: the physical host the fingerprint names, else the VM (machines.py)
+    machine = np.asarray([machine_key(sysinfo.get(k), str(k[1])) for k in pairs], dtype=object)
+    records["machine"] = machine[pair_codes] if len(records) else []
+    cat_cols = ("run_id", "host", "machine", "label", "groups", "benchmark", "type", "cc_technology")
     for c in cat_cols:
         records[c] = records[c].astype("category")
     kept, warnings = _choose(records)
@@ -406,6 +413,7 @@ def _finish(
     for c in cat_cols:
         cat = records[c].cat
         data[c] = pd.Categorical.from_codes(cat.codes.to_numpy()[pos], categories=cat.categories)
+    data["host"] = data.pop("machine")  # an observation's host is its machine (docs/design.md section 4)
     key_list = sorted(col.keys, key=col.keys.__getitem__)
     key_codes = np.asarray(col.obs_key, dtype=np.int64)[mask]
     for i, field_name in enumerate(("metric", "unit", "better")):
