@@ -8,8 +8,12 @@ principal token from Entra ID's v2.0 token endpoint, ARM REST with long-running 
 never forwards anything: any other host gets 403. Plain-HTTP GET /_rehearsal/stats gives the
 counts for the rehearsal's closing line; GET /imds/<vm name>/metadata/instance is the Instance
 Metadata Service of that machine (same JSON shape as Azure's, built from the VM resource).
+Virtual machines take the power actions of Microsoft.Compute (POST .../start, deallocate, redeploy,
+restart, powerOff: 202 and a long-running operation) and GET .../instanceView; each VM runs on a
+simulated physical host (hosts.py: seeded placement, the guest's KVP pool file under --guest-root).
 
-    python tests/azure/arm/server.py --dir DIR [--port 0]   # writes DIR/endpoint.json when ready
+    python tests/azure/arm/server.py --dir DIR [--port 0] [--seed N] [--hosts-per-location N]
+        [--same-host-p P] [--guest-root DIR]        # writes DIR/endpoint.json when ready
 """
 
 from __future__ import annotations
@@ -28,8 +32,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import catalog
 import tls
 import web
+from hosts import Hosts
 from state import Arm
 from validate import ArmError
 
@@ -43,6 +49,11 @@ OP_PATH = re.compile(
 LIST_PATH = re.compile(r"^/subscriptions/[^/]+/(resourcegroups|resources)$", re.I)
 RG_PATH = re.compile(r"^/subscriptions/[^/]+/resourcegroups/[^/]+$", re.I)
 RES_PATH = re.compile(r"^/subscriptions/[^/]+/resourcegroups/[^/]+/providers/[^/]+/[^/]+/[^/]+$", re.I)
+VM_ACTION_PATH = re.compile(
+    r"^(/subscriptions/[^/]+/resourcegroups/[^/]+/providers/microsoft\.compute/virtualmachines/[^/]+)"
+    r"/(start|deallocate|redeploy|restart|poweroff|instanceview)$",
+    re.I,
+)
 TAG_FILTER = re.compile(r"tagName eq '([^']*)'(?: and tagValue eq '([^']*)')?")
 
 
@@ -246,6 +257,9 @@ class Handler(BaseHTTPRequestHandler):
         if path.lower() == f"/subscriptions/{SUBSCRIPTION}" and method == "GET":
             sub = {"id": f"/subscriptions/{SUBSCRIPTION}", "subscriptionId": SUBSCRIPTION, "tenantId": TENANT}
             return 200, {**sub, "displayName": "testbed rehearsal", "state": "Enabled"}, {}
+        found = VM_ACTION_PATH.match(path)
+        if found:
+            return self._vm_action(arm, method, found.group(1), found.group(2).lower(), query, raw, api)
         found = LIST_PATH.match(path)
         if found and method == "GET":
             tag = TAG_FILTER.search((query.get("$filter") or [""])[0])
@@ -262,6 +276,21 @@ class Handler(BaseHTTPRequestHandler):
             status, op = arm.delete(path)
             return status, None, self._lro_headers(path, op, api, location=True) if op else {}
         raise ArmError(405, "MethodNotAllowed", f"The method '{method}' is not allowed here.")
+
+    def _vm_action(
+        self, arm: Arm, method: str, vm: str, action: str, query: dict, raw: bytes, api: str
+    ) -> tuple[int, Any, dict]:
+        """POST of a power action (202 + operation) or GET of the instance view, at the VM's API."""
+        catalog.model_of("microsoft.compute/virtualmachines", api)
+        wanted = "GET" if action == "instanceview" else "POST"
+        if method != wanted:
+            raise ArmError(
+                405, "MethodNotAllowed", f"The requested resource does not support http method '{method}'."
+            )
+        if action == "instanceview":
+            return 200, arm.instance_view(vm), {}
+        op = arm.action(vm, action, query, raw)
+        return 202, None, self._lro_headers(vm, op, api, location=True)
 
     def _put(self, arm: Arm, path: str, raw: bytes, api: str) -> tuple[int, Any, dict]:
         try:
@@ -300,14 +329,21 @@ class Server(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, port: int, directory: Path, addresses: list[str], functions_python: str = "") -> None:
+    def __init__(
+        self,
+        port: int,
+        directory: Path,
+        addresses: list[str],
+        functions_python: str = "",
+        hosts: Hosts | None = None,
+    ) -> None:
         super().__init__(("127.0.0.1", port), Handler)
-        hosts = [*tls.HOSTS, "*.azurewebsites.net", "*.scm.azurewebsites.net"]
-        ca, cert, key = tls.make(directory, hosts)
+        names = [*tls.HOSTS, "*.azurewebsites.net", "*.scm.azurewebsites.net"]
+        ca, cert, key = tls.make(directory, names)
         self.ca = ca
         self.tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         self.tls.load_cert_chain(cert, key)
-        self.arm = Arm(SUBSCRIPTION, addresses)
+        self.arm = Arm(SUBSCRIPTION, addresses, hosts)
         self.web = web.Web(directory, functions_python or sys.executable)
         self.arm.web = self.web
         self.tokens: set[str] = set()
@@ -342,8 +378,26 @@ def main(argv: list[str] | None = None) -> int:
         default="",
         help="Python with azure-functions that runs the function apps' instances (default this one)",
     )
+    ap.add_argument("--seed", type=int, default=1, help="seed of the VMs' placement on simulated hosts")
+    ap.add_argument(
+        "--hosts-per-location", type=int, default=16, help="simulated physical hosts per location (>= 2)"
+    )
+    ap.add_argument(
+        "--same-host-p",
+        type=float,
+        default=0.25,
+        help="probability that a start after deallocate lands on the host the VM left (a simulation "
+        "parameter, not a measurement of Azure)",
+    )
+    ap.add_argument(
+        "--guest-root", type=Path, help="write each VM's KVP pool 3 as GUEST_ROOT/<vm>/.kvp_pool_3"
+    )
     args = ap.parse_args(argv)
-    server = Server(args.port, args.dir, args.addresses.split(",") * 64, args.functions_python)
+    try:
+        hosts = Hosts(args.seed, args.hosts_per_location, args.same_host_p, args.guest_root)
+    except ValueError as exc:
+        ap.error(str(exc))
+    server = Server(args.port, args.dir, args.addresses.split(",") * 64, args.functions_python, hosts)
     endpoint = {
         "proxy": f"http://127.0.0.1:{server.server_address[1]}",
         "ca": str(server.ca),

@@ -1,15 +1,19 @@
 """The resources of the ARM stand-in: PUT/GET/DELETE with provisioning states that advance with
-time, long-running operations, reference checks, tags, listings and counts for the rehearsal."""
+time, long-running operations, reference checks, tags, listings and counts for the rehearsal; the
+power actions of virtual machines (start, deallocate, redeploy, restart, powerOff) and their
+instance view, with each VM placed on a simulated physical host (hosts.py)."""
 
 from __future__ import annotations
 
 import copy
+import json
 import threading
 import time
 import uuid
 from typing import Any
 
 import catalog
+from hosts import Hosts
 from validate import ArmError, check
 
 MACHINE = "microsoft.compute/virtualmachines"
@@ -31,6 +35,31 @@ CREATED_OK = {"microsoft.web/serverfarms", "microsoft.web/sites"}
 DELETED_OK = {"microsoft.web/serverfarms", "microsoft.web/sites", "microsoft.storage/storageaccounts"}
 DEFAULT_CREATE_S = 0.0
 DELETE_S = 1.0
+#: a VM's power actions (the URL's last segment, lower case) -> (Azure's spelling, seconds it takes)
+ACTIONS = {
+    "start": ("start", 1.0),
+    "deallocate": ("deallocate", 1.0),
+    "redeploy": ("redeploy", 2.0),
+    "restart": ("restart", 1.0),
+    "poweroff": ("powerOff", 1.0),
+}
+#: boolean query parameters an action takes (azure-mgmt-compute's begin_deallocate, begin_power_off)
+ACTION_FLAGS = {"deallocate": "hibernate", "poweroff": "skipShutdown"}
+#: power state while an action runs, and after it
+POWER_DURING = {
+    "start": "starting",
+    "deallocate": "deallocating",
+    "redeploy": "starting",
+    "restart": "starting",
+    "poweroff": "stopping",
+}
+POWER_AFTER = {
+    "start": "running",
+    "deallocate": "deallocated",
+    "redeploy": "running",
+    "restart": "running",
+    "poweroff": "stopped",
+}
 
 
 def _type_of(rid: str) -> tuple[str, str]:
@@ -45,13 +74,15 @@ def _type_of(rid: str) -> tuple[str, str]:
 class Arm:
     """All resources of one subscription, guarded by one lock."""
 
-    def __init__(self, subscription: str, address_pool: list[str]) -> None:
+    def __init__(self, subscription: str, address_pool: list[str], hosts: Hosts | None = None) -> None:
         self.subscription = subscription
+        self.hosts = hosts or Hosts(seed=1, per_location=16, same_host_p=0.25, guest_root=None)
         self.items: dict[str, dict[str, Any]] = {}
         self.ops: dict[str, dict[str, Any]] = {}
         self.lock = threading.Lock()
         self.free_addresses = list(address_pool)
         self.counts = {"requests": 0, "machines_created": 0, "machines_deleted": 0}
+        self.actions = {spelling: 0 for spelling, _ in ACTIONS.values()}
         #: the Azure Functions data plane (web.Web), when the server serves it
         self.web: Any = None
 
@@ -64,6 +95,8 @@ class Arm:
                 op["status"] = "Succeeded"
                 if op["kind"] == "delete":
                     self._remove(op["rid"])
+                elif op["kind"] == "action":
+                    self._finish_action(op)
 
     def _remove(self, rid: str) -> None:
         key = rid.lower()
@@ -74,6 +107,7 @@ class Arm:
                 self.web.removed(item["name"])
             if item["rtype"] == MACHINE:
                 self.counts["machines_deleted"] += 1
+                self.hosts.forget(item)
             address = (item["properties"] or {}).get("ipAddress")
             if address:
                 self.free_addresses.append(address)
@@ -125,9 +159,11 @@ class Arm:
         op = self.ops.get(item.get("op") or "")
         if op is None or op["status"] == "Succeeded":
             return "Succeeded"
-        return {"create": "Creating" if item["rtype"] == MACHINE else "Updating", "delete": "Deleting"}[
-            op["kind"]
-        ]
+        return {
+            "create": "Creating" if item["rtype"] == MACHINE else "Updating",
+            "delete": "Deleting",
+            "action": "Updating",
+        }[op["kind"]]
 
     def put(self, rid: str, body: dict[str, Any], api_version: str) -> tuple[int, dict[str, Any], str | None]:
         """Create or update; returns (status, body, operation id or None)."""
@@ -156,6 +192,8 @@ class Arm:
         self.items[rid.lower()] = item
         if rtype == MACHINE:
             self.counts["machines_created"] += 1
+            item["power"] = "running"
+            self.hosts.place(item, "create")
         if rtype in ACCEPTED and item["op"]:
             return 202, None, item["op"]
         return 200 if rtype in CREATED_OK else 201, self._view(item), item["op"]
@@ -246,6 +284,101 @@ class Arm:
         item["op"] = self._op("delete", rid, DELETE_S)
         return 202, item["op"]
 
+    # --- power actions of virtual machines ----------------------------------------------------
+    def action(self, rid: str, name: str, query: dict[str, list[str]], raw: bytes) -> str:
+        """Start a power action on the VM ``rid`` (``name`` lower case); its operation id. Refused as
+        Azure refuses: an unknown VM (404), a flag that is no boolean (400), a VM that is being
+        created, deleted or is in another action (409, the stand-in's rule: it never queues), a
+        restart of a VM that is not running (409 OperationNotAllowed), hibernation the VM was not
+        created for (409)."""
+        item = self.items.get(rid.lower())
+        if item is None or item["rtype"] != MACHINE:
+            raise self._not_found(rid)
+        spelling, seconds = ACTIONS[name]
+        flag = ACTION_FLAGS.get(name)
+        for key in query:
+            if key.lower() == "api-version":
+                continue
+            if key != flag:
+                raise ArmError(
+                    400,
+                    "InvalidParameter",
+                    f"The query parameter '{key}' is not valid for '{spelling}'.",
+                    key,
+                )
+            if query[key][0].lower() not in ("true", "false"):
+                raise ArmError(
+                    400, "InvalidParameter", f"The value '{query[key][0]}' of '{key}' is not a boolean.", key
+                )
+        if raw.strip():
+            try:
+                json.loads(raw)
+            except ValueError as err:
+                raise ArmError(
+                    400,
+                    "InvalidRequestContent",
+                    f"The request content was invalid and could not be deserialized: {err}.",
+                ) from None
+        state = self._state(item)
+        if state != "Succeeded":
+            raise ArmError(
+                409,
+                "Conflict",
+                f"Operation '{spelling}' is not allowed on VM '{item['name']}' while its provisioning state "
+                f"is {state}; wait for the operation in progress to end.",
+            )
+        if name == "restart" and item.get("power") != "running":
+            raise ArmError(
+                409, "OperationNotAllowed", "The operation requires the VM to be running (or set to run)."
+            )
+        hibernate = (query.get("hibernate") or ["false"])[0].lower() == "true"
+        caps = (item["properties"].get("additionalCapabilities") or {}).get("hibernationEnabled")
+        if hibernate and not caps:
+            raise ArmError(
+                409,
+                "OperationNotAllowed",
+                f"Hibernation is not enabled on VM '{item['name']}' "
+                "(additionalCapabilities.hibernationEnabled).",
+            )
+        self.actions[spelling] += 1
+        item["power"] = POWER_DURING[name]
+        if name == "deallocate":
+            self.hosts.release(item)
+        item["op"] = self._op("action", rid, seconds)
+        self.ops[item["op"]]["action"] = name
+        return item["op"]
+
+    def _finish_action(self, op: dict[str, Any]) -> None:
+        item = self.items.get(op["rid"].lower())
+        if item is None:
+            return
+        name = op["action"]
+        item["power"] = POWER_AFTER[name]
+        if item["power"] == "running":
+            self.hosts.place(item, ACTIONS[name][0])
+
+    def instance_view(self, rid: str) -> dict[str, Any]:
+        """GET .../virtualMachines/{vm}/instanceView: provisioning and power state (no host: Azure
+        names one only for dedicated hosts)."""
+        item = self.items.get(rid.lower())
+        if item is None or item["rtype"] != MACHINE:
+            raise self._not_found(rid)
+        state = self._state(item)
+        power = item.get("power", "running")
+        return {
+            "computerName": ((item["properties"].get("osProfile") or {}).get("computerName")),
+            "platformUpdateDomain": 0,
+            "platformFaultDomain": 0,
+            "statuses": [
+                {
+                    "code": f"ProvisioningState/{state.lower()}",
+                    "level": "Info",
+                    "displayStatus": f"Provisioning {state.lower()}",
+                },
+                {"code": f"PowerState/{power}", "level": "Info", "displayStatus": f"VM {power}"},
+            ],
+        }
+
     # --- listings ----------------------------------------------------------------------------
     def listing(self, what: str, tag: tuple[str, str | None] | None) -> list[dict[str, Any]]:
         """Resource groups or resources of the subscription, optionally filtered by a tag."""
@@ -276,6 +409,8 @@ class Arm:
         machines = [i["id"] for i in self.items.values() if i["rtype"] == MACHINE]
         return {
             **self.counts,
+            "actions": dict(self.actions),
+            **self.hosts.stats(),
             **({"functions": dict(self.web.counts)} if self.web is not None else {}),
             "machines_left": machines,
             "resources_left": [i["id"] for i in self.items.values()],
@@ -294,6 +429,12 @@ def _compute(item: dict[str, Any]) -> dict[str, Any]:
         "vmId": props.get("vmId"),
         "resourceId": item["id"],
         "zone": "",
+        # Azure's IMDS: the host only for VMs on a dedicated host (none here), fault and update
+        # domains as strings
+        "host": {"id": ""},
+        "hostGroup": {"id": ""},
+        "platformFaultDomain": "0",
+        "platformUpdateDomain": "0",
         "securityProfile": {
             "securityType": security.get("securityType", ""),
             "secureBootEnabled": flag[bool(uefi.get("secureBootEnabled"))],
