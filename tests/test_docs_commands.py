@@ -175,7 +175,7 @@ COMMANDS: dict[str, Run | Excluded] = {
     ),
     "make test": Excluded("the suite this test runs in"),
     "ansible-playbook run.yml -l sev,tdx": Run(
-        check=stops_with("no Azure credentials: set AZURE_CLIENT_ID, AZURE_SECRET and AZURE_TENANT"),
+        check=stops_with("no Azure credentials: set AZURE_SUBSCRIPTION_ID, AZURE_CLIENT_ID, AZURE_SECRET and AZURE_TENANT"),
         fixed="the default inventory left no hosts ('--limit leaves us with no hosts to target')",
     ),
     "ansible-playbook run.yml -l kvm,hyperv": Run(

@@ -349,7 +349,8 @@ def environment(work: Path, endpoint: dict) -> dict[str, str]:
         AZURE_SUBSCRIPTION_ID=endpoint["subscription_id"],
         TESTBED_AZURE_PYTHON=str(AZURE_PY),
         TESTBED_REHEARSAL_TASKS=str(work / "tasks.jsonl"),
-        ANSIBLE_CALLBACK_PLUGINS=str(HERE / "callback_plugins"),
+        # the rehearsal's callback beside the project's stdout callback (ansible.cfg)
+        ANSIBLE_CALLBACK_PLUGINS=f"{HERE / 'callback_plugins'}:{ROOT / 'playbooks' / 'callback_plugins'}",
         ANSIBLE_CALLBACKS_ENABLED="rehearsal_tasks,ansible.posix.profile_tasks",
         ANSIBLE_FORCE_COLOR="0",
         ANSIBLE_HOST_KEY_CHECKING="False",
