@@ -21,11 +21,12 @@ from testbed_reports.anova import ANOVA_NOTE, label_anova
 from testbed_reports.audit import attest_column
 from testbed_reports.compare import auto_pairs, compare, headline, parse_pairs
 from testbed_reports.diagnostics import STABLE_P, findings, windows
+from testbed_reports.engine import paths_dataset
 from testbed_reports.errors import ReportError
 from testbed_reports.export import parameter_anova
 from testbed_reports.fingerprint import fingerprints, label_factors, mismatches
 from testbed_reports.inference import DEFAULT_MARGIN, MachineSpread, primary_set
-from testbed_reports.load import Dataset, load
+from testbed_reports.load import Dataset
 from testbed_reports.runs import runs
 from testbed_reports.stats import MIN_N_CV_CI, describe
 from testbed_shared.atomic import write_atomically
@@ -412,6 +413,7 @@ def build(
     anova_log: bool = True,
     prior: MachineSpread | None = None,
     drift_p: float = STABLE_P,
+    store: Path | None = None,
 ) -> Report:
     """Build the report of docs/design.md section 6 into ``out``.
 
@@ -419,13 +421,14 @@ def build(
     wins over a record's own ``margin_percent``); ``prior`` is an optional machine-spread prior
     (inference.MachineSpread) that makes one-machine labels type-level; ``drift_p`` the KPSS
     level-stability p below which a machine's runs count as drifting (its run-level decisions are
-    withheld; docs/report.md *Drift*).
+    withheld; docs/report.md *Drift*); ``store`` the results store the results directories are read
+    through (default ``<results>/_store`` beside them: ``store.default_store``).
     """
     if not (math.isfinite(margin) and 0 < margin < 100):
         raise ReportError(f"--margin {margin!r}: expected a percentage between 0 and 100")
     if not (math.isfinite(drift_p) and 0 < drift_p < 1):
         raise ReportError(f"--drift-p {drift_p!r}: expected a probability between 0 and 1")
-    ds = load(paths, csv_mapping, csv_defaults)
+    ds = paths_dataset(paths, csv_mapping, csv_defaults, store)  # through the results store (issue 36)
     name = name or out.name
     fp = fingerprints(ds.records, ds.sysinfo)
     if not ds.obs.empty:

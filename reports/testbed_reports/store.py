@@ -1,0 +1,610 @@
+"""The results store: each collected run's chosen records as plain Parquet in the Hive layout.
+
+The agent's JSON Lines stay the source of truth (crash-safe, on the target and in
+``results/<run_id>/``); the store is what the controller's engine reads, written when a run is
+collected (``testbed-report store add``, the collect role) and refreshed by ``build`` when a run's
+files changed since. Layout (``results/_store`` unless ``--store`` or ``TESTBED_STORE`` says
+otherwise; ``_`` cannot start a run id, so no run directory collides with it)::
+
+    _store/store.json                                      store schema version, tables, writer
+    _store/observations/run=<run>/label=<label>/<host>.parquet   one row per observation
+    _store/records/run=<run>/<host>.parquet                one row per record that counts
+    _store/percentiles/run=<run>/<host>.parquet            latency percentiles of the records
+    _store/hosts/run=<run>/<host>.parquet                  the fingerprint (sysinfo) of each host
+    _store/manifests/<run>.json                            sources (size, mtime, SHA-256), warnings
+
+Partition values are percent-encoded (``label=fio%20via%20agent``), as Spark, Trino, BigQuery,
+DuckDB and Arrow decode them; the partition columns live in the paths only. Every file carries
+the store schema version in its key-value metadata (``testbed.store_schema``).
+
+The one record path applies on the way in: the records are read, checked and chosen by
+:mod:`testbed_reports.load` (:mod:`testbed_shared.records`: retries, duplicates, runs that share a
+run id kept apart). Writing is deterministic (rows in load order, fixed writer options), so adding
+a run twice leaves the same bytes; a run id already in the store from a different run (no agent
+session and no record in common) is stored as ``run_id@2`` with a warning, as the loader does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from testbed_reports import __version__
+from testbed_reports.errors import ReportError
+from testbed_reports.load import Dataset, load
+from testbed_shared.atomic import write_atomically
+
+#: version of the store layout; files and store.json carry it (``testbed.store_schema``)
+STORE_SCHEMA = 1
+SCHEMA_KEY = b"testbed.store_schema"
+#: the store's directory inside a results directory, and the variable that names another place
+STORE_DIR = "_store"
+STORE_ENV = "TESTBED_STORE"
+TABLES = ("observations", "records", "percentiles", "hosts")
+
+OBS_SCHEMA = pa.schema(
+    [
+        ("host", pa.string()),
+        ("groups", pa.string()),
+        ("benchmark", pa.string()),
+        ("type", pa.string()),
+        ("metric", pa.string()),
+        ("unit", pa.string()),
+        ("better", pa.string()),
+        ("primary", pa.bool_()),
+        ("value", pa.float64()),
+        ("repetition", pa.int64()),
+        ("index", pa.int64()),
+        ("started_at", pa.string()),
+        ("cc_technology", pa.string()),
+        ("record", pa.int64()),
+        ("seq", pa.int64()),
+    ]
+)
+REC_SCHEMA = pa.schema(
+    [
+        ("record", pa.int64()),
+        ("host", pa.string()),
+        ("label", pa.string()),
+        ("groups", pa.string()),
+        ("benchmark", pa.string()),
+        ("type", pa.string()),
+        ("index", pa.int64()),
+        ("repetition", pa.int64()),
+        ("status", pa.string()),
+        ("error", pa.string()),
+        ("started_at", pa.string()),
+        ("ended_at", pa.string()),
+        ("margin", pa.float64()),
+        ("digest", pa.int64()),
+        ("attempt", pa.int64()),
+        ("session", pa.string()),
+        ("block", pa.string()),
+        ("cpu_percent", pa.float64()),
+        ("steal_percent", pa.float64()),
+        ("process_cpu_percent", pa.float64()),
+        ("params", pa.string()),
+        ("source", pa.string()),
+        ("line", pa.int64()),
+        ("cc_technology", pa.string()),
+        ("crypto", pa.string()),
+    ]
+)
+PCT_SCHEMA = pa.schema(
+    [
+        ("host", pa.string()),
+        ("label", pa.string()),
+        ("benchmark", pa.string()),
+        ("series", pa.string()),
+        ("percentile", pa.float64()),
+        ("value", pa.float64()),
+    ]
+)
+HOST_SCHEMA = pa.schema(
+    [
+        ("host", pa.string()),
+        ("label", pa.string()),
+        ("groups", pa.string()),
+        ("kernel", pa.string()),
+        ("microcode", pa.string()),
+        ("cpu_model", pa.string()),
+        ("vm_size", pa.string()),
+        ("tcb", pa.string()),
+        ("cc_technology", pa.string()),
+        ("first_started_at", pa.string()),
+        ("sysinfo", pa.string()),
+    ]
+)
+SCHEMAS = {"observations": OBS_SCHEMA, "records": REC_SCHEMA, "percentiles": PCT_SCHEMA, "hosts": HOST_SCHEMA}
+
+
+class StoreError(ReportError):
+    """A store that cannot be read or written as it is (names the store and what to do)."""
+
+
+def default_store(paths: Iterable[Path] = ()) -> Path:
+    """The store for these results: ``$TESTBED_STORE``, else ``<results>/_store`` beside the first
+    run directory given (``results/RUN`` -> ``results/_store``), else ``results/_store``."""
+    env = os.environ.get(STORE_ENV)
+    if env:
+        return Path(env).expanduser()
+    for given in paths:
+        p = Path(given)
+        run_dir = p if p.is_dir() else p.parent
+        return run_dir.resolve().parent / STORE_DIR
+    return Path("results") / STORE_DIR
+
+
+def encode(value: str) -> str:
+    """A partition value as Hive writes it: every character but letters, digits and ``._-``
+    percent-encoded (so ``/``, ``=`` and spaces never split a path)."""
+    return quote(value, safe="._-") or "%00"
+
+
+# -- the sources of a run ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Source:
+    """One file a stored run was read from: its path relative to the run directory, size, mtime."""
+
+    rel: str
+    size: int
+    mtime_ns: int
+    sha256: str = ""
+
+    def key(self) -> tuple[str, int, int]:
+        return (self.rel, self.size, self.mtime_ns)
+
+
+def run_files(path: Path) -> tuple[Path, list[Path]]:
+    """(the run directory, its result and sysinfo files) of a results directory or one .jsonl."""
+    if path.is_dir():
+        files = sorted(path.rglob("*.jsonl"))
+        files += sorted(f for f in path.rglob("*.sysinfo.json"))
+        return path, files
+    si = path.with_name(path.name[: -len(".jsonl")] + ".sysinfo.json")
+    return path.parent, [path, *([si] if si.exists() else [])]
+
+
+def sources(path: Path, digest: bool = False) -> list[Source]:
+    """The sources of a results path as they are now (``digest``: with their SHA-256)."""
+    root, files = run_files(path)
+    out = []
+    for f in files:
+        st = f.stat()
+        sha = _sha256(f) if digest else ""
+        out.append(Source(f.relative_to(root).as_posix(), st.st_size, st.st_mtime_ns, sha))
+    return out
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+# -- the store ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Manifest:
+    """What one stored run was made of (``manifests/<run>.json``)."""
+
+    run: str
+    run_id: str  # the run id its records carry (``run`` differs when it was kept apart: run_id@2)
+    origin: str  # the run directory it was read from, absolute
+    sources: list[Source]
+    warnings: list[str] = field(default_factory=list)
+    records: int = 0
+    observations: int = 0
+    hosts: list[str] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
+    sessions: list[str] = field(default_factory=list)
+    schema: int = STORE_SCHEMA
+
+    def as_dict(self) -> dict[str, Any]:
+        d = self.__dict__ | {"sources": [s.__dict__ for s in self.sources]}
+        return {"store_schema": d.pop("schema"), **d}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Manifest:
+        d = dict(d)
+        schema = d.pop("store_schema", 0)
+        srcs = [Source(**s) for s in d.pop("sources", [])]
+        return cls(sources=srcs, schema=int(schema), **d)
+
+
+class Store:
+    """A results store at ``root`` (created on first write)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    # reading --------------------------------------------------------------------------------
+
+    def version(self) -> int | None:
+        """The schema version of the store (None: no store yet)."""
+        meta = self.root / "store.json"
+        if not meta.exists():
+            return None
+        try:
+            data = json.loads(meta.read_text(encoding="utf-8"))
+            return int(data["store_schema"])
+        except (ValueError, KeyError, TypeError, OSError) as exc:
+            raise StoreError(
+                f"{meta}: not a store description ({exc})",
+                "remove the store; build re-creates it from results",
+            ) from None
+
+    def check(self) -> list[str]:
+        """Refuse a store newer than this reader; migrate an older one. Returns what was done."""
+        v = self.version()
+        if v is None or v == STORE_SCHEMA:
+            return []
+        if v > STORE_SCHEMA:
+            raise StoreError(
+                f"{self.root}: store schema {v} is newer than this testbed-report reads ({STORE_SCHEMA})",
+                "upgrade testbed-report, or use --store DIR for a store of this version",
+            )
+        return self.migrate(v)
+
+    def migrate(self, old: int) -> list[str]:
+        """Bring a store of an older schema to :data:`STORE_SCHEMA`: each run is read again from
+        its JSON Lines (the source of truth, listed in its manifest); a run whose sources are gone
+        is an error naming them (nothing is deleted)."""
+        done = []
+        manifests = self.manifests()
+        missing = [
+            (m.run, str(Path(m.origin) / s.rel))
+            for m in manifests
+            for s in m.sources
+            if not (Path(m.origin) / s.rel).exists()
+        ]
+        if missing:
+            run, path = missing[0]
+            raise StoreError(
+                f"{self.root}: store schema {old} is older than {STORE_SCHEMA} and run {run} cannot be "
+                f"re-read ({path} is gone)",
+                "give the results directories again with testbed-report store add, or use a new --store",
+            )
+        for m in manifests:
+            origin = Path(m.origin)
+            self._remove_run(m.run)
+            self._add(origin, run_hint=m.run)
+            done.append(
+                f"store {self.root}: run {m.run} migrated from store schema {old} to {STORE_SCHEMA} "
+                f"(re-read from {origin})"
+            )
+        self._write_meta()
+        return done
+
+    def manifests(self) -> list[Manifest]:
+        out = []
+        for f in sorted((self.root / "manifests").glob("*.json")):
+            try:
+                out.append(Manifest.from_dict(json.loads(f.read_text(encoding="utf-8"))))
+            except (ValueError, TypeError, KeyError) as exc:
+                raise StoreError(
+                    f"{f}: not a run manifest ({exc})", "remove it and add the run again"
+                ) from None
+        return out
+
+    def manifest(self, run: str) -> Manifest | None:
+        f = self.root / "manifests" / f"{run}.json"
+        if not f.exists():
+            return None
+        return Manifest.from_dict(json.loads(f.read_text(encoding="utf-8")))
+
+    def find(self, path: Path) -> list[Manifest]:
+        """The stored runs read from this results path with the files it has now (empty: not
+        stored, or its files changed since)."""
+        root, _ = run_files(path)
+        origin = str(root.resolve())
+        now = {s.key() for s in sources(path)}
+        return [m for m in self.manifests() if m.origin == origin and {s.key() for s in m.sources} == now]
+
+    # writing --------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """The store's writer lock (``.lock``, flock): one writer at a time, readers of a run see
+        it whole (a run's partitions are renamed into place)."""
+        self._ensure_root()
+        with (self.root / ".lock").open("a") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def add(self, path: Path, run_hint: str | None = None) -> list[Manifest]:
+        """Read one results directory (or .jsonl file) through the record path and store each of
+        its runs; returns their manifests. Adding the same files again rewrites the same bytes."""
+        path = Path(path)
+        if not path.exists():
+            raise ReportError(f"{path}: no such file or directory", "give results/<run_id> directories")
+        with self.locked():
+            found = [] if run_hint else self.find(path)
+            return found or self._add(path, run_hint)
+
+    def _add(self, path: Path, run_hint: str | None) -> list[Manifest]:
+        v = self.version()
+        if v is not None and v != STORE_SCHEMA:
+            self.check()
+        ds = load([path])
+        root, _ = run_files(path)
+        srcs = sources(path, digest=True)
+        out = []
+        for run_id in sorted(set(ds.records["run_id"])):
+            run = run_hint or self._run_name(run_id, ds)
+            out.append(self._write_run(run, run_id, ds, root, srcs))
+        self._write_meta()
+        return out
+
+    def _run_name(self, run_id: str, ds: Dataset) -> str:
+        """``run_id``, or ``run_id@N`` when the store holds a different run with that id (no agent
+        session and no record in common: :func:`testbed_shared.records.runs`' rule)."""
+        mine = ds.records[ds.records["run_id"] == run_id]
+        sessions = set(mine["session"].dropna().astype(str))
+        digests = set(mine["digest"].astype(np.int64).tolist())
+        base = run_id.split("@", 1)[0] if "@" in run_id else run_id
+        n = 1
+        while True:
+            name = base if n == 1 else f"{base}@{n}"
+            m = self.manifest(name)
+            if m is None or sessions & set(m.sessions) or digests & self._digests(name):
+                return name
+            n += 1
+
+    def _digests(self, run: str) -> set[int]:
+        d = self.root / "records" / f"run={encode(run)}"
+        if not d.exists():
+            return set()
+        return {
+            int(x)
+            for f in sorted(d.glob("*.parquet"))
+            for x in pq.read_table(f, columns=["digest"])[0].to_pylist()
+        }
+
+    def _write_run(self, run: str, run_id: str, ds: Dataset, root: Path, srcs: list[Source]) -> Manifest:
+        rec_mask = (ds.records["run_id"] == run_id).to_numpy()
+        recs = ds.records[rec_mask]
+        positions = np.flatnonzero(rec_mask)
+        new_pos = np.full(len(ds.records), -1, dtype=np.int64)
+        new_pos[positions] = np.arange(len(positions))
+        obs_all = ds.obs[ds.obs["record"].to_numpy() >= 0] if len(ds.obs) else ds.obs
+        obs = obs_all[(obs_all["run_id"].astype(str) == run_id).to_numpy()] if len(obs_all) else obs_all
+        params = [ds.params[i] for i in positions]
+        crypto = {}
+        for c in ds.crypto:
+            if c.get("run_id") == run_id:
+                crypto[(c["host"], c.get("index", -1), c["benchmark"], c["repetition"])] = c
+        tmp = Path(tempfile.mkdtemp(prefix=".adding-", dir=self._ensure_root()))
+        try:
+            hosts = sorted(set(recs["host"].astype(str)))
+            for host in hosts:
+                hmask = (recs["host"].astype(str) == host).to_numpy()
+                self._write_records(
+                    tmp, host, recs[hmask], new_pos[positions[hmask]], params, positions, hmask, root, crypto
+                )
+                omask = (obs["host"].astype(str) == host).to_numpy() if len(obs) else np.zeros(0, bool)
+                self._write_obs(tmp, host, obs[omask], new_pos)
+                self._write_pct(tmp, host, ds.percentiles, run_id)
+                self._write_host(tmp, host, recs[hmask], ds.sysinfo.get((run_id, host)))
+            manifest = Manifest(
+                run=run,
+                run_id=run_id,
+                origin=str(root.resolve()),
+                sources=srcs,
+                warnings=list(ds.warnings),
+                records=len(recs),
+                observations=len(obs),
+                hosts=hosts,
+                labels=sorted(set(recs["label"].astype(str))),
+                sessions=sorted(set(recs["session"].dropna().astype(str))),
+            )
+            self._remove_run(run)
+            for table in TABLES:
+                src = tmp / table
+                if src.exists():
+                    dest = self.root / table / f"run={encode(run)}"
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    os.replace(src, dest)
+            (self.root / "manifests").mkdir(exist_ok=True)
+            write_atomically(
+                self.root / "manifests" / f"{run}.json",
+                json.dumps(manifest.as_dict(), indent=1, sort_keys=True) + "\n",
+                what="store",
+            )
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return manifest
+
+    def _ensure_root(self) -> Path:
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(
+                f"{self.root}: cannot create the results store ({exc.strerror})",
+                f"name a writable place with --store DIR or {STORE_ENV}",
+            ) from None
+        return self.root
+
+    def _remove_run(self, run: str) -> None:
+        for table in TABLES:
+            shutil.rmtree(self.root / table / f"run={encode(run)}", ignore_errors=True)
+        (self.root / "manifests" / f"{run}.json").unlink(missing_ok=True)
+
+    def _write_meta(self) -> None:
+        meta = {
+            "store_schema": STORE_SCHEMA,
+            "tables": list(TABLES),
+            "layout": "hive",
+            "writer": f"testbed-report {__version__}",
+        }
+        write_atomically(self.root / "store.json", json.dumps(meta, indent=1) + "\n", what="store")
+
+    # one table of one host ------------------------------------------------------------------
+
+    @staticmethod
+    def _write(table: str, tmp: Path, rel: str, data: dict[str, Any]) -> None:
+        schema = SCHEMAS[table]
+        cols = {}
+        for f in schema:
+            vals = data[f.name]
+            if f.type == pa.string():
+                vals = [
+                    None if v is None or (isinstance(v, float) and math.isnan(v)) else str(v) for v in vals
+                ]
+            cols[f.name] = pa.array(vals, type=f.type)
+        tbl = pa.table(cols, schema=schema)
+        tbl = tbl.replace_schema_metadata({SCHEMA_KEY: str(STORE_SCHEMA).encode()})
+        dest = tmp / table / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(tbl, dest, compression="zstd", use_dictionary=True, write_statistics=True)
+
+    def _write_records(
+        self,
+        tmp: Path,
+        host: str,
+        recs: pd.DataFrame,
+        pos: np.ndarray,
+        params: list,
+        positions: np.ndarray,
+        hmask: np.ndarray,
+        root: Path,
+        crypto: dict,
+    ) -> None:
+        prm = [params[i] for i in np.flatnonzero(hmask)]
+        data = {c: _column(recs, c) for c in REC_SCHEMA.names if c in recs}
+        data["record"] = pos
+        data["params"] = [None if p is None else json.dumps(p, sort_keys=True) for p in prm]
+        data["source"] = [_rel(s, root) for s in recs["source"]]
+        data["crypto"] = [
+            json.dumps(crypto[k], sort_keys=True) if k in crypto else None
+            for k in zip(recs["host"], recs["index"], recs["benchmark"], recs["repetition"], strict=True)
+        ]
+        self._write("records", tmp, f"{_file(host)}.parquet", data)
+
+    def _write_obs(self, tmp: Path, host: str, obs: pd.DataFrame, new_pos: np.ndarray) -> None:
+        if obs.empty:
+            return
+        seq = obs.index.to_numpy()
+        for label in sorted(set(obs["label"].astype(str))):
+            m = (obs["label"].astype(str) == label).to_numpy()
+            part = obs[m]
+            data = {c: _column(part, c) for c in OBS_SCHEMA.names if c in part}
+            data["record"] = new_pos[part["record"].to_numpy()]
+            data["seq"] = seq[m]
+            self._write("observations", tmp, f"label={encode(label)}/{_file(host)}.parquet", data)
+
+    def _write_pct(self, tmp: Path, host: str, pct: pd.DataFrame, run_id: str) -> None:
+        if pct.empty:
+            return
+        m = ((pct["run_id"].astype(str) == run_id) & (pct["host"].astype(str) == host)).to_numpy()
+        if not m.any():
+            return
+        part = pct[m]
+        self._write(
+            "percentiles", tmp, f"{_file(host)}.parquet", {c: _column(part, c) for c in PCT_SCHEMA.names}
+        )
+
+    def _write_host(self, tmp: Path, host: str, recs: pd.DataFrame, info: dict[str, Any] | None) -> None:
+        fp = fingerprint_fields(info)
+        starts = recs["started_at"].dropna().astype(str)
+        data = {
+            "host": [host],
+            "label": [str(recs["label"].iloc[0])],
+            "groups": [str(recs["groups"].iloc[0])],
+            **{k: [v] for k, v in fp.items()},
+            "cc_technology": [str(recs["cc_technology"].iloc[0])],
+            "first_started_at": [min(starts) if len(starts) else None],
+            "sysinfo": [None if info is None else json.dumps(info, sort_keys=True)],
+        }
+        self._write("hosts", tmp, f"{_file(host)}.parquet", data)
+
+
+def _file(host: str) -> str:
+    return encode(host)
+
+
+def _rel(source: Any, root: Path) -> str:
+    try:
+        return Path(str(source)).resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(source)
+
+
+def _column(df: pd.DataFrame, c: str) -> list[Any]:
+    col = df[c]
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        col = col.astype(object)
+    vals = col.to_numpy(dtype=object) if col.dtype == object else col.to_numpy()
+    out = vals.tolist()
+    if col.dtype == object:
+        out = [None if (v is None or (isinstance(v, float) and math.isnan(v))) else v for v in out]
+    return out
+
+
+def _find(obj: Any, want: Sequence[str], depth: int = 0) -> Any:
+    """The first value under a key whose name contains one of ``want`` (depth-first, bounded)."""
+    if depth > 6:
+        return None
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if any(w in str(k).lower() for w in want) and v not in (None, "", {}, []):
+                return v
+        for v in obj.values():
+            hit = _find(v, want, depth + 1)
+            if hit is not None:
+                return hit
+    elif isinstance(obj, list):
+        for v in obj[:32]:
+            hit = _find(v, want, depth + 1)
+            if hit is not None:
+                return hit
+    return None
+
+
+def _text(v: Any) -> str | None:
+    if v is None:
+        return None
+    return v if isinstance(v, str) else json.dumps(v, sort_keys=True)
+
+
+def fingerprint_fields(info: dict[str, Any] | None) -> dict[str, str | None]:
+    """What history shows beside a change: kernel release, CPU microcode and model, the cloud VM
+    size, the firmware/TCB version from the attestation evidence (``cc.attestation``)."""
+    info = info or {}
+
+    def sect(name: str) -> dict[str, Any]:
+        v = info.get(name)
+        return v if isinstance(v, dict) else {}
+
+    cc = sect("cc")
+    return {
+        "kernel": _text(sect("kernel").get("release")),
+        "microcode": _text(sect("cpu").get("microcode")),
+        "cpu_model": _text(sect("cpu").get("model")),
+        "vm_size": _text(_find(sect("cloud"), ("vm_size", "instance_type", "machine_type"))),
+        "tcb": _text(_find(cc.get("attestation") or {}, ("tcb",))),
+    }
