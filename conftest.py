@@ -89,50 +89,119 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 Proc = tuple[int, int]  # (pid, start time in clock ticks): a pid reused later is another process
 
 
-def descendants(root: int, skip: set[Proc] | frozenset[Proc] = frozenset()) -> dict[Proc, str]:
-    """The live (not zombie) descendants of ``root`` with their command names, leaving out the
-    subtrees of the processes in ``skip``: one /proc scan."""
-    children: dict[int, list[int]] = {}
-    info: dict[int, tuple[bytes, int, str]] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            fd = os.open(f"/proc/{name}/stat", os.O_RDONLY)
-        except OSError:
-            continue
-        try:
-            data = os.read(fd, 1024)
-        except OSError:
-            continue
-        finally:
-            os.close(fd)
-        close = data.rfind(b")")
-        fields = data[close + 2 :].split(b" ", 20)
-        pid = int(name)
-        children.setdefault(int(fields[1]), []).append(pid)
-        info[pid] = (fields[0], int(fields[19]), data[data.find(b"(") + 1 : close].decode(errors="replace"))
-    out: dict[Proc, str] = {}
-    stack = [root]
-    while stack:
-        for child in children.get(stack.pop(), ()):
-            state, start, comm = info[child]
-            if (child, start) in skip:
+def _stat(pid: int) -> tuple[bytes, int, int, str] | None:
+    """(state, parent pid, start time, command) of ``pid``; None when it is gone."""
+    try:
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        data = os.read(fd, 1024)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    close = data.rfind(b")")
+    fields = data[close + 2 :].split(b" ", 20)
+    return (
+        fields[0],
+        int(fields[1]),
+        int(fields[19]),
+        data[data.find(b"(") + 1 : close].decode(errors="replace"),
+    )
+
+
+def _alive(proc: Proc) -> bool:
+    info = _stat(proc[0])
+    return info is not None and info[2] == proc[1] and info[0] not in (b"Z", b"X")
+
+
+def _last_pid() -> int:
+    """The pid the kernel handed out last (/proc/loadavg)."""
+    return int(Path("/proc/loadavg").read_text().split()[-1])
+
+
+class Descendants:
+    """The live descendants of the process ``root``, found incrementally: each look reads only the
+    processes whose pids were handed out since the last one (a full /proc scan after a wrap of
+    more than half the pid space). A process is a descendant when its parent chain reaches
+    ``root`` or a descendant seen before (pid and start time)."""
+
+    def __init__(self, root: int) -> None:
+        self.root = root
+        self.pid_max = int(Path("/proc/sys/kernel/pid_max").read_text())
+        self.mark = _last_pid()
+        self.seen: dict[int, int] = {}  # pid -> start time of the descendants found so far
+        self.look(set(), full=True)
+
+    def look(self, skip: set[Proc], full: bool = False) -> dict[Proc, str]:
+        """The live descendants started since the last look, leaving out the subtrees of the
+        processes in ``skip`` (their new descendants are added to it): {(pid, start): command}."""
+        now = _last_pid()
+        span = (now - self.mark) % self.pid_max
+        low, self.mark = self.mark, now
+        pids = [int(n) for n in os.listdir("/proc") if n.isdigit()]
+        if not full and span <= self.pid_max // 2:
+            pids = [p for p in pids if 0 < (p - low) % self.pid_max <= span]
+        skipped = dict(skip)
+        verdict: dict[int, str] = {}
+        found: dict[Proc, str] = {}
+        for pid in sorted(pids):
+            info = _stat(pid)
+            if info is None:
                 continue
-            stack.append(child)
-            if state not in (b"Z", b"X"):
-                out[(child, start)] = comm
-    return out
+            whose = self._whose(pid, info, skipped, verdict)
+            if whose == "skip":
+                skip.add((pid, info[2]))
+                skipped[pid] = info[2]
+            elif whose == "ours":
+                self.seen[pid] = info[2]
+                if info[0] not in (b"Z", b"X"):
+                    found[(pid, info[2])] = info[3]
+        return found
+
+    def _whose(self, pid: int, info: tuple, skipped: dict[int, int], verdict: dict[int, str]) -> str:
+        """ "ours", "skip" (in the subtree of a skipped process) or "other", by the parent chain."""
+        if skipped.get(pid) == info[2]:
+            return "skip"
+        chain, parent = [pid], info[1]
+        while True:
+            if parent == self.root:
+                result = "ours"
+                break
+            if parent in verdict:
+                result = verdict[parent]
+                break
+            up = _stat(parent) if parent > 1 else None
+            if up is None:
+                result = "other"
+                break
+            if skipped.get(parent) == up[2]:
+                result = "skip"
+                break
+            if self.seen.get(parent) == up[2]:
+                result = "ours"
+                break
+            chain.append(parent)
+            parent = up[1]
+        for p in chain:
+            verdict[p] = result
+        return result
 
 
 def _written() -> int:
     """Bytes this process and its reaped children caused to be written (/proc/self/io)."""
     try:
-        for line in Path("/proc/self/io").read_text().splitlines():
-            if line.startswith("write_bytes:"):
-                return int(line.split()[1])
+        fd = os.open("/proc/self/io", os.O_RDONLY)
+        try:
+            data = os.read(fd, 4096)
+        finally:
+            os.close(fd)
     except OSError:
-        pass
+        return 0
+    for line in data.split(b"\n"):
+        if line.startswith(b"write_bytes:"):
+            return int(line.split()[1])
     return 0
 
 
@@ -169,9 +238,9 @@ class LeakCheck:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.pid = os.getpid()
-        self.known = set(descendants(self.pid))
-        self.owned: dict[Proc, str] = {}  # started by fixtures wider than a function
+        self.tree = Descendants(os.getpid())
+        self.owned: set[Proc] = set()  # started by fixtures wider than a function, with their subtrees
+        self.pending: dict[Proc, str] = {}
 
     def places(self) -> list[Path]:
         base = self.config._tmp_path_factory.getbasetemp()
@@ -182,12 +251,11 @@ class LeakCheck:
     def pytest_fixture_setup(self, fixturedef: pytest.FixtureDef, request: pytest.FixtureRequest) -> Iterator:
         if fixturedef.scope == "function":
             return (yield)
-        before = set(descendants(self.pid, set(self.owned)))
+        self.pending = self.tree.look(self.owned)  # the test's own, judged at its teardown
         try:
             return (yield)
         finally:
-            now = descendants(self.pid, set(self.owned))
-            self.owned.update({k: v for k, v in now.items() if k not in before})
+            self.owned.update(self.tree.look(self.owned))
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> Iterator:
@@ -207,17 +275,17 @@ class LeakCheck:
         return result
 
     def _processes(self) -> list[str]:
+        new = {**self.pending, **self.tree.look(self.owned)}
+        self.pending = {}
+        new = {k: v for k, v in new.items() if k not in self.owned}
         end = time.monotonic() + ENDING_S
-        while True:
-            now = descendants(self.pid, set(self.owned))  # what a wider fixture runs is its own
-            new = {k: v for k, v in now.items() if k not in self.known}
-            if not new or time.monotonic() > end:
-                break
-            time.sleep(0.05)
+        while new and time.monotonic() < end:  # a process still ending is not left behind
+            new = {k: v for k, v in new.items() if _alive(k)}
+            if new:
+                time.sleep(0.05)
         for pid, _start in new:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-        self.known = {k for k in now if k not in new}
         if not new:
             return []
         names = ", ".join(f"{pid} {comm}" for (pid, _s), comm in sorted(new.items())[:8])

@@ -34,13 +34,13 @@ def layout_running(out: Path) -> bool:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("how", ["sigterm", "sigkill-group"])
-def test_kill_during_layout_then_resume(tmp_path: Path, how: str) -> None:
+def test_kill_during_layout_then_resume(tmp_path: Path, how: str, spawn) -> None:
     plan = tmp_path / "plan.yml"
     plan.write_text(PLAN)
     out, scratch = tmp_path / "results" / "r1", tmp_path / "scratch"
     cmd = [sys.executable, "-m", "testbed_agent", "run", str(plan), "--out", str(out), "--host", "h1",
            "--scratch", str(scratch), "--node-exporter", ""]  # fmt: skip
-    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = spawn(cmd, stderr=subprocess.PIPE, text=True, start_new_session=True)
     deadline = time.monotonic() + 60
     while not layout_running(out):
         assert time.monotonic() < deadline and proc.poll() is None, "the layout started"

@@ -39,10 +39,10 @@ def wait_for(cond, timeout: float = 10.0) -> bool:
     return cond()
 
 
-def test_children_die_with_a_killed_agent_and_resume_reaps_the_rest(tmp_path: Path) -> None:
+def test_children_die_with_a_killed_agent_and_resume_reaps_the_rest(tmp_path: Path, spawn) -> None:
     state = tmp_path / "state"
     name = f"test-{os.getpid()}-{time.monotonic_ns()}"
-    agent = subprocess.Popen([sys.executable, "-c", AGENT, str(state), name, "-"], start_new_session=True)
+    agent = spawn([sys.executable, "-c", AGENT, str(state), name, "-"], start_new_session=True)
     assert wait_for(lambda: (state / "grandchild").exists() and (state / "pids").exists())
     child = int((state / "pids").read_text().split()[0])
     grandchild = int((state / "grandchild").read_text())
@@ -75,12 +75,10 @@ def test_reap_leaves_unrelated_processes_alone(tmp_path: Path) -> None:
         other.wait()
 
 
-def test_watchdog_reaps_descendants_without_a_resume(tmp_path: Path) -> None:
+def test_watchdog_reaps_descendants_without_a_resume(tmp_path: Path, spawn) -> None:
     state = tmp_path / "state"
     name = f"test-{os.getpid()}-{time.monotonic_ns()}"
-    agent = subprocess.Popen(
-        [sys.executable, "-c", AGENT, str(state), name, "watchdog"], start_new_session=True
-    )
+    agent = spawn([sys.executable, "-c", AGENT, str(state), name, "watchdog"], start_new_session=True)
     assert wait_for(lambda: (state / "grandchild").exists() and (state / "pids").exists())
     child = int((state / "pids").read_text().split()[0])
     grandchild = int((state / "grandchild").read_text())

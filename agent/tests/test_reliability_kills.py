@@ -82,7 +82,7 @@ def _live(pid: int) -> bool:
 
 
 @pytest.mark.slow
-def test_random_sigkills_then_resume(tmp_path: Path) -> None:
+def test_random_sigkills_then_resume(tmp_path: Path, spawn) -> None:
     rng = random.Random(SEED)
     plan = tmp_path / "plan.yml"
     plan.write_text(PLAN)
@@ -100,8 +100,8 @@ def test_random_sigkills_then_resume(tmp_path: Path) -> None:
     while rc != 0:
         assert time.monotonic() - started < 240, "bounded: the suite must finish"
         before = sessions_started(out)
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                text=True, start_new_session=True)  # fmt: skip
+        proc = spawn(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                     text=True, start_new_session=True)  # fmt: skip
         resumes += kills > 0
         for name in survivors(left, out, before).values():
             survived[name] = survived.get(name, 0) + 1

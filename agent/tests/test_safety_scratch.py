@@ -118,7 +118,7 @@ def test_second_agent_exits_2_and_leaves_the_winners_line(tmp_path: Path, plan: 
 
 
 @pytest.mark.slow
-def test_concurrent_agents_one_wins(tmp_path: Path, plan: Path) -> None:
+def test_concurrent_agents_one_wins(tmp_path: Path, plan: Path, spawn) -> None:
     import subprocess
     import sys
 
@@ -126,7 +126,7 @@ def test_concurrent_agents_one_wins(tmp_path: Path, plan: Path) -> None:
     cmd = [sys.executable, "-m", "testbed_agent", "run", str(plan), "--out", str(out), "--host", "h1",
            "--node-exporter", ""]  # fmt: skip
     procs = [
-        subprocess.Popen([*cmd, "--scratch", str(tmp_path / f"s{i}")], stderr=subprocess.PIPE, text=True)
+        spawn([*cmd, "--scratch", str(tmp_path / f"s{i}")], stderr=subprocess.PIPE, text=True)
         for i in range(8)
     ]
     results = [(p.wait(120), p.stderr.read()) for p in procs]
