@@ -2,33 +2,45 @@
 the day of the week? (the preliminary experiment of the serverless I/O study: a run every minute for
 four days, S1 L711-717; docs/campaigns.md).
 
-Estimand: the pattern of the metric's geometric mean over the hours of a day (and over weekdays),
-repeated from day to day. Campaign data are autocorrelated (a run every minute sees the same
-neighbours, caches and noisy tenants as the run before): runs are not the unit of replication.
+Estimand: the metric's hour-of-day profile, the same on every day: each hour's geometric mean
+relative to the geometric mean over the 24 hours (``hour``), and the ratio of the business hours'
+(9-18 h, S1 L666) geometric mean to the other hours', hours weighted equally, in percent
+(``business_hours``; with ``--business-days`` read on those days only, the other days having a
+profile of their own, as S1's factor has weekends all off-hours). Day-level factors: workdays vs
+weekend days (``workday``), differences between weekdays (``weekday``).
 
-Unit of replication: the **block**, a calendar day in ``--tz`` (or ``--block-days`` N days). Within a
-block the runs are summarised per hour (mean log value of the hour's runs: one cell); blocks are
-assumed independent of one another, runs inside a block need not be.
+Unit of replication (hour, business_hours): the run, with dependent errors. The model is
+``log value = block level + hour level + e``: every block (a calendar day in ``--tz``, or
+``--block-days`` N days) has a free level, so any shift between days, steady or wandering, drops
+out; ``e`` is an AR(1) process in continuous time (``corr = phi ** (gap / step)``, step the median
+gap between runs): a run resembles the runs just before it (shared caches, noisy tenants).
+Fitted by exact GLS with phi by REML (:mod:`testbed_reports.ar1`); hour levels are read within
+blocks, so every hour must be seen in at least 2 blocks (else "not testable": inside one day an hour
+pattern cannot be told from drift). Runs at one instant are averaged first; ``--min-per-group``
+leaves out (block, hour) cells with fewer runs.
 
-Tests (:func:`calibrated`), each valid under any dependence inside a block:
+Tests and intervals: ``hour``, Wald F of the 23 hour contrasts; ``business_hours``, t of the
+contrast, its interval taken back to percent. The denominator df are Satterthwaite's from the REML
+information of (sigma^2, phi), which carries the uncertainty of the estimated phi into the test.
+``business_hours`` also prints the power its design had for a ``--power-effect`` (default 15 %)
+effect and the effect it finds with 80 % power (non-central t at its own standard error, so at the
+fitted noise and phi). Model check: Ljung-Box over 10 lags of the whitened residuals; p < 0.01
+prints a warning that the dependence is not AR(1) (the tests' level is then not guaranteed); it
+changes no test. ``workday`` and ``weekday`` take the day as the unit (each complete local day's
+mean of its hour cells): Welch t of workdays vs weekend days (2 of each needed); one-way ANOVA over
+weekdays only when some weekday was seen on two dates (else the weekday is the date).
 
-- ``hour`` (24 levels): randomized-block F on the (block x hour) cells, blocks complete in all 24
-  hours; the error term is the block x hour interaction, so it holds whatever each day's own wander
-  is, provided hour cells are not correlated across hours (checked: the lag-1 correlation of the
-  residuals between consecutive hours; when it is significant the conservative Box df (1, B - 1)
-  are used). Fewer than 2 complete blocks: "not testable", with the reason (hour and drift inside
-  one day cannot be told apart).
-- ``business_hours`` (9-18 h vs the rest, S1 L666): per block the difference of the mean log value
-  of business-hour cells and off-hour cells; one-sample t over blocks (B - 1 df); the effect is
-  shown as a percentage with its interval.
-- ``weekday`` (7 levels): one-way ANOVA over day means; testable only when some weekday was seen on
-  two dates (otherwise the weekday is the date, and a weekday effect is a day-to-day difference).
-- ``workday`` (Mon-Fri vs Sat-Sun): Welch t over day means (needs 2 days of each).
+Error control: each test at ``--alpha``, not adjusted across the four. Calibrated by seeded
+simulation (reports/tests/test_calibration_timeofday.py; bench/timeofday_calibration.py;
+docs/report.md has the table): four days, 10 % noise, no effect, false "effect" of hour / business
+hours at AR(1) phi 0.5 and 0.9 per run within 5 % + Monte Carlo error, every 15 minutes and every
+minute; phi 0.99 and a day-level random walk are in the table. A 15 % business-hours effect, four
+days every 15 minutes: found in 100 % at phi 0.5 and 0.9 (the last round's lag-1 pretest, which
+switched the hour test to Box's F(1, 3): 71 % and 1 %). Not covered: a level step inside a day (a
+neighbour arriving at 14:10) is partly an hour effect to this model; docs/report.md says how often.
 
-Error control: each test at ``--alpha``. Measured by seeded simulation of four-day minute
-campaigns with AR(1) noise and no effect (reports/tests/test_calibration_timeofday.py; figures in
-docs/report.md): every test's false "effect" rate stays within 5 % + Monte Carlo error at phi 0.5
-and 0.9, where Kruskal-Wallis over runs said "effect" in 98 % and 100 %.
+Cost: about 45 least-squares fits of the runs on (blocks + 23) columns; a four-day minute campaign
+(5,760 runs) about 0.5 s on one core.
 
 The thesis's own analysis (:func:`thesis_anova`, S1 Tables 8-11) is printed beside it, labelled as
 such: every run an observation, raw scale, business hours x workday two-way ANOVA without
@@ -41,23 +53,30 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from collections.abc import Collection
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import optimize, stats
 
+from testbed_reports import ar1
 from testbed_reports.anova import sequential_anova
 from testbed_reports.errors import ReportError
 from testbed_shared.atomic import write_atomically
-from testbed_shared.intervals import mean_interval
 
 WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 #: S1's business hours (9 AM to 6 PM, S1 L666) as [start, end) local hours
 BUSINESS = (9, 18)
 TESTS = ("hour", "business_hours", "weekday", "workday")
+#: the effect whose power the business-hours test reports (0.15: 15 %, issue 34)
+POWER_EFFECT = 0.15
+#: lags of the model check (Ljung-Box on the whitened residuals) and the p below which it warns
+LB_LAGS = 10
+MODEL_CHECK_P = 0.01
 
 
 def add_parser(subparsers: Any) -> None:
@@ -81,6 +100,20 @@ def add_parser(subparsers: Any) -> None:
         metavar="N",
         help="the block (unit of replication): N consecutive days (default 1: a calendar day)",
     )
+    p.add_argument(
+        "--business-days",
+        default="all",
+        metavar="DAYS",
+        help="days with business hours: all (default) or weekdays such as Mon-Fri or Mon,Wed; other days "
+        "get an hour pattern of their own",
+    )
+    p.add_argument(
+        "--power-effect",
+        type=float,
+        default=100 * POWER_EFFECT,
+        metavar="PERCENT",
+        help=f"business-hours effect whose power is reported (default {100 * POWER_EFFECT:g})",
+    )
     p.add_argument("--alpha", type=float, default=0.05, help="significance level of every test")
     p.add_argument("--min-per-group", type=int, default=1, help="runs an hour cell needs (default 1)")
     p.add_argument("--json", type=Path, metavar="FILE", help="also write the analysis as JSON")
@@ -98,12 +131,32 @@ def _cmd_timeofday(args: argparse.Namespace) -> int:
         alpha=args.alpha,
         tz=args.tz,
         block_days=args.block_days,
+        business_days=parse_days(args.business_days),
+        power_effect=args.power_effect / 100,
     )
     print(render(res))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         write_atomically(args.json, json.dumps(_clean(res), indent=2) + "\n", what="--json")
     return 0
+
+
+def parse_days(text: str) -> tuple[int, ...] | None:
+    """``all`` (None), or weekdays as ``Mon-Fri``, ``Sat,Sun`` or a mix: the weekday numbers."""
+    if text.strip().lower() == "all":
+        return None
+    names = {w.lower(): i for i, w in enumerate(WEEKDAYS)}
+    out: set[int] = set()
+    for part in text.split(","):
+        ends = [names.get(x.strip().lower()) for x in part.split("-")]
+        first, last = ends[0], ends[-1]
+        if len(ends) > 2 or first is None or last is None:
+            raise ReportError(
+                f"--business-days {text!r}: {part.strip()!r} is not a weekday or a range of weekdays",
+                "give all, or names such as Mon-Fri or Mon,Tue,Wed",
+            )
+        out.update(range(first, last + 1) if first <= last else [*range(first, 7), *range(last + 1)])
+    return tuple(sorted(out))
 
 
 def _only(values: pd.Series, what: str, option: str) -> str:
@@ -157,16 +210,19 @@ def _zone(tz: str) -> ZoneInfo:
 
 
 def local_frame(table: pd.DataFrame, tz: str = "UTC", block_days: int = 1) -> pd.DataFrame:
-    """The table with local ``hour``, ``day`` (days since the first local date), ``weekday``
-    (0 = Mon), ``block`` (``day // block_days``), ``value`` and ``logv``."""
+    """The table with ``t`` (seconds since the epoch), local ``hour``, ``day`` (days since the first
+    local date), ``weekday`` (0 = Mon), ``block`` (``day // block_days``), ``value`` and ``logv``."""
     if block_days < 1:
         raise ReportError(f"--block-days {block_days}: must be at least 1")
-    t = pd.to_datetime(table["time"], utc=True).dt.tz_convert(_zone(tz))
+    utc = pd.to_datetime(table["time"], utc=True)
+    t = utc.dt.tz_convert(_zone(tz))
     date = t.dt.tz_localize(None).dt.normalize()
     first = date.min() if len(date) else pd.Timestamp(0)
     day = ((date - first).dt.days).to_numpy(dtype=np.int64) if len(date) else np.zeros(0, dtype=np.int64)
+    epoch = (utc - pd.Timestamp(0, tz="UTC")).dt.total_seconds().to_numpy(dtype=float)
     return pd.DataFrame(
         {
+            "t": epoch,
             "hour": t.dt.hour.to_numpy(),
             "day": day,
             "weekday": t.dt.day_of_week.to_numpy(),
@@ -192,92 +248,237 @@ def _cells(f: pd.DataFrame, min_per_cell: int, by: str = "block") -> pd.DataFram
     return out[seen]
 
 
-def hour_test(f: pd.DataFrame, alpha: float = 0.05, min_per_cell: int = 1) -> dict[str, Any]:
-    """Randomized-block F of the hour of the day over complete blocks (see the module docstring)."""
-    complete = _cells(f, min_per_cell).dropna()
-    out: dict[str, Any] = {
-        "test": "hour",
-        "blocks": len(complete),
-        "blocks_seen": int(f["block"].nunique()),
-    }
-    if len(complete) < 2:
-        out["refused"] = (
-            f"{len(complete)} complete block(s) with all 24 hours (of {out['blocks_seen']} seen): need at "
-            "least 2 - within one block an hour pattern cannot be told apart from drift over the day"
+@dataclass(frozen=True)
+class HourModel:
+    """``log value = block + hour-of-day pattern (one per day type) + AR(1) errors``, fitted."""
+
+    fit: ar1.Ar1Fit
+    #: per day type (0: the tested days; 1: other days), 24 rows mapping beta to that type's hour
+    #: pattern (hour levels relative to its first hour seen; NaN rows: hours never seen)
+    pattern: tuple[np.ndarray, ...]
+    blocks: int
+    complete_blocks: int
+    runs: int
+    ties_averaged: int
+
+    def hour_effects(self) -> np.ndarray:
+        """24 x p: each hour's level minus the mean over the 24 hours (day type 0)."""
+        h = self.pattern[0]
+        return h - h.mean(axis=0, keepdims=True)
+
+    def summary(self) -> dict[str, Any]:
+        """The fit's figures every test prints: runs, blocks, phi (with its standard error), step
+        and the model check."""
+        q, df, p = self.fit.ljung_box(LB_LAGS)
+        return {
+            "runs": self.runs,
+            "blocks": self.blocks,
+            "complete_blocks": self.complete_blocks,
+            "ties_averaged": self.ties_averaged,
+            "phi": self.fit.rho,
+            "phi_se": self.fit.rho_se,
+            "step_s": self.fit.step_s,
+            "df_resid": self.fit.df_resid,
+            "model_check": {
+                "ljung_box_q": q,
+                "lags": LB_LAGS,
+                "df": df,
+                "p": p,
+                "ok": bool(p >= MODEL_CHECK_P),
+            },
+        }
+
+
+def _series(f: pd.DataFrame, min_per_cell: int) -> tuple[pd.DataFrame, int]:
+    """The runs the model sees, in time order: runs of (block, hour) cells with fewer than
+    ``min_per_cell`` runs left out; runs at one instant averaged (log scale) into one."""
+    code = f["block"].to_numpy(dtype=np.int64) * 24 + f["hour"].to_numpy(dtype=np.int64)
+    counts = pd.Series(code).map(pd.Series(code).value_counts()).to_numpy()
+    g = f[counts >= max(min_per_cell, 1)]
+    merged = (
+        g.groupby("t", sort=True)
+        .agg(
+            hour=("hour", "first"),
+            block=("block", "first"),
+            weekday=("weekday", "first"),
+            logv=("logv", "mean"),
         )
+        .reset_index()
+    )
+    return merged, len(g) - len(merged)
+
+
+def _too_few_blocks(g: pd.DataFrame, blocks_seen: int, what: str) -> str | None:
+    """The refusal when some hour of ``g`` was seen in fewer than 2 blocks (None: testable)."""
+    per_hour = g.groupby("hour")["block"].nunique().reindex(range(24), fill_value=0)
+    short = [f"{h:02d}" for h, k in per_hour.items() if k < 2]
+    if not short:
+        return None
+    complete = int((g.groupby("block")["hour"].nunique() == 24).sum())
+    return (
+        f"{complete} complete block(s) with all 24 hours{what} (of {blocks_seen} seen); hour(s) "
+        f"{', '.join(short[:6])}{' ...' if len(short) > 6 else ''} in fewer than 2 blocks: need every hour "
+        "in at least 2 blocks - within one block an hour pattern cannot be told apart from drift over the day"
+    )
+
+
+def hour_model(
+    f: pd.DataFrame, min_per_cell: int = 1, tested_days: Collection[int] | None = None
+) -> HourModel | str:
+    """Fit ``log value = block + hour pattern + AR(1) errors`` to a :func:`local_frame`; with
+    ``tested_days`` (weekdays, 0 = Mon) days of other weekdays get an hour pattern of their own.
+    Returns the refusal (why not testable) instead when some tested hour was seen in fewer than 2
+    blocks."""
+    g, ties = _series(f, min_per_cell)
+    blocks_seen = int(f["block"].nunique())
+    kind = np.zeros(len(g), dtype=np.int64)
+    if tested_days is not None:
+        kind = (~g["weekday"].isin(list(tested_days))).to_numpy().astype(np.int64)
+    what = "" if tested_days is None else " on " + _days_name(tested_days)
+    refusal = _too_few_blocks(g[kind == 0], blocks_seen, what)
+    if refusal:
+        return refusal
+    block_codes, blocks = pd.factorize(g["block"], sort=True)
+    hours = g["hour"].to_numpy(dtype=np.int64)
+    cols = [(block_codes == b).astype(float) for b in range(len(blocks))]
+    mixed = (pd.Series(kind).groupby(block_codes).nunique() > 1).any()
+    if mixed:
+        cols.append(kind.astype(float))
+    col_of: list[dict[int, int]] = []
+    for k in (0, 1):
+        seen = sorted(set(hours[kind == k].tolist()))
+        col_of.append({})
+        for h in seen[1:]:
+            col_of[k][h] = len(cols)
+            cols.append(((hours == h) & (kind == k)).astype(float))
+    x = np.column_stack(cols)
+    try:
+        fitted = ar1.fit(g["t"].to_numpy(), g["logv"].to_numpy(), x)
+    except ValueError as exc:
+        return f"the model cannot be fitted to these runs ({exc})"
+    patterns = []
+    for k in (0, 1):
+        h_map = np.full((24, x.shape[1]), np.nan)
+        seen = set(hours[kind == k].tolist())
+        for h in seen:
+            h_map[h] = 0.0
+            if h in col_of[k]:
+                h_map[h, col_of[k][h]] = 1.0
+        patterns.append(h_map)
+    complete = int((g[kind == 0].groupby("block")["hour"].nunique() == 24).sum())
+    return HourModel(fitted, tuple(patterns), len(blocks), complete, len(g), ties)
+
+
+def _days_name(days: Collection[int]) -> str:
+    s = sorted(set(days))
+    if len(s) > 2 and s == list(range(s[0], s[-1] + 1)):
+        return f"{WEEKDAYS[s[0]]}-{WEEKDAYS[s[-1]]}"
+    return ",".join(WEEKDAYS[d] for d in s)
+
+
+def _interval(est: float, se: float, df: float, alpha: float) -> tuple[float, float, float]:
+    """Percent effect of a log-scale estimate with its t interval."""
+    half = float(stats.t.isf(alpha / 2, df)) * se
+    return 100 * math.expm1(est), 100 * math.expm1(est - half), 100 * math.expm1(est + half)
+
+
+def hour_test(
+    f: pd.DataFrame, alpha: float = 0.05, min_per_cell: int = 1, model: HourModel | str | None = None
+) -> dict[str, Any]:
+    """F test of the hour-of-day pattern in the AR(1) GLS model (see the module docstring)."""
+    m = hour_model(f, min_per_cell) if model is None else model
+    out: dict[str, Any] = {"test": "hour", "blocks_seen": int(f["block"].nunique())}
+    if isinstance(m, str):
+        out["refused"] = m
         return out
-    y = complete.to_numpy()
-    b, h = y.shape
-    g = y.mean()
-    bm, hm = y.mean(axis=1, keepdims=True), y.mean(axis=0, keepdims=True)
-    resid = y - bm - hm + g
-    ss_hour, ss_res = float(b * ((hm - g) ** 2).sum()), float((resid**2).sum())
-    df_h, df_r = h - 1, (b - 1) * (h - 1)
-    r1 = float((resid[:, 1:] * resid[:, :-1]).sum() / ss_res) if ss_res > 0 else 0.0
-    # residual lag-1 correlation under independence is about -1/(h-1); a clearly positive one means
-    # hour cells are correlated across hours: Box's conservative df then
-    correlated = r1 > 2.0 / math.sqrt(b * (h - 1))
-    if ss_res <= 0:
-        out["refused"] = "no variation left after blocks and hours"
-        return out
-    f_val = (ss_hour / df_h) / (ss_res / df_r)
-    d1, d2 = (1, b - 1) if correlated else (df_h, df_r)
-    p = float(stats.f.sf(f_val, d1, d2))
-    effects = 100 * np.expm1(hm.ravel() - g)
+    eff = m.hour_effects()
+    f_val, d1, d2, p = m.fit.wald(eff[1:] - eff[0])  # 23 independent differences: all hours equal
+    est, se, df = np.array([m.fit.contrast(eff[h]) for h in range(24)]).T
+    half = stats.t.isf(alpha / 2, df) * se
+    hours = {f"{h:02d}": [100 * math.expm1(est[h] + d) for d in (0.0, -half[h], half[h])] for h in range(24)}
+    centre = {k: v[0] for k, v in hours.items()}
+    out.update(m.summary())
     out.update(
         {
-            "F": float(f_val),
+            "F": f_val,
             "df": [d1, d2],
             "p": p,
             "effect": bool(p < alpha),
-            "residual_lag1": r1,
-            "conservative_df": bool(correlated),
-            "hour_effect_percent": {f"{k:02d}": float(e) for k, e in enumerate(effects)},
-            "range_percent": float(effects.max() - effects.min()),
-            "dropped_blocks": int(out["blocks_seen"] - len(complete)),
+            "hour_effect_percent": centre,
+            "hour_ci_percent": {k: v[1:] for k, v in hours.items()},
+            "lowest_hour": min(centre, key=centre.__getitem__),
+            "highest_hour": max(centre, key=centre.__getitem__),
+            "range_percent": max(centre.values()) - min(centre.values()),
         }
     )
     return out
+
+
+def _power(delta: float, se: float, df: float, alpha: float) -> float:
+    """Two-sided t test's power at a true log effect ``delta`` with standard error ``se``."""
+    crit = float(stats.t.isf(alpha / 2, df))
+    total = 0.0
+    for nc in (delta / se, -delta / se):  # P(t > crit) + P(t < -crit) = P(t' > crit) at -nc
+        tail = float(stats.nct.sf(crit, df, nc))
+        total += tail if math.isfinite(tail) else float(stats.norm.sf(crit - nc))  # scipy's far tail: NaN
+    return min(total, 1.0)
 
 
 def business_test(
-    f: pd.DataFrame, alpha: float = 0.05, business: tuple[int, int] = BUSINESS, min_per_cell: int = 1
+    f: pd.DataFrame,
+    alpha: float = 0.05,
+    business: tuple[int, int] = BUSINESS,
+    min_per_cell: int = 1,
+    business_days: Collection[int] | None = None,
+    power_effect: float = POWER_EFFECT,
+    model: HourModel | str | None = None,
 ) -> dict[str, Any]:
-    """Business hours vs off-hours: per block the difference of the two levels' mean hour-cell log
-    values, t over blocks; effect in percent with its interval."""
-    cells = _cells(f, min_per_cell)
-    inside = [c for c in cells.columns if business[0] <= c < business[1]]
-    outside = [c for c in cells.columns if c not in inside]
-    d = (
-        (cells[inside].mean(axis=1) - cells[outside].mean(axis=1)).dropna()
-        if inside and outside
-        else pd.Series()
-    )
-    out: dict[str, Any] = {"test": "business_hours", "hours": list(business), "blocks": len(d)}
-    if len(d) < 2:
-        out["refused"] = (
-            f"{len(d)} block(s) with both business-hour ({business[0]:02d}-{business[1]:02d} h) and "
-            "off-hour runs: need at least 2 (the block is the unit of replication)"
-        )
+    """Business hours vs off-hours: the contrast (mean of the business hours' levels minus the mean
+    of the other hours' levels) of the AR(1) GLS hour pattern, t test, effect in percent with its
+    interval; and the power the design had for a ``power_effect`` (0.15 = 15 %) effect."""
+    m = hour_model(f, min_per_cell, business_days) if model is None else model
+    out: dict[str, Any] = {
+        "test": "business_hours",
+        "hours": list(business),
+        "days": "all" if business_days is None else _days_name(business_days),
+        "blocks_seen": int(f["block"].nunique()),
+    }
+    if isinstance(m, str):
+        out["refused"] = m
         return out
-    n, mean, sd = len(d), float(d.mean()), float(d.std(ddof=1))
-    if sd == 0:
-        out["refused"] = "no variation between blocks"
+    inside = np.array([business[0] <= h < business[1] for h in range(24)])
+    if inside.all() or not inside.any():
+        out["refused"] = f"business hours {business[0]:02d}-{business[1]:02d} h leave no off-hours or none"
         return out
-    t = mean / (sd / math.sqrt(n))
-    p = float(2 * stats.t.sf(abs(t), n - 1))
-    centre, lo, hi = mean_interval(n, mean, sd, 1 - alpha, log=True)
+    h = m.pattern[0]
+    est, se, df = m.fit.contrast(h[inside].mean(axis=0) - h[~inside].mean(axis=0))
+    centre, lo, hi = _interval(est, se, df, alpha)
+    t = est / se
+    p = float(2 * stats.t.sf(abs(t), df))
+    delta = math.log1p(power_effect)
+    out.update(m.summary())
     out.update(
         {
-            "t": float(t),
-            "df": n - 1,
+            "t": t,
+            "df": df,
             "p": p,
             "effect": bool(p < alpha),
-            "effect_percent": 100 * (centre - 1),
-            "ci_percent": [100 * (lo - 1), 100 * (hi - 1)],
+            "effect_percent": centre,
+            "ci_percent": [lo, hi],
+            "power": {
+                "effect_percent": 100 * power_effect,
+                "power": _power(delta, se, df, alpha),
+                "detectable_percent": 100 * math.expm1(_detectable(se, df, alpha)),
+            },
         }
     )
     return out
+
+
+def _detectable(se: float, df: float, alpha: float, power: float = 0.8) -> float:
+    """The log effect found with probability ``power`` at standard error ``se``."""
+    hi = 20 * se
+    return float(optimize.brentq(lambda d: _power(d, se, df, alpha) - power, 0.0, hi))
 
 
 def _day_means(f: pd.DataFrame, min_per_cell: int) -> pd.DataFrame:
@@ -353,14 +554,23 @@ def calibrated(
     alpha: float = 0.05,
     business: tuple[int, int] = BUSINESS,
     min_per_cell: int = 1,
+    business_days: Collection[int] | None = None,
+    power_effect: float = POWER_EFFECT,
 ) -> dict[str, dict[str, Any]]:
     """The calibrated time-of-day tests of a table (``select``): {hour, business_hours, weekday,
-    workday} -> a dict with ``effect`` and its statistics, or ``refused`` with the reason."""
+    workday} -> a dict with ``effect`` and its statistics, or ``refused`` with the reason.
+    ``business_days`` (weekdays, 0 = Mon; None: every day) are the days with business hours: the
+    other days get an hour pattern of their own and the business-hours contrast is read on the
+    business days' pattern."""
     f = local_frame(table, tz, block_days)
     days = f if block_days == 1 else local_frame(table, tz, 1)
+    model = hour_model(f, min_per_cell)
+    bmodel = model if business_days is None else None
     return {
-        "hour": hour_test(f, alpha, min_per_cell),
-        "business_hours": business_test(f, alpha, business, min_per_cell),
+        "hour": hour_test(f, alpha, min_per_cell, model),
+        "business_hours": business_test(
+            f, alpha, business, min_per_cell, business_days, power_effect, bmodel
+        ),
         "weekday": weekday_test(days, alpha, min_per_cell),
         "workday": workday_test(days, alpha, min_per_cell),
     }
@@ -453,14 +663,22 @@ def analyze(
     tz: str = "UTC",
     block_days: int = 1,
     business: tuple[int, int] = BUSINESS,
+    business_days: Collection[int] | None = None,
+    power_effect: float = POWER_EFFECT,
 ) -> dict[str, Any]:
     """Everything ``testbed-report timeofday`` prints for one metric's table (from :func:`select`):
     descriptive groups, the calibrated tests (``factors``) and the thesis's ANOVA (``thesis``)."""
     if min_per_group < 1:
         raise ReportError(f"--min-per-group {min_per_group}: must be at least 1")
+    if not 0 < power_effect < 10:
+        raise ReportError(f"--power-effect {100 * power_effect:g}: must be above 0 and below 1000 (%)")
     times = table["time"]
     desc = groups(table, tz) if len(table) else {"hour": {}, "weekday": {}}
-    tests = calibrated(table, tz, block_days, alpha, business, min_per_group) if len(table) else {}
+    tests = (
+        calibrated(table, tz, block_days, alpha, business, min_per_group, business_days, power_effect)
+        if len(table)
+        else {}
+    )
     factors = {
         name: {**tests.get(name, {"refused": "no runs"}), "groups": desc.get(name, {})} for name in TESTS
     }
@@ -494,38 +712,72 @@ def render(res: dict[str, Any]) -> str:
         for g, d in fac["groups"].items():
             cv = _fmt(d["cv_percent"], ".1f")
             lines.append(f"{g:>9}  {d['n']:>5}  {_fmt(d['geomean']):>11}  {_fmt(d['median']):>11}  {cv:>7}")
-    lines += ["", f"Calibrated tests (the block is the unit; alpha {res['alpha']:g}):"]
-    lines += [_verdict(res["factors"][name]) for name in TESTS]
+    lines += ["", f"Calibrated tests (alpha {res['alpha']:g}; the module's help says what each assumes):"]
+    for name in TESTS:
+        lines += _verdict(res["factors"][name])
     lines += ["", *_thesis_lines(res["thesis"])]
     return "\n".join(lines)
 
 
-def _verdict(fac: dict[str, Any]) -> str:
+def _model_line(fac: dict[str, Any]) -> str:
+    step = fac["step_s"]
+    step_txt = f"{step / 60:.3g} min" if step >= 60 else f"{step:.3g} s"
+    ties = f"; {fac['ties_averaged']} runs at a shared instant averaged" if fac["ties_averaged"] else ""
+    return (
+        f"{fac['runs']} runs in {fac['blocks']} blocks ({fac['complete_blocks']} with all 24 hours), block "
+        f"effects + AR(1) errors, phi {fac['phi']:.3f} (se {fac['phi_se']:.3f}) per {step_txt} step{ties}"
+    )
+
+
+def _check_line(fac: dict[str, Any]) -> list[str]:
+    mc = fac["model_check"]
+    if mc["ok"]:
+        return []
+    return [
+        f"    model check: whitened residuals still autocorrelated (Ljung-Box over {mc['lags']} lags "
+        f"p={mc['p']:.2g} < {MODEL_CHECK_P:g}): the runs' dependence is not AR(1), the test's error rate is "
+        "not guaranteed"
+    ]
+
+
+def _verdict(fac: dict[str, Any]) -> list[str]:
     name = fac.get("test", "?")
     if "refused" in fac:
-        return f"  {name}: not testable - {fac['refused']}"
+        return [f"  {name}: not testable - {fac['refused']}"]
     word = "EFFECT" if fac["effect"] else "no effect detected"
     if name == "hour":
-        df = fac["df"]
-        extra = " (hour cells correlated across hours: conservative Box df)" if fac["conservative_df"] else ""
-        return (
-            f"  hour: {word} - randomized-block F({df[0]},{df[1]})={fac['F']:.2f} p={fac['p']:.3g} over "
-            f"{fac['blocks']} complete blocks; hour effects span {fac['range_percent']:.1f}%{extra}"
-        )
-    if name in ("business_hours", "workday"):
+        df, ci = fac["df"], fac["hour_ci_percent"]
+        lo, hi = fac["lowest_hour"], fac["highest_hour"]
+        eff = fac["hour_effect_percent"]
+        return [
+            f"  hour: {word} - F({df[0]},{df[1]:.1f})={fac['F']:.2f} p={fac['p']:.3g}; {_model_line(fac)}",
+            f"    hour levels vs the mean of the 24 hours: lowest {lo} h {eff[lo]:+.2f}% "
+            f"[{ci[lo][0]:+.2f}, {ci[lo][1]:+.2f}], highest {hi} h {eff[hi]:+.2f}% [{ci[hi][0]:+.2f}, "
+            f"{ci[hi][1]:+.2f}]",
+            *_check_line(fac),
+        ]
+    if name == "business_hours":
         lo, hi = fac["ci_percent"]
-        what = "business hours vs off-hours" if name == "business_hours" else "workdays vs weekends"
-        units = (
-            f"{fac['blocks']} blocks"
-            if name == "business_hours"
-            else (f"{fac['workdays']} vs {fac['weekend_days']} days")
-        )
-        return (
-            f"  {name}: {word} - {what} {fac['effect_percent']:+.2f}% [{lo:+.2f}, {hi:+.2f}], "
-            f"t={fac['t']:.2f} df={fac['df']:.3g} p={fac['p']:.3g} ({units})"
-        )
+        pw = fac["power"]
+        days = "" if fac["days"] == "all" else f" on {fac['days']}"
+        first, last = fac["hours"]
+        return [
+            f"  business_hours: {word} - business hours ({first:02d}-{last:02d} h{days}) vs off-hours "
+            f"{fac['effect_percent']:+.2f}% [{lo:+.2f}, {hi:+.2f}], t={fac['t']:.2f} df={fac['df']:.1f} "
+            f"p={fac['p']:.3g}; {_model_line(fac)}",
+            f"    power of this design (at its fitted noise and phi) for a {pw['effect_percent']:g}% effect: "
+            f"{100 * pw['power']:.0f}%; 80% power at {pw['detectable_percent']:.2g}%",
+            *_check_line(fac),
+        ]
+    if name == "workday":
+        lo, hi = fac["ci_percent"]
+        return [
+            f"  workday: {word} - workdays vs weekends {fac['effect_percent']:+.2f}% [{lo:+.2f}, {hi:+.2f}], "
+            f"Welch t={fac['t']:.2f} df={fac['df']:.3g} p={fac['p']:.3g} ({fac['workdays']} vs "
+            f"{fac['weekend_days']} days, each day one value)"
+        ]
     df = fac["df"]
-    return f"  weekday: {word} - F({df[0]},{df[1]})={fac['F']:.2f} p={fac['p']:.3g} over {fac['days']} days"
+    return [f"  weekday: {word} - F({df[0]},{df[1]})={fac['F']:.2f} p={fac['p']:.3g} over {fac['days']} days"]
 
 
 def _thesis_lines(th: dict[str, Any]) -> list[str]:
