@@ -158,6 +158,13 @@ def build_parser() -> argparse.ArgumentParser:
         default="log",
         help="scale of the two-way ANOVA (default log: multiplicative effects)",
     )
+    b.add_argument(
+        "--store",
+        type=Path,
+        metavar="DIR",
+        help="the results store the results directories are read through (default <results>/_store "
+        "beside them, or $TESTBED_STORE; docs/report.md, The results store)",
+    )
     b.set_defaults(func=_cmd_build)
 
     e = sub.add_parser(
@@ -198,6 +205,9 @@ def build_parser() -> argparse.ArgumentParser:
     from testbed_reports.timeofday import add_parser as add_timeofday  # issue 17  # noqa: PLC0415 - CLI start-up: a command imports what it runs
 
     add_timeofday(sub)
+    from testbed_reports.store_cli import add_parser as add_store  # issue 36  # noqa: PLC0415 - CLI start-up: a command imports what it runs
+
+    add_store(sub)
     from testbed_reports.study import add_parser as add_study  # study packs (docs/design.md section 10)  # noqa: PLC0415 - CLI start-up: a command imports what it runs
 
     add_study(sub)
@@ -222,6 +232,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
         anova_log=args.anova_scale == "log",
         prior=_prior(args),
         drift_p=args.drift_p,
+        store=args.store,
     )
     for w in rep.warnings:
         print(f"warning: {w}", file=sys.stderr)

@@ -73,14 +73,16 @@ class _Svg:
             f'font-weight="{weight}"{rot}>{escape(s)}</text>'
         )
 
-    def uri(self) -> str:
+    def document(self) -> str:
         body = "".join(self.parts)
-        svg = (
+        return (
             f'<svg xmlns="http://www.w3.org/2000/svg" width="{self.w}" height="{self.h}" '
             f'viewBox="0 0 {self.w} {self.h}" font-family="DejaVu Sans, Arial, sans-serif">'
             f'<rect width="100%" height="100%" fill="white"/>{body}</svg>'
         )
-        return "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode("ascii")
+
+    def uri(self) -> str:
+        return "data:image/svg+xml;base64," + base64.b64encode(self.document().encode()).decode("ascii")
 
 
 class _Panel:
@@ -440,3 +442,35 @@ def hbars(
                 f'stroke="black" stroke-width="1" fill="none"/>'
             )
     return svg.uri()
+
+
+def series(points: list[tuple[str, float, float, float]], title: str, subtitle: str, split: str = "") -> str:
+    """One value per run in time order with its 95% interval (``history``): (run, value, lo, hi);
+    ``split`` names the first run after a change point (a dashed line before it). An SVG document."""
+    n = max(len(points), 1)
+    width = max(PANEL_W * 2, LEFT + RIGHT + 28 * n)
+    svg = _Svg(int(width), PANEL_H + 60)
+    vals = np.array([v for _, *vs in points for v in vs] + [0.0], dtype=float)
+    vals = vals[np.isfinite(vals)]
+    lo, hi = float(vals.min()), float(vals.max())
+    pad = (hi - lo) * 0.08 or 1.0
+    p = _Panel(svg, 0, 0, (-0.5, n - 0.5), (lo - pad, hi + pad), title, subtitle, width)
+    p.yticks("overhead (%)")
+    y0 = float(p.y(0.0))
+    svg.add(f'<line x1="{p.px0:.1f}" y1="{y0:.1f}" x2="{p.px1:.1f}" y2="{y0:.1f}" stroke="#888"/>')
+    for i, (run, v, a, b) in enumerate(points):
+        xc = float(p.x(i))
+        if run == split:
+            xs = float(p.x(i - 0.5))
+            svg.add(
+                f'<line x1="{xs:.1f}" y1="{p.py1:.1f}" x2="{xs:.1f}" y2="{p.py0:.1f}" stroke="#c44" '
+                'stroke-dasharray="4 3"/>'
+            )
+        _whisker(svg, p, xc, a, b)
+        if np.isfinite(v):
+            svg.add(
+                f'<circle cx="{xc:.1f}" cy="{float(p.y(v)):.1f}" r="3" fill="#4c72b0">'
+                f"<title>{escape(run)}: {_num(v)}% [{_num(a)}, {_num(b)}]</title></circle>"
+            )
+        svg.text(xc, p.py0 + 12, run[-10:], size=8, anchor="end", rotate=-45)
+    return svg.document()
