@@ -120,9 +120,9 @@ def _dataset(store: Store, runs: Sequence[tuple[Manifest, Path]], con: duckdb.Du
         warnings += m.warnings
         offset += len(recs)
     records = pd.concat(rec_parts, ignore_index=True) if rec_parts else pd.DataFrame()
-    keep = [c for c in RECORD_COLUMNS if c != "params"] + ["cc_technology"]
+    keep = [c for c in RECORD_COLUMNS if c != "params"] + ["cc_technology", "machine"]
     records = records[[c for c in keep if c in records]]
-    for c in ("run_id", "host", "label", "groups", "benchmark", "type", "cc_technology"):
+    for c in ("run_id", "host", "label", "groups", "benchmark", "type", "cc_technology", "machine"):
         records[c] = records[c].astype(str)
     obs = pd.concat(obs_parts, ignore_index=True) if obs_parts else pd.DataFrame(columns=list(OBS_COLUMNS))
     obs = obs[list(OBS_COLUMNS)]

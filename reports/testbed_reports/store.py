@@ -81,6 +81,7 @@ REC_SCHEMA = pa.schema(
     [
         ("record", pa.int64()),
         ("host", pa.string()),
+        ("machine", pa.string()),
         ("label", pa.string()),
         ("groups", pa.string()),
         ("benchmark", pa.string()),
@@ -393,6 +394,12 @@ class Store:
         new_pos[positions] = np.arange(len(positions))
         obs_all = ds.obs[ds.obs["record"].to_numpy() >= 0] if len(ds.obs) else ds.obs
         obs = obs_all[(obs_all["run_id"].astype(str) == run_id).to_numpy()] if len(obs_all) else obs_all
+        # an observation's host is its machine (load.py); its file is its record's VM host's
+        vm = (
+            ds.records["host"].astype(str).to_numpy()[obs["record"].to_numpy()]
+            if len(obs)
+            else np.zeros(0, str)
+        )
         params = [ds.params[i] for i in positions]
         crypto = {}
         for c in ds.crypto:
@@ -406,7 +413,7 @@ class Store:
                 self._write_records(
                     tmp, host, recs[hmask], new_pos[positions[hmask]], params, positions, hmask, root, crypto
                 )
-                omask = (obs["host"].astype(str) == host).to_numpy() if len(obs) else np.zeros(0, bool)
+                omask = vm == host
                 self._write_obs(tmp, host, obs[omask], new_pos)
                 self._write_pct(tmp, host, ds.percentiles, run_id)
                 self._write_host(tmp, host, recs[hmask], ds.sysinfo.get((run_id, host)))

@@ -108,9 +108,9 @@ def run_study(
     else:
         if not results:
             raise StudyError(f"study {man.id}: give result directories (or --csv FILE)")
-        from testbed_reports.load import load  # noqa: PLC0415 - CLI start-up: a command imports what it runs (the loader pulls pandas)
+        from testbed_reports.engine import paths_dataset  # noqa: PLC0415 - CLI start-up: a command imports what it runs (the store pulls DuckDB)
 
-        view = mod.build(load(results), man)
+        view = mod.build(paths_dataset(results), man)  # through the results store (issue 36)
     write_view(view, out)
     return view
 

@@ -1,0 +1,248 @@
+"""The results store (issue 36): Parquet in the Hive layout, written through the one record path,
+idempotent, versioned, readable by DuckDB SQL alone, and the report's statistics unchanged by it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+import test_study_s0
+import test_study_s1
+import test_study_s2
+import test_study_s3
+import test_study_s4
+import yaml
+from report_support.synth import Machine, write_run
+
+import testbed_reports.build as build_module
+from testbed_reports.cli import main
+from testbed_reports.engine import paths_dataset
+from testbed_reports.load import load
+from testbed_reports.store import SCHEMA_KEY, STORE_SCHEMA, Store, StoreError, encode
+from testbed_reports.study import manifest, view_module
+
+QUICK = Path(__file__).parent / "data" / "quick-run"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _tree(root: Path) -> dict[str, str]:
+    """SHA-256 of every file of a store (its lock and spill directory aside)."""
+    return {
+        f.relative_to(root).as_posix(): hashlib.sha256(f.read_bytes()).hexdigest()
+        for f in sorted(root.rglob("*"))
+        if f.is_file() and f.name != ".lock" and ".spill" not in f.parts
+    }
+
+
+def _run(tmp: Path, run_id: str = "r1", factor: float = 1.05, seed: int = 1) -> Path:
+    ms = [
+        Machine("sev-1", "SEV Plain", ["sev"], factor, "sev-snp"),
+        Machine("amd-1", "AMD/Plain = base", ["amd_baseline"], 1.0),
+    ]
+    return write_run(tmp / "results", run_id, ms, ["bench_a", "bench_b"], 6, seed=seed)
+
+
+def test_adding_a_run_twice_leaves_the_same_bytes(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    store = tmp_path / "results" / "_store"
+    assert main(["store", "add", str(run), "--store", str(store)]) == 0
+    first = _tree(store)
+    assert main(["store", "add", str(run), "--store", str(store)]) == 0  # stored already: untouched
+    assert _tree(store) == first
+    shutil.rmtree(store)
+    assert main(["store", "add", str(run), "--store", str(store)]) == 0  # written again from scratch
+    assert _tree(store) == first
+    old_manifest = json.loads((store / "manifests" / "r1.json").read_text())
+    run.joinpath("sev-1.jsonl").touch()  # changed since (mtime): rewritten, the same data bytes
+    Store(store).add(run)
+    now = _tree(store)
+    assert {k: v for k, v in now.items() if "manifests" not in k} == {
+        k: v for k, v in first.items() if "manifests" not in k
+    }
+    new_manifest = json.loads((store / "manifests" / "r1.json").read_text())
+    for m in (old_manifest, new_manifest):
+        for src in m["sources"]:
+            src.pop("mtime_ns")
+    assert new_manifest == old_manifest  # only the file time it records moved
+    names = sorted(first)
+    assert "observations/run=r1/label=SEV%20Plain/sev-1.parquet" in names
+    assert f"observations/run=r1/label={encode('AMD/Plain = base')}/amd-1.parquet" in names
+    assert "records/run=r1/amd-1.parquet" in names and "manifests/r1.json" in names
+    meta = pq.read_schema(store / "records" / "run=r1" / "sev-1.parquet").metadata
+    assert meta[SCHEMA_KEY] == str(STORE_SCHEMA).encode()
+
+
+def test_the_record_selection_applies_on_the_way_in(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    f = run / "sev-1.jsonl"
+    lines = f.read_text().splitlines()
+    retry = json.loads(lines[0])
+    retry.update(attempt=2, status="ok")
+    retry["metrics"]["clat_mean_s"]["value"] = 123.0
+    first = json.loads(lines[0]) | {"status": "failed", "metrics": {}, "error": "boom"}
+    f.write_text("\n".join([json.dumps(first), *lines[1:], lines[1], json.dumps(retry)]) + "\n")
+    Store(tmp_path / "store").add(run)
+    con = duckdb.connect()
+    glob = str(tmp_path / "store" / "records" / "*" / "*.parquet")
+    n, statuses = con.execute(
+        "SELECT count(*), list(DISTINCT status) FROM read_parquet(?)", [glob]
+    ).fetchone()
+    assert n == 24 and statuses == ["ok"]  # a duplicate counted once, the failed first attempt replaced
+    obs = str(tmp_path / "store" / "observations" / "*" / "*" / "*.parquet")
+    assert con.execute("SELECT count(*) FROM read_parquet(?) WHERE value = 123.0", [obs]).fetchone()[0] == 1
+
+
+def test_the_store_is_plain_parquet_that_sql_alone_reads(tmp_path: Path) -> None:
+    """DuckDB SQL and nothing of the project: the means per label equal the JSON Lines' own."""
+    run = _run(tmp_path)
+    Store(tmp_path / "results" / "_store").add(run)
+    want: dict[tuple[str, str], list[float]] = {}
+    for f in run.glob("*.jsonl"):
+        for line in f.read_text().splitlines():
+            rec = json.loads(line)
+            for name, m in rec["metrics"].items():
+                want.setdefault((rec["label"], name), []).append(m["value"])
+    sql = """
+        SELECT label, metric, count(*) AS n, avg(value) AS mean
+        FROM read_parquet(?, hive_partitioning = true)
+        WHERE run = 'r1' GROUP BY label, metric ORDER BY label, metric
+    """
+    glob = str(tmp_path / "results" / "_store" / "observations" / "*" / "*" / "*.parquet")
+    rows = duckdb.connect().execute(sql, [glob]).fetchall()
+    assert [(lab, m) for lab, m, _, _ in rows] == sorted(want)
+    for label, metric, n, mean in rows:
+        assert n == len(want[(label, metric)])
+        assert mean == pytest.approx(np.mean(want[(label, metric)]), rel=1e-12)
+
+
+def test_a_run_id_already_stored_from_another_run_is_kept_apart(tmp_path: Path) -> None:
+    a = _run(tmp_path / "a", "same", seed=1)
+    b = _run(tmp_path / "b", "same", seed=2)
+    st = Store(tmp_path / "store")
+    st.add(a)
+    (m,) = st.add(b)
+    assert m.run == "same@2"
+    (again,) = st.add(a)  # the first is still the first
+    assert again.run == "same"
+    assert {x.run for x in st.manifests()} == {"same", "same@2"}
+
+
+def test_an_older_store_is_migrated_from_its_sources_with_a_message(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    store = tmp_path / "results" / "_store"
+    Store(store).add(run)
+    first = _tree(store)
+    meta = json.loads((store / "store.json").read_text())
+    (store / "store.json").write_text(json.dumps(meta | {"store_schema": 0}))
+    for f in (store / "records").rglob("*.parquet"):  # an older writer: no block column
+        pq.write_table(pq.read_table(f).drop(["block"]), f)
+    notes = Store(store).check()
+    assert notes == [
+        f"store {store}: run r1 migrated from store schema 0 to {STORE_SCHEMA} (re-read from {run})"
+    ]
+    assert _tree(store) == first
+    ds = paths_dataset([run], store=store)
+    assert len(ds.obs) == 2 * 2 * 6 * 2
+
+
+def test_an_older_store_without_its_sources_and_a_newer_one_are_clear_errors(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    store = tmp_path / "results" / "_store"
+    Store(store).add(run)
+    meta = json.loads((store / "store.json").read_text())
+    (store / "store.json").write_text(json.dumps(meta | {"store_schema": STORE_SCHEMA + 1}))
+    with pytest.raises(StoreError, match=r"newer than this testbed-report reads") as exc:
+        Store(store).check()
+    assert "upgrade testbed-report" in exc.value.hint
+    (store / "store.json").write_text(json.dumps(meta | {"store_schema": 0}))
+    shutil.rmtree(run)
+    with pytest.raises(StoreError, match=r"store schema 0 is older than 1 and run r1 cannot be re-read"):
+        Store(store).check()
+    assert (store / "records" / "run=r1").exists()  # nothing deleted
+
+
+def _stats(out: Path) -> dict:
+    data = json.loads((out / "stats.json").read_text())
+    return {k: v for k, v in data.items() if k not in ("generated_at", "name")}
+
+
+def test_build_through_the_store_gives_the_same_statistics_as_the_json_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The quick run and a synthetic three-run set: every output but the HTML (its time stamp) equal."""
+    results = tmp_path / "results"
+    shutil.copytree(QUICK, results / "quick")
+    runs = [_run(tmp_path, f"r{i}", factor=1.0 + 0.02 * i, seed=i) for i in range(3)]
+    for paths in ([results / "quick"], runs):
+        new = tmp_path / "new"
+        build_module.build(paths, new, store=tmp_path / "store")
+        with monkeypatch.context() as m:
+            m.setattr(build_module, "paths_dataset", lambda p, c=None, d=None, s=None: load(p, c, d))
+            build_module.build(paths, tmp_path / "old")
+        assert _stats(new) == _stats(tmp_path / "old")
+        for f in sorted((tmp_path / "old").glob("*.csv")):
+            assert f.read_bytes() == (new / f.name).read_bytes(), f.name
+        shutil.rmtree(new)
+        shutil.rmtree(tmp_path / "old")
+
+
+def _s1_results(tmp: Path) -> Path:
+    plan = ROOT / "workloads/plans/faas-io.yml"
+    rng = np.random.default_rng(3)
+    lines = []
+    for i, b in enumerate(yaml.safe_load(plan.read_text())["benchmarks"]):
+        for rep in range(3):
+            lat = {
+                "write_latency_s": float(rng.uniform(0.1, 1)),
+                "read_latency_s": float(rng.uniform(0.1, 1)),
+            }
+            rec = test_study_s1._record(
+                b["name"], rep, b["params"], lat, f"2026-01-0{1 + rep}T10:00:0{i % 10}Z"
+            )
+            rec["index"] = i
+            lines.append(json.dumps(rec))
+    (tmp / "res").mkdir()
+    (tmp / "res" / "faas.jsonl").write_text("\n".join(lines) + "\n")
+    return tmp / "res"
+
+
+STUDY_RESULTS = {
+    "S0": test_study_s0.paper_store,
+    "S1": _s1_results,
+    "S2": test_study_s2.paper_store,
+    "S3": test_study_s3._store,
+    "S4": test_study_s4.paper_store,
+}
+
+
+@pytest.mark.parametrize("study", sorted(STUDY_RESULTS))
+def test_the_study_views_are_the_same_through_the_store(study: str, tmp_path: Path) -> None:
+    (tmp_path / "gen").mkdir()
+    results = STUDY_RESULTS[study](tmp_path / "gen")
+    man = manifest(study)
+    mod = view_module(man.id)
+    old = mod.build(load([results]), man).as_json()
+    new = mod.build(paths_dataset([results], store=tmp_path / "store"), man).as_json()
+    assert json.dumps(new, sort_keys=True, default=str) == json.dumps(old, sort_keys=True, default=str)
+
+
+def test_the_dataset_read_back_is_the_loaders(tmp_path: Path) -> None:
+    """Column by column, in the loader's order (observations, records, parameters, fingerprints)."""
+    results = tmp_path / "results"
+    shutil.copytree(QUICK, results / "quick")
+    old = load([results / "quick"])
+    new = paths_dataset([results / "quick"], store=tmp_path / "store")
+    pd.testing.assert_frame_equal(new.obs, old.obs, check_categorical=False, check_dtype=False)
+    def plain(df: pd.DataFrame) -> pd.DataFrame:  # a missing value is missing, None or NaN
+        return df.astype(object).where(df.notna(), None)
+
+    pd.testing.assert_frame_equal(plain(new.records), plain(old.records))
+    assert new.params == old.params and new.sysinfo == old.sysinfo and new.crypto == old.crypto
+    assert new.sources == old.sources and new.warnings == old.warnings and new.margins == old.margins
