@@ -24,7 +24,8 @@ teardown:
   error of that test; files under this session's base temporary directory are removed. The
   test's own ``tmp_path`` is always searched; the other places only when the test's process tree
   (``write_bytes`` of /proc/self/io, which counts reaped children) or the filesystems holding
-  them grew by 1 GiB or more, so the check costs one /proc scan and a few reads per test.
+  them grew by 1 GiB or more. Processes are found incrementally (:class:`Descendants`: only
+  those started since the last look are read), so the check costs a few milliseconds a test.
 
 Every process the tests start inherits a file size limit (``RLIMIT_FSIZE``, :data:`FILE_LIMIT`):
 a runaway writer is stopped there (SIGXFSZ) instead of filling the disk.
@@ -251,7 +252,7 @@ class LeakCheck:
     def pytest_fixture_setup(self, fixturedef: pytest.FixtureDef, request: pytest.FixtureRequest) -> Iterator:
         if fixturedef.scope == "function":
             return (yield)
-        self.pending = self.tree.look(self.owned)  # the test's own, judged at its teardown
+        self.pending.update(self.tree.look(self.owned))  # the test's own, judged at its teardown
         try:
             return (yield)
         finally:
