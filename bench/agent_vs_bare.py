@@ -4,12 +4,15 @@
 ``fio via agent`` (host ``fio-agent``: one ``testbed-agent run`` of a one-benchmark plan per pair)
 and label ``bare fio`` (host ``fio-bare``: the same job file, environment and pre-laid-out kind of
 file, run by ``fio`` directly and read by the agent's own parser, ``testbed-agent parse fio``).
-Within each pair the order of the two arms is drawn from a seeded generator, so drift and warm-up
-hit both arms alike. Each arm's records go to ``OUT/<host>.jsonl`` (repetition = pair index), with
-the machine's fingerprint in ``OUT/<host>.sysinfo.json``; the report then compares the labels
-(``testbed-report build OUT --compare 'fio via agent:bare fio'``).
+Within each pair the order of the two arms is drawn from a generator seeded afresh on every run
+(``--seed N`` reproduces an order; the seed is in every record's ``params.order_seed``), so drift
+and warm-up hit both arms alike and no order is fixed in advance. Each arm's records go to
+``OUT/<host>.jsonl``, made by ``testbed_shared.records`` (repetition = pair index, ``block`` =
+``pair-N``: the report analyses the two arms pair by pair), with the machine's fingerprint in
+``OUT/<host>.sysinfo.json``; the report then compares the labels (``testbed-report build OUT
+--compare 'fio via agent:bare fio'``) and says which arm is faster, with both values.
 
-    python bench/agent_vs_bare.py --out results/RUN [--pairs 5] [--job fio_4k_randread]
+    python bench/agent_vs_bare.py --out results/RUN [--pairs 5] [--job fio_4k_randread] [--seed N]
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import hashlib
 import json
 import os
 import random
+import secrets
 import shutil
 import subprocess
 import sys
@@ -31,6 +35,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchlib import Progress
+
+from testbed_agent.workloads import primary_metrics
+from testbed_shared import records
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENT_LABEL, BARE_LABEL = "fio via agent", "bare fio"
@@ -118,9 +125,10 @@ def layout(target: Path, size: str) -> None:
 class Pairs:
     """Runs the pairs and writes both arms' records into ``out``."""
 
-    def __init__(self, out: Path, arms: Arms, work: Path, seed: int = 1) -> None:
+    def __init__(self, out: Path, arms: Arms, work: Path, seed: int) -> None:
         self.out, self.arms, self.work = out, arms, work
-        self.rng = random.Random(seed)
+        self.seed = seed
+        self.rng = random.Random(seed)  # the arms' order, not a secret
         self.plan_path = work / "agent-vs-bare.yml"
         self.plan_path.write_text(json.dumps(arms.plan(), indent=1) + "\n")
         self.sha = hashlib.sha256(self.plan_path.read_bytes()).hexdigest()
@@ -173,9 +181,16 @@ class Pairs:
             )
         rec = ok[-1]
         rec["repetition"] = self.index  # one agent run per pair: the pair index is the repetition
+        rec[records.BLOCK_FIELD] = self.block
+        rec["params"] = {**rec.get("params", {}), "order_seed": self.seed}
         rec.pop("artifacts", None)
         shutil.rmtree(run, ignore_errors=True)
-        return rec
+        return records.validate(rec, str(run / f"{AGENT_HOST}.jsonl"), None)
+
+    @property
+    def block(self) -> str:
+        """The block of the current pair (records.BLOCK_FIELD): both arms carry it."""
+        return f"pair-{self.index}"
 
     def bare_arm(self) -> dict:
         env = {
@@ -204,29 +219,28 @@ class Pairs:
             raise SystemExit(f"agent-vs-bare: testbed-agent parse fio failed: {parsed.stderr.strip()[-300:]}")
         doc = json.loads(parsed.stdout)
         raw.unlink(missing_ok=True)
-        return {
-            "schema": 1,
-            "run_id": self.arms.run_id,
-            "host": BARE_HOST,
-            "label": BARE_LABEL,
-            "groups": [],
-            "plan_sha256": self.sha,
-            "plan": "agent-vs-bare",
-            "benchmark": self.arms.job,
-            "type": "fio",
-            "index": 0,
-            "params": self.arms.params()
-            | ({"fio_extra": self.arms.bare_extra} if self.arms.bare_extra else {}),
-            "repetition": self.index,
-            "started_at": started,
-            "ended_at": ended,
-            "status": "ok",
-            "error": None,
-            "metrics": doc["metrics"],
-            "samples": doc.get("samples", {}),
-            "telemetry": {},
-            "tool": doc.get("tool", {"name": "fio"}),
-        }
+        params = self.arms.params() | {"order_seed": self.seed}
+        rec = records.make(
+            run_id=self.arms.run_id,
+            host=BARE_HOST,
+            label=BARE_LABEL,
+            plan_sha256=self.sha,
+            plan="agent-vs-bare",
+            benchmark=self.arms.job,
+            btype="fio",
+            index=0,
+            params=params | ({"fio_extra": self.arms.bare_extra} if self.arms.bare_extra else {}),
+            repetition=self.index,
+            block=self.block,
+            started_at=started,
+            ended_at=ended,
+            status="ok",
+            metrics=doc["metrics"],
+            primary=primary_metrics("fio", doc["metrics"]),
+            samples=doc.get("samples", {}),
+            tool=doc.get("tool", {"name": "fio"}),
+        )
+        return records.validate(rec, "bare fio", None)
 
     def pair(self) -> tuple[float, float]:
         """One pair, arms in a seeded random order; returns (agent, bare) values of the metric."""
@@ -246,11 +260,18 @@ class Pairs:
         return got["agent"], got["bare"]
 
 
+def new_seed() -> int:
+    """A fresh seed of the arms' order (drawn from the system's entropy on every run)."""
+    return secrets.randbelow(2**31)
+
+
 def run_pairs(
-    out: Path, arms: Arms, pairs: int, seed: int = 1, stop: Callable[[Arms], bool] | None = None
+    out: Path, arms: Arms, pairs: int, seed: int | None = None, stop: Callable[[Arms], bool] | None = None
 ) -> Arms:
     """Up to ``pairs`` alternating pairs into ``out`` (fewer when ``stop(arms)`` says so after a
-    pair); progress with an estimate on stdout."""
+    pair), the arms' order drawn from ``seed`` (a fresh one when None); progress with an estimate on
+    stdout."""
+    seed = new_seed() if seed is None else seed
     with tempfile.TemporaryDirectory(dir="/var/tmp", prefix="agent-vs-bare-") as tmp:
         runner = Pairs(out, arms, Path(tmp), seed)
         prog = Progress(f"agent vs bare {arms.job} ({arms.ioengine})", pairs)
@@ -273,7 +294,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--size", default="64M", help="test file size (default 64M)")
     ap.add_argument("--runtime", type=int, default=2, help="seconds per fio run (default 2)")
     ap.add_argument("--ioengine", default="libaio", help="fio ioengine (default libaio; null: CPU-bound)")
-    ap.add_argument("--seed", type=int, default=1, help="seed of the arms' order within pairs (default 1)")
+    ap.add_argument(
+        "--seed",
+        type=int,
+        help="seed of the arms' order within pairs (default: a new one every run, printed and kept in "
+        "the records' params.order_seed; give it to reproduce an order)",
+    )
     ap.add_argument(
         "--bare-fio-arg",
         action="append",
@@ -295,11 +321,13 @@ def main(argv: list[str] | None = None) -> int:
         bare_extra=args.bare_fio_arg,
     )
     start = time.monotonic()
+    seed = new_seed() if args.seed is None else args.seed
     print(
-        f"agent vs bare fio: {args.pairs} pairs of {args.job} ({args.runtime} s each arm) into {args.out}",
+        f"agent vs bare fio: {args.pairs} pairs of {args.job} ({args.runtime} s each arm) into {args.out}; "
+        f"arm order seed {seed} (--seed {seed} reproduces it)",
         flush=True,
     )
-    run_pairs(args.out, arms, args.pairs, args.seed)
+    run_pairs(args.out, arms, args.pairs, seed)
     print(f"agent vs bare fio: done in {time.monotonic() - start:.0f} s; compare with --compare '{COMPARE}'")
     return 0
 

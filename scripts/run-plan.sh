@@ -2,8 +2,9 @@
 # `make run`: the plan on the inventory's hosts through Ansible, then the report's path.
 # With the quick plan (the default) it first measures the comparison the quick report opens with:
 # fio through the agent against the same fio job run bare, in 5 alternating pairs
-# (bench/agent_vs_bare.py). QUICK_PAIRS=N sets the pairs for any plan (0 leaves the comparison out).
-# Further arguments go to ansible-playbook.
+# (bench/agent_vs_bare.py), the arms' order drawn afresh on every run (the seed is printed and kept in
+# the records; QUICK_SEED=N reproduces an order). QUICK_PAIRS=N sets the pairs for any plan (0 leaves
+# the comparison out). Further arguments go to ansible-playbook.
 set -euo pipefail
 plan=${1:-workloads/plans/quick.yml}
 shift || true
@@ -27,7 +28,11 @@ if ! [[ $pairs =~ ^[0-9]+$ ]] || [ "$pairs" -eq 1 ]; then
 fi
 if [ "$pairs" -gt 0 ]; then
   echo ">> comparison: fio through the agent vs bare fio, $pairs alternating pairs"
-  python bench/agent_vs_bare.py --out "results/$run_id" --run-id "$run_id" --pairs "$pairs"
+  if [ -n "${QUICK_SEED:-}" ] && ! [[ $QUICK_SEED =~ ^[0-9]+$ ]]; then
+    echo "error: QUICK_SEED '$QUICK_SEED': a whole number (the arm order seed a run printed)" >&2
+    exit 2
+  fi
+  python bench/agent_vs_bare.py --out "results/$run_id" --run-id "$run_id" --pairs "$pairs" ${QUICK_SEED:+--seed "$QUICK_SEED"}
   extra+=(-e '{"report_compare": ["fio via agent:bare fio"]}')
 fi
 ansible-playbook run.yml -e "plan=$plan" -e "run_id=$run_id" "${extra[@]}" "$@"

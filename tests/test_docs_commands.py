@@ -45,6 +45,12 @@ PREFIXES = (
     "python ",
 )
 QUICK_RUN = "reports/tests/data/quick-run"
+#: docs/report.md's planner example (it simulates 400 data sets; 30 here)
+DESIGN = (
+    "testbed-report design --metrics 25 --effect 3 --margin 2 --power 0.8 --machine-spread 2 --run-noise 1 "
+    '--spread-source "calibration campaign 2026-11" --machine-hour-cost 0.9 --run-cost 0 '
+    "--run-minutes 10 --setup-minutes 10 --at-once 12"
+)
 #: the campaign's slot at toy size (the S1 slot writes and reads a GB through the FaaS emulator)
 TOD_TOY_PLAN = """name: tod-toy
 defaults: {wait_s: 0, repetitions: 1}
@@ -360,6 +366,19 @@ COMMANDS: dict[str, Run | Excluded] = {
     ),
     "testbed-report export results/<run_id> [more ...] --csv obs.csv": Run(
         "testbed-report export " + QUICK_RUN + " --csv {tmp}/obs.csv", ok
+    ),
+    DESIGN: Run(DESIGN + " --sets 30", says("design: ", "simulated through the report's analysis")),
+    # the toy reports have one machine a label: no machine spread to plan from, no look to take
+    "testbed-report design --from reports/out/<run_id>/stats.json --effect 3": Run(
+        "testbed-report design --from {tmp}/cvm/stats.json --effect 3 --sets 30",
+        stops_with("no machine spread measured"),
+        group="cvm",
+    ),
+    "testbed-report sequential results/<run_id> --compare SEV-Encrypted:AMD-Baseline --looks 3,6 "
+    "--max-machines 12": Run(
+        "testbed-report sequential {tmp}/cvm-results --compare SEV-Encrypted:AMD-Baseline --looks 3,6 "
+        "--max-machines 12",
+        stops_with("the results hold 1"),
     ),
 }
 

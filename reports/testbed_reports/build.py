@@ -16,16 +16,17 @@ import pandas as pd
 from jinja2 import Environment, PackageLoader, select_autoescape
 from matplotlib.colors import to_hex
 
-from testbed_reports import __version__, crypto_tables, display, figures, plots, svgplot
+from testbed_reports import __version__, crypto_tables, display, figures, plots, svgplot, wording
 from testbed_reports.anova import ANOVA_NOTE, label_anova
 from testbed_reports.audit import attest_column
 from testbed_reports.compare import auto_pairs, compare, headline, parse_pairs
+from testbed_reports.design import power_text, report_power
 from testbed_reports.diagnostics import STABLE_P, findings, windows
 from testbed_reports.engine import paths_dataset
 from testbed_reports.errors import ReportError
 from testbed_reports.export import parameter_anova
 from testbed_reports.fingerprint import fingerprints, label_factors, mismatches
-from testbed_reports.inference import DEFAULT_MARGIN, MachineSpread, primary_set
+from testbed_reports.inference import DEFAULT_MARGIN, Decision, MachineSpread, primary_set
 from testbed_reports.load import Dataset
 from testbed_reports.runs import runs
 from testbed_reports.stats import MIN_N_CV_CI, describe
@@ -112,6 +113,7 @@ class Report:
     param_anova: list[dict[str, Any]] = field(default_factory=list)
     crypto: dict[str, Any] | None = None  # the crypto tables' report section (crypto_tables.section)
     drift_p: float = STABLE_P  # build --drift-p
+    power: list[dict[str, Any]] = field(default_factory=list)  # design.report_power
 
 
 def _clean(x: Any) -> Any:
@@ -209,6 +211,24 @@ def _one_anova(
     """One metric's ANOVA table, its scale and its unit of replication (anova.label_anova)."""
     res = label_anova(v, lab, host, code_a, code_b, log, names)
     return None if res is None else res[:3]
+
+
+def _family_size(cmp: pd.DataFrame) -> int:
+    """Primary comparisons with an interval (the family the simultaneous level is over)."""
+    if cmp.empty:
+        return 0
+    return int((cmp["primary"].astype(bool) & np.isfinite(cmp["overhead_ci_low"].astype(float))).sum())
+
+
+def blocked(ds: Dataset) -> pd.DataFrame:
+    """The observations with each record's ``block`` (records.BLOCK_FIELD) when any record has one:
+    the comparison pairs runs of two labels that share a block (inference.paired)."""
+    rec = ds.records
+    if ds.obs.empty or "block" not in rec or not rec["block"].notna().any():
+        return ds.obs
+    pos = ds.obs["record"].to_numpy()
+    block = rec["block"].to_numpy(dtype=object)
+    return ds.obs.assign(block=np.where(pos >= 0, block[np.maximum(pos, 0)], None))
 
 
 def _labels(ds: Dataset) -> list[str]:
@@ -337,6 +357,8 @@ def _summary_md(name: str, rep: Report, labels: list[str]) -> str:
         ),
         "",
     ]
+    if rep.power:
+        parts += ["## Power", "", *[f"- {_md(power_text(p))}" for p in rep.power], ""]
     parts += _section_md(rep.crypto)
     parts += ["## Method", "", *[f"- {m}" for m in method_text(rep.drift_p)], ""]
     return "\n".join(parts)
@@ -449,7 +471,7 @@ def build(
     desc["diagnostics"] = ["; ".join(notes.get(k, [])) for k in keys]
     pairs = parse_pairs(list(compare_specs), labels) if compare_specs else auto_pairs(factors)
     per_bench = {**ds.margins, **(margins or {})}
-    cmp = compare(ds.obs, desc, pairs, margin, per_bench, notes, windows(ds.records), prior, drift)
+    cmp = compare(blocked(ds), desc, pairs, margin, per_bench, notes, windows(ds.records), prior, drift)
     suspect = {lab for lab, _ in flagged}
     if len(cmp):
         bad_rows = cmp["a"].isin(suspect) | cmp["b"].isin(suspect)
@@ -470,6 +492,7 @@ def build(
         list(ds.warnings),
         parameter_anova(ds, anova_log),
         drift_p=drift_p,
+        power=report_power(cmp, _family_size(cmp)),
     )
     out.mkdir(parents=True, exist_ok=True)
     _write_tables(out, rep, bad, ds)
@@ -542,6 +565,7 @@ def _write_json(
         "status": _records(rep.status),
         "failed_runs": _records(bad),
         "method": method_text(rep.drift_p),
+        "power": _clean(rep.power),
     }
     write_atomically(out / "stats.json", json.dumps(data, indent=1) + "\n", what="report")
 
@@ -702,10 +726,23 @@ def _headline(rep: Report, ds: Dataset, palette: dict[str, str]) -> dict[str, An
         scope = r.get("scope") or (
             "machines" if int(r.get("machines_a") or 1) < 2 or int(r.get("machines_b") or 1) < 2 else "types"
         )
+        what = f"{r['benchmark']} · {display.pretty_metric(str(r['metric']))}"
+        dec = _decision_of(r)
         decisions.append(
             r
             | {
-                "what": f"{r['benchmark']} · {display.pretty_metric(str(r['metric']))}",
+                "what": what,
+                "sentence": wording.sentence(
+                    what,
+                    str(r["a"]),
+                    str(r["b"]),
+                    _float(r.get("centre_a")),
+                    _float(r.get("centre_b")),
+                    str(r.get("unit") or ""),
+                    dec,
+                    float(r.get("margin_percent") or DEFAULT_MARGIN),
+                ),
+                "tell": wording.would_tell(dec),
                 "scope_text": (
                     f"{r['n_a']} vs {r['n_b']} {r['test_unit']}s; about these machines"
                     if scope == "machines"
@@ -722,8 +759,27 @@ def _headline(rep: Report, ds: Dataset, palette: dict[str, str]) -> dict[str, An
         "total": len(decisions),
         "secondary": int(len(cmp) - len(prim)),
         "figures": _primary_figures(rep.descriptives, ds, palette),
+        "power": [power_text(p) for p in rep.power],
         "next": NEXT_COMMANDS if not (kinds - {"explicit"}) else (),
     }
+
+
+def _decision_of(r: Mapping[str, Any]) -> Decision:
+    """A comparison row's decision and interval (None, from JSON-clean rows, as NaN)."""
+
+    def num(key: str) -> float:
+        v = _float(r.get(key))
+        return float("nan") if v is None else v
+
+    return Decision(
+        num("overhead_percent"),
+        num("overhead_ci_low"),
+        num("overhead_ci_high"),
+        num("p"),
+        num("tost_p"),
+        str(r.get("decision")),
+        str(r.get("reason") or ""),
+    )
 
 
 def _primary_figures(desc: pd.DataFrame, ds: Dataset, palette: dict[str, str]) -> list[dict[str, Any]]:
@@ -756,7 +812,9 @@ def _primary_figures(desc: pd.DataFrame, ds: Dataset, palette: dict[str, str]) -
             )
             for r, c in zip(d.itertuples(index=False), centre, strict=True)
         ]
-        what = "geometric mean" if (d.get("ci_scale", pd.Series(dtype=str)) == "log").all() else "mean"
+        log = (d.get("ci_scale", pd.Series(dtype=str)) == "log").all()
+        one = (pd.to_numeric(d.get("machines", pd.Series(dtype=float)), errors="coerce") == 1).any()
+        what = ("typical run (trimmed geometric mean)" if one else "geometric mean") if log else "mean"
         sub = f"{what}, 95% CI [{scaled}], {better} is better"
         note = "" if len(metrics) == len(shown) else f"first {len(shown)} of {len(metrics)} primary metrics"
         out.append(
@@ -771,12 +829,12 @@ def _primary_figures(desc: pd.DataFrame, ds: Dataset, palette: dict[str, str]) -
 
 
 def _centre(d: pd.DataFrame) -> np.ndarray:
-    """The value each descriptive row's 95% CI is about: the geometric mean where the interval was
-    computed on the log scale (positive quantities), else the mean."""
+    """The value each descriptive row's 95% CI is about: for a positive quantity the typical run of a
+    one-machine label (stats.describe) or the geometric mean, else the mean."""
     mean = d["mean"].to_numpy(float)
     if "geomean" not in d or "ci_scale" not in d:
         return mean
-    geo = d["geomean"].to_numpy(float)
+    geo = d["typical"].to_numpy(float) if "typical" in d else d["geomean"].to_numpy(float)
     return np.where((d["ci_scale"] == "log").to_numpy() & np.isfinite(geo), geo, mean)
 
 
@@ -794,7 +852,12 @@ def _human_rows(d: pd.DataFrame) -> list[dict[str, Any]]:
                 "sd_h": display.human(_float(r.get("sd")), unit, sc),
                 "ci_h": (
                     (
-                        display.human(_float(r.get("geomean")), unit, sc) + " (geometric mean) "
+                        display.human(_float(r.get("typical") or r.get("geomean")), unit, sc)
+                        + (
+                            " (typical run) "
+                            if r.get("typical") != r.get("geomean")
+                            else " (geometric mean) "
+                        )
                         if r.get("ci_scale") == "log"
                         else ""
                     )

@@ -20,23 +20,21 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from testbed_reports import display, wording
+from testbed_reports.analysis import Cell, Outcome, analyse
 from testbed_reports.diagnostics import Drift, findings, overlap_note
 from testbed_reports.errors import ReportError
 from testbed_reports.inference import (
-    ALPHA,
     DEFAULT_MARGIN,
     SCOPES,
     Decision,
     Estimate,
     MachineSpread,
-    Side,
-    decide,
     estimate,
-    family_alpha,
     machines_needed,
     primary_set,
     sides,
-    signed,
+    units_needed,
 )
 from testbed_shared.groups import PAIRS
 
@@ -69,7 +67,12 @@ COMPARE_COLUMNS = [
     "test_unit",
     "scope",
     "adjusted",
+    "machine_spread_percent",
+    "run_spread_percent",
     "machines_needed",
+    "pooling",
+    "centre_a",
+    "centre_b",
     "decision",
     "reason",
     "diagnostics",
@@ -182,22 +185,27 @@ def _subject(label: str, hosts: list[str]) -> str:
 
 
 def verdict(
-    pair: Pair, bench: str, metric: str, dec: Decision, scope: str, margin: float, hosts: tuple = ()
+    pair: Pair,
+    bench: str,
+    metric: str,
+    dec: Decision,
+    scope: str,
+    margin: float,
+    hosts: tuple = (),
+    values: tuple[float | None, float | None, str] = (None, None, ""),
 ) -> str:
-    """One readable line whose words are the decision read from the printed interval.
+    """One readable line: the two values with their unit, which side is faster or slower and by how
+    much, or that it cannot tell and what would tell (``wording``), then the scope.
 
     With ``hosts`` (the two sides' hosts, scope machines) its subjects are the machines, so a line
     never reads as a statement about VM types.
     """
     a, b = (_subject(pair.a, hosts[0]), _subject(pair.b, hosts[1])) if hosts else (pair.a, pair.b)
-    where = f"on {bench} {metric}"
-    ci = f"[{signed(dec.lo)}, {signed(dec.hi)}]"
-    if dec.decision in ("slower", "faster"):
-        return f"{a} is {abs(dec.overhead):.1f}% {dec.decision} {ci} than {b} {where} ({scope})"
-    if dec.decision == "equivalent":
-        ovh = signed(dec.overhead)
-        return f"{a} is equivalent to {b} within +-{margin:g}% {where}: {ovh}% {ci} ({scope})"
-    return f"{a} vs {b} {where}: inconclusive, {dec.reason} ({scope})"
+    what = f"{bench} {display.pretty_metric(metric)}"
+    va, vb, unit = values
+    line = wording.sentence(what, a, b, va, vb, unit, dec, margin)
+    tell = wording.would_tell(dec)
+    return f"{line}{'; ' + tell if tell else ''} ({scope})"
 
 
 def _margin_for(bench: str, margin: float, margins: Mapping[str, float] | None) -> float:
@@ -206,17 +214,41 @@ def _margin_for(bench: str, margin: float, margins: Mapping[str, float] | None) 
 
 @dataclass
 class _Cell:
-    """One pair x metric before the family size is known."""
+    """One pair x metric: its analysis cell and the two labels' descriptive rows."""
 
     pair: Pair
-    bench: str
-    metric: str
+    cell: Cell
     ra: dict
     rb: dict
-    side_a: Side
-    side_b: Side
-    est: Estimate
-    primary: bool
+
+
+def cells(
+    obs: pd.DataFrame,
+    desc: pd.DataFrame,
+    pairs: list[Pair],
+    margin: float = DEFAULT_MARGIN,
+    margins: Mapping[str, float] | None = None,
+    prior: MachineSpread | None = None,
+) -> list[_Cell]:
+    """The analysis cells of every pair and (benchmark, metric) measured on both labels."""
+    sd = sides(obs)
+    primary = primary_set(obs)
+    d = {(r["benchmark"], r["metric"], r["label"]): r for r in desc.to_dict(orient="records")}
+    by_label: dict[str, set[tuple[str, str]]] = {}
+    for bench, metric, label in d:
+        by_label.setdefault(label, set()).add((bench, metric))
+    out = []
+    for pair in pairs:
+        for bench, metric in sorted(by_label.get(pair.a, set()) & by_label.get(pair.b, set())):
+            sa, sb = sd[(bench, metric, pair.a)], sd[(bench, metric, pair.b)]
+            ra, rb = d[(bench, metric, pair.a)], d[(bench, metric, pair.b)]
+            est = estimate(sa, sb, prior, noise="successive", pair=True)
+            mg = _margin_for(bench, margin, margins)
+            cell = Cell(
+                pair.name, bench, metric, str(ra["better"]), (bench, metric) in primary, mg, sa, sb, est
+            )
+            out.append(_Cell(pair, cell, ra, rb))
+    return out
 
 
 def compare(
@@ -234,84 +266,66 @@ def compare(
 
     ``prior`` is an optional machine-spread prior (one-machine sides become type-level); ``drift``
     the drifting machines per (benchmark, metric, label) (``diagnostics.findings``; computed from
-    ``obs`` when not given): their means get the variance of a wandering level.
+    ``obs`` when not given): a run-level verdict says that their level moved and that the
+    statement is about the mean over the runs measured.
     """
     if not pairs or obs.empty:
         return pd.DataFrame(columns=COMPARE_COLUMNS)
     if drift is None:
         drift = findings(obs)[1]
-    sd = sides(obs)
-    primary = primary_set(obs)
-    d = {(r["benchmark"], r["metric"], r["label"]): r for r in desc.to_dict(orient="records")}
-    by_label: dict[str, set[tuple[str, str]]] = {}
-    for bench, metric, label in d:
-        by_label.setdefault(label, set()).add((bench, metric))
-    cells = []
-    for pair in pairs:
-        for bench, metric in sorted(by_label.get(pair.a, set()) & by_label.get(pair.b, set())):
-            sa, sb = sd[(bench, metric, pair.a)], sd[(bench, metric, pair.b)]
-            da, db = drift.get((bench, metric, pair.a), []), drift.get((bench, metric, pair.b), [])
-            sa, sb = sa.with_drift(da), sb.with_drift(db)
-            est = estimate(sa, sb, prior)
-            cells.append(
-                _Cell(
-                    pair,
-                    bench,
-                    metric,
-                    d[(bench, metric, pair.a)],
-                    d[(bench, metric, pair.b)],
-                    sa,
-                    sb,
-                    est,
-                    (bench, metric) in primary,
-                )
-            )
-    m = sum(1 for c in cells if c.primary and c.est.ok)
+    todo = cells(obs, desc, pairs, margin, margins, prior)
+    outcomes = analyse([c.cell for c in todo])
     return pd.DataFrame(
-        [_row(c, m, margin, margins, notes or {}, windows or {}) for c in cells], columns=COMPARE_COLUMNS
+        [_row(c, o, notes or {}, windows or {}, drift) for c, o in zip(todo, outcomes, strict=True)],
+        columns=COMPARE_COLUMNS,
     )
 
 
-def drift_withheld(hosts: Sequence[str]) -> str:
-    """Why a run-level decision is withheld when a side's machine drifts ("" when none does).
+def drift_note(hosts: Sequence[str]) -> str:
+    """What a run-level verdict says when a side's machine drifts ("" when none does).
 
-    Runs of a wandering machine do not replicate one level, and 30 runs cannot measure how far it
-    wanders (a fitted widening still covered 86 % under a 0.5 %/run walk): the widened interval is
-    printed, the decision is not made (docs/report.md *Drift*).
+    The estimand of a run-level comparison is the mean over the runs measured: a level that moves
+    is part of it, and the run noise comes from successive differences, which a slow walk hardly
+    inflates (docs/report.md *Drift*).
     """
     if not hosts:
         return ""
     return (
-        f"the runs of {', '.join(hosts)} drift, so they do not replicate one level; compare again with "
-        "runs at other times (or more machines a label)"
+        f"the level of {', '.join(hosts)} moved over the runs (drift): the statement is about the mean "
+        "over the runs measured, not a long-run level"
     )
 
 
 def _row(
     c: _Cell,
-    family: int,
-    margin: float,
-    margins: Mapping[str, float] | None,
+    o: Outcome,
     notes: Mapping[tuple[str, str, str], list[str]],
     windows: Mapping[str, tuple],
+    drift: Mapping[tuple[str, str, str], list[Drift]],
 ) -> dict:
-    pair, bench, metric, ra, rb, est = c.pair, c.bench, c.metric, c.ra, c.rb, c.est
-    better = str(ra["better"])
-    alpha = family_alpha(family) if c.primary else ALPHA
-    mg = _margin_for(bench, margin, margins)
-    moved = [d.host for d in (*c.side_a.drift, *c.side_b.drift)] if est.ok and est.unit != "machine" else []
-    dec = decide(est, better, alpha, mg, withhold=drift_withheld(moved))
+    pair, ra, rb, cell = c.pair, c.ra, c.rb, c.cell
+    bench, metric, est, dec = cell.bench, cell.metric, o.est, o.dec
+    mg = cell.margin
     ma, mb, na, nb = int(ra["machines"]), int(rb["machines"]), int(ra["n"]), int(rb["n"])
-    need = machines_needed(est, alpha, mg)
-    scope = scope_text(est, c.side_a.hosts, c.side_b.hosts, na, nb, need) if est.ok else f"scope {est.scope}"
-    if moved:
-        scope += f"; interval widened for the drift of {', '.join(moved)} (a wandering level, not replicates)"
+    need = machines_needed(est, o.alpha, mg)
+    scope = (
+        scope_text(est, cell.side_a.hosts, cell.side_b.hosts, na, nb, need)
+        if est.ok
+        else f"scope {est.scope}"
+    )
+    if est.ok and est.unit != "machine":
+        moved = [
+            x.host for x in (*drift.get((bench, metric, pair.a), []), *drift.get((bench, metric, pair.b), []))
+        ]
+        if moved:
+            scope += "; " + drift_note(moved)
+    if est.ok and est.pooled:
+        scope += f"; {est.pooled}"
     diag = [f"{pair.a} {x}" for x in notes.get((bench, metric, pair.a), [])]
     diag += [f"{pair.b} {x}" for x in notes.get((bench, metric, pair.b), [])]
     when = overlap_note(pair.a, pair.b, windows) if windows else ""
     if when:
         diag.append(when)
-    p_adj = min(1.0, dec.p * family) if c.primary and math.isfinite(dec.p) else dec.p
     return {
         "comparison": pair.name,
         "kind": pair.kind,
@@ -320,27 +334,32 @@ def _row(
         "benchmark": bench,
         "metric": metric,
         "unit": ra["unit"],
-        "better": better,
-        "primary": c.primary,
+        "better": cell.better,
+        "primary": cell.primary,
         "n_a": na,
         "n_b": nb,
         "machines_a": ma,
         "machines_b": mb,
         "mean_a": ra["mean"],
         "mean_b": rb["mean"],
+        "centre_a": _centre(ra),
+        "centre_b": _centre(rb),
         "ratio": math.exp(est.diff) if est.ok else float("nan"),
         "overhead_percent": dec.overhead,
         "overhead_ci_low": dec.lo,
         "overhead_ci_high": dec.hi,
-        "ci_level": 100 * (1 - alpha),
+        "ci_level": o.level,
         "p": dec.p,
-        "p_adjusted": p_adj,
+        "p_adjusted": o.p_adjusted,
         "tost_p": dec.tost_p,
         "margin_percent": mg,
         "test_unit": est.unit,
         "scope": est.scope,
-        "adjusted": bool(c.primary),
+        "adjusted": bool(cell.primary),
+        "machine_spread_percent": 100 * est.machine_spread if est.ok else float("nan"),
+        "run_spread_percent": 100 * _run_spread(cell),
         "machines_needed": need,
+        "pooling": est.pooled,
         "decision": dec.decision,
         "reason": dec.reason,
         "diagnostics": "; ".join(diag),
@@ -349,11 +368,31 @@ def _row(
             bench,
             metric,
             dec,
-            scope + ("" if c.primary else SECONDARY),
+            scope + ("" if cell.primary else SECONDARY),
             mg,
-            (c.side_a.hosts, c.side_b.hosts) if est.scope == "machines" and est.ok else (),
+            (cell.side_a.hosts, cell.side_b.hosts) if est.scope == "machines" and est.ok else (),
+            (_centre(ra), _centre(rb), str(ra["unit"])),
         ),
     }
+
+
+def _run_spread(cell: Cell) -> float:
+    """The run-to-run sd (log) of a comparison's machines, from successive differences, both sides
+    pooled (NaN when no machine has two runs): a planner's prior (``design``)."""
+    parts = [s.successive() for s in (cell.side_a, cell.side_b)]
+    ok = [(v, d) for v, d in parts if d > 0 and math.isfinite(v)]
+    if not ok:
+        return float("nan")
+    return math.sqrt(sum(v * d for v, d in ok) / sum(d for _, d in ok))
+
+
+def _centre(row: Mapping) -> float:
+    """A label's typical value of a metric as the report shows it: the geometric mean for a
+    positive quantity, else the mean (the descriptive row)."""
+    geo = row.get("geomean")
+    if geo is not None and isinstance(geo, float) and math.isfinite(geo):
+        return geo
+    return float(row["mean"])
 
 
 def headline(cmp: pd.DataFrame) -> list[dict]:
@@ -386,16 +425,26 @@ def headline(cmp: pd.DataFrame) -> list[dict]:
                     "min": float(ovh.min()) if len(ovh) else None,
                     "max": float(ovh.max()) if len(ovh) else None,
                     "secondary": int((~part["primary"].astype(bool)).sum()),
-                    "machines_needed": _max_int(rows["machines_needed"]),
+                    "machines_needed": pooled_machines_needed(rows),
                     "mismatch": mismatch,
                 }
             )
     return out
 
 
-def _max_int(col: pd.Series) -> int | None:
-    v = pd.to_numeric(col, errors="coerce").dropna()
-    return int(v.max()) if len(v) else None
+def pooled_machines_needed(rows: pd.DataFrame) -> int | None:
+    """Machines per label a type-level decision of these primary comparisons needs: at their pooled
+    machine spread (the root mean square of the metrics' pooled machine spreads), the family's level
+    and the median margin (``inference.units_needed``); None when no machine spread is known.
+
+    The largest of the metrics' own figures (what the headline showed before) is the largest of 25
+    noisy estimates: 2.7 times the truth in the median at 3 vs 3 machines (docs/report.md)."""
+    sd = pd.to_numeric(rows["machine_spread_percent"], errors="coerce").dropna() / 100
+    if sd.empty or not (sd > 0).any():
+        return None
+    alpha = 1 - float(pd.to_numeric(rows["ci_level"], errors="coerce").median()) / 100
+    margin = float(pd.to_numeric(rows["margin_percent"], errors="coerce").median())
+    return units_needed(float(np.sqrt(np.mean(sd**2))), alpha, margin)
 
 
 def secondary(cmp: pd.DataFrame) -> dict[str, pd.DataFrame]:

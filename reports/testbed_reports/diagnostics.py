@@ -4,8 +4,9 @@ All are computed per machine (a label's machines are never mixed) over its runs 
 pyperformance run's values are one run) in run order (start time, then repetition), vectorised over
 every group. Nothing is removed: an outlier is flagged and kept.
 
-Drift has two checks; when either fires on a machine, a run-level comparison gives that machine's
-mean the extra variance of a wandering level (:func:`level_variance`; ``inference``):
+Drift has two checks; when either fires on a machine, its run-level verdicts say that the level
+moved and that the statement is about the mean over the runs measured (``compare.drift_note``; the
+run noise of such comparisons comes from successive differences, which drift hardly inflates):
 
 - trend: Spearman correlation of value with run order, p < DRIFT_P, from DRIFT_MIN_N runs;
 - level stability: the KPSS statistic of the (log) values about their mean, eta =
@@ -148,38 +149,10 @@ def _logs(values: np.ndarray, codes: np.ndarray, g: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Drift:
-    """A machine whose runs drift: why, and the variance its mean (log scale) has beyond s^2 / n."""
+    """A machine whose runs drift, and why."""
 
     host: str
     text: str
-    excess: float
-
-
-def level_variance(y: np.ndarray) -> float:
-    """Variance of the mean of ``y`` (in run order) about the level of a wandering process, beyond
-    the independent-runs value s^2 / n.
-
-    Local-level model y_t = mu + W_t + e_t (W a random walk of step variance d2, e noise of variance
-    s2): the half mean squared difference at lag k is k d2 / 2 + s2 (the variogram), fitted by
-    weighted least squares over lags 1..n/3; the mean then has variance d2 (n + 1)(2n + 1) / (6n) +
-    s2 / n about mu. A linear trend fits as a steep variogram too.
-    """
-    n = len(y)
-    lags = np.arange(1, max(2, n // 3) + 1)
-    lags = lags[lags < n]
-    if len(lags) < 2:
-        return 0.0
-    y = np.asarray(y, dtype=float)
-    scale = float(np.max(np.abs(y))) if len(y) else 1.0
-    scale = scale if 0 < scale < np.inf else 1.0
-    y = y / scale  # scale-free fit; the answer is scaled back
-    g = np.array([np.mean((y[k:] - y[:-k]) ** 2) / 2 for k in lags])
-    w = np.sqrt(n - lags)
-    design = np.vstack([lags / 2, np.ones(len(lags))]).T * w[:, None]
-    d2, s2 = np.linalg.lstsq(design, g * w, rcond=None)[0]
-    d2, s2 = max(float(d2), 0.0), max(float(s2), 0.0)
-    naive = float(np.var(y, ddof=1)) / n
-    return max(d2 * (n + 1) * (2 * n + 1) / (6 * n) + s2 / n - naive, 0.0) * scale * scale
 
 
 def findings(
@@ -188,7 +161,7 @@ def findings(
     """Per (benchmark, metric, label): readable notes, and the machines whose runs drift.
 
     ``stable_p``: the KPSS level-stability p below which a machine counts as drifting (``build
-    --drift-p``; docs/report.md *Calibration* gives coverage and the cost of each level).
+    --drift-p``; a note, it changes no interval or decision: docs/report.md *Drift*).
     """
     if obs.empty:
         return {}, {}
@@ -204,7 +177,6 @@ def findings(
     bc = _bimodality(values, codes, n)
     out: dict[tuple[str, str, str], list[str]] = {}
     drift: dict[tuple[str, str, str], list[Drift]] = {}
-    rows = None
     for i, (bench, metric, label, host) in enumerate(table[KEYS].astype(str).itertuples(index=False)):
         notes = out.setdefault((bench, metric, label), [])
         if n[i] < MIN_RUNS:
@@ -218,9 +190,7 @@ def findings(
             text = ""
         if text:
             notes.append(text)
-            rows = pd.Series(np.arange(len(codes))).groupby(codes).indices if rows is None else rows
-            idx = rows[i][np.argsort(order[rows[i]], kind="stable")]
-            drift.setdefault((bench, metric, label), []).append(Drift(host, text, level_variance(logs[idx])))
+            drift.setdefault((bench, metric, label), []).append(Drift(host, text))
         if outl[i] and n[i] >= OUTLIER_MIN_N:
             notes.append(f"{host}: {int(outl[i])} outlier(s) beyond robust z {OUTLIER_Z:g} (flagged, kept)")
         if np.isfinite(bc[i]) and bc[i] > BIMODAL_BC:

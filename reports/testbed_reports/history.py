@@ -12,12 +12,13 @@ metric, in time order:
   time and day: they are not independent draws of the run's overhead, so they never count as
   replicates of it (a run's own interval would make every day-to-day wobble a "change").
 - **Over a window** (``--window K``, default every run): a change point. For each split into a
-  before and an after segment of two runs or more, the Welch t of their mean log ratios (runs as
-  units); the largest |t| is the statistic, and its p is the share of permutations of the runs
+  before and an after segment of two runs or more, the t of the difference of their mean log
+  ratios (runs as units, the sd pooled about the two means: the change-in-mean likelihood ratio);
+  the largest |t| is the statistic, and its p is the share of permutations of the runs
   whose largest |t| reaches it (seeded, ``PERMUTATIONS``): exact under a stable history whatever
   the run-to-run spread, since the runs of a stable history are exchangeable. p < 0.05:
-  ``changed`` at the split, with the step and its Welch interval (runs as units; the split was
-  chosen by the data, so that interval is optimistic: the decision is the permutation test's).
+  ``changed`` at the split, with the step and its t interval (runs as units; the split was chosen
+  by the data, so that interval is optimistic: the decision is the permutation test's).
 - **Between two runs** (``--between R1:R2``): the difference of their log ratios against the
   run-to-run spread of the window's runs (half the mean squared successive difference, von
   Neumann's degrees of freedom; a slow drift hardly inflates it, a step of size d adds d^2 / (2(n - 1))
@@ -49,10 +50,19 @@ import pandas as pd
 from testbed_reports import svgplot
 from testbed_reports.engine import connect
 from testbed_reports.errors import ReportError
-from testbed_reports.inference import ALPHA, DEFAULT_MARGIN, Estimate, decide, estimate, sides, to_overhead
+from testbed_reports.inference import (
+    ALPHA,
+    DEFAULT_MARGIN,
+    Estimate,
+    Side,
+    decide,
+    estimate,
+    sides,
+    to_overhead,
+)
 from testbed_reports.store import Store, encode
 from testbed_shared.atomic import write_atomically
-from testbed_shared.intervals import t_quantile, welch
+from testbed_shared.intervals import t_quantile
 
 #: permutations of the change-point test (p resolution 1/(PERMUTATIONS + 1))
 PERMUTATIONS = 1999
@@ -174,7 +184,11 @@ def run_point(
     sa, sb = sd.get((bench, metric, a)), sd.get((bench, metric, b))
     if sa is None or sb is None:
         return None
-    better = str(obs["better"].iloc[0])
+    return point(run, started, sa, sb, str(obs["better"].iloc[0]), margin)
+
+
+def point(run: str, started: str, sa: Side, sb: Side, better: str, margin: float) -> RunPoint:
+    """A run's overhead from its two sides: ``inference.estimate`` and ``inference.decide``."""
     est = estimate(sa, sb)
     dec = decide(est, better, ALPHA, margin)
     return RunPoint(
@@ -199,16 +213,27 @@ def run_point(
 # -- decisions over runs -------------------------------------------------------------------------
 
 
-def _max_t(y: np.ndarray, min_seg: int = MIN_SEGMENT) -> tuple[float, int]:
-    """The largest |Welch t| between the mean of y[:k] and of y[k:] over the splits, and its k."""
-    best, at = 0.0, -1
-    for k in range(min_seg, len(y) - min_seg + 1):
-        u, v = y[:k], y[k:]
-        d, se, _ = welch(u.mean(), u.std(ddof=1), len(u), v.mean(), v.std(ddof=1), len(v))
-        t = abs(d) / se if se > 0 else (math.inf if d != 0 else 0.0)
-        if t > best:
-            best, at = t, k
-    return best, at
+def _max_t(y: np.ndarray, min_seg: int = MIN_SEGMENT) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of ``y`` (histories, runs in order): the largest |t| between the mean of the runs
+    before a split and of those after it (pooled sd about the two means, n - 2 df: the change-in-
+    mean likelihood ratio), over the splits with ``min_seg`` runs a side, and that split.
+    Vectorised over rows (the permutations of the test)."""
+    y = np.atleast_2d(np.asarray(y, dtype=float))
+    y = y - y.mean(axis=1, keepdims=True)  # centred: the running sums below lose nothing
+    n = y.shape[1]
+    k = np.arange(min_seg, n - min_seg + 1)
+    c1, c2 = np.cumsum(y, axis=1), np.cumsum(y * y, axis=1)
+    s1_u = c1[:, k - 1]
+    s1_v = c1[:, -1:] - s1_u
+    m = n - k
+    mean_u, mean_v = s1_u / k, s1_v / m
+    ss = np.maximum(c2[:, -1:] - k * mean_u**2 - m * mean_v**2, 0.0)  # within the two segments
+    se = np.sqrt(ss / (n - 2) * (1 / k + 1 / m))
+    d = np.abs(mean_v - mean_u)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(se > 0, d / se, np.where(d > 0, np.inf, 0.0))
+    best = t.argmax(axis=1)
+    return t[np.arange(len(t)), best], k[best]
 
 
 def change_point(
@@ -219,13 +244,17 @@ def change_point(
     n = len(y)
     if n < 2 * MIN_SEGMENT:
         return "too few runs", math.nan, -1, math.nan, math.nan, math.nan
-    stat, at = _max_t(y)
+    stats, ats = _max_t(y)
+    stat, at = float(stats[0]), int(ats[0])
     rng = np.random.default_rng(seed)
-    hits = sum(_max_t(rng.permutation(y))[0] >= stat - 1e-12 for _ in range(permutations))
+    perms = rng.permuted(np.tile(y, (permutations, 1)), axis=1)
+    hits = int((_max_t(perms)[0] >= stat * (1 - 1e-9)).sum())
     p = (hits + 1) / (permutations + 1)
     u, v = y[:at], y[at:]
-    d, se, df = welch(v.mean(), v.std(ddof=1), len(v), u.mean(), u.std(ddof=1), len(u))
-    half = float(t_quantile(1 - alpha / 2, df)) * se
+    d = float(v.mean() - u.mean())
+    ss = float(((u - u.mean()) ** 2).sum() + ((v - v.mean()) ** 2).sum())
+    se = math.sqrt(ss / (n - 2) * (1 / len(u) + 1 / len(v)))
+    half = float(t_quantile(1 - alpha / 2, n - 2)) * se
     ends = sorted(float(to_overhead(x, better)) for x in (d - half, d + half))
     step = float(to_overhead(d, better))
     return ("changed" if p < alpha else "no change detected"), p, at, step, ends[0], ends[1]
@@ -425,7 +454,7 @@ def _better(st: Store, bench: str, metric: str) -> str:
 def _cp_text(cp: ChangePoint) -> str:
     if cp.decision == "too few runs":
         return f"{cp.runs} runs: a change point needs {2 * MIN_SEGMENT} runs or more"
-    step = f"step {cp.step:+.2f}% [{cp.lo:+.2f}, {cp.hi:+.2f}] (change of the ratio; Welch, runs as units)"
+    step = f"step {cp.step:+.2f}% [{cp.lo:+.2f}, {cp.hi:+.2f}] (change of the ratio; t, runs as units)"
     if cp.decision == "changed":
         return f"changed at run {cp.at}: {step}; permutation p = {cp.p:.3g} over {cp.runs} runs"
     return (

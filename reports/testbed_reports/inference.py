@@ -1,4 +1,4 @@
-"""Overheads on the log scale with Welch-t intervals, and decisions read from those intervals.
+"""Overheads on the log scale with t intervals, and decisions read from those intervals.
 
 Estimand: the ratio of geometric means a/b of a metric (exp of the difference of mean log values),
 shown as an overhead in percent where a slowdown of ``a`` is positive whatever the metric's
@@ -11,31 +11,35 @@ record, its pyperf values first summarised to one value (``runs.py``).
   one observation; the statement is about the VM types the machines were drawn from.
 - ``scope: machines``: a label has one machine. The runs are the unit and the estimand is the ratio
   for *these* machines over the runs measured (a side with several machines contributes the mean
-  of its machines, each machine's runs with the pooled within-machine spread). Nothing is said
+  of its machines, each machine's runs with the pooled within-machine spread). A level that moves
+  over the runs (drift) is part of what is estimated, so the run-to-run noise is taken from
+  successive differences (half the mean squared difference of consecutive runs), which a slow
+  walk or trend hardly inflates (``noise="successive"``, what ``compare`` uses). Nothing is said
   about VM types: two machines of one type differ by a few percent (the machine spread) and one
   machine a side cannot measure it. The verdict says how many machines a side a type-level
   decision would need at the observed (or prior) machine spread.
+- ``paired`` (``unit: pair``): both labels have one machine and their runs carry the same blocks
+  (record field ``block``: a pair of the quick run, a time block of interleaved runs). The unit is
+  the block: the mean log ratio within each block, t over the blocks (what the two arms share in a
+  block, its time and its drift, cancels).
 - A machine-spread prior (:class:`MachineSpread`: a between-machine sd measured elsewhere, with its
   source) turns a one-machine side into a type-level estimate: its variance gains ``sd^2`` (with
   the prior's degrees of freedom in Welch-Satterthwaite), the scope becomes ``types`` and the
   verdict names the prior.
 
-Interval: Welch t on those log values (``testbed_shared.intervals.welch``, the shared core).
+Interval: t on those log values. An estimate is a sum of variance parts (:class:`Part`: one per
+side and unit, or the pairs), each ``coef x s2`` on its df, with Welch-Satterthwaite df over the
+parts; ``compare`` first pools each part's spread over the metrics of the comparison
+(``pooling.moderate``, empirical Bayes where the spreads are homogeneous).
 
 Decision, from the printed interval: ``equivalent`` when it lies inside +-margin, ``slower`` when
 it lies above 0, ``faster`` when below 0, ``inconclusive`` otherwise (with the runs or machines that
-would resolve the margin at the observed spread). When a machine's runs drift (diagnostics:
-Spearman trend or KPSS level stability) its runs do not replicate one level: in a run-level
-comparison its mean gets the variance of a wandering level (``diagnostics.level_variance``, a
-random-walk-plus-noise fit) and the decision is withheld (``compare.drift_withheld``): the
-widened interval is printed, the verdict says why; ``build --drift-p`` sets the level check.
-Machine-level comparisons need nothing more (a machine's drift is part of the machine-to-machine
-spread their interval already has).
+would resolve the margin at the observed spread).
 
 Error control: the primary metrics of all comparisons of a report form one family; their
-intervals are Bonferroni-adjusted (level 1 - 0.05/m, ``adjusted: true``), so the chance of any false
-slower/faster among them is at most 5 %. Other metrics get unadjusted 95 % intervals, are marked
-secondary (``adjusted: false``) and never count in the headline (``headline``).
+intervals are simultaneous at 95 % (a single-step max-T critical value, ``family``), so the chance
+of any false slower/faster among them is at most 5 %. Other metrics get unadjusted 95 % intervals,
+are marked secondary (``adjusted: false``) and never count in the headline (``headline``).
 """
 
 from __future__ import annotations
@@ -47,9 +51,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from testbed_reports.diagnostics import run_order
 from testbed_reports.numerics import group_moments
 from testbed_reports.runs import runs
-from testbed_shared.intervals import t_cdf, t_quantile, t_sf, welch
+from testbed_shared.intervals import t_quantile
 from testbed_shared.records import legacy_primary
 
 ALPHA = 0.05
@@ -76,7 +81,9 @@ class MachineSpread:
 
 @dataclass
 class Side:
-    """One label's log-scale summary of one metric: per machine runs, mean and sd of log values."""
+    """One label's log-scale summary of one metric: per machine runs, mean and sd of log values;
+    optionally per machine the successive-difference variance (``ssd2``: half the mean squared
+    difference of consecutive runs, in run order) and, for a one-machine side, its block means."""
 
     n: np.ndarray
     mean: np.ndarray
@@ -84,11 +91,8 @@ class Side:
     nonpositive: int
     runs: int
     hosts: list[str] = field(default_factory=list)
-    drift: list = field(default_factory=list)  # diagnostics.Drift of this side's drifting machines
-
-    def with_drift(self, drift: list) -> Side:
-        """This side with its drifting machines attached (their means get the level variance)."""
-        return Side(self.n, self.mean, self.sd, self.nonpositive, self.runs, self.hosts, list(drift))
+    ssd2: np.ndarray | None = None
+    blocks: dict[str, float] = field(default_factory=dict)
 
     @property
     def machines(self) -> int:
@@ -116,19 +120,73 @@ class Side:
         ss = float(np.nansum(np.maximum(self.n - 1, 0) * self.sd**2))
         return math.sqrt(ss / df), df
 
-    def these_machines(self) -> tuple[float, float, float]:
-        """Mean of the machine means (log), its variance for these machines, and the df.
+    def successive(self) -> tuple[float, float]:
+        """Run-to-run variance from successive differences, pooled over machines, and its df.
 
-        A drifting machine's mean adds the variance of a wandering level (``Drift.excess``).
+        Half the mean squared difference of consecutive runs estimates the noise variance whether or
+        not the level moves slowly (a walk of step d adds d^2 / 2); for independent runs its df are
+        about 2(n - 1)^2 / (3n - 4) a machine (von Neumann), combined over machines by
+        Satterthwaite. Without ``ssd2`` the ordinary within-machine variance is used.
         """
-        sw, df = self.within()
+        if self.ssd2 is None:
+            sw, df = self.within()
+            return sw * sw, df
+        m = np.maximum(self.n - 1, 0)
+        ok = (m > 0) & np.isfinite(self.ssd2)
+        if not ok.any():
+            return float("nan"), 0.0
+        w, q = m[ok], self.ssd2[ok]
+        dfm = 2 * w * w / (3 * (w + 1) - 4)
+        var = float((w * q).sum() / w.sum())
+        den = float(((w * q) ** 2 / dfm).sum())
+        return var, (float((w * q).sum()) ** 2 / den if den > 0 else float(dfm.sum()))
+
+    def these_machines(self, noise: str = "sd") -> tuple[float, float, float, float]:
+        """Mean of the machine means (log), the run variance, its df, and the coefficient that makes
+        it the variance of that mean for these machines (``noise``: "sd" or "successive")."""
+        if noise == "successive":
+            var, df = self.successive()
+        else:
+            sw, df = self.within()
+            var = sw * sw
         k = self.machines
-        extra = sum(d.excess for d in self.drift)
-        return float(self.mean.mean()), (sw * sw * float((1.0 / self.n).sum()) + extra) / (k * k), df
+        return float(self.mean.mean()), var, df, float((1.0 / self.n).sum()) / (k * k)
+
+
+def _successive(logs: np.ndarray, codes: np.ndarray, order: np.ndarray, groups: int) -> np.ndarray:
+    """Per group: half the mean squared difference of consecutive values in run order (NaN below 2)."""
+    idx = np.lexsort((order, codes))
+    c, y = codes[idx], logs[idx]
+    same = c[1:] == c[:-1]
+    d2 = np.where(same, np.diff(y) ** 2, 0.0)
+    ss = np.bincount(c[1:], weights=d2, minlength=groups)
+    pairs = np.bincount(c[1:], weights=same.astype(float), minlength=groups)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(pairs > 0, ss / (2 * pairs), np.nan)
+
+
+def _blocks(
+    r: pd.DataFrame, logs: np.ndarray, codes: np.ndarray, keep: np.ndarray
+) -> dict[int, dict[str, float]]:
+    """Per machine group: the mean log value of its runs in each block (record field ``block``)."""
+    if "block" not in r:
+        return {}
+    block = r["block"].to_numpy(dtype=object)
+    has = keep & pd.notna(block)
+    if not has.any():
+        return {}
+    frame = pd.DataFrame({"g": codes[has], "block": block[has].astype(str), "y": logs[has]})
+    means = frame.groupby(["g", "block"], sort=False)["y"].mean()
+    out: dict[int, dict[str, float]] = {}
+    for (g, b), y in means.items():
+        out.setdefault(int(g), {})[str(b)] = float(y)
+    return out
 
 
 def sides(obs: pd.DataFrame) -> dict[tuple[str, str, str], Side]:
-    """Per (benchmark, metric, label): the per-machine log moments of the runs (vectorised)."""
+    """Per (benchmark, metric, label): the per-machine log moments of the runs (vectorised), the
+    successive-difference variance of each machine's runs in run order, and the block means of a
+    one-machine label whose runs carry blocks."""
     if obs.empty:
         return {}
     r = runs(obs)
@@ -142,11 +200,15 @@ def sides(obs: pd.DataFrame) -> dict[tuple[str, str, str], Side]:
         logs = np.log(np.where(positive, values, 1.0))
     mom = group_moments(logs[positive], codes[positive], len(table))
     table["n"], table["mean"], table["sd"] = mom.n, mom.mean, mom.sd
+    table["ssd2"] = _successive(logs[positive], codes[positive], run_order(r)[positive], len(table))
+    blocks = _blocks(r, logs, codes, positive)
     table["nonpositive"] = np.bincount(codes[~positive], minlength=len(table))
     parent = table.groupby(keys[:3], observed=True, sort=True).ngroup().to_numpy()
     order = np.argsort(parent, kind="stable")
     bounds = np.flatnonzero(np.diff(parent[order])) + 1
-    cols = {c: table[c].to_numpy() for c in ("benchmark", "metric", "label", "host", "n", "mean", "sd")}
+    cols = {
+        c: table[c].to_numpy() for c in ("benchmark", "metric", "label", "host", "n", "mean", "sd", "ssd2")
+    }
     nonpos, n_all = table["nonpositive"].to_numpy(), table["n_all"].to_numpy()
     out: dict[tuple[str, str, str], Side] = {}
     for rows in np.split(order, bounds):
@@ -161,6 +223,8 @@ def sides(obs: pd.DataFrame) -> dict[tuple[str, str, str], Side]:
             int(nonpos[rows].sum()),
             int(n_all[rows].sum()),
             [str(h) for h in cols["host"][keep]],
+            cols["ssd2"][keep],
+            blocks.get(int(keep[0]), {}) if len(keep) == 1 else {},
         )
     return out
 
@@ -190,6 +254,24 @@ def primary_set(obs: pd.DataFrame) -> set[tuple[str, str]]:
 
 
 @dataclass
+class Part:
+    """One variance part of an estimate: the variance of its mean is ``coef x s2``, ``s2`` being the
+    variance of one unit on ``df`` degrees of freedom (inf: taken as known, a prior). ``pool`` names
+    the group of metrics its spread may be pooled with ("": never, e.g. a prior); ``unit`` what one
+    unit is (machine, run, pair)."""
+
+    s2: float
+    df: float
+    coef: float
+    pool: str = ""
+    unit: str = "run"
+
+    @property
+    def var(self) -> float:
+        return self.coef * self.s2
+
+
+@dataclass
 class Estimate:
     """Log ratio a/b with its standard error and degrees of freedom, or why there is none."""
 
@@ -197,17 +279,38 @@ class Estimate:
     se: float = float("nan")
     df: float = float("nan")
     unit: str = "run"
-    spread: float = float("nan")  # sd of one unit (run or machine) on the log scale, both sides pooled
+    spread: float = float("nan")  # sd of one unit (run, machine or pair) on the log scale, sides pooled
     per_side: int = 0  # units per side (the smaller)
     reason: str = ""
     scope: str = "machines"
     machine_spread: float = float("nan")  # sd of machine means (log) seen or assumed; NaN if unknown
     spread_from: str = ""  # where machine_spread comes from
     prior: str = ""  # the prior's description when it made the scope "types"
+    parts: list[Part] = field(default_factory=list)
+    pooled: str = ""  # what pooling across metrics did (compare.analyse)
 
     @property
     def ok(self) -> bool:
         return not self.reason
+
+    def with_parts(self, parts: list[Part], pooled: str = "") -> Estimate:
+        """This estimate with its parts replaced (pooled spreads): se, df and spreads follow."""
+        out = Estimate(**{**self.__dict__, "parts": parts, "pooled": pooled})
+        out.se, out.df = combine(parts)
+        unit_parts = [q for q in parts if q.pool]
+        if unit_parts:
+            out.spread = math.sqrt(sum(q.s2 for q in unit_parts) / len(unit_parts))
+        machine = [q for q in parts if q.unit == "machine" and q.pool]
+        if machine:
+            out.machine_spread = math.sqrt(sum(q.s2 for q in machine) / len(machine))
+        return out
+
+
+def combine(parts: list[Part]) -> tuple[float, float]:
+    """Standard error and Welch-Satterthwaite df of a sum of variance parts (inf df adds none)."""
+    total = sum(q.var for q in parts)
+    den = sum(q.var**2 / q.df for q in parts if q.df > 0 and math.isfinite(q.df))
+    return math.sqrt(total), (total * total / den if den > 0 else math.inf)
 
 
 def _refused(a: Side, b: Side) -> str:
@@ -235,9 +338,29 @@ def _observed_machine_spread(a: Side, b: Side) -> tuple[float, str]:
     return math.sqrt(ss / df), "observed over " + " and ".join(names)
 
 
-def estimate(a: Side, b: Side, prior: MachineSpread | None = None) -> Estimate:
-    """Welch t on log values: machine means when both sides have >= 2 machines (scope types), else
-    these machines' runs (scope machines), or the runs plus a machine-spread prior (scope types)."""
+#: fewest blocks shared by two one-machine sides for a paired analysis
+MIN_BLOCKS = 2
+
+
+def paired(a: Side, b: Side) -> tuple[np.ndarray, int] | None:
+    """Per shared block the log ratio a/b, and how many runs' blocks had no partner; None when the
+    sides are not blocked alike (each one machine, >= MIN_BLOCKS shared blocks)."""
+    if a.machines != 1 or b.machines != 1 or not a.blocks or not b.blocks:
+        return None
+    shared = sorted(set(a.blocks) & set(b.blocks))
+    if len(shared) < MIN_BLOCKS:
+        return None
+    d = np.array([a.blocks[k] - b.blocks[k] for k in shared])
+    return d, len(set(a.blocks) ^ set(b.blocks))
+
+
+def estimate(
+    a: Side, b: Side, prior: MachineSpread | None = None, noise: str = "sd", pair: bool = False
+) -> Estimate:
+    """The log ratio a/b and its variance parts: machine means when both sides have >= 2 machines
+    (scope types), else these machines' runs (scope machines; ``noise`` "successive" takes the run
+    noise from successive differences), or the runs plus a machine-spread prior (scope types). With
+    ``pair`` and two one-machine sides blocked alike, the blocks' log ratios (unit pair)."""
     why = _refused(a, b)
     if why:
         types = (a.machines >= 2 and b.machines >= 2) or prior is not None
@@ -245,47 +368,66 @@ def estimate(a: Side, b: Side, prior: MachineSpread | None = None) -> Estimate:
     seen, seen_from = _observed_machine_spread(a, b)
     if a.machines >= 2 and b.machines >= 2:
         (ma, sa, na), (mb, sb, nb) = a.machine_level(), b.machine_level()
-        diff, se, df = welch(ma, sa, na, mb, sb, nb)
-        spread = math.sqrt((sa * sa + sb * sb) / 2)
-        return Estimate(diff, se, df, "machine", spread, min(na, nb), "", "types", seen, seen_from)
-    parts = [_side_variance(s, prior) for s in (a, b)]
-    if any(p is None for p in parts):
+        parts = [
+            Part(sa * sa, na - 1.0, 1.0 / na, "a", "machine"),
+            Part(sb * sb, nb - 1.0, 1.0 / nb, "b", "machine"),
+        ]
+        est = Estimate(
+            ma - mb,
+            unit="machine",
+            per_side=min(na, nb),
+            scope="types",
+            machine_spread=seen,
+            spread_from=seen_from,
+        )
+        return est.with_parts(parts)
+    blocks = paired(a, b) if pair and prior is None else None
+    if blocks is not None:
+        d, _ = blocks
+        n = len(d)
+        est = Estimate(float(d.mean()), unit="pair", per_side=n, scope="machines")
+        return est.with_parts([Part(float(d.var(ddof=1)), n - 1.0, 1.0 / n, "pair", "pair")])
+    sa_, sb_ = (_side_parts(s, name, prior, noise) for s, name in ((a, "a"), (b, "b")))
+    if sa_ is None or sb_ is None:
         return Estimate(
             unit="run",
             reason=f"too few runs to test (n={a.runs} vs {b.runs} runs): a side needs 2 runs on a machine, "
             "or both sides 2 machines (a run's pyperf values are not replicates)",
         )
-    (ma, va, dfa), (mb, vb, dfb) = parts  # type: ignore[misc]
-    se = math.sqrt(va + vb)
-    df = _satterthwaite([(va, dfa), (vb, dfb)]) if se > 0 else float(a.runs + b.runs - 2)
-    swa, swb = a.within()[0], b.within()[0]
-    spread = math.sqrt((swa * swa + swb * swb) / 2)
+    (ma, pa), (mb, pb) = sa_, sb_
     per_side = int(min(np.min(a.n), np.min(b.n)))
     if prior is not None:
         what = prior.describe()
-        return Estimate(ma - mb, se, df, "run+prior", spread, per_side, "", "types", prior.sd, what, what)
-    return Estimate(ma - mb, se, df, "run", spread, per_side, "", "machines", seen, seen_from)
+        est = Estimate(
+            ma - mb,
+            unit="run+prior",
+            per_side=per_side,
+            scope="types",
+            machine_spread=prior.sd,
+            spread_from=what,
+            prior=what,
+        )
+        return est.with_parts(pa + pb)
+    est = Estimate(
+        ma - mb, unit="run", per_side=per_side, scope="machines", machine_spread=seen, spread_from=seen_from
+    )
+    return est.with_parts(pa + pb)
 
 
-def _side_variance(s: Side, prior: MachineSpread | None) -> tuple[float, float, float] | None:
-    """(mean, variance of the mean, df) of one side; None when no run-to-run spread is measured."""
+def _side_parts(
+    s: Side, name: str, prior: MachineSpread | None, noise: str
+) -> tuple[float, list[Part]] | None:
+    """(mean, variance parts) of one side; None when no run-to-run spread is measured."""
     if s.machines >= 2 and prior is not None:
         m, sd, k = s.machine_level()
-        return m, sd * sd / k, float(k - 1)
-    mean, var, df = s.these_machines()
-    if df <= 0:
+        return m, [Part(sd * sd, k - 1.0, 1.0 / k, name, "machine")]
+    mean, var, df, coef = s.these_machines(noise)
+    if df <= 0 or not math.isfinite(var):
         return None
-    if prior is None:
-        return mean, var, df
-    k = s.machines
-    return mean, var + prior.sd**2 / k, _satterthwaite([(var, df), (prior.sd**2 / k, prior.df)])
-
-
-def _satterthwaite(parts: list[tuple[float, float]]) -> float:
-    """Welch-Satterthwaite df of a sum of variance components (variance, df); inf df adds none."""
-    total = sum(v for v, _ in parts)
-    den = sum(v * v / d for v, d in parts if d > 0 and math.isfinite(d))
-    return total * total / den if den > 0 else math.inf
+    parts = [Part(var, df, coef, name, "run")]
+    if prior is not None:
+        parts.append(Part(prior.sd**2, prior.df, 1.0 / s.machines, "", "machine"))
+    return mean, parts
 
 
 def to_overhead(log_ratio: float | np.ndarray, better: str) -> float | np.ndarray:
@@ -308,15 +450,18 @@ class Decision:
     reason: str
 
 
-def decide(est: Estimate, better: str, alpha: float, margin: float, withhold: str = "") -> Decision:
-    """Interval at level 1 - alpha, two-sided p, TOST p against +-margin %, and the decision.
+def decide(
+    est: Estimate, better: str, alpha: float, margin: float, withhold: str = "", crit: float | None = None
+) -> Decision:
+    """Interval at level 1 - alpha (or at the t critical value ``crit``, a family's simultaneous
+    one), two-sided p, TOST p against +-margin %, and the decision.
 
     ``withhold`` (a reason) keeps the interval but makes the decision ``inconclusive``.
     """
     nan = float("nan")
     if not est.ok:
         return Decision(nan, nan, nan, nan, nan, "inconclusive", est.reason)
-    tcrit = float(t_quantile(1 - alpha / 2, est.df))
+    tcrit = float(t_quantile(1 - alpha / 2, est.df)) if crit is None else float(crit)
     ends = sorted(float(to_overhead(est.diff + s * tcrit * est.se, better)) for s in (-1, 1))
     ovh = float(to_overhead(est.diff, better))
     p, tost = _pvalues(est, better, margin)
@@ -348,9 +493,8 @@ def _pvalues(est: Estimate, better: str, margin: float) -> tuple[float, float]:
     if est.se == 0:
         p = 0.0 if d != 0 else 1.0
         return p, 0.0 if lo_b < d < hi_b else 1.0
-    p = float(2 * t_sf(abs(d) / est.se, est.df))
-    tost = max(float(t_sf((d - lo_b) / est.se, est.df)), float(t_cdf((d - hi_b) / est.se, est.df)))
-    return p, tost
+    tails = sps.t.sf([abs(d) / est.se, (d - lo_b) / est.se, (hi_b - d) / est.se], est.df)
+    return float(2 * tails[0]), float(max(tails[1], tails[2]))
 
 
 def units_needed(spread: float, alpha: float, margin: float) -> int:
@@ -365,7 +509,7 @@ def units_needed(spread: float, alpha: float, margin: float) -> int:
     n = max(2, math.ceil(ratio * z * z))
     while n < 10**8:
         df = 2 * n - 2
-        t = float(t_quantile(1 - alpha / 2, df) + t_quantile(0.8, df))
+        t = float(sps.t.ppf([1 - alpha / 2, 0.8], df).sum())
         need = math.ceil(ratio * t * t)
         if need <= n:
             return n
@@ -384,15 +528,19 @@ def needed(est: Estimate, alpha: float, margin: float) -> str:
     """What would resolve ``margin`` % at the observed spread (80 % power)."""
     if est.spread == 0 or not math.isfinite(est.spread):
         return "more runs would not narrow a zero spread"
-    n = units_needed(est.spread, alpha, margin)
+    # a pair's spread is of a difference already: units_needed counts two sides' variances
+    n = units_needed(est.spread / (math.sqrt(2) if est.unit == "pair" else 1.0), alpha, margin)
     spread = f"sd {100 * est.spread:.1f}% per {est.unit.split('+')[0]}"
     if est.unit == "machine":
-        return f"needs about {n} machines per label to resolve {margin:g}% at this spread ({spread})"
-    return f"needs about {n} runs per machine to resolve {margin:g}% on these machines ({spread})"
+        return f"about {n} machines per label would tell (resolve ±{margin:g}% at the spread seen, {spread})"
+    if est.unit == "pair":
+        return f"about {n} pairs would tell (resolve ±{margin:g}% on these machines, {spread})"
+    return f"about {n} runs per machine would tell (resolve ±{margin:g}% on these machines, {spread})"
 
 
 def family_alpha(primary_ok: int) -> float:
-    """Per-interval alpha of the primary family (Bonferroni over its m testable comparisons)."""
+    """Bonferroni's per-interval alpha over ``primary_ok`` comparisons (what the family's max-T
+    critical value replaced; kept for the benches that state their own Bonferroni level)."""
     return ALPHA / max(primary_ok, 1)
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from testbed_reports.errors import ReportError
 from testbed_reports.history import history, table, write
-from testbed_reports.store import STORE_ENV, Store, default_store
+from testbed_reports.store import STORE_ENV, STORE_SCHEMA, Store, default_store
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -70,7 +70,11 @@ def _store(given: Path | None) -> Store:
 def _cmd_add(args: argparse.Namespace) -> int:
     st = Store(args.store or default_store(args.results))
     for p in args.results:
+        already = st.version() == STORE_SCHEMA and bool(st.find(p))
         for m in st.add(p):
+            if already:
+                print(f"store {st.root}: run {m.run} already stored from these files")
+                continue
             what = f"{m.records} records, {m.observations} observations, {', '.join(m.labels)}"
             print(f"store {st.root}: run {m.run} ({what})")
             for w in m.warnings:

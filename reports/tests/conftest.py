@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 from report_helpers import BENCHMARKS
-
 from report_support.synth import Machine, write_run
 
 

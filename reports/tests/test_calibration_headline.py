@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 from report_helpers import record, write_jsonl
+from report_support.calibration import headline_setting
 
 from testbed_reports.build import build
-from report_support.calibration import headline_setting
 
 pytestmark = pytest.mark.slow
 
@@ -50,4 +50,4 @@ def test_headline_in_the_html_counts_primary_metrics_only(tmp_path: Path) -> Non
     html = (tmp_path / "out" / "index.html").read_text()
     head = html.split('id="overview"')[1].split("</table>")[0]
     assert "<td>1</td><td>0</td><td>0</td><td>1</td><td>0</td>" in head  # 1 primary: 0 slower, 1 equivalent
-    assert "(secondary, unadjusted) A machine ha is" in html
+    assert "(secondary, unadjusted) fio_x extra: A machine ha 2.0" in html

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from report_helpers import record, write_jsonl
+from report_support.calibration import pyperf_setting
 
 from testbed_reports.build import build
-from report_support.calibration import pyperf_setting
 
 pytestmark = pytest.mark.slow
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from report_support.calibration import scope_setting
+from report_support.synth import Machine, write_run
 
 from testbed_reports.build import build
-from report_support.calibration import scope_setting
 from testbed_reports.inference import MachineSpread
-from report_support.synth import Machine, write_run
 
 pytestmark = pytest.mark.slow
 

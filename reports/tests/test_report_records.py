@@ -19,13 +19,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from report_helpers import write_jsonl
+from report_support.synth import Machine, write_run
 from test_report_crypto import crypto_record
 
 from testbed_reports import crypto_tables
 from testbed_reports.cli import main
 from testbed_reports.errors import SchemaError
 from testbed_reports.load import load
-from report_support.synth import Machine, write_run
 
 PLAN = """\
 benchmarks:

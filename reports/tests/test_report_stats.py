@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from report_support.synth import Machine, write_run
 from scipy import stats as sps
 
 from testbed_reports.build import build
 from testbed_reports.compare import overhead
 from testbed_reports.numerics import cv_ci
 from testbed_reports.stats import describe
-from report_support.synth import Machine, write_run
 
 
 def test_known_slowdown_is_found_within_its_ci_and_decided_slower(slowdown_run: Path, tmp_path: Path) -> None:
@@ -27,8 +28,15 @@ def test_known_slowdown_is_found_within_its_ci_and_decided_slower(slowdown_run: 
         assert abs(row.overhead_percent - 8.0) < 3.0
         assert row.decision == "slower"
         assert row.p < 0.05 and row.p_adjusted >= row.p
-        assert row.verdict.startswith("SEV-SNP machine sev-1 is ")
-        assert "than AMD-Baseline machine base-1" in row.verdict
+        # the headline rule (issue 37): both values with their unit, which side is slower, by how much
+        assert row.verdict.startswith(f"{row.benchmark} ")
+        assert re.search(
+            r": SEV-SNP machine sev-1 [\d.,]+ (MB/s|µs|ms), AMD-Baseline machine base-1 [\d.,]+ ", row.verdict
+        )
+        assert re.search(
+            r"SEV-SNP machine sev-1 is \d+\.\d% slower \[\d+\.\d, \d+\.\d\] than AMD-Baseline machine base-1",
+            row.verdict,
+        )
         assert "these two machines, not about their VM types" in row.verdict
 
 

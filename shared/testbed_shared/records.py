@@ -54,6 +54,8 @@ EXECUTION_KEY = ("run_id", "host", "index", "benchmark", "repetition")
 #: optional record field: the equivalence margin in percent of the report's decisions (the plan's
 #: ``margin_percent``, per benchmark or in its defaults)
 MARGIN_FIELD = "margin_percent"
+#: optional record field: the block (a text id) of a blocked design, e.g. ``pair-3`` of the quick run
+BLOCK_FIELD = "block"
 #: bound of the integer fields (repetition, index, attempt)
 MAX_INT = 2**31
 #: optional record field: the names of the record's primary metrics, a list (docs/design.md section 4)
@@ -84,6 +86,7 @@ FIELDS = (
     Field("params", False, "its params as the plan wrote them, plus what the run resolved"),
     Field(MARGIN_FIELD, False, "equivalence margin of the report's decisions, percent (0, 100)"),
     Field("repetition", True, "repetition number, from 0"),
+    Field(BLOCK_FIELD, False, "its block: runs of two labels in one block are paired by the report"),
     Field("started_at", False, "RFC 3339 time the execution started"),
     Field("ended_at", False, "RFC 3339 time it ended"),
     Field("status", True, "ok, failed, timeout, skipped or interrupted"),
@@ -139,6 +142,7 @@ def make(
     index: int = -1,
     params: Mapping[str, Any] | None = None,
     margin_percent: float | None = None,
+    block: str | None = None,
     started_at: str | None = None,
     ended_at: str | None = None,
     error: str | None = None,
@@ -153,7 +157,7 @@ def make(
     adaptive: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A record with every field in :data:`FIELDS` order (optional ones left out when unset:
-    ``margin_percent``, ``primary``, ``adaptive``; the agent always gives ``primary``)."""
+    ``margin_percent``, ``primary``, ``block``, ``adaptive``; the agent always gives ``primary``)."""
     if status not in STATUSES:
         raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
     rec: dict[str, Any] = {
@@ -170,6 +174,7 @@ def make(
         "params": dict(params or {}),
         MARGIN_FIELD: margin_percent,
         "repetition": repetition,
+        BLOCK_FIELD: block,
         "started_at": started_at,
         "ended_at": ended_at,
         "status": status,
@@ -184,7 +189,7 @@ def make(
         "session": session,
         "adaptive": dict(adaptive) if adaptive is not None else None,
     }
-    for optional in (MARGIN_FIELD, PRIMARY_FIELD, "adaptive"):
+    for optional in (MARGIN_FIELD, PRIMARY_FIELD, BLOCK_FIELD, "adaptive"):
         if rec[optional] is None:
             del rec[optional]
     return rec
@@ -264,7 +269,7 @@ _CHECKS: tuple[tuple[Callable[[dict[str, Any]], bool], Callable[[dict[str, Any]]
     ),
     *(
         (_optional_string(k), lambda r, k=k: f"field '{k}' must be a string, got {_short(r[k])}")
-        for k in ("label", "type", "started_at", "ended_at", "session")
+        for k in ("label", "type", "started_at", "ended_at", "session", BLOCK_FIELD)
     ),
     (_optional_object("samples"), lambda r: "field 'samples' must be an object"),
     (

@@ -14,10 +14,11 @@ BASE = {"run_id": "r", "host": "h", "benchmark": "b", "repetition": 0, "status":
 
 
 def test_make_writes_every_field_in_the_documented_order() -> None:
-    rec = records.make(**BASE, margin_percent=3.0, primary=[], adaptive={"stop": True})
+    rec = records.make(**BASE, margin_percent=3.0, primary=[], block="pair-0", adaptive={"stop": True})
     assert list(rec) == [f.name for f in records.FIELDS]
     short = records.make(**BASE)
     assert "margin_percent" not in short and "adaptive" not in short and "primary" not in short
+    assert "block" not in short
     assert records.validate(short, "x", 1) is short
 
 
@@ -112,7 +113,8 @@ def test_a_record_names_its_primary_metrics() -> None:
     t = records.metric(1.0, "s", "lower")
     rec = records.make(**BASE, btype="fio", metrics={"read_bw_bytes": t, "t": t}, primary=["t"])
     assert rec["primary"] == ["t"] and records.validate(rec, "f", 1) is rec
-    assert list(rec) == [f.name for f in records.FIELDS if f.name not in ("margin_percent", "adaptive")]
+    optional = ("margin_percent", "block", "adaptive")
+    assert list(rec) == [f.name for f in records.FIELDS if f.name not in optional]
     assert records.primary_metrics(rec) == ["t"], "the record's word, not its type's rule"
     assert records.primary_metrics({**rec, "primary": []}) == [], "none is an answer"
     assert records.primary_metrics(records.make(**BASE, btype="fio", metrics={"read_bw_bytes": t})) == [
