@@ -92,9 +92,15 @@ def test_describe_matches_textbook_formulas() -> None:
     assert row["n"] == 5 and row["mean"] == pytest.approx(11.0) and row["median"] == pytest.approx(11.0)
     assert row["sd"] == pytest.approx(np.std(values, ddof=1))
     assert row["cv_percent"] == pytest.approx(100 * np.std(values, ddof=1) / 11.0)
-    logs = np.log(values)  # a positive quantity: the interval of the geometric mean (log scale)
+    logs = np.log(values)  # a positive quantity: the interval of the geometric mean (log scale) ...
     lo, hi = np.exp(sps.t.interval(0.95, 4, loc=logs.mean(), scale=sps.sem(logs)))
-    assert (row["ci95_low"], row["ci95_high"]) == (pytest.approx(lo), pytest.approx(hi))
+    # ... and Yuen's of the 20 % trimmed mean (one machine: its typical run): the hull of the two
+    trimmed = sps.trim_mean(logs, 0.2)
+    wins = np.clip(logs, np.sort(logs)[1], np.sort(logs)[-2])  # 5 runs: one trimmed at each end
+    se = np.sqrt(4 * np.var(wins, ddof=1) / (3 * 2))  # (n - 1) s_w^2 / (h (h - 1)), h = 3
+    tlo, thi = np.exp(sps.t.interval(0.95, 2, loc=trimmed, scale=se))
+    assert (row["ci95_low"], row["ci95_high"]) == (pytest.approx(min(lo, tlo)), pytest.approx(max(hi, thi)))
+    assert row["typical"] == pytest.approx(np.exp(trimmed)) and "typical run" in row["ci_method"]
     assert row["geomean"] == pytest.approx(np.exp(logs.mean())) and row["ci_scale"] == "log"
     raw = describe(obs.assign(value=values - 11.0)).iloc[0]  # zero and negative values: raw scale
     lo, hi = sps.t.interval(0.95, 4, loc=0.0, scale=sps.sem(values))
