@@ -1,9 +1,15 @@
-"""Automatic comparison pairs from inventory groups, and the evidence checks behind the banner."""
+"""Automatic comparison pairs from inventory groups, the evidence checks behind the banner, and
+labels measured in blocks (record field ``block``) compared pair by pair."""
 
 from __future__ import annotations
 
-import pandas as pd
+from pathlib import Path
 
+import numpy as np
+import pandas as pd
+from report_helpers import record, write_jsonl
+
+from testbed_reports.build import build
 from testbed_reports.compare import auto_pairs
 from testbed_reports.fingerprint import claims_encryption, disk_encrypted, fingerprints, mismatches
 
@@ -104,3 +110,33 @@ def test_guest_fingerprint_shows_the_hypervisor_host() -> None:
         "host CPU EPYC 7763; 1 vCPU, 1536 MiB, disk cache none"
     )
     assert fp.loc["b", "hypervisor_host"] == ""
+
+
+def _blocked_records(tmp: Path, with_blocks: bool) -> Path:
+    """Two one-machine labels measured in 8 blocks that share a state (the machine's level in that
+    block moves by +-10 %), label A 3 % slower; a ninth run of A has no partner."""
+    rng = np.random.default_rng(4)
+    state = rng.normal(0, 0.10, 9)
+    recs = []
+    for lab, host, f in (("A", "ha", 1.03), ("B", "hb", 1.0)):
+        for r in range(9 if lab == "A" else 8):
+            over = {"block": f"pair-{r}"} if with_blocks else {}
+            rec = record(
+                label=lab, host=host, groups=[], type="dd", benchmark="dd_write", repetition=r, **over
+            )
+            value = f * float(np.exp(state[r] + rng.normal(0, 0.005)))
+            rec["metrics"] = {"write_seconds": {"value": value, "unit": "s", "better": "lower"}}
+            recs.append(rec)
+    return write_jsonl(tmp / "r" / "x.jsonl", recs)
+
+
+def test_blocked_runs_are_compared_pair_by_pair(tmp_path: Path) -> None:
+    """What both labels' runs in a block share cancels: the 3 % difference under a +-10 % shared
+    state is decided; analysed as two independent samples it is not (issue 34 item 2)."""
+    rep = build([_blocked_records(tmp_path / "p", True)], tmp_path / "out", compare_specs=["A:B"])
+    (row,) = rep.comparisons.itertuples(index=False)
+    assert row.test_unit == "pair" and row.decision == "slower", row.verdict
+    assert row.overhead_ci_low < 3.0 < row.overhead_ci_high
+    unpaired = build([_blocked_records(tmp_path / "u", False)], tmp_path / "out2", compare_specs=["A:B"])
+    (row,) = unpaired.comparisons.itertuples(index=False)
+    assert row.test_unit == "run" and row.decision == "inconclusive"
