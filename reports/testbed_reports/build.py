@@ -31,6 +31,7 @@ from testbed_reports.load import Dataset
 from testbed_reports.runs import runs
 from testbed_reports.stats import MIN_N_CV_CI, describe
 from testbed_shared.atomic import write_atomically
+from testbed_shared.intervals import share_interval
 from testbed_shared.safecsv import write_frame
 
 DECISIONS = ("slower", "faster", "equivalent", "inconclusive")
@@ -257,10 +258,12 @@ def _md_table(df: pd.DataFrame, cols: Sequence[str]) -> str:
 
 
 def _fmt(v: Any) -> str:
+    """A cell of a table: a number in plain digits (``display.short``: 4 significant digits, no
+    trailing zeros), never an exponent; anything else as text."""
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return "—"
     if isinstance(v, (float, np.floating)):
-        return f"{v:.4g}" if math.isfinite(v) else "—"
+        return display.short(float(v), 4)
     return str(v)
 
 
@@ -389,9 +392,8 @@ def _env() -> Environment:
     env.filters["pct"] = lambda v: (
         "—" if v is None or (isinstance(v, float) and not math.isfinite(v)) else f"{v:+.1f}%"
     )
-    env.filters["p"] = lambda v: (
-        "—" if v is None or (isinstance(v, float) and not math.isfinite(v)) else f"{v:.2g}"
-    )
+    env.filters["p"] = lambda v: display.p_value(_float(v))
+    env.filters["exact"] = lambda v: display.exact(_float(v))
     env.filters["human"] = lambda v, unit, sc=None: display.human(_float(v), str(unit), sc)
     env.filters["cell"] = _cell
     env.filters["interval"] = lambda lo, hi, unit, sc=None: display.interval(
@@ -474,7 +476,8 @@ def build(
     desc["diagnostics"] = ["; ".join(notes.get(k, [])) for k in keys]
     pairs = parse_pairs(list(compare_specs), labels) if compare_specs else auto_pairs(factors)
     per_bench = {**ds.margins, **(margins or {})}
-    cmp = compare(blocked(ds), desc, pairs, margin, per_bench, notes, windows(ds.records), prior, drift)
+    measured = _measured(blocked(ds))
+    cmp = compare(measured, desc, pairs, margin, per_bench, notes, windows(ds.records), prior, drift)
     suspect = {lab for lab, _ in flagged}
     if len(cmp):
         bad_rows = cmp["a"].isin(suspect) | cmp["b"].isin(suspect)
@@ -579,12 +582,27 @@ def _overview(cmp: pd.DataFrame) -> list[dict[str, Any]]:
     return headline(cmp)
 
 
+def _certain(lo: float, hi: float) -> float:
+    """The end of an overhead interval nearest zero when the interval excludes zero (the smallest
+    overhead the data support, with its sign), else 0: what the heat map colours."""
+    if not (math.isfinite(lo) and math.isfinite(hi)) or lo <= 0 <= hi:
+        return 0.0
+    return lo if lo > 0 else hi
+
+
 def _heat(cmp: pd.DataFrame) -> dict[str, Any]:
-    """Overhead heat map as a coloured table: rows benchmark metric, columns comparison."""
+    """Overhead heat map as a coloured table: rows benchmark metric, columns comparison.
+
+    The colour carries certainty, not the point estimate: a cell is coloured by the end of its
+    interval nearest zero (:func:`_certain`), so only an interval that excludes zero is coloured,
+    and a noisy estimate (p99 -25.7 % [-61, +42]) stays white however large it is; an equivalent
+    comparison is pale blue. The cell's text is the estimate with its interval.
+    """
     cols = list(dict.fromkeys(cmp["comparison"]))
-    finite = np.abs(cmp["overhead_percent"].to_numpy(float))
-    finite = finite[np.isfinite(finite)]
-    lim = max(float(np.percentile(finite, 95)) if len(finite) else 1.0, 1.0)
+    spans = zip(cmp["overhead_ci_low"], cmp["overhead_ci_high"], strict=True)
+    ends = np.array([_certain(float(lo), float(hi)) for lo, hi in spans])
+    ends = np.abs(ends[np.isfinite(ends) & (ends != 0)])
+    lim = max(float(np.percentile(ends, 95)) if len(ends) else 1.0, 1.0)
     cmap = matplotlib.colormaps["RdYlGn_r"]
     cells = {(r.benchmark, r.metric, r.comparison): r for r in cmp.itertuples(index=False)}
     rows = []
@@ -594,12 +612,21 @@ def _heat(cmp: pd.DataFrame) -> dict[str, Any]:
             r = cells.get((bench, metric, c))
             v = float(r.overhead_percent) if r is not None else float("nan")
             if not math.isfinite(v):
-                row.append({"text": "", "color": "#fff", "title": ""})
+                row.append({"text": "", "color": "#fff", "title": "", "col": c})
                 continue
             decided = r.decision in ("slower", "faster") and bool(r.primary)
             star = ("*" if r.scope == "types" else "†") if decided else ""
-            shade = to_hex(cmap(0.5 + 0.5 * max(-1.0, min(1.0, v / lim))))
-            row.append({"text": f"{v:+.1f}{star}", "color": shade, "title": r.verdict})
+            lo, hi = float(r.overhead_ci_low), float(r.overhead_ci_high)
+            sure = _certain(lo, hi)
+            shade = (
+                to_hex(cmap(0.5 + 0.5 * max(-1.0, min(1.0, sure / lim))))
+                if sure
+                else "#e1ecf8"
+                if r.decision == "equivalent"
+                else "#fff"
+            )
+            span = f" [{lo:+.1f}, {hi:+.1f}]" if math.isfinite(lo) and math.isfinite(hi) else ""
+            row.append({"text": f"{v:+.1f}{star}{span}", "color": shade, "title": r.verdict, "col": c})
         first = next((cells[(bench, metric, c)] for c in cols if (bench, metric, c) in cells), None)
         tag = "" if first is None or bool(first.primary) else " (secondary, unadjusted)"
         rows.append({"name": f"{bench} · {metric}{tag}", "cells": row})
@@ -612,28 +639,35 @@ def _positions(obs: pd.DataFrame, metrics: list[str]) -> dict[tuple[str, str], n
     return {k: v for k, v in idx.items() if k[0] in metrics}
 
 
+#: telemetry columns of the records: (column, what it is, its upper bound: a share of the machine
+#: cannot exceed 100 %, a process's CPU can exceed one core)
+TELEMETRY = (
+    ("cpu_percent", "machine CPU % (all cores, every process)", 100.0),
+    ("process_cpu_percent", "benchmark processes' CPU (% of one core)", math.inf),
+    ("steal_percent", "steal %", 100.0),
+)
+
+
 def _telemetry(ds: Dataset) -> dict[str, list[dict[str, Any]]]:
     """Per benchmark and label, from the ok records' telemetry: machine CPU % (all cores, every
-    process), the benchmark processes' CPU (% of one core) and steal %."""
+    process), the benchmark processes' CPU (% of one core) and steal %, each the mean over the
+    records with the t interval of the mean within its bounds (``intervals.share_interval``)."""
     rec = ds.records
     if rec.empty or "cpu_percent" not in rec:
         return {}
     ok = rec[(rec["status"] == "ok") & (rec["cpu_percent"].notna() | rec["steal_percent"].notna())]
     if ok.empty:
         return {}
-    agg = (
-        ok.groupby(["benchmark", "label"], sort=True)
-        .agg(
-            records=("status", "size"),
-            cpu_percent=("cpu_percent", "mean"),
-            steal_percent=("steal_percent", "mean"),
-            process_cpu_percent=("process_cpu_percent", "mean"),
-        )
-        .reset_index()
-    )
     out: dict[str, list[dict[str, Any]]] = {}
-    for r in _records(agg):
-        out.setdefault(str(r["benchmark"]), []).append(r)
+    for (bench, label), part in ok.groupby(["benchmark", "label"], sort=True, observed=True):
+        row: dict[str, Any] = {"label": str(label), "records": len(part)}
+        for col, _, bound in TELEMETRY:
+            vals = pd.to_numeric(part.get(col, pd.Series(dtype=float)), errors="coerce").dropna()
+            mean, lo, hi, _ = share_interval(vals.tolist(), bound) if len(vals) else (None, None, None, "")
+            row[col] = display.human(_float(mean), "%") + (
+                " " + display.interval(lo, hi, "%") if len(vals) > 1 else ""
+            )
+        out.setdefault(str(bench), []).append(row)
     return out
 
 
@@ -841,12 +875,25 @@ def _centre(d: pd.DataFrame) -> np.ndarray:
     return np.where((d["ci_scale"] == "log").to_numpy() & np.isfinite(geo), geo, mean)
 
 
-def _human_rows(d: pd.DataFrame) -> list[dict[str, Any]]:
-    """Descriptive rows with their values scaled for reading (one scale per row)."""
+def _metric_scales(d: pd.DataFrame) -> dict[str, tuple[float, str]]:
+    """One scale per metric for all its labels, from the values its plots show (``_centre``): the
+    table and the plot beside it write a metric in the same unit."""
+    centre = svgplot.centres(d)
+    out = {}
+    for m in dict.fromkeys(d["metric"].astype(str)):
+        pick = (d["metric"].astype(str) == m).to_numpy()
+        out[m] = display.common_scale(centre[pick], str(d["unit"].iloc[int(np.flatnonzero(pick)[0])]))
+    return out
+
+
+def _human_rows(
+    d: pd.DataFrame, scales: Mapping[str, tuple[float, str]] | None = None
+) -> list[dict[str, Any]]:
+    """Descriptive rows with their values scaled for reading (one scale per metric: ``scales``)."""
     rows = []
     for r in _records(d):
         unit = str(r.get("unit") or "")
-        sc = display.scale_for(_float(r.get("mean")) or 0.0, unit)
+        sc = (scales or {}).get(str(r.get("metric"))) or display.scale_for(_float(r.get("mean")) or 0.0, unit)
         rows.append(
             r
             | {
@@ -872,6 +919,36 @@ def _human_rows(d: pd.DataFrame) -> list[dict[str, Any]]:
     return rows
 
 
+def _measured(obs: pd.DataFrame) -> pd.DataFrame:
+    """The observations that are measurements: a fact of the machine (``display.FACT_TYPES``: its
+    CPU count, its memory) is shown as a fact, never compared."""
+    return obs[~obs["type"].astype(str).isin(display.FACT_TYPES)] if "type" in obs else obs
+
+
+def _types(ds: Dataset) -> dict[str, str]:
+    """Each benchmark's workload type."""
+    kinds = ds.obs[["benchmark", "type"]].drop_duplicates(subset="benchmark", keep="last")
+    return dict(zip(kinds["benchmark"].astype(str), kinds["type"].astype(str), strict=True))
+
+
+def _facts(ds: Dataset, bench: str) -> list[str]:
+    """The values of a fact benchmark (the machine fingerprint: logical CPUs, memory) per label, as
+    facts: "Local: logical cpus 2, memory total 25.3 GB" (a range where runs differ)."""
+    part = ds.obs[ds.obs["benchmark"].astype(str) == bench]
+    out = []
+    for label, rows in part.groupby("label", observed=True, sort=True):
+        items = []
+        for metric, vals in rows.groupby("metric", observed=True, sort=True):
+            unit = str(vals["unit"].iloc[0]) if "unit" in vals else ""
+            lo, hi = float(vals["value"].min()), float(vals["value"].max())
+            text = display.human(lo, unit)
+            if lo != hi:
+                text += f" to {display.human(hi, unit)}"
+            items.append(f"{display.fact_name(str(metric))} {text}")
+        out.append(f"{label}: {', '.join(items)}")
+    return out
+
+
 def _counters(d: pd.DataFrame) -> list[str]:
     """Internal counters and flags of a benchmark, as facts ("steady in 3 of 3 runs"), not statistics."""
     out = []
@@ -895,13 +972,20 @@ def _render(name: str, rep: Report, bad: pd.DataFrame, ds: Dataset, labels: list
     values = ds.obs["value"].to_numpy()
     primary = primary_set(ds.obs)
     telemetry = _telemetry(ds)
+    types = _types(ds)
     for bench in sorted(set(desc["benchmark"].astype(str))):
         d = desc[desc["benchmark"] == bench]
+        if types.get(bench) in display.FACT_TYPES:  # the machine's facts: no statistics, no plots
+            sections.append({"name": bench, "facts": _facts(ds, bench), "fact_type": True, "metrics": len(d)})
+            continue
         counter = np.array(
             [display.is_counter(str(m), str(u)) for m, u in zip(d["metric"], d["unit"], strict=True)]
         )
         facts = _counters(d[counter]) if counter.any() else []
         d = d[~counter]
+        cpu = np.array([display.is_cpu_use(str(m)) for m in d["metric"]], dtype=bool)
+        cpu_rows = _human_rows(d[cpu], _metric_scales(d[cpu])) if cpu.any() else []
+        d = d[~cpu]
         first = d["metric"].map(lambda m, b=bench: (b, m) not in primary).to_numpy()
         d = d.iloc[np.argsort(first, kind="stable")]  # the primary metric first (table and plots)
         metrics = list(dict.fromkeys(d["metric"]))
@@ -914,13 +998,14 @@ def _render(name: str, rep: Report, bad: pd.DataFrame, ds: Dataset, labels: list
         }
         sec = {
             "name": bench,
-            "rows": _human_rows(d),
+            "rows": _human_rows(d, _metric_scales(d)),
+            "cpu_rows": cpu_rows,
             "facts": facts,
             "metrics": len(metrics),
             "panels_capped": len(metrics) > len(shown),
             "shown": shown,
-            "bars": svgplot.bars(d, shown, palette) if len(d) else None,
-            "ecdf": svgplot.ecdf(series, shown, units, palette) if series else None,
+            "bars": svgplot.bars(d, shown, palette) if len(d) else [],
+            "ecdf": svgplot.ecdf_panels(series, shown, units, palette) if series else [],
             "cv": svgplot.cv_bars(d, metrics[:MAX_CV_METRICS], palette) if len(d) else None,
             "comparisons": _records(rep.comparisons[rep.comparisons["benchmark"] == bench]),
             "anova": [a for a in rep.anova if a["benchmark"] == bench],
@@ -930,7 +1015,15 @@ def _render(name: str, rep: Report, bad: pd.DataFrame, ds: Dataset, labels: list
         bp = ds.percentiles[ds.percentiles["benchmark"] == bench]
         if len(bp):
             sec["pct_plot"] = plots.percentiles(bp, palette)
-            sec["pct_rows"] = _records(pct[pct["benchmark"] == bench])
+            sec["pct_rows"] = [
+                r
+                | {
+                    "value_h": display.human(
+                        float(r["median_value"]) * plots.to_seconds(str(r["series"])), "s"
+                    )
+                }
+                for r in _records(pct[pct["benchmark"] == bench])
+            ]
         sections.append(sec)
     heat = _heat(rep.comparisons) if not rep.comparisons.empty else None
     overview = _overview(rep.comparisons)

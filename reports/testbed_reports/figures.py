@@ -5,7 +5,8 @@ A benchmark's bar and ECDF charts show its primary metrics first, then one metri
 metrics up to MIN_PANELS, at most MAX_PANELS in all. The figures across benchmarks: a grouped bar
 chart of bandwidth and one of IOPS over a run's fio jobs (one group per fio benchmark and direction,
 one bar per label, 95% CI whiskers), and the pyperformance benchmark times of every label relative to
-the first label of its CPU vendor (one figure per vendor).
+the first label of its CPU vendor (one figure per vendor). All are horizontal bar charts
+(``svgplot.hbars``) on the scale ``display`` picks for the unit, so they read on a phone.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from testbed_reports import svgplot
+from testbed_reports import display, svgplot
 
 #: quantity kinds plotted after the primary metrics, in this order
 KINDS = ("bandwidth", "iops", "latency")
@@ -75,6 +76,13 @@ def _titled(title: str, k: int, n: int) -> str:
     return title if n == 1 else f"{title} (part {k}/{n})"
 
 
+def _rows(
+    values: dict[tuple[str, str], tuple[float, float, float]], scale: float = 1.0
+) -> list[tuple[str, str, float, float, float]]:
+    """``svgplot.hbars`` rows of ``{(group, label): (value, lo, hi)}``, divided by ``scale``."""
+    return [(g, lab, v / scale, lo / scale, hi / scale) for (g, lab), (v, lo, hi) in values.items()]
+
+
 def _value(row: Any, scale: float = 1.0) -> tuple[float, float, float]:
     """The bar (the geometric mean where the interval is of it: positive quantities) and its CI."""
     centre = float(getattr(row, "geomean", float("nan")))
@@ -97,10 +105,12 @@ def fio_figures(desc: pd.DataFrame, types: dict[str, str], palette: dict[str, st
         }
         if len({g for g, _ in values}) < 2:
             continue
+        f, scaled = display.common_scale([v for v, _, _ in values.values()], unit)
         parts = _parts(values)
         for k, part in enumerate(parts, start=1):
             title = _titled(f"fio {what} across benchmarks", k, len(parts))
-            image = svgplot.grouped_bars(part, palette, title, f"mean with 95% CI [{unit}], higher is better")
+            sub = f"95% CI [{scaled}], higher is better" if scaled else "95% CI, higher is better"
+            image = svgplot.hbars(_rows(part, f), palette, title, sub)
             alt = _titled(f"fio {what} grouped bar chart", k, len(parts))
             out.append({"caption": title, "image": image, "alt": alt})
     return out
@@ -138,7 +148,7 @@ def pyperf_figures(
         for k, chunk in enumerate(chunks, start=1):
             title = _titled(f"pyperformance ({ven}): time / {labels[0]}", k, len(chunks))
             sub = f"{len({g for g, _ in chunk})} of {n} benchmarks, 95% CI, lower is better"
-            image = svgplot.grouped_bars(chunk, palette, title, sub, ref=1.0)
+            image = svgplot.hbars(_rows(chunk), palette, title, sub, ref=1.0)
             alt = _titled(f"pyperformance {ven} figure", k, len(chunks))
             out.append({"caption": title, "image": image, "alt": alt, "note": note})
     return out

@@ -21,7 +21,10 @@ cells apply it to their groups. The interval is the shared core's
   adaptive stopping (the stop selects a small spread), the hull in 97-98.5 % (docs/report.md
   *Calibration*); below 5 runs nothing is trimmed and the hull is the t interval;
 - mean and sd: two-pass on values scaled by their group's largest magnitude (finite at any scale);
-- CV interval: Vangel's modified McKay interval over the runs (none below ``MIN_N_CV_CI`` runs).
+- CV interval: Vangel's modified McKay interval over the runs (none below ``MIN_N_CV_CI`` runs);
+- a share of the machine (CPU % of all cores) gets the t interval of its mean within [0, 100] %
+  (``ci_scale: share``; ``testbed_shared.intervals.share_interval``): a share cannot exceed the
+  machine, and the log-scale interval of a positive quantity put it above 100 %.
 """
 
 from __future__ import annotations
@@ -30,9 +33,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from testbed_reports.display import is_machine_share
 from testbed_reports.numerics import cv_ci, group_moments
 from testbed_reports.runs import runs
-from testbed_shared.intervals import mean_interval
+from testbed_shared.intervals import mean_interval, share_interval
 
 #: fewer runs than this give no CV interval
 MIN_N_CV_CI = 5
@@ -182,8 +186,26 @@ def describe(obs: pd.DataFrame) -> pd.DataFrame:
         table.loc[one, "ci_method"] = (
             "typical run (20% trimmed geometric mean): hull of Yuen's t and the geometric mean's t, over runs"
         )
+    _bounded_shares(r, codes, table)
     table["values"] = table["values"].astype(np.int64)
     return table[DESCRIBE_COLUMNS]
+
+
+def _bounded_shares(r: pd.DataFrame, codes: np.ndarray, table: pd.DataFrame) -> None:
+    """Shares of the machine (CPU % of all cores: ``display.is_machine_share``) get the interval of
+    their mean within [0, 100] % (``testbed_shared.intervals.share_interval``), over runs or, with
+    several machines, over machine means; in place."""
+    pairs = zip(table["metric"], table["unit"], strict=True)
+    rows = [k for k, (m, u) in enumerate(pairs) if is_machine_share(str(m), str(u))]
+    for k in rows:
+        part = r[codes == k]
+        several = int(table.at[k, "machines"]) >= 2
+        vals = part.groupby("host", observed=True)["value"].mean() if several else part["value"]
+        _, lo, hi, method = share_interval(vals.to_numpy(dtype=float).tolist())
+        table.loc[k, ["geomean", "ci95_low", "ci95_high", "ci_scale"]] = [np.nan, lo, hi, "share"]
+        if "typical" in table:
+            table.loc[k, "typical"] = np.nan
+        table.loc[k, "ci_method"] = f"{method} % over {'machine means' if several else 'runs'}"
 
 
 def _typical_run(

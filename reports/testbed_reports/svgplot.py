@@ -3,6 +3,12 @@
 Matplotlib needs ~0.1 s of text layout per panel; a report with dozens of benchmarks would spend most
 of its time there, so these simple charts are written as SVG (milliseconds each) and embedded as data
 URIs. Tick positions still come from matplotlib's MaxNLocator.
+
+Readable on a phone (issue 37): a panel is PANEL_W = 340 px wide, so it fits a 390 px screen at its
+own size, and panels stack rather than widen a figure; text is 11 px (ticks) to 13 px (titles).
+Numbers are written by ``display`` (plain digits, no exponent), values on the scale ``display``
+picks for the unit (an axis in MB/s or ms, like the table beside it). :func:`hbars` is the report's
+bar chart: horizontal bars with their 95 % interval, the name and the value written above each bar.
 """
 
 from __future__ import annotations
@@ -14,16 +20,42 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
-PANEL_W, PANEL_H = 270, 210
-LEFT, RIGHT, TOP, BOTTOM = 58, 10, 38, 34
+from testbed_reports import display
+
+PANEL_W, PANEL_H = 340, 230
+LEFT, RIGHT, TOP, BOTTOM = 62, 12, 42, 36
 ECDF_POINTS = 120
+#: font sizes (px): tick labels, other text, titles
+TICK, TEXT, TITLE = 11, 12, 13
 
 
 def _num(v: float) -> str:
-    if v == 0:
-        return "0"
-    a = abs(v)
-    return f"{v:.3g}" if 1e-3 <= a < 1e5 else f"{v:.2e}"
+    return display.number(float(v))
+
+
+def _tick(v: float) -> str:
+    """A tick label: ``display.short`` ("40", "0.5", "1,500")."""
+    return display.short(float(v), 3)
+
+
+def _fit(text: str, width: float, size: float) -> str:
+    """``text`` cut (with an ellipsis) to about ``width`` px at ``size`` px."""
+    most = max(int(width / (0.6 * size)), 4)
+    return text if len(text) <= most else text[: most - 1] + "…"
+
+
+def _wrap(text: str, width: float, size: float, most: int = 2) -> list[str]:
+    """``text`` in at most ``most`` lines of about ``width`` px at ``size`` px (the last one cut)."""
+    per = max(int(width / (0.6 * size)), 4)
+    lines: list[str] = []
+    for word in text.split():
+        if lines and len(lines[-1]) + 1 + len(word) <= per:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    if len(lines) > most:
+        lines = [*lines[: most - 1], " ".join(lines[most - 1 :])]
+    return [_fit(line, width, size) for line in lines] or [""]
 
 
 def _ticks(lo: float, hi: float) -> list[float]:
@@ -103,9 +135,9 @@ class _Panel:
         self.px0, self.px1 = x0 + LEFT, x0 + width - RIGHT
         self.py0, self.py1 = y0 + PANEL_H - BOTTOM, y0 + TOP
         self.xlim, self.ylim = xlim, _nonzero(ylim)
-        svg.text(x0 + width / 2, y0 + 13, title[:44], size=11, weight="bold")
+        svg.text(x0 + width / 2, y0 + 15, _fit(title, width - 8, TITLE + 1), size=TITLE, weight="bold")
         if subtitle:
-            svg.text(x0 + width / 2, y0 + 26, subtitle[:52], size=9)
+            svg.text(x0 + width / 2, y0 + 30, _fit(subtitle, width - 8, TICK), size=TICK)
         svg.add(
             f'<rect x="{self.px0:.1f}" y="{self.py1:.1f}" width="{self.px1 - self.px0:.1f}" '
             f'height="{self.py0 - self.py1:.1f}" fill="none" stroke="#444" stroke-width="0.8"/>'
@@ -125,10 +157,10 @@ class _Panel:
                 f'stroke="#444"/><line x1="{self.px0:.1f}" y1="{yy:.1f}" x2="{self.px1:.1f}" '
                 f'y2="{yy:.1f}" stroke="#eee"/>'
             )
-            self.svg.text(self.px0 - 6, yy + 3, _num(t), size=9, anchor="end")
+            self.svg.text(self.px0 - 6, yy + 4, _tick(t), size=TICK, anchor="end")
         if label:
             mid = (self.py0 + self.py1) / 2
-            self.svg.text(self.px0 - 46, mid, label, size=9, rotate=-90)
+            self.svg.text(self.px0 - 48, mid, label, size=TICK, rotate=-90)
 
     def xticks(self) -> None:
         for t in _ticks(*self.xlim):
@@ -137,7 +169,7 @@ class _Panel:
                 f'<line x1="{xx:.1f}" y1="{self.py0:.1f}" x2="{xx:.1f}" y2="{self.py0 + 4:.1f}" '
                 f'stroke="#444"/>'
             )
-            self.svg.text(xx, self.py0 + 15, _num(t), size=9)
+            self.svg.text(xx, self.py0 + 16, _tick(t), size=TICK)
 
 
 def _nonzero(lim: tuple[float, float]) -> tuple[float, float]:
@@ -155,7 +187,7 @@ def _legend_rows(labels: list[str], width: float) -> list[list[tuple[str, float]
     rows: list[list[tuple[str, float]]] = [[]]
     x = 10.0
     for lab in labels:
-        w = 24 + 6.5 * len(lab)
+        w = 26 + 0.62 * TEXT * len(lab)
         if rows[-1] and x + w > width:
             rows.append([])
             x = 10.0
@@ -166,16 +198,16 @@ def _legend_rows(labels: list[str], width: float) -> list[list[tuple[str, float]
 
 def _legend(svg: _Svg, rows: list[list[tuple[str, float]]], palette: dict[str, str]) -> None:
     for r, row in enumerate(rows):
-        y = 14 + 16 * r
+        y = 15 + 18 * r
         for lab, x in row:
-            svg.add(f'<rect x="{x:.1f}" y="{y - 9:.1f}" width="12" height="10" fill="{palette[lab]}"/>')
-            svg.text(x + 16, y, lab, size=10, anchor="start")
+            svg.add(f'<rect x="{x:.1f}" y="{y - 10:.1f}" width="12" height="11" fill="{palette[lab]}"/>')
+            svg.text(x + 16, y, lab, size=TEXT, anchor="start")
 
 
 def _frame(width: float, labels: list[str], palette: dict[str, str], extra: float = 0) -> tuple[_Svg, float]:
     """An SVG with the label legend on top; returns it and the height the legend takes."""
     rows = _legend_rows(labels, width)
-    top = 6 + 16 * len(rows)
+    top = 6 + 18 * len(rows)
     svg = _Svg(int(width), int(PANEL_H + top + extra))
     _legend(svg, rows, palette)
     return svg, top
@@ -194,34 +226,45 @@ def _bar(
     return x0, x1
 
 
-def bars(desc: pd.DataFrame, metrics: list[str], palette: dict[str, str]) -> str:
-    """Geometric mean (positive quantities, whose CI is of it) or mean per label with its 95% CI error
-    bar; one panel per metric."""
-    labels = list(dict.fromkeys(desc["label"].astype(str)))
-    svg, top = _frame(PANEL_W * max(len(metrics), 1), labels, palette)
-    for i, m in enumerate(metrics):
+def centres(part: pd.DataFrame) -> np.ndarray:
+    """The value each descriptive row's interval is about: for a log-scale interval (positive
+    quantities) its ``typical`` value where the table has one (a one-machine label's typical run),
+    else the geometric mean; otherwise the mean."""
+    mean = part["mean"].to_numpy(float)
+    if "geomean" not in part:
+        return mean
+    geo = part["geomean"].to_numpy(float)
+    if "typical" in part:
+        typ = part["typical"].to_numpy(float)
+        geo = np.where(np.isfinite(typ), typ, geo)
+    log = (part["ci_scale"] == "log").to_numpy() if "ci_scale" in part else np.isfinite(geo)
+    return np.where(log & np.isfinite(geo), geo, mean)
+
+
+def bars(desc: pd.DataFrame, metrics: list[str], palette: dict[str, str]) -> list[str]:
+    """One figure per metric: each label's value (:func:`centres`) with its 95% CI, on the scale the
+    table shows the metric in (``display.common_scale``)."""
+    out = []
+    for m in metrics:
         part = desc[desc["metric"] == m]
-        mean = part["mean"].to_numpy(float)
-        if "geomean" in part:
-            geo = part["geomean"].to_numpy(float)
-            mean = np.where(np.isfinite(geo), geo, mean)
-        lo = np.where(np.isfinite(part["ci95_low"].to_numpy(float)), part["ci95_low"].to_numpy(float), mean)
-        hi = np.where(np.isfinite(part["ci95_high"].to_numpy(float)), part["ci95_high"].to_numpy(float), mean)
-        ymin = min(0.0, float(np.nanmin(lo)))
-        ymax = min(max(0.0, float(np.nanmax(hi))) * 1.08, float(np.finfo(float).max)) or 1.0
+        if part.empty:
+            continue
         unit, better = str(part["unit"].iloc[0]), str(part["better"].iloc[0])
-        p = _Panel(svg, i * PANEL_W, top, (0, len(part)), (ymin, ymax), m, f"[{unit}] {better} is better")
-        p.yticks()
-        for j, lab in enumerate(part["label"].astype(str)):
-            tip = f"{escape(lab)}: {_num(mean[j])} {escape(unit)}"
-            x0, x1 = _bar(svg, p, (j + 0.15, j + 0.85), mean[j], palette[lab], tip)
-            xc = (x0 + x1) / 2
-            ya, yb = float(p.y(lo[j])), float(p.y(hi[j]))
-            svg.add(
-                f'<path d="M{xc:.1f} {ya:.1f}V{yb:.1f}M{xc - 5:.1f} {ya:.1f}h10M{xc - 5:.1f} '
-                f'{yb:.1f}h10" stroke="black" stroke-width="1.2" fill="none"/>'
+        mid = centres(part)
+        f, scaled = display.common_scale(mid, unit)
+        rows = [
+            (m, str(lab), float(c) / f, float(lo) / f, float(hi) / f)
+            for lab, c, lo, hi in zip(
+                part["label"].astype(str),
+                mid,
+                part["ci95_low"].to_numpy(float),
+                part["ci95_high"].to_numpy(float),
+                strict=True,
             )
-    return svg.uri()
+        ]
+        unit_text = f" [{scaled}]" if scaled else ""
+        out.append(hbars(rows, palette, m, f"95% CI{unit_text}, {better} is better"))
+    return out
 
 
 def ecdf(
@@ -230,17 +273,22 @@ def ecdf(
     units: dict[str, str],
     palette: dict[str, str],
 ) -> str:
-    """ECDF of the per-run values of each label (at most ECDF_POINTS quantiles per line)."""
+    """ECDF of the per-run values of each label (at most ECDF_POINTS quantiles per line), one panel
+    per metric stacked in one column, each x axis on the scale ``display`` picks for its unit."""
     labels = sorted({lab for (_, lab) in values})
-    svg, top = _frame(PANEL_W * max(len(metrics), 1), labels, palette)
-    for i, m in enumerate(metrics):
+    shown = [m for m in metrics if any(met == m for met, _ in values)]
+    svg, top = _frame(PANEL_W, labels, palette, extra=PANEL_H * (max(len(shown), 1) - 1))
+    for i, m in enumerate(shown):
         series = {lab: v for (met, lab), v in values.items() if met == m}
-        if not series:
-            continue
+        f, scaled = display.common_scale(
+            [x for v in series.values() for x in np.asarray(v, float)], units.get(m, "")
+        )
+        series = {lab: np.asarray(v, dtype=float) / f for lab, v in series.items()}
         lo = min(float(v.min()) for v in series.values())
         hi = max(float(v.max()) for v in series.values())
-        p = _Panel(svg, i * PANEL_W, top, _nonzero((lo, hi)), (0.0, 1.0), m, f"[{units.get(m, '')}]")
-        p.yticks("fraction of runs" if i == 0 else "")
+        sub = f"[{scaled}]" if scaled else ""
+        p = _Panel(svg, 0, top + i * PANEL_H, _nonzero((lo, hi)), (0.0, 1.0), m, sub)
+        p.yticks("fraction of runs")
         p.xticks()
         for lab, raw in sorted(series.items()):
             v = np.sort(raw)
@@ -257,46 +305,28 @@ def ecdf(
     return svg.uri()
 
 
+def ecdf_panels(
+    values: dict[tuple[str, str], np.ndarray],
+    metrics: list[str],
+    units: dict[str, str],
+    palette: dict[str, str],
+) -> list[str]:
+    """:func:`ecdf` as one figure per metric (the report lays them out side by side where there is room)."""
+    return [ecdf({k: v for k, v in values.items() if k[0] == m}, [m], units, palette) for m in metrics]
+
+
 def cv_bars(desc: pd.DataFrame, metrics: list[str], palette: dict[str, str]) -> str:
-    """Coefficient of variation (%) with its 95% CI, grouped by metric."""
-    labels = list(dict.fromkeys(desc["label"].astype(str)))
-    longest = max((min(len(m), 22) for m in metrics), default=4)
-    group = max(16 * len(labels) + 12, 6.2 * longest + 8)
-    width = max(PANEL_W, LEFT + RIGHT + group * len(metrics))
-    svg, top = _frame(width, labels, palette, extra=40)
+    """Coefficient of variation (%) of each metric and label with its 95% CI (Vangel)."""
     table = desc.set_index(["metric", "label"])
-    hi_all = np.nanmax(np.r_[desc["cv_ci_high"].to_numpy(float), desc["cv_percent"].to_numpy(float), 1.0])
-    p = _Panel(
-        svg,
-        0,
-        top,
-        (0, len(metrics)),
-        (0.0, float(hi_all) * 1.08),
-        "Coefficient of variation",
-        "CV % with 95% CI (Vangel)",
-        width,
-    )
-    p.yticks("CV (%)")
-    bw = 0.8 / max(len(labels), 1)
-    for i, m in enumerate(metrics):
-        for j, lab in enumerate(labels):
+    labels = list(dict.fromkeys(desc["label"].astype(str)))
+    rows = []
+    for m in metrics:
+        for lab in labels:
             if (m, lab) not in table.index:
                 continue
             r = table.loc[(m, lab)]
-            cv = float(r["cv_percent"])
-            if not np.isfinite(cv):
-                continue
-            tip = f"{escape(lab)} {escape(m)}: CV {cv:.2f}%"
-            x0, x1 = _bar(svg, p, (i + 0.1 + j * bw, i + 0.1 + (j + 1) * bw), cv, palette[lab], tip)
-            lo, hi = float(r["cv_ci_low"]), float(r["cv_ci_high"])
-            if np.isfinite(lo) and np.isfinite(hi):
-                xc = (x0 + x1) / 2
-                svg.add(
-                    f'<path d="M{xc:.1f} {float(p.y(lo)):.1f}V{float(p.y(hi)):.1f}" stroke="black" '
-                    f'stroke-width="1"/>'
-                )
-        svg.text(float(p.x(i + 0.5)), p.py0 + 14, m[:22], size=9)
-    return svg.uri()
+            rows.append((m, lab, float(r["cv_percent"]), float(r["cv_ci_low"]), float(r["cv_ci_high"])))
+    return hbars(rows, palette, "Coefficient of variation", "CV % with 95% CI (Vangel)")
 
 
 #: histogram panels per figure (cells beyond it are in the tables only) and bins per panel
@@ -305,9 +335,12 @@ HIST_BINS = 20
 
 
 def histograms(samples: dict[str, np.ndarray], unit: str) -> str:
-    """A histogram of the values of each cell (same bins for all), one panel per cell."""
+    """A histogram of the values of each cell (same bins for all), one panel per cell in one column,
+    the x axis on the scale ``display`` picks for ``unit``."""
     names = list(samples)[:MAX_HIST_PANELS]
     vals = [np.asarray(samples[n], dtype=float) for n in names]
+    f, scaled = display.common_scale([x for v in vals for x in v], unit)
+    vals = [v / f for v in vals]
     lo = min((float(v.min()) for v in vals if len(v)), default=0.0)
     hi = max((float(v.max()) for v in vals if len(v)), default=1.0)
     lim = _nonzero((lo, hi))
@@ -315,14 +348,10 @@ def histograms(samples: dict[str, np.ndarray], unit: str) -> str:
     edges = np.linspace(lim[0] / scale, lim[1] / scale, HIST_BINS + 1)
     counts = [np.histogram(v / scale, bins=edges)[0] for v in vals]
     top = max((int(c.max()) for c in counts), default=1) or 1
-    cols = min(len(names), 4) or 1
-    rows = (len(names) + cols - 1) // cols or 1
-    svg = _Svg(PANEL_W * cols, PANEL_H * rows)
+    svg = _Svg(PANEL_W, PANEL_H * max(len(names), 1))
     for k, (name, cnt) in enumerate(zip(names, counts, strict=True)):
-        p = _Panel(
-            svg, (k % cols) * PANEL_W, (k // cols) * PANEL_H, lim, (0.0, top * 1.08), name, f"[{unit}]"
-        )
-        p.yticks("runs" if k % cols == 0 else "")
+        p = _Panel(svg, 0, k * PANEL_H, lim, (0.0, top * 1.08), name, f"[{scaled}]" if scaled else "")
+        p.yticks("runs")
         p.xticks()
         for j, c in enumerate(cnt):
             if not c:
@@ -379,69 +408,105 @@ def grouped_bars(
             x0, x1 = _bar(svg, p, (i + 0.1 + j * bw, i + 0.1 + (j + 1) * bw), mean, palette[lab], tip)
             _whisker(svg, p, (x0 + x1) / 2, lo, hi)
         xg = float(p.x(i + 0.5))
-        svg.text(xg, p.py0 + 12, g[:28], size=9, anchor="end", rotate=-45)
+        svg.text(xg, p.py0 + 12, _fit(g, GROUP_LABEL_SPACE * 1.3, TICK), size=TICK, anchor="end", rotate=-45)
     if ref is not None:
         yr = float(p.y(ref))
         svg.add(f'<path d="M{p.px0:.1f} {yr:.1f}H{p.px1:.1f}" stroke="#333" stroke-dasharray="4 3"/>')
     return svg.uri()
 
 
-#: the headline figure: width, left margin for the row names, row height
-HB_WIDTH, HB_LEFT, HB_ROW = 340, 150, 18
+#: the report's bar chart (:func:`hbars`): width, the height of a text line and of a bar
+HB_WIDTH, HB_LINE, HB_BAR = PANEL_W, 17, 13
 
 
 def hbars(
-    rows: list[tuple[str, str, float, float, float]], palette: dict[str, str], title: str, subtitle: str
+    rows: list[tuple[str, str, float, float, float]],
+    palette: dict[str, str],
+    title: str,
+    subtitle: str,
+    ref: float | None = None,
 ) -> str:
-    """Horizontal bars, one per (name, label, mean, ci_low, ci_high), with CI whiskers: the report's
-    headline figure of a benchmark's primary metric (names stay readable on a phone)."""
+    """Horizontal bars, one per (name, label, value, ci_low, ci_high), with CI whiskers: the report's
+    headline figure of a benchmark's primary metric, its per-metric bars, CV bars and the figures
+    across benchmarks. Above each bar, its name (or label) and its value with the interval, written
+    as the tables write them; rows of several names and labels are grouped by name, the labels told
+    apart by colour (legend on top). A dashed line at ``ref``. Fits a phone at its own size."""
     labels = list(dict.fromkeys(lab for _, lab, *_ in rows))
-    legend = _legend_rows(labels, HB_WIDTH) if len(labels) > 1 else []
-    top = 34 + 16 * len(legend)
-    height = top + HB_ROW * max(len(rows), 1) + 30
-    svg = _Svg(HB_WIDTH, height)
-    svg.text(HB_WIDTH / 2, 13, title[:48], size=11, weight="bold")
-    svg.text(HB_WIDTH / 2, 26, subtitle[:60], size=9)
+    names = list(dict.fromkeys(name for name, *_ in rows))
+    grouped = len(names) > 1 and len(labels) > 1
+    legend = _legend_rows(labels, HB_WIDTH) if grouped else []
+    subs = _wrap(subtitle, HB_WIDTH - 8, TICK) if subtitle else []
+    head = 24 + 14 * len(subs)
+    top = head + 18 * len(legend) + 4
+    texts = [_row_text(row, names, labels, grouped) for row in rows]
+    lines = sum(len(t) for t in texts) + (len(names) if grouped else 0)
+    bottom = top + HB_LINE * lines + (HB_BAR + 5) * len(rows)
+    svg = _Svg(HB_WIDTH, int(bottom + 26))
+    svg.text(HB_WIDTH / 2, 16, _fit(title, HB_WIDTH - 8, TITLE + 1), size=TITLE, weight="bold")
+    for k, line in enumerate(subs):
+        svg.text(HB_WIDTH / 2, 32 + 14 * k, line, size=TICK)
     for r, row in enumerate(legend):
-        y = 40 + 16 * r
+        y = head + 14 + 18 * r
         for lab, x in row:
-            svg.add(f'<rect x="{x:.1f}" y="{y - 9:.1f}" width="12" height="10" fill="{palette[lab]}"/>')
-            svg.text(x + 16, y, lab, size=10, anchor="start")
-    nums = np.array([v for _, _, *vals in rows for v in vals] + [0.0], dtype=float)
-    hi_all = float(np.nanmax(np.where(np.isfinite(nums), nums, np.nan))) or 1.0
-    lim = (0.0, hi_all * 1.05)
-    x0, x1 = float(HB_LEFT), float(HB_WIDTH - 12)
+            fill = palette.get(lab, "#4c72b0")
+            svg.add(f'<rect x="{x:.1f}" y="{y - 10:.1f}" width="12" height="11" fill="{fill}"/>')
+            svg.text(x + 16, y, lab, size=TEXT, anchor="start")
+    nums = np.array([v for _, _, *vals in rows for v in vals] + [0.0, ref or 0.0], dtype=float)
+    nums = nums[np.isfinite(nums)]
+    lim = (min(0.0, float(nums.min())), (float(nums.max()) or 1.0) * 1.04)
+    x0, x1 = 10.0, float(HB_WIDTH - 12)
 
     def px(v: float) -> float:
         return x0 + float(_frac(v, lim)) * (x1 - x0)
 
-    bottom = top + HB_ROW * len(rows)
     for t in _ticks(*lim):
         xx = px(t)
         svg.add(f'<line x1="{xx:.1f}" y1="{top:.1f}" x2="{xx:.1f}" y2="{bottom:.1f}" stroke="#eee"/>')
-        svg.text(xx, bottom + 13, _num(t), size=9)
-    svg.add(f'<path d="M{x0:.1f} {top:.1f}V{bottom:.1f}" stroke="#444" stroke-width="0.8"/>')
-    names = {name for name, *_ in rows}
+        svg.text(xx, bottom + 15, _tick(t), size=TICK, anchor="start" if t == lim[0] else "middle")
+    svg.add(f'<path d="M{px(0.0):.1f} {top:.1f}V{bottom:.1f}" stroke="#444" stroke-width="0.8"/>')
+    y = float(top)
     for k, (name, lab, mean, lo, hi) in enumerate(rows):
-        y = top + HB_ROW * k
-        text = name if len(labels) == 1 else lab if len(names) == 1 else f"{name} · {lab}"
-        text = text if len(text) <= 27 else text[:26] + "…"
-        svg.text(x0 - 4, y + HB_ROW * 0.68, text, size=9, anchor="end")
-        if not np.isfinite(mean):
-            continue
-        tip = f"{escape(lab)} {escape(name)}: {_num(mean)}"
-        svg.add(
-            f'<rect x="{x0:.1f}" y="{y + 3:.1f}" width="{max(px(mean) - x0, 0.5):.1f}" height="{HB_ROW - 6}" '
-            f'fill="{palette.get(lab, "#4c72b0")}"><title>{tip}</title></rect>'
-        )
+        if grouped and (k == 0 or rows[k - 1][0] != name):
+            svg.text(x0, y + 13, _fit(name, x1 - x0, TEXT + 0.5), size=TEXT, anchor="start", weight="bold")
+            y += HB_LINE
+        value = texts[k][-1][1]
+        for what, val in texts[k]:
+            svg.text(x0, y + 13, _fit(what, x1 - x0, TEXT), size=TEXT, anchor="start")
+            svg.text(x1, y + 13, val, size=TEXT, anchor="end")
+            y += HB_LINE
+        tip = escape(f"{lab} {name}: {value}")
+        if np.isfinite(mean):
+            a, b = sorted((px(0.0), px(mean)))
+            svg.add(
+                f'<rect x="{a:.1f}" y="{y:.1f}" width="{max(b - a, 0.5):.1f}" height="{HB_BAR}" '
+                f'fill="{palette.get(lab, "#4c72b0")}"><title>{tip}</title></rect>'
+            )
         if np.isfinite(lo) and np.isfinite(hi):
-            ya, yb, ym = y + 4, y + HB_ROW - 4, y + HB_ROW / 2
+            ya, yb, ym = y + 1, y + HB_BAR - 1, y + HB_BAR / 2
             a, b = px(max(lo, lim[0])), px(min(hi, lim[1]))
             svg.add(
                 f'<path d="M{a:.1f} {ym:.1f}H{b:.1f}M{a:.1f} {ya:.1f}V{yb:.1f}M{b:.1f} {ya:.1f}V{yb:.1f}" '
-                f'stroke="black" stroke-width="1" fill="none"/>'
+                f'stroke="black" stroke-width="1.2" fill="none"/>'
             )
+        y += HB_BAR + 5
+    if ref is not None:
+        xr = px(ref)
+        svg.add(f'<path d="M{xr:.1f} {top:.1f}V{bottom:.1f}" stroke="#333" stroke-dasharray="4 3"/>')
     return svg.uri()
+
+
+def _row_text(
+    row: tuple[str, str, float, float, float], names: list[str], labels: list[str], grouped: bool
+) -> list[tuple[str, str]]:
+    """The text lines above one bar of :func:`hbars`: (what, value) pairs; the name and the value on
+    one line when both fit, else the name on a line of its own."""
+    name, lab, mean, lo, hi = row
+    value = _num(mean) + (f" [{_num(lo)}, {_num(hi)}]" if np.isfinite(lo) and np.isfinite(hi) else "")
+    what = "" if grouped else (lab if len(names) == 1 and len(labels) > 1 else name)
+    room = (HB_WIDTH - 22) / (0.6 * TEXT) - 2
+    if len(what) + len(value) <= room:
+        return [(what, value)]
+    return [(what, ""), ("", value)]
 
 
 def series(points: list[tuple[str, float, float, float]], title: str, subtitle: str, split: str = "") -> str:

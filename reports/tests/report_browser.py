@@ -45,6 +45,12 @@ class View:
     headline_text: str
     figures: int  # headline figures loaded (img.headline-fig with pixels)
     screenshot: bytes  # PNG of the first screen
+    #: every element of the page, all <details> opened, that reaches past the viewport (a table cut
+    #: at the right edge, or one that needs a horizontal scroll inside its box)
+    overflow: list[str] = field(default_factory=list)
+    #: per plot image (all <details> opened): (alt, rendered width / intrinsic width, the image's
+    #: src): a plot's text renders at its font size times this scale
+    plots: list[tuple[str, float, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -69,6 +75,22 @@ _VIEW_JS = """JSON.stringify((() => {
     .filter(i => i.complete && i.naturalWidth > 0).length;
   return {scroll: document.documentElement.scrollWidth, over: over,
           text: h ? h.innerText : '', figs: figs};
+})())"""
+
+
+#: every <details> opened, then what reaches past the viewport and how each plot is scaled; the
+#: details are closed again afterwards (the next width starts from the page as it loaded)
+_ALL_JS = """JSON.stringify((() => {
+  const w = window.innerWidth, shut = Array.from(document.querySelectorAll('details')).filter(d => !d.open);
+  shut.forEach(d => { d.open = true; });
+  const over = Array.from(document.body.querySelectorAll('*')).filter(e => {
+      const r = e.getBoundingClientRect(); return r.width > 0 && (r.right > w + 1 || r.left < -1); })
+    .map(e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + (e.className ? '.' + e.className : '')
+              + ': ' + (e.innerText || e.alt || '').replace(/\\s+/g, ' ').slice(0, 60));
+  const plots = Array.from(document.querySelectorAll('img.plot')).filter(i => i.naturalWidth > 0)
+    .map(i => [i.alt, i.getBoundingClientRect().width / i.naturalWidth, i.src]);
+  shut.forEach(d => { d.open = false; });
+  return {over: over, plots: plots};
 })())"""
 
 
@@ -178,7 +200,19 @@ def _view(cdp: _Cdp, width: int) -> View:
     res = cdp.call("Runtime.evaluate", expression=_VIEW_JS, returnByValue=True)
     got = json.loads(res["result"]["value"])
     shot = cdp.call("Page.captureScreenshot", format="png")
-    return View(width, got["scroll"], got["over"], got["text"], got["figs"], base64.b64decode(shot["data"]))
+    every = json.loads(
+        cdp.call("Runtime.evaluate", expression=_ALL_JS, returnByValue=True)["result"]["value"]
+    )
+    return View(
+        width,
+        got["scroll"],
+        got["over"],
+        got["text"],
+        got["figs"],
+        base64.b64decode(shot["data"]),
+        every["over"],
+        [(alt, float(scale), src) for alt, scale, src in every["plots"]],
+    )
 
 
 def _stop(proc: subprocess.Popen) -> None:

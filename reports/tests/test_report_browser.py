@@ -1,7 +1,10 @@
-"""The HTML report renders in headless Chromium with no console errors and with all its plots."""
+"""The HTML report renders in headless Chromium with no console errors and with all its plots; at
+1280 px and at a phone's 390 px no element of the page, every section opened, reaches past the
+viewport (tables become cards on a phone), and the figures' text renders at 11 px or more."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -39,10 +42,16 @@ def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     html = (out / "index.html").read_text()
     assert not re.search(r'(src|href)="(https?:)?//', html), "the report must be self-contained"
     expected = len(re.findall(r'<img class="plot', html))
-    # the headline: one figure per benchmark; per benchmark: bars, ECDF, CV and the latency
-    # percentiles; per metric of the parameter analysis (label, qd and jobs pairwise on the primary
-    # metric): one histogram of its cells
-    assert expected == 2 + 2 * 4 + 3 and "Analysis over plan parameters" in html
+    # the headline: one figure per benchmark; per benchmark: a bar chart and an ECDF per plotted
+    # metric, the CV bars and the latency percentiles; per metric of the parameter analysis (label,
+    # qd and jobs pairwise on the primary metric): one histogram figure of its cells
+    alts = re.findall(r'<img class="plot[^"]*" alt="([^"]*)"', html)
+    bars = sum(" bar chart " in a for a in alts)
+    ecdfs = sum(" ECDF " in a for a in alts)
+    cvs = sum(a.endswith(" CV bars") for a in alts)
+    pcts = sum(a.endswith(" latency percentiles") for a in alts)
+    assert bars == ecdfs >= 2 and cvs == 2 and pcts == 2, alts
+    assert expected == 2 + bars + ecdfs + cvs + pcts + 3 and "Analysis over plan parameters" in html
 
     page = open_page(out / "index.html", widths=(1280, 390))
 
@@ -54,9 +63,50 @@ def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     for view in page.views:
         assert view.scroll_width <= view.width, f"horizontal scroll at {view.width} px"
         assert view.headline_overflow == [], view.width
+        assert view.overflow == [], (view.width, view.overflow[:20])
         assert view.figures == 2  # one per benchmark's primary metric
         assert "comparisons of primary metrics" in view.headline_text
         assert view.screenshot.startswith(b"\x89PNG")
+        assert _smallest_text(view) >= 11, (view.width, _smallest_text(view))
+
+
+def _smallest_text(view: object, headline: bool = False) -> float:
+    """The smallest text of the page's figures as rendered, in CSS px: each SVG text's font size
+    times its image's scale; a PNG figure (matplotlib: 10 pt at 80 dpi, 11 px) times its scale."""
+    sizes = []
+    for alt, scale, src in view.plots:
+        if headline and alt.split(":")[0] not in view.headline_text:
+            continue
+        if src.startswith("data:image/svg+xml;base64,"):
+            svg = base64.b64decode(src.split(",", 1)[1]).decode()
+            fonts = [float(f) for f in re.findall(r'font-size="([0-9.]+)"', svg)]
+            sizes += [min(fonts) * scale] if fonts else []
+        else:
+            sizes.append(11.1 * scale)
+    return min(sizes, default=99.0)
+
+
+@pytest.mark.integration
+def test_the_browser_check_sees_overflow_and_small_text(tmp_path: Path) -> None:
+    """The checks above fail on what issue 37 found: a table cut at a phone's right edge and a wide
+    figure shrunk to a few pixels of text."""
+    svg = (
+        '<svg xmlns="http://www.w3.org/2000/svg" width="1600" height="200"><text x="5" y="20" '
+        'font-size="9">tiny</text></svg>'
+    )
+    src = "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode()
+    cells = "".join(f"<td>column {k} with a long value</td>" for k in range(12))
+    page = tmp_path / "wide.html"
+    page.write_text(
+        '<!DOCTYPE html><html><head><meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<title>t</title><link rel="icon" href="data:,"><style>.scroll { overflow-x: auto; } '
+        'img.plot { max-width: 100%; height: auto; }</style></head><body><div id="headline"></div>'
+        f'<details><summary>s</summary><div class="scroll"><table><tr>{cells}</tr></table></div>'
+        f'<img class="plot" alt="wide" src="{src}"></details></body></html>'
+    )
+    view = open_page(page, widths=(390,)).views[0]
+    assert any(o.startswith("table") for o in view.overflow), view.overflow
+    assert _smallest_text(view) < 3
 
 
 @pytest.mark.integration
@@ -84,11 +134,17 @@ def test_the_quick_report_headline_at_1280_px_and_on_a_phone(tmp_path: Path) -> 
     out = tmp_path / "quick"
     rep = build([QUICK], out, name="make run (quick plan)", compare_specs=["fio via agent:bare fio"])
     benchmarks = {b for b in rep.descriptives["benchmark"].astype(str) if b != "systeminfo"}
+    assert "systeminfo" in set(rep.descriptives["benchmark"])  # a fact: no figure, no comparison
     page = open_page(out / "index.html", widths=(1280, 390))
     assert page.errors == []
     for view in page.views:
         assert view.scroll_width <= view.width, f"horizontal scroll at {view.width} px"
         assert view.headline_overflow == [], (view.width, view.headline_overflow)
+        # every section opened: no table cut at the right edge, no element wider than the screen
+        assert view.overflow == [], (view.width, view.overflow[:20])
+        # the headline figures' labels at 12 px, ticks at 11 px, at their own size on a phone too
+        assert _smallest_text(view, headline=True) >= 11, view.width
+        assert _smallest_text(view) >= 11, view.width
         assert view.figures == len(benchmarks) == 6
         text = view.headline_text
         assert "1 comparison of primary metrics" in text

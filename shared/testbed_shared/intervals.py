@@ -356,6 +356,30 @@ def arithmetic_mean_interval(
     return mean, low, max(c_hi, t_hi), "hull of modified Cox (lognormal) and t"
 
 
+def share_interval(
+    values: Sequence[float], bound: float = 100.0, level: float = LEVEL
+) -> tuple[float, float, float, str]:
+    """``(mean, low, high, method)`` of a share bounded by ``[0, bound]`` (CPU % of the machine).
+
+    The estimand is the arithmetic mean share; the interval is its t interval intersected with
+    ``[0, bound]``. A confidence set cut to the parameter space keeps its coverage exactly (the
+    mean lies in ``[0, bound]``, so no cut-off part ever held it) and never shows an impossible
+    share. Measured (reports/tests/test_share_interval.py, seeded, 1,500 samples a case): coverage
+    of the mean 89-96 % at n = 3-30 for Beta and logit-normal shares near and far from the bounds,
+    84 % at n = 3 when half the runs read exactly 100 % (a sample of three 100s has no spread to
+    show); the log-scale interval of a positive quantity, used for shares before, put its upper end
+    above 100 % in 73 % of the samples of a machine about 95 % busy at n = 3. A logit-scale interval
+    was tried: runs that read exactly the bound (psutil's 100.0) make it swing with the offset that
+    keeps the logit finite (three runs 100, 100, 75 give [0.02, 100] %).
+    """
+    vals = [float(v) for v in values]
+    n, mean, sd = moments(vals)
+    if n < 2:
+        return mean, math.nan, math.nan, "one value: no interval"
+    _, lo, hi = mean_interval(n, mean, sd, level)
+    return mean, min(max(lo, 0.0), bound), max(min(hi, bound), 0.0), f"mean, t within [0, {bound:g}]"
+
+
 def relative_half_width_percent(values: Sequence[float], level: float = LEVEL) -> float | None:
     """Half-width in percent of the log-scale interval, ``100 * (exp(h) - 1)``; None if undefined."""
     vals = [float(v) for v in values]
