@@ -20,6 +20,8 @@ from typing import Any
 import duckdb
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from testbed_reports.errors import ReportError
 from testbed_reports.load import (
@@ -36,6 +38,8 @@ from testbed_reports.store import STORE_ENV, Manifest, Store, StoreError, defaul
 #: DuckDB's memory limit unless TESTBED_DUCKDB_MEMORY says otherwise (it spills past it)
 MEMORY_LIMIT = "1GB"
 MEMORY_ENV = "TESTBED_DUCKDB_MEMORY"
+#: rows a query hands over at a time (its text columns dictionary-encoded batch by batch)
+BATCH_ROWS = 262_144
 
 
 def connect(
@@ -61,8 +65,28 @@ def _glob(store: Path, table: str, run: str, deep: bool = False) -> str:
     return str(base / ("*/*.parquet" if deep else "*.parquet"))
 
 
-def _read(con: duckdb.DuckDBPyConnection, sql: str, *params: Any) -> pd.DataFrame:
-    return con.execute(sql, list(params)).fetch_df()
+def _read(con: duckdb.DuckDBPyConnection, sql: str, *params: Any, keep: Sequence[str] = ()) -> pd.DataFrame:
+    """A query's result through Arrow: text columns dictionary-encoded on the way (a repeated
+    value is one Python string, not one per row), as Python objects except those in ``keep``,
+    which stay categorical."""
+    reader = con.sql(sql, params=list(params)).to_arrow_reader(BATCH_ROWS)
+    parts = []
+    for batch in reader:  # one batch of plain strings at a time, never the whole table
+        cols = [
+            pc.dictionary_encode(col)
+            if pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
+            else col
+            for col in batch.columns
+        ]
+        parts.append(pa.table(cols, names=batch.schema.names))
+    tbl = pa.concat_tables(parts).unify_dictionaries() if parts else reader.schema.empty_table()
+    df = tbl.to_pandas()
+    for c in df.columns:
+        if isinstance(df[c].dtype, pd.CategoricalDtype) and c not in keep:
+            codes = df[c].cat.codes.to_numpy()
+            cats = np.append(df[c].cat.categories.to_numpy(dtype=object), None)
+            df[c] = pd.Series(cats[np.where(codes < 0, len(cats) - 1, codes)], dtype=object, index=df.index)
+    return df
 
 
 def dataset(
@@ -102,9 +126,12 @@ def _dataset(store: Store, runs: Sequence[tuple[Manifest, Path]], con: duckdb.Du
             obs = _read(
                 con,
                 "SELECT * EXCLUDE (run) FROM read_parquet(?, hive_partitioning = true, "
-                "hive_types = {'run': VARCHAR, 'label': VARCHAR}) ORDER BY seq",
+                "hive_types = {'run': VARCHAR, 'label': VARCHAR})",
                 _glob(store.root, "observations", m.run, deep=True),
+                keep=CATEGORICAL,
             )
+            order = np.argsort(obs["seq"].to_numpy(), kind="stable")  # the loader's order
+            obs = obs.take(order).reset_index(drop=True)
             obs["record"] = obs["record"] + offset
             obs["run_id"] = m.run
             obs_parts.append(obs)
@@ -126,8 +153,10 @@ def _dataset(store: Store, runs: Sequence[tuple[Manifest, Path]], con: duckdb.Du
         records[c] = records[c].astype(str)
     obs = pd.concat(obs_parts, ignore_index=True) if obs_parts else pd.DataFrame(columns=list(OBS_COLUMNS))
     obs = obs[list(OBS_COLUMNS)]
-    for c in CATEGORICAL:
-        obs[c] = obs[c].astype(str).astype("category")
+    for c in CATEGORICAL:  # sorted categories, as the loader's (groupby orders by them)
+        cat = obs[c] if isinstance(obs[c].dtype, pd.CategoricalDtype) else obs[c].astype(object)
+        cat = cat.astype("category") if not isinstance(cat.dtype, pd.CategoricalDtype) else cat
+        obs[c] = cat.cat.set_categories(sorted(str(x) for x in cat.cat.categories))
     for c in ("repetition", "index", "record"):
         obs[c] = obs[c].astype(np.int64)
     obs["value"] = obs["value"].astype(float)
