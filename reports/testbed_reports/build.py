@@ -477,7 +477,8 @@ def build(
     pairs = parse_pairs(list(compare_specs), labels) if compare_specs else auto_pairs(factors)
     per_bench = {**ds.margins, **(margins or {})}
     measured = _measured(blocked(ds))
-    cmp = compare(measured, desc, pairs, margin, per_bench, notes, windows(ds.records), prior, drift)
+    compared = desc[desc["benchmark"].astype(str).isin(set(measured["benchmark"].astype(str)))]  # no facts
+    cmp = compare(measured, compared, pairs, margin, per_bench, notes, windows(ds.records), prior, drift)
     suspect = {lab for lab, _ in flagged}
     if len(cmp):
         bad_rows = cmp["a"].isin(suspect) | cmp["b"].isin(suspect)

@@ -3,10 +3,14 @@
 Starts the ARM stand-in (tests/azure/arm/server.py, with the python of .venv/azure) and an sshd
 on loopback addresses that the stand-in hands out as the machines' public IPs, then runs the
 real playbook with the real azure collection (service principal auth, HTTPS through the
-stand-in's proxy, its throw-away CA trusted through REQUESTS_CA_BUNDLE). Fails if any task of
-the azure collection was skipped or if anything is left in the stand-in after teardown. Ends with
+stand-in's proxy, its throw-away CA trusted through REQUESTS_CA_BUNDLE). The stand-in places
+each VM on a simulated physical host (seeded: --placement-seed, --hosts-per-location) and writes
+the guest's Hyper-V KVP pool, which the agent reads (TESTBED_HYPERV_KVP_POOL), so rotations
+(-e rotations=N) record the host each placement got. Fails if any task of the azure collection was
+skipped or if anything is left in the stand-in after teardown. Ends with
 
     rehearsal: N requests, M machines created, M deleted, 0 left, report: PATH
+    rehearsal: placements: P (create C, redeploy R, start S), hosts seen: VM HOST,HOST; ...
 
     python tests/azure/rehearsal.py [--limit sev,tdx] [--workdir DIR] [-e VAR=VALUE]...
 
@@ -70,7 +74,17 @@ def _free_port_pair() -> int:
 
 
 #: what a rehearsal writes in its work directory and a new one must not trust (the SSH keys stay)
-STALE = ("arm", "vtpm", "machines", "xdg-state", "tasks.jsonl", "rehearsal.yml", "ansible.log", "killed.log")
+STALE = (
+    "arm",
+    "vtpm",
+    "machines",
+    "guests",
+    "xdg-state",
+    "tasks.jsonl",
+    "rehearsal.yml",
+    "ansible.log",
+    "killed.log",
+)
 
 
 def _cmdline(pid: int) -> str:
@@ -160,8 +174,9 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 @contextmanager
-def arm_server(work: Path) -> Iterator[dict]:
-    """The ARM stand-in; yields its endpoint.json."""
+def arm_server(work: Path, seed: int = 1, hosts_per_location: int = 16) -> Iterator[dict]:
+    """The ARM stand-in (VMs placed on seeded simulated hosts, their KVP pools under work/guests);
+    yields its endpoint.json."""
     (work / "arm").mkdir(parents=True, exist_ok=True)
     args = [
         str(AZURE_PY),
@@ -170,6 +185,12 @@ def arm_server(work: Path) -> Iterator[dict]:
         str(work / "arm"),
         "--addresses",
         ",".join(ADDRESSES),
+        "--guest-root",
+        str(work / "guests"),
+        "--seed",
+        str(seed),
+        "--hosts-per-location",
+        str(hosts_per_location),
     ]
     with (work / "arm/server.log").open("w") as log:
         proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
@@ -304,8 +325,10 @@ def _nv_write(tcti: str, report: Path) -> None:
 
 
 def overlay(work: Path, endpoint: dict, port: int, key: Path, tctis: dict[str, str]) -> Path:
-    """Inventory overlay: where the machines' SSH and IMDS are, and the agent in place."""
+    """Inventory overlay: where the machines' SSH, IMDS and KVP pool are, and the agent in place."""
     imds = endpoint["proxy"] + "/imds/{{ inventory_hostname }}"
+    kvp = str(work / "guests/{{ inventory_hostname }}/.kvp_pool_3")
+    agent_env = {"TESTBED_AZURE_IMDS": imds, "TESTBED_HYPERV_KVP_POOL": kvp}
     azure_vars = {
         "ansible_port": port,
         "ansible_ssh_private_key_file": str(key),
@@ -320,12 +343,11 @@ def overlay(work: Path, endpoint: dict, port: int, key: Path, tctis: dict[str, s
         "agent_install_dir": str(work / "machines/{{ inventory_hostname }}"),
         "agent_scratch_dir": str(work / "machines/{{ inventory_hostname }}/scratch"),
         "node_exporter_enabled": False,
-        "testbed_agent_extra_env": {"TESTBED_AZURE_IMDS": imds},
+        "testbed_agent_extra_env": agent_env,
     }
     # The machines' vTPMs: a host-level environment for the agent (replaces the group's).
     hosts = {
-        h: {"testbed_agent_extra_env": {"TESTBED_AZURE_IMDS": imds, "TESTBED_AZURE_TPM_TCTI": t}}
-        for h, t in tctis.items()
+        h: {"testbed_agent_extra_env": {**agent_env, "TESTBED_AZURE_TPM_TCTI": t}} for h, t in tctis.items()
     }
     path = work / "rehearsal.yml"
     azure = {"vars": azure_vars, "hosts": hosts}
@@ -392,7 +414,7 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace, work: Path) -> int:
     matrix = args.base_inventory
     with (
-        arm_server(work) as endpoint,
+        arm_server(work, args.placement_seed, args.hosts_per_location) as endpoint,
         sshd(work) as (port, key),
         vtpms(work, None if args.no_vtpm else args.hcl_report, matrix) as tctis,
     ):
@@ -450,8 +472,19 @@ def verdict(work: Path, endpoint: dict, done: subprocess.CompletedProcess, secon
         f"rehearsal: {s['requests']} requests, {s['machines_created']} machines created, "
         f"{s['machines_deleted']} deleted, {left} left, report: {report_path(done.stdout)}"
     )
+    print(f"rehearsal: {placements_line(s)}")
     ok = done.returncode == 0 and count > 0 and not skipped and left == 0
     return 0 if ok and s["machines_deleted"] == s["machines_created"] else 1
+
+
+def placements_line(s: dict) -> str:
+    """Where the stand-in placed the VMs: placements by cause, and each VM's hosts in order."""
+    whys: dict[str, int] = {}
+    for p in s.get("placements", []):
+        whys[p["why"]] = whys.get(p["why"], 0) + 1
+    causes = ", ".join(f"{k} {v}" for k, v in sorted(whys.items()))
+    seen = "; ".join(f"{vm} {','.join(hosts)}" for vm, hosts in sorted(s.get("hosts_seen", {}).items()))
+    return f"placements: {sum(whys.values())} ({causes}), hosts seen: {seen or '-'}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -482,6 +515,10 @@ def main(argv: list[str] | None = None) -> int:
         "--no-vtpm", action="store_true", help="run the confidential machines without vTPMs (no HCL report)"
     )
     ap.add_argument("--quiet", action="store_true", help="print only the end of the playbook output")
+    ap.add_argument("--placement-seed", type=int, default=1, help="seed of the VMs' simulated hosts")
+    ap.add_argument(
+        "--hosts-per-location", type=int, default=16, help="simulated physical hosts per location (>= 2)"
+    )
     args = ap.parse_args(argv)
     if not AZURE_PY.exists():
         print(f"rehearsal: {AZURE_PY} is missing; run `make azure-deps`", file=sys.stderr)

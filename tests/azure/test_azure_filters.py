@@ -158,3 +158,17 @@ def test_expired_groups_and_deadline_helpers() -> None:
     assert [g["name"] for g in arm.azure_vm_expired(groups, "2026-01-01T12:00:00Z")] == ["a"]
     assert arm.azure_vm_hours_until("2026-01-01T14:00:00Z", "2026-01-01T12:00:00Z") == pytest.approx(2.0)
     assert arm.azure_vm_hhmm("2026-01-01T14:05:00+01:00") == "1305"
+
+
+def test_cost_estimate_is_prices_times_hours_and_refuses_what_is_no_price() -> None:
+    assert arm.azure_vm_cost([0.5, 1.25, 0], 4) == pytest.approx(7.0)
+    assert arm.azure_vm_cost([], 4) == 0
+    for prices, hours, cap, word in (
+        ([float("nan")], 1, 0, "azure_vm_hour_price nan"),
+        ([-1], 1, 0, "azure_vm_hour_price -1"),
+        (["two"], 1, 0, "azure_vm_hour_price 'two'"),
+        ([1], float("inf"), 0, "hours inf"),
+        ([1], 1, -5, "azure_vm_max_cost -5"),
+    ):
+        with pytest.raises(ValueError, match=word):
+            arm.azure_vm_cost(prices, hours, cap)

@@ -245,6 +245,23 @@ def test_check_mode_creates_exactly_the_sev_and_tdx_machines(tmp_path: Path) -> 
             "cost guard: the deadline 2020-01-01T00:00:00Z",
         ),
         ("tdx-1", {"azure_vm_lifetime_hours": 48}, "at most azure_vm_max_lifetime_hours=23"),
+        (
+            "sev,tdx",
+            {"azure_vm_max_cost": 10},
+            "cost guard: no azure_vm_hour_price for sev-enc-1, sev-1, tdx-enc-1, tdx-1, so the cost of this "
+            "run is unknown",
+        ),
+        (
+            "sev,tdx",
+            {"azure_vm_max_cost": 10, "azure_vm_hour_price": 1.5, "azure_vm_lifetime_hours": 2},
+            "cost guard: this run may cost 12.00 (4 machines, 2.0 h until the deadline), more than "
+            "azure_vm_max_cost=10",
+        ),
+        (
+            "tdx-1",
+            {"azure_vm_max_cost": 10, "azure_vm_hour_price": "nan"},
+            "azure_vm_hour_price nan is not a finite",
+        ),
     ],
 )
 def test_bad_input_and_cost_guard_stop_before_any_request(
@@ -339,3 +356,30 @@ def test_provision_is_a_quick_noop_for_machines_not_in_azure(tmp_path: Path) -> 
         assert all(skipped for _, _, skipped in _azure_actions(report))
         assert report["stats"]["localhost"]["failures"] == 0
     assert not (tmp_path / "state").exists()
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("mode", "actions"), [("redeploy", ["redeploy"]), ("deallocate", ["deallocate", "start"])]
+)
+def test_a_rotation_records_the_vm_actions_it_would_send(
+    tmp_path: Path, mode: str, actions: list[str]
+) -> None:
+    """playbooks/rotate.yml in check mode: the ARM actions of rotation 1 are recorded, never sent
+    (the stage stops after them, at the dry-run machine that cannot be reached)."""
+    _, report, out = _playbook(
+        tmp_path,
+        *INVENTORY,
+        "playbooks/rotate.yml",
+        *("-l", "sev-1", "--check", "-e", "run_id=r3", "-e", "rotations=1"),
+        *("-e", f"azure_vm_rotate_mode={mode}"),
+    )
+    records = _records(tmp_path / "state/r3/requests/rotation-1")
+    assert sorted(records) == sorted(f"POST-sev-1-{a}.json" for a in actions), out[-3000:]
+    for action in actions:
+        record = records[f"POST-sev-1-{action}.json"]
+        assert record["url"] == f"{SUB}/resourceGroups/testbed-r3/providers/{VM_TYPE}/sev-1/{action}"
+        assert record["api_version"] == "2024-07-01" and record["dry_run"] is True
+        assert "body" not in record
+    calls = _azure_actions(report)
+    assert calls and all(skipped for _, _, skipped in calls), calls  # nothing was sent to Azure

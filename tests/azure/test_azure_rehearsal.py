@@ -99,6 +99,53 @@ def test_a_rehearsal_killed_while_provisioning_is_reaped_and_the_next_one_runs(t
     assert closing[-1][1:4] == ("1", "1", "0")
 
 
+PLACEMENTS = re.compile(r"^rehearsal: placements: (\d+) \(([^)]*)\), hosts seen: (.*)$", re.M)
+
+
+@pytest.mark.timeout(3600)  # about 10 min idle; over 20 with the machine loaded (load average 16)
+def test_rotations_record_the_host_and_the_report_counts_machines_by_host(tmp_path: Path) -> None:
+    """run.yml -e rotations=1 (issue 34): sev-1 is redeployed, amd-base-1 deallocated and started;
+    each placement runs the plan into the same store (rotation-1/), its fingerprint names the
+    simulated host the guest's KVP pool gave it, and the report counts machines by host. Seed 8 on
+    three hosts per location (placements are seeded per VM) moves sev-1 to another host and starts
+    amd-base-1 on the host it left: two machines for SEV, one for AMD-Baseline, three runs each."""
+    overlay = tmp_path / "rotation.yml"
+    amd = {"amd-base-1": {"azure_vm_rotate_mode": "deallocate"}}
+    overlay.write_text(json.dumps({"all": {"children": {"azure": {"hosts": amd}}}}))
+    work = tmp_path / "work"
+    done = _rehearse(
+        work,
+        *("-l", "sev-1,amd-base-1", "-i", str(overlay), "-e", "rotations=1"),
+        *("--placement-seed", "8", "--hosts-per-location", "3"),
+    )
+    closing = CLOSING.findall(done.stdout)
+    assert done.returncode == 0 and closing, done.stdout[-5000:] + done.stderr[-2000:]
+    _, created, deleted, left, report = closing[-1]
+    assert (int(created), int(deleted), int(left)) == (2, 2, 0)
+    total, causes, seen_text = PLACEMENTS.findall(done.stdout)[-1]
+    assert (int(total), causes) == (4, "create 2, redeploy 1, start 1")
+    seen = dict(part.split(" ") for part in seen_text.split("; "))
+    hosts = {vm: h.split(",") for vm, h in seen.items()}
+    # rotation by rotation, the host each guest's fingerprint names (the agent read its KVP pool)
+    results = ROOT / "results" / Path(report).parent.name
+    named: dict[str, list[str]] = {"sev-1": [], "amd-base-1": []}
+    for k, run in enumerate([results, results / "rotation-1"]):
+        for vm, placed in named.items():
+            info = json.loads((run / f"{vm}.sysinfo.json").read_text())
+            assert info["machine"]["rotation"] == k
+            assert info["testbed"]["run_id"] == (results.name if k == 0 else f"{results.name}-r{k}")
+            placed.append(info["machine"]["id"].removeprefix("hyperv-host:"))
+            assert len([json.loads(x) for x in (run / f"{vm}.jsonl").read_text().splitlines()]) == 3
+    for vm, placed in named.items():
+        assert list(dict.fromkeys(placed)) == hosts[vm], (vm, placed, hosts)
+    assert named["sev-1"][1] != named["sev-1"][0]  # a redeploy moves the VM
+    assert named["amd-base-1"][1] == named["amd-base-1"][0], "seed 8 starts amd-base-1 where it was"
+    # The report's machines are the hosts: two for SEV, one for AMD-Baseline (one host, six runs).
+    stats = json.loads((Path(report).parent / "stats.json").read_text())
+    rows = [d for d in stats["descriptives"] if d["metric"] == "write_seconds"]
+    assert {d["label"]: (d["machines"], d["n"]) for d in rows} == {"SEV": (2, 4), "AMD-Baseline": (1, 4)}
+
+
 #: the study's plan made small: every line still runs, fio for 1 s, notebooks at quick scale
 STUDY_SHORT = [
     "wait_s=0",

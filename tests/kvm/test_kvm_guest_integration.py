@@ -2,8 +2,9 @@
 a host without vmx/svm), run a small plan inside it through Ansible with the agent stages, fetch
 the results, run the plan's reduced S4 experiments on localhost too and report both (the crypto
 table: every cell under both labels; `testbed-report study S4`: the paper's tables with the guest
-as the KVM side and localhost standing in for Hyper-V), check that provisioning and teardown are
-idempotent (a second run changes nothing), and tear everything down."""
+as the KVM side and localhost standing in for Hyper-V), rotate the guest (playbooks/rotate.yml: a
+fresh guest on the same host, the plan again into rotation-1/: one machine, more runs), check that
+provisioning and teardown are idempotent (a second run changes nothing), and tear everything down."""
 
 from __future__ import annotations
 
@@ -30,6 +31,15 @@ IMAGE_CACHE = ROOT / ".cache" / "kvm-images"
 HV_BENCHMARKS = ("rsa-e01", "rsa-e02", "aes-e10", "blowfish")
 LOCAL_LABEL = "localhost"
 SSH_ARGS = "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
+
+
+#: the rotation's plan: the fingerprint and the guest plan's dd write, once more
+ROTATION_PLAN = """name: kvm-rotation
+defaults: {wait_s: 0, repetitions: 1}
+benchmarks:
+  - {name: systeminfo, type: sysinfo}
+  - {name: dd_write_16m, type: dd, params: {bs: 128k, count: 128, source: zero, conv: fdatasync}}
+"""
 
 
 def _virsh(*args: str) -> subprocess.CompletedProcess[str]:
@@ -172,7 +182,7 @@ def _teardown(inv: Path, log: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.integration
-@pytest.mark.timeout(1500)
+@pytest.mark.timeout(2400)
 def test_guest_runs_the_plan_and_returns_results(tmp_path: Path) -> None:
     require_tools(
         "virsh", "libvirtd", "virtlogd", "qemu-system-x86_64", "qemu-img", "mmdebstrap", "mkfs.ext4", "ssh"
@@ -275,7 +285,32 @@ def test_guest_runs_the_plan_and_returns_results(tmp_path: Path) -> None:
         assert f"libvirt {caps['libvirt_version']}" in guest_row["hypervisor_host"]
         assert guest_row["hypervisor_host"] in (tmp_path / "report" / "index.html").read_text()
 
-        # 3. idempotence: provisioning again changes nothing
+        # 3. a rotation: a fresh guest (new domain, new disk) on the same host runs a small plan into
+        # the same store; its fingerprint names the same physical host, so the report counts one machine
+        assert sysinfo["machine"]["id"] == f"kvm-host:{caps['host_uuid']}"
+        assert sysinfo["machine"]["rotation"] == 0
+        old_uuid = _virsh("domuuid", GUEST).stdout.strip()
+        tiny = tmp_path / "rotation-plan.yml"
+        tiny.write_text(ROTATION_PLAN)
+        rotated = ansible_playbook(
+            *common,
+            "playbooks/rotate.yml",
+            *("-l", GUEST, "-e", f"run_id={run_id}", "-e", "rotations=1", "-e", f"plan={tiny}"),
+            *("-e", f"testbed_results_dir={results}"),
+            log=log,
+            timeout=1200,
+        )
+        assert rotated.rc == 0, rotated.output[-6000:]
+        assert _virsh("domuuid", GUEST).stdout.strip() not in ("", old_uuid)  # a new domain
+        again_info = json.loads((results / run_id / "rotation-1" / f"{GUEST}.sysinfo.json").read_text())
+        assert again_info["machine"]["rotation"] == 1
+        assert again_info["machine"]["id"] == sysinfo["machine"]["id"]  # the same host: the same machine
+        assert again_info["testbed"]["run_id"] == f"{run_id}-r1"
+        rotated_report = build([results / run_id], tmp_path / "report-rotated")
+        dd_rows = rotated_report.descriptives[rotated_report.descriptives["benchmark"] == "dd_write_16m"]
+        assert set(dd_rows["machines"]) == {1} and set(dd_rows["n"]) == {2}  # two placements, one host
+
+        # 4. idempotence: provisioning again changes nothing
         again = ansible_playbook(*common, "playbooks/provision_kvm.yml", log=log)
         assert again.rc == 0, again.output[-6000:]
         recap = again.recap()
@@ -283,7 +318,7 @@ def test_guest_runs_the_plan_and_returns_results(tmp_path: Path) -> None:
         assert recap["localhost"]["changed"] == 0, again.output[-6000:]
         assert recap[GUEST]["changed"] == 0, _changed_tasks(again.output)
 
-        # 4. teardown removes the guest, its disk and the pool definition
+        # 5. teardown removes the guest, its disk and the pool definition
         down = ansible_playbook(*common, "playbooks/teardown_kvm.yml", log=log, timeout=600)
         assert down.rc == 0, down.output[-4000:]
         assert GUEST not in _virsh("list", "--all", "--name").stdout.split()

@@ -145,3 +145,12 @@ def test_script_prints_json_for_this_machine() -> None:
     assert out["domain_type"] in ("kvm", "qemu")
     assert set(out["confidential"]) == set(facts.CC_MODES)
     assert out["domain_type_reason"]
+
+
+def test_the_host_uuid_comes_from_libvirt_capabilities() -> None:
+    caps = "<capabilities><host><uuid>4C4C4544-004A-3510-8043-CAC04F563533</uuid><cpu/></host></capabilities>"
+    assert facts.parse_host_uuid(caps) == "4c4c4544-004a-3510-8043-cac04f563533"
+    assert facts.parse_host_uuid("<capabilities><host/></capabilities>") is None
+    assert facts.parse_host_uuid("<capabilities><host><uuid>not-a-uuid</uuid></host></capabilities>") is None
+    assert facts.parse_host_uuid("not xml") is None
+    assert facts.parse_host_uuid("") is None

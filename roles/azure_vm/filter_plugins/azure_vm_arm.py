@@ -5,6 +5,7 @@ Pure functions (no Azure SDK, no network), so tests can import and check them di
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import UTC, datetime
 from typing import Any
@@ -232,6 +233,23 @@ def azure_vm_hours_until(deadline: str, now: str) -> float:
     return (_parse_time(deadline) - _parse_time(now)).total_seconds() / 3600.0
 
 
+def azure_vm_cost(prices: list[Any], hours: Any, cap: Any = 0) -> float:
+    """The worst-case cost of machines at ``prices`` (per machine-hour) running ``hours``; each
+    price a finite number >= 0, ``hours`` too, and ``cap`` (azure_vm_max_cost, 0 = none) finite >= 0."""
+    for what, value in [
+        *(("azure_vm_hour_price", p) for p in prices),
+        ("hours", hours),
+        ("azure_vm_max_cost", cap),
+    ]:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if not math.isfinite(number) or number < 0:
+            raise ValueError(f"{what} {value!r} is not a finite number >= 0")
+    return sum(float(p) for p in prices) * float(hours)
+
+
 def azure_vm_hhmm(deadline: str) -> str:
     """The UTC time of day of a deadline as HHMM (Azure auto-shutdown's dailyRecurrence.time)."""
     return _parse_time(deadline).astimezone(UTC).strftime("%H%M")
@@ -243,6 +261,7 @@ class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
             "azure_vm_vcpus": azure_vm_vcpus,
+            "azure_vm_cost": azure_vm_cost,
             "azure_vm_total_vcpus": azure_vm_total_vcpus,
             "azure_vm_body": azure_vm_body,
             "azure_vm_tags": azure_vm_tags,

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Report what a KVM host can run, as JSON on stdout (used by the kvm_host and kvm_guest roles).
 
-Reads /proc/cpuinfo, /dev/kvm, the kvm_amd / kvm_intel module parameters, ``virsh version`` and
-``virsh domcapabilities`` and answers: is hardware virtualization usable (else guests run as
-domain type ``qemu``, i.e. software emulation), and which confidential modes (sev, sev-es,
-sev-snp, tdx) could a guest get, with the reasons when not. Standard library only: it runs with
-the host's python3.
+Reads /proc/cpuinfo, /dev/kvm, the kvm_amd / kvm_intel module parameters, ``virsh version``,
+``virsh capabilities`` (the host's UUID) and ``virsh domcapabilities`` and answers: is hardware
+virtualization usable (else guests run as domain type ``qemu``, i.e. software emulation), and
+which confidential modes (sev, sev-es, sev-snp, tdx) could a guest get, with the reasons when not.
+Standard library only: it runs with the host's python3.
 
 usage: kvm_host_facts.py [--uri qemu:///system] [--root /]
 """
@@ -132,6 +132,18 @@ def parse_domcapabilities(xml_text: str) -> dict[str, Any]:
     return out
 
 
+def parse_host_uuid(caps_xml: str) -> str | None:
+    """The host's UUID from ``virsh capabilities`` (``<host><uuid>``: the SMBIOS system UUID, or
+    libvirtd.conf's host_uuid), lower case; None when absent or unreadable."""
+    try:
+        doc = ET.fromstring(caps_xml) if caps_xml.strip() else None  # noqa: S314 - local virsh output
+        found = doc.findtext("host/uuid") if doc is not None else None
+    except ET.ParseError:
+        return None
+    text = (found or "").strip().lower()
+    return text if re.fullmatch(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", text) else None
+
+
 def confidential_support(
     cpu: dict[str, Any],
     params: dict[str, bool | None],
@@ -197,6 +209,7 @@ def collect(uri: str, root: Path) -> dict[str, Any]:
     virttype = "kvm" if kvm_usable else "qemu"
     _, caps_xml, caps_err = _run(["virsh", "-c", uri, "domcapabilities", "--virttype", virttype])
     caps = parse_domcapabilities(caps_xml)
+    _, host_caps_xml, _ = _run(["virsh", "-c", uri, "capabilities"])
     if not kvm_usable:
         domain_type_reason = (
             "no vmx/svm flag in /proc/cpuinfo" if dev_kvm else "/dev/kvm is missing"
@@ -205,6 +218,8 @@ def collect(uri: str, root: Path) -> dict[str, Any]:
         domain_type_reason = "hardware virtualization usable: guests run as domain type 'kvm'"
     return {
         "hostname": platform.node(),
+        # the physical host's identity a guest's fingerprint records (issue 34: machines by host)
+        "host_uuid": parse_host_uuid(host_caps_xml),
         "kernel": platform.release(),
         "cpu": cpu,
         "dev_kvm": dev_kvm,

@@ -3,8 +3,9 @@
 Every location has a pool of hosts (``SIM-<LOCATION>-<n>``). A VM is placed on a host when it is
 created, moved to another host by ``redeploy``, released by ``deallocate`` and placed again by the
 next ``start`` (on the host it left with probability ``same_host_p``, else on another; Azure
-usually, not always, picks another), and kept where it is by ``restart`` and ``powerOff``. Draws
-come from one seeded generator, so a rehearsal's placements repeat with its seed.
+usually, not always, picks another), and kept where it is by ``restart`` and ``powerOff``. Each VM
+draws from its own generator, seeded by the seed and the VM's name, so a VM's placements repeat
+with the seed whatever order concurrent requests of several VMs arrive in.
 
 The guest learns its host as on Azure: through the Hyper-V KVP pool 3 that ``hv_kvp_daemon``
 keeps in ``/var/lib/hyperv/.kvp_pool_3``. Here that file is ``<guest root>/<vm>/.kvp_pool_3``,
@@ -45,7 +46,8 @@ class Hosts:
             raise ValueError("a location needs at least 2 hosts (redeploy moves a VM to another)")
         if not 0.0 <= same_host_p <= 1.0:
             raise ValueError(f"same-host probability {same_host_p} is not in [0, 1]")
-        self.rng = random.Random(seed)
+        self.seed = seed
+        self.rngs: dict[str, random.Random] = {}
         self.per_location = per_location
         self.same_host_p = same_host_p
         self.guest_root = guest_root
@@ -64,20 +66,21 @@ class Hosts:
     def place(self, vm: dict[str, Any], why: str) -> str:
         """Place ``vm`` (the stand-in's item) for ``why``: create, redeploy, start, restart, powerOff."""
         rid = vm["id"].lower()
+        rng = self.rngs.setdefault(rid, random.Random(f"{self.seed}:{vm['name']}"))
         hosts = self.pool(vm["location"])
         now, last = self.where.get(rid), self.last.get(rid)
         if why == "create":
-            host = self.rng.choice(hosts)
+            host = rng.choice(hosts)
         elif why == "redeploy":
-            host = self.rng.choice([h for h in hosts if h != (now or last)])
+            host = rng.choice([h for h in hosts if h != (now or last)])
         elif now is not None:  # start of a VM still allocated (stopped), restart, powerOff: it stays
             host = now
-        elif last is not None and self.rng.random() < self.same_host_p:
+        elif last is not None and rng.random() < self.same_host_p:
             host = last
         else:  # start after deallocate: another host
-            host = self.rng.choice([h for h in hosts if h != last])
+            host = rng.choice([h for h in hosts if h != last])
         if host != now or rid not in self.container:
-            self.container[rid] = str(uuid.UUID(int=self.rng.getrandbits(128)))
+            self.container[rid] = str(uuid.UUID(int=rng.getrandbits(128)))
         self.where[rid], self.last[rid] = host, host
         self.log.append({"vm": vm["name"], "host": host, "why": why, "at": time.time()})
         self._write_kvp(vm, host)
@@ -93,6 +96,7 @@ class Hosts:
         self.where.pop(rid, None)
         self.last.pop(rid, None)
         self.container.pop(rid, None)
+        self.rngs.pop(rid, None)
         if self.guest_root is not None:
             (self.guest_root / vm["name"] / ".kvp_pool_3").unlink(missing_ok=True)
 

@@ -10,6 +10,7 @@ import json
 import threading
 import time
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import catalog
@@ -93,6 +94,9 @@ class Arm:
         for op in self.ops.values():
             if op["status"] == "InProgress" and now >= op["done_at"]:
                 op["status"] = "Succeeded"
+                item = self.items.get(op["rid"].lower())
+                if item is not None:  # the instance view stamps the provisioning state's change
+                    item["changed_at"] = datetime.now(UTC).isoformat()
                 if op["kind"] == "delete":
                     self._remove(op["rid"])
                 elif op["kind"] == "action":
@@ -365,16 +369,19 @@ class Arm:
             raise self._not_found(rid)
         state = self._state(item)
         power = item.get("power", "running")
+        provisioning = {
+            "code": f"ProvisioningState/{state.lower()}",
+            "level": "Info",
+            "displayStatus": f"Provisioning {state.lower()}",
+        }
+        if state == "Succeeded":
+            provisioning["time"] = item.setdefault("changed_at", datetime.now(UTC).isoformat())
         return {
             "computerName": ((item["properties"].get("osProfile") or {}).get("computerName")),
             "platformUpdateDomain": 0,
             "platformFaultDomain": 0,
             "statuses": [
-                {
-                    "code": f"ProvisioningState/{state.lower()}",
-                    "level": "Info",
-                    "displayStatus": f"Provisioning {state.lower()}",
-                },
+                provisioning,
                 {"code": f"PowerState/{power}", "level": "Info", "displayStatus": f"VM {power}"},
             ],
         }
