@@ -35,8 +35,11 @@ from scipy import stats as sps
 
 from testbed_reports import wording
 from testbed_reports.analysis import Cell, Outcome, analyse
+from testbed_reports.compare import cells, parse_pairs
 from testbed_reports.errors import ReportError
 from testbed_reports.inference import ALPHA, DEFAULT_MARGIN
+from testbed_reports.load import load
+from testbed_reports.stats import describe
 
 #: points of the integration grid over the continuation region
 GRID = 801
@@ -224,9 +227,6 @@ def look_at(
     results: Sequence[Path], spec: str, looks_text: str, max_machines: int, margin: float = DEFAULT_MARGIN
 ) -> Look:
     """Read the results so far and take the look (``testbed-report sequential``)."""
-    from testbed_reports.compare import cells, parse_pairs  # noqa: PLC0415 - compare imports analysis too
-    from testbed_reports.load import load  # noqa: PLC0415 - loading is this entry point's only use
-    from testbed_reports.stats import describe  # noqa: PLC0415 - as above
 
     looks = parse_looks(looks_text, max_machines)
     ds = load(results)

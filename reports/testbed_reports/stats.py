@@ -236,11 +236,12 @@ def _typical_run(
         se = np.sqrt((n - 1) * sw2 / (h * (h - 1)))
         q = sps.t.ppf(0.5 + level / 2, np.where(h > 1, h - 1, 1))
     ok = h > 1
-    return (
-        np.where(h > 0, np.exp(tm), np.nan),
-        np.where(ok, np.exp(tm - q * se), np.nan),
-        np.where(ok, np.exp(tm + q * se), np.nan),
-    )
+    with np.errstate(over="ignore"):  # a bound past the float range is +inf: no bound, said as such
+        return (
+            np.where(h > 0, np.exp(tm), np.nan),
+            np.where(ok, np.exp(tm - q * se), np.nan),
+            np.where(ok, np.exp(tm + q * se), np.nan),
+        )
 
 
 def group_table(df: pd.DataFrame, by: list[str], value: str) -> list[dict]:

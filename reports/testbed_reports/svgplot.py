@@ -283,7 +283,11 @@ def ecdf(
         f, scaled = display.common_scale(
             [x for v in series.values() for x in np.asarray(v, float)], units.get(m, "")
         )
-        series = {lab: np.asarray(v, dtype=float) / f for lab, v in series.items()}
+        with np.errstate(over="ignore"):  # a value past the float range on this scale is not drawn
+            series = {lab: np.asarray(v, dtype=float) / f for lab, v in series.items()}
+        series = {lab: v[np.isfinite(v)] for lab, v in series.items() if np.isfinite(v).any()}
+        if not series:
+            continue
         lo = min(float(v.min()) for v in series.values())
         hi = max(float(v.max()) for v in series.values())
         sub = f"[{scaled}]" if scaled else ""

@@ -30,9 +30,12 @@ def test_one_run_per_machine_is_never_decided_on_its_values() -> None:
 def test_runs_or_machines_as_replicates_are_calibrated(runs: int, machines: int, seed: int) -> None:
     res = pyperf_setting(runs=runs, machines=machines, sets=15, seed=seed)
     print(f"\n{res}")
-    rate = res.rates["slower/faster"]  # a family of 20: Bonferroni, so far below 5 % per metric
-    assert rate.value <= 0.05 / 20 + 3 * math.sqrt(0.05 / 20 / rate.total) + 1 / rate.total
-    assert res.rates["reports with one"].value <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 15)
+    # the records name one primary metric (report_support.synth): the family the headline counts,
+    # held at 5 % a report; the 19 secondaries are listed unadjusted, each at 5 % (their spread is
+    # pooled over the benchmark's metrics: test_report_decisions)
+    sec = res.rates["secondary slower/faster (unadjusted)"]
+    assert sec.value <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / sec.total)
+    assert res.rates["reports with a primary one"].value <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 15)
 
 
 def test_pyperf_values_are_summarised_per_run_in_the_report(tmp_path: Path) -> None:

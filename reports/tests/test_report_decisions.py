@@ -208,7 +208,10 @@ def test_a_drifting_machine_is_judged_over_the_runs_measured(tmp_path: Path) -> 
     truth = 100 * np.expm1(0.10 + level.mean())  # A's level over the runs measured against B's
     assert row.overhead_ci_low <= truth <= row.overhead_ci_high
     assert row.decision == "slower" and "withheld" not in row.reason
-    assert "the level of ha moved over the runs (drift): the statement is about the mean over the runs" in row.verdict
+    assert (
+        "the level of ha moved over the runs (drift): the statement is about the mean over the runs"
+        in row.verdict
+    )
     steady = _compare(tmp_path / "steady", np.exp(0.05 + rng.normal(0.0, 0.002, 30)).tolist(), b)
     assert steady.decision == "slower" and "drift" not in steady.verdict
 

@@ -53,11 +53,11 @@ def test_margin_from_the_plan_reaches_the_records_stats_and_verdict(tmp_path: Pa
     for row in rows:  # each decision is read against its own benchmark's margin
         m, lo, hi = row["margin_percent"], row["overhead_ci_low"], row["overhead_ci_high"]
         if -m < lo and hi < m:
-            assert row["decision"] == "equivalent" and f"within +-{m:g}%" in row["verdict"], row
+            assert row["decision"] == "equivalent" and f"within ±{m:g}%" in row["verdict"], row
         elif lo > 0 or hi < 0:
             assert row["decision"] == ("slower" if lo > 0 else "faster"), row
         else:
-            assert row["decision"] == "inconclusive" and f"resolve {m:g}%" in row["verdict"], row
+            assert row["decision"] == "inconclusive" and f"resolve ±{m:g}%" in row["verdict"], row
 
 
 @pytest.mark.parametrize(

@@ -240,6 +240,7 @@ def test_the_dataset_read_back_is_the_loaders(tmp_path: Path) -> None:
     old = load([results / "quick"])
     new = paths_dataset([results / "quick"], store=tmp_path / "store")
     pd.testing.assert_frame_equal(new.obs, old.obs, check_categorical=False, check_dtype=False)
+
     def plain(df: pd.DataFrame) -> pd.DataFrame:  # a missing value is missing, None or NaN
         return df.astype(object).where(df.notna(), None)
 
