@@ -16,12 +16,15 @@ maximises the restricted (REML) likelihood profiled over ``beta`` and ``sigma^2`
 the fixed effects of a short campaign bias the ML ``rho`` down. At that ``rho``: the GLS ``beta``
 and its covariance ``sigma^2 (X' V^-1 X)^-1``.
 
-Tests (:meth:`Ar1Fit.contrast`, :meth:`Ar1Fit.wald`): t and F with Satterthwaite's denominator
-degrees of freedom (Fai and Cornelius's for several rows, as lmerTest), from the REML information
-of (log sigma^2, log(1 - rho)) and the derivative of the covariance in rho (three more fits). They
-carry the uncertainty of the estimated ``rho`` into the test: with the plain ``n - p`` df (``rho``
-taken as known, as feasible GLS does) a 23-df hour test on four days of 15-minute runs said
-"effect" in 7.4 % of null campaigns at phi 0.5; with these df 5.4 %.
+Tests (:meth:`Ar1Fit.contrast`, :meth:`Ar1Fit.wald`) carry the uncertainty of the estimated ``rho``
+in two ways. The covariance is Kenward and Roger's adjusted one for this single covariance
+parameter (``C + 2 var(u) C (Q - P C P) C``, u = log(1 - rho), their second-derivative term left
+out): it adds what the estimated rho costs beta and undoes the downward bias of the covariance at
+the estimated rho. The denominator degrees of freedom are Satterthwaite's (Fai and Cornelius's
+for several rows, as lmerTest), from the REML information of (log sigma^2, u) and the derivative of
+the covariance in u. Both take three more fits. Without them (``rho`` taken as known, ``n - p``
+df, as feasible GLS does) a 23-df hour test on four days of 15-minute runs said "effect" in 7.4 %
+of null campaigns at phi 0.5 (docs/report.md has the rows with each step).
 
 Model check (:meth:`Ar1Fit.ljung_box`): the whitened residuals are independent if the model holds;
 Ljung-Box over their first lags says when they are not.
@@ -33,7 +36,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import linalg, optimize, stats
 
 #: the largest rho fitted (per step): a random walk is fitted as this
 RHO_MAX = 1 - 1e-6
@@ -63,6 +66,9 @@ class Ar1Fit:
     theta_cov: np.ndarray
     #: derivative of ``cov_unscaled`` with respect to log(1 - rho)
     dcov_du: np.ndarray
+    #: ``cov_unscaled`` plus Kenward and Roger's small-sample term for the estimated rho: the
+    #: covariance the tests use
+    cov_adjusted: np.ndarray
 
     @property
     def rho_se(self) -> float:
@@ -90,9 +96,9 @@ class Ar1Fit:
         return float(2 * e / (e - q)) if e > q else float(max(nus.min(), 1.0))
 
     def contrast(self, c: np.ndarray) -> tuple[float, float, float]:
-        """Estimate, standard error and degrees of freedom of ``c' beta``."""
+        """Estimate, standard error (from ``cov_adjusted``) and degrees of freedom of ``c' beta``."""
         c = np.asarray(c, dtype=float)
-        se = math.sqrt(max(float(c @ self.cov_unscaled @ c), 0.0) * self.sigma2)
+        se = math.sqrt(max(float(c @ self.cov_adjusted @ c), 0.0) * self.sigma2)
         return float(c @ self.beta), se, self.df_for(c)
 
     def wald(self, rows: np.ndarray) -> tuple[float, int, float, float]:
@@ -100,7 +106,7 @@ class Ar1Fit:
         :meth:`df_for`."""
         m = np.atleast_2d(np.asarray(rows, dtype=float))
         est = m @ self.beta
-        cov = m @ self.cov_unscaled @ m.T * self.sigma2
+        cov = m @ self.cov_adjusted @ m.T * self.sigma2
         q = m.shape[0]
         f_val = float(est @ np.linalg.solve(cov, est)) / q
         df2 = self.df_for(m)
@@ -120,6 +126,14 @@ class Ar1Fit:
         q = float(n * (n + 2) * np.sum((r - expected) ** 2 / (n - np.arange(1, lags + 1))))
         df = max(lags - 1, 1)
         return q, df, float(stats.chi2.sf(q, df))
+
+
+def _bidiagonal(gaps: np.ndarray, rho: float) -> tuple[np.ndarray, np.ndarray]:
+    """The whitening matrix W (V^-1 = W'W, lower bidiagonal): its diagonal and its subdiagonal
+    (``sub[i]`` is W[i, i-1]; ``sub[0]`` unused)."""
+    r = rho**gaps
+    s = np.sqrt(1.0 - r * r)
+    return np.r_[1.0, 1.0 / s], np.r_[0.0, -r / s]
 
 
 def _whiten(gaps: np.ndarray, rho: float, a: np.ndarray) -> tuple[np.ndarray, float]:
@@ -161,9 +175,12 @@ def _rho(u: float) -> float:
     return min(max(1.0 - math.exp(u), 0.0), RHO_MAX)
 
 
-def _theta_cov(gaps: np.ndarray, xy: np.ndarray, u: float, at: _State) -> tuple[np.ndarray, np.ndarray]:
+def _theta_cov(
+    gaps: np.ndarray, xy: np.ndarray, u: float, at: _State
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Covariance of (log sigma2, u = log(1 - rho)) from the REML information at ``u`` (numerical
-    second derivatives; one-sided at the boundary rho = 0) and d(X'V^-1 X)^-1/du."""
+    second derivatives; one-sided at the boundary rho = 0), d(X'V^-1 X)^-1/du and the adjusted
+    covariance (:func:`_kenward_roger`)."""
     n, p = xy.shape[0], xy.shape[1] - 1
     h = 1e-3
     us = (u - h, u, u + h) if u + h <= 0 else (u - 2 * h, u - h, u)
@@ -184,8 +201,37 @@ def _theta_cov(gaps: np.ndarray, xy: np.ndarray, u: float, at: _State) -> tuple[
     hess = np.array([[n - p, cross], [cross, d2(rss) * scale + d2(logdets)]])
     dcov = d1(np.stack([x.cov for x in st]))
     if np.linalg.det(hess) <= 0 or hess[1, 1] <= 0:  # no curvature in rho: treat it as known
-        return np.diag([2.0 / (n - p), 0.0]), dcov
-    return 2 * np.linalg.inv(hess), dcov
+        return np.diag([2.0 / (n - p), 0.0]), dcov, at.cov
+    theta = 2 * np.linalg.inv(hess)
+    diag, sub = zip(*(_bidiagonal(gaps, _rho(v)) for v in us), strict=True)
+    w_u = (d1(np.stack(diag)), d1(np.stack(sub)))
+    xw_u = d1(np.stack([x.xw for x in st]))
+    return theta, dcov, _kenward_roger(at, _bidiagonal(gaps, _rho(u)), w_u, xw_u, float(theta[1, 1]))
+
+
+def _kenward_roger(
+    at: _State,
+    w: tuple[np.ndarray, np.ndarray],
+    w_u: tuple[np.ndarray, np.ndarray],
+    xw_u: np.ndarray,
+    var_u: float,
+) -> np.ndarray:
+    """``C + 2 var(u) C (Q - P C P) C`` with C = (X'V^-1 X)^-1, P = X' dV^-1/du X and Q = X' dV^-1/du
+    V dV^-1/du X: Kenward and Roger's (1997) adjusted covariance for one covariance parameter
+    (its second-derivative term left out), which adds what the estimated rho costs beta (Kackar
+    and Harville) and undoes the downward bias of C at the estimated rho. With V^-1 = W'W:
+    P = Xu'X~ + X~'Xu (X~ = W X, Xu = dX~/du) and Q = |W'^-1 Wu' X~ + Xu|^2, O(n p^2)."""
+    xw, c = at.xw, at.cov
+    (diag, sub), (diag_u, sub_u) = w, w_u
+    wu_t_x = diag_u[:, None] * xw  # Wu' X~: Wu is lower bidiagonal
+    wu_t_x[:-1] += sub_u[1:, None] * xw[1:]
+    banded = np.zeros((2, len(diag)))  # W' is upper bidiagonal
+    banded[0, 1:] = sub[1:]
+    banded[1] = diag
+    y = linalg.solve_banded((0, 1), banded, wu_t_x) + xw_u
+    p_u = xw_u.T @ xw + xw.T @ xw_u
+    q_u = y.T @ y
+    return c + 2 * var_u * c @ (q_u - p_u @ c @ p_u) @ c
 
 
 def fit(times_s: np.ndarray, y: np.ndarray, x: np.ndarray, rho: float | None = None) -> Ar1Fit:
@@ -222,9 +268,9 @@ def fit(times_s: np.ndarray, y: np.ndarray, x: np.ndarray, rho: float | None = N
         u = math.log(1.0 - min(max(rho, 0.0), RHO_MAX))
     at = _state(gaps, xy, _rho(u))
     if rho is None:
-        theta_cov, dcov = _theta_cov(gaps, xy, u, at)
+        theta_cov, dcov, adjusted = _theta_cov(gaps, xy, u, at)
     else:
-        theta_cov, dcov = np.diag([2.0 / (n - p), 0.0]), np.zeros((p, p))
+        theta_cov, dcov, adjusted = np.diag([2.0 / (n - p), 0.0]), np.zeros((p, p)), at.cov
     return Ar1Fit(
         beta=at.beta,
         cov_unscaled=at.cov,
@@ -237,4 +283,5 @@ def fit(times_s: np.ndarray, y: np.ndarray, x: np.ndarray, rho: float | None = N
         whitened_x=at.xw,
         theta_cov=theta_cov,
         dcov_du=dcov,
+        cov_adjusted=adjusted,
     )

@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 
 import pytest
-
 from report_support.calibration import anova_setting
 
 pytestmark = pytest.mark.slow

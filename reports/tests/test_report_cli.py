@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pandas as pd
 from report_helpers import record, run_cli, run_module, write_jsonl
-
 from report_support.synth import Machine, write_run
 
 

@@ -136,9 +136,10 @@ def test_ar1_gls_is_exact_gls_and_reml_with_gaps() -> None:
     assert fit.rho == pytest.approx(ref.x, abs=2e-4) and 0.6 < fit.rho < 0.95
     gls = sm.GLS(y, x, sigma=_ou(t, fit.rho, step)).fit()
     assert fit.beta == pytest.approx(gls.params, rel=1e-6)
-    for i in range(3):
+    assert np.sqrt(np.diag(fit.cov_unscaled) * fit.sigma2) == pytest.approx(gls.bse, rel=1e-6)
+    for i in range(3):  # the tests' standard errors add what the estimated rho costs
         _, se, df = fit.contrast(np.eye(3)[i])
-        assert se == pytest.approx(gls.bse[i], rel=1e-6) and 1 < df <= 296
+        assert gls.bse[i] < se < 1.2 * gls.bse[i] and 1 < df <= 296
     known = ar1.fit(t, y, x, rho=0.8)  # a given rho is treated as known: n - p - 1 df
     assert known.beta == pytest.approx(sm.GLS(y, x, sigma=_ou(t, 0.8, step)).fit().params, rel=1e-6)
     assert known.contrast(np.eye(3)[1])[2] == 296 and known.wald(np.eye(3)[1:])[2] == pytest.approx(296)
@@ -165,6 +166,35 @@ def test_satterthwaite_df_is_the_spread_of_the_estimated_variance() -> None:
         dfs.append(df)
     assert np.var(log_v, ddof=1) == pytest.approx(2 / np.mean(dfs), rel=0.3)
     assert np.median(dfs) < (n - 3) / 2
+
+
+def test_kenward_roger_term_is_the_variance_rho_adds_to_beta() -> None:
+    """Kackar and Harville: at the true rho, E[(d c'beta / du)^2] = sigma^2 c'C(Q - PCP)Cc, the term
+    the adjusted covariance adds per unit of var(u) (half of it: Kenward and Roger double it)."""
+    rng = np.random.default_rng(14)
+    n, phi, h = 240, 0.8, 1e-4
+    t = np.arange(n) * 60.0
+    x = np.column_stack([np.ones(n), (np.arange(n) % 48) < 18])
+    gaps, u = np.ones(n - 1), math.log(1 - phi)
+    c = np.array([0.0, 1.0])
+    squares = []
+    for _ in range(2000):
+        e = signal.lfilter(
+            [1.0], [1.0, -phi], np.r_[rng.normal(), rng.normal(0, math.sqrt(1 - phi**2), n - 1)]
+        )
+        up, down = (ar1._state(gaps, np.column_stack([x, e]), 1 - math.exp(u + d)) for d in (h, -h))
+        squares.append((c @ (up.beta - down.beta) / (2 * h)) ** 2)
+    fit = ar1.fit(t, np.zeros(n) + rng.normal(size=n), x, rho=phi)
+    st = [ar1._state(gaps, np.column_stack([x, np.zeros(n)]), 1 - math.exp(u + d)) for d in (-h, 0.0, h)]
+    w = ar1._bidiagonal(gaps, phi)
+    diag, sub = zip(*(ar1._bidiagonal(gaps, 1 - math.exp(u + d)) for d in (-h, h)), strict=True)
+    w_u = ((diag[1] - diag[0]) / (2 * h), (sub[1] - sub[0]) / (2 * h))
+    xw_u = (st[2].xw - st[0].xw) / (2 * h)
+    term = (ar1._kenward_roger(st[1], w, w_u, xw_u, 0.5) - st[1].cov)[1, 1]  # C(Q - PCP)C, unit sigma2
+    assert np.mean(squares) == pytest.approx(term, rel=0.1)
+    p_u = xw_u.T @ st[1].xw + st[1].xw.T @ xw_u  # and P is -dC/du through C
+    assert -st[1].cov @ p_u @ st[1].cov == pytest.approx((st[2].cov - st[0].cov) / (2 * h), rel=1e-4)
+    assert fit.cov_adjusted == pytest.approx(fit.cov_unscaled)  # a given rho: nothing to add
 
 
 def test_business_days_read_the_contrast_on_those_days() -> None:
