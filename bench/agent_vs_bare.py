@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchlib import Progress
 
 from testbed_agent.workloads import primary_metrics
-from testbed_shared import records
+from testbed_shared import records, units
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENT_LABEL, BARE_LABEL = "fio via agent", "bare fio"
@@ -102,8 +102,13 @@ def _agent(*args: str, **kw) -> subprocess.CompletedProcess[str]:
 
 
 def layout(target: Path, size: str) -> None:
-    """Lay the bare arm's file out fully, the way the agent lays out its own (psync, direct, fsync)."""
+    """Lay a bare arm's file out the way the agent lays out its own (``Fio._layout``): created empty,
+    set to its full size (``ftruncate``), then written over once by fio (psync, direct, fsync at the
+    end). A file fio creates itself is first reserved with ``fallocate`` and then written into
+    unwritten extents: another file layout than the agent's."""
     target.parent.mkdir(parents=True, exist_ok=True)
+    with target.open("wb") as fh:
+        fh.truncate(units.parse_size(size))
     subprocess.run(
         [
             "fio",
@@ -119,6 +124,7 @@ def layout(target: Path, size: str) -> None:
         ],
         check=True,
         capture_output=True,
+        start_new_session=True,
     )
 
 
@@ -132,7 +138,6 @@ class Pairs:
         self.plan_path = work / "agent-vs-bare.yml"
         self.plan_path.write_text(json.dumps(arms.plan(), indent=1) + "\n")
         self.sha = hashlib.sha256(self.plan_path.read_bytes()).hexdigest()
-        self.bare_file = work / "bare" / "testfile.dat"
         self.index = 0
         out.mkdir(parents=True, exist_ok=True)
         for host in (AGENT_HOST, BARE_HOST):
@@ -143,7 +148,6 @@ class Pairs:
             raise SystemExit(f"agent-vs-bare: testbed-agent sysinfo failed: {info.stderr.strip()[-300:]}")
         for host in (AGENT_HOST, BARE_HOST):
             (out / f"{host}.sysinfo.json").write_text(info.stdout)
-        layout(self.bare_file, arms.size)
 
     def metric(self, rec: dict) -> float:
         name = self.arms.metric or f"{self.arms.direction}_bw_bytes"
@@ -193,11 +197,18 @@ class Pairs:
         return f"pair-{self.index}"
 
     def bare_arm(self) -> dict:
+        """fio run directly on a file of its own, laid out just before it as the agent lays out its
+        file (a new one every pair, like the agent's scratch), in a session of its own like every
+        tool the agent runs (``RunContext.exec``): under the kernel's autogroup scheduling a session
+        is a CPU group of its own, so sharing the caller's session would give the bare arm less CPU
+        than the agent's fio whenever the caller's session is busy."""
+        bare_file = self.work / f"bare-{self.index}" / "testfile.dat"
+        layout(bare_file, self.arms.size)
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "LC_ALL": "C",
-            "FIO_FILENAME": str(self.bare_file),
-            "FIO_SIZE": str(self.bare_file.stat().st_size),
+            "FIO_FILENAME": str(bare_file),
+            "FIO_SIZE": str(bare_file.stat().st_size),
             "FIO_IOENGINE": self.arms.ioengine,
             "FIO_IODEPTH": str(self.arms.iodepth),
             "FIO_RUNTIME": str(self.arms.runtime_s),
@@ -209,11 +220,14 @@ class Pairs:
         subprocess.run(
             ["fio", "--output-format=json", f"--output={raw}", *self.arms.bare_extra, str(job)],
             env=env,
-            cwd=self.bare_file.parent,
+            cwd=bare_file.parent,
             check=True,
             capture_output=True,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
         )
         ended = _now()
+        shutil.rmtree(bare_file.parent, ignore_errors=True)
         parsed = _agent("parse", "fio", str(raw))
         if parsed.returncode != 0:
             raise SystemExit(f"agent-vs-bare: testbed-agent parse fio failed: {parsed.stderr.strip()[-300:]}")

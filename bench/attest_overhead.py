@@ -5,13 +5,19 @@
    with a TPM quote built with test keys (the full chain a CVM's evidence goes through).
 2. Binding cost relative to a run: the agent runs a short plan on this machine, then the same
    begin/end collection is repeated against a software TPM standing in for an Azure vTPM (when
-   swtpm and tpm2-tools are installed); printed as a share of the run's wall time.
+   swtpm and tpm2-tools are installed); printed as a share of the short run's wall time and of a
+   typical 300 s run (the quick plan's order), which the target is about.
+
+Targets (issue 38): verification below 5 ms per evidence (median, distribution-free interval);
+the binding below 0.1 % of a 300 s run (geometric mean, t interval). Each is decided: "met" when
+the whole interval is below, "not met" when above, otherwise not shown.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -31,10 +37,10 @@ from testbed_shared.attest.verify import Options, verify_file  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchlib import against, geo_interval, median_interval  # noqa: E402
 
-#: targets: one host's evidence verified in under 1 s (an audit of 100 hosts in under 2 minutes);
-#: the begin/end binding under 1 % of a typical run (TYPICAL_RUN_S)
-VERIFY_TARGET_MS = 1000.0
-BINDING_TARGET_PERCENT = 1.0
+#: targets (issue 38): one evidence verified in under 5 ms; the begin/end binding under 0.1 % of a
+#: typical run (TYPICAL_RUN_S)
+VERIFY_TARGET_MS = 5.0
+BINDING_TARGET_PERCENT = 0.1
 
 
 def _times_ms(fn, n: int) -> list[float]:
@@ -114,7 +120,8 @@ def binding_share(tmp: Path) -> dict[str, float]:
     res = {
         "run_wall_s": wall,
         "binding_s (no CC hardware)": local,
-        "binding % of run (no CC hardware)": 100 * local / wall,
+        "binding % of this short run (no CC hardware)": 100 * local / wall,
+        f"binding % of a {TYPICAL_RUN_S} s run (no CC hardware)": 100 * local / TYPICAL_RUN_S,
     }
     swtpm = _swtpm_binding(tmp)
     if swtpm is not None:
@@ -157,7 +164,7 @@ def main() -> None:
         tmp = Path(d)
         print(
             f"verification time per evidence, median [95% distribution-free interval] of {args.n}; "
-            f"target: below {VERIFY_TARGET_MS:.0f} ms"
+            f"target: below {VERIFY_TARGET_MS:g} ms; load average {os.getloadavg()[0]:.2f}"
         )
         for name, times in verification(args.n, tmp).items():
             med, lo, hi = median_interval(times)
@@ -166,16 +173,14 @@ def main() -> None:
         runs = [binding_share(tmp / f"b{i}") for i in range(args.binding_runs)]
         print(
             f"binding (begin + end evidence), geometric mean [95% t interval] of {len(runs)} runs; "
-            f"target: below {BINDING_TARGET_PERCENT:g} % of a {TYPICAL_RUN_S} s run"
+            f"target: below {BINDING_TARGET_PERCENT:g} % of a {TYPICAL_RUN_S} s run; load average "
+            f"{os.getloadavg()[0]:.2f}"
         )
         for key in runs[0]:
             values = [r[key] for r in runs if key in r]
             g, lo, hi = geo_interval(values)
             decision = ""
-            if (
-                key.startswith(f"binding % of a {TYPICAL_RUN_S} s run")
-                or key == "binding % of run (no CC hardware)"
-            ):
+            if key.startswith(f"binding % of a {TYPICAL_RUN_S} s run"):
                 decision = f" -> {against(lo, hi, below=BINDING_TARGET_PERCENT)}"
             print(f"  {key:44s} {g:10.4f} [{lo:.4f}, {hi:.4f}]{decision}")
 

@@ -102,6 +102,65 @@ def ratio_of_samples(
     )
 
 
+@dataclass
+class AtLeast:
+    """A ratio a/b (geometric mean of paired ratios, t interval on their logs) against a floor.
+
+    ``met`` when the whole interval is at or above ``target``, ``not met`` when it is below,
+    otherwise not shown, with the pairs that would decide at the observed spread."""
+
+    what: str
+    ratio: float
+    lo: float
+    hi: float
+    level: float
+    n: int
+    target: float
+    sd: float  # sd of a pair's log ratio
+
+    @property
+    def decision(self) -> str:
+        if not (math.isfinite(self.lo) and math.isfinite(self.hi)):
+            return "not shown"
+        return "met" if self.lo >= self.target else "not met" if self.hi < self.target else "not shown"
+
+    def needed(self) -> int | None:
+        """Pairs whose interval at this spread would clear the floor (None: the ratio is on it)."""
+        gap = abs(math.log(self.ratio / self.target)) if self.ratio > 0 else 0.0
+        if not (gap > 0 and math.isfinite(self.sd)):
+            return None
+        if self.sd == 0:
+            return 2
+        n = 2
+        while n < 10**6:
+            if float(t_quantile(1 - (1 - self.level) / 2, n - 1)) * self.sd / math.sqrt(n) < gap:
+                return n
+            n = max(n + 1, int(n * 1.2))
+        return None
+
+    def words(self) -> str:
+        if self.decision != "not shown":
+            return f"{self.decision} (target: at least {self.target:g})"
+        more = self.needed()
+        tail = f"; about {more} would decide at this spread" if more else ""
+        return f"not shown after {self.n} {('rounds' if self.n != 1 else 'round')}{tail}"
+
+    def line(self) -> str:
+        return (
+            f"{self.ratio:.3f} [{self.lo:.3f}, {self.hi:.3f}] ({self.level:.1%} interval, {self.n} rounds)"
+            f" -> {self.words()}"
+        )
+
+
+def at_least(
+    a: Sequence[float], b: Sequence[float], what: str, target: float, alpha: float = ALPHA
+) -> AtLeast:
+    """Paired ratio a_i/b_i against the floor ``target`` (see :class:`AtLeast`)."""
+    n, mean, sd = moments([math.log(x) - math.log(y) for x, y in zip(a, b, strict=True)])
+    ratio, lo, hi = t_interval(n, mean, sd, 1 - alpha, log=True)
+    return AtLeast(what, ratio, lo, hi, 1 - alpha, n, target, sd)
+
+
 def median_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
     """Median and its distribution-free interval (order statistics of a binomial(n, 1/2)), or NaN
     ends when n is too small for ``level``."""
@@ -190,9 +249,11 @@ def headline(text: str) -> None:
 
 
 __all__ = [
+    "AtLeast",
     "Progress",
     "Ratio",
     "against",
+    "at_least",
     "geo_interval",
     "headline",
     "looks",

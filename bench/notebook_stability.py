@@ -1,21 +1,40 @@
 """SimplePrime through the agent's kaggle_notebook workload: run-to-run stability and overhead.
 
-1. Run-to-run CV (sd / mean) of SimplePrime's time over N runs (default 5) through the workload
-   class, as the runner executes it: fresh kernel, papermill parameters, nbclient timing
-   (target: <= 2% on a quiet machine).
-2. The agent's timing overhead: total wall time minus the sum of the cell times minus kernel
-   start-up, as a fraction of the total (target: < 2%).
+What runs is what the workload runs: kaggle_notebooks/SimplePrime.ipynb (the S2 paper's code: the
+first 100,000 primes by trial division, then one ``print`` call each) executed with nbclient in a
+fresh kernel per run, as the runner executes it (``NotebookWorkload.run``).
+
+1. Run-to-run CV (sd / mean) of the cell time (the notebook's work, kernel timestamps of each cell)
+   over the runs, against the target "at most 1 % on a quiet machine". Interval: Vangel's modified
+   McKay interval at 95 % / L for the L planned looks (Bonferroni); decision: "met" when its upper
+   end is at most 1 %, "not met" when its lower end is above, otherwise "not shown" with the runs
+   that would decide at the CV seen. Runs continue to the next look until decided, the cap, or the
+   time budget (``--budget-s``), and the bench says which. The target is a quiet machine's: when the
+   load average went above ``--quiet-load`` (1) during the runs, the CV is printed without a verdict.
+2. The agent's timing overhead: total wall time minus the cell times minus kernel start-up, as a
+   fraction of the total (target: below 2 %), mean with its t interval.
+
+``--pin`` (default on machines with 2 or more CPUs) runs the kernel on the last CPU (a kernelspec of
+the same ipykernel under ``taskset``) and this process, which receives the kernel's 100,000 lines
+of output, on the others, so the two do not take turns on one CPU; ``--warmup`` runs that are not
+counted come first (imports and the page cache). The load average is printed before and after
+every run: a CV measured beside other work says little about the notebook.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import os
+import shutil
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import numpy as np
 
 from testbed_agent.plan import Benchmark
 from testbed_agent.workloads.base import RunContext
@@ -23,64 +42,175 @@ from testbed_agent.workloads.notebook import NotebookWorkload
 from testbed_reports.numerics import cv_ci
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import against, mean_interval
+from benchlib import ALPHA, Progress, against, looks, mean_interval
+
+TARGET_CV = 1.0
+PINNED_KERNEL = "python3-pinned"
 
 
 def cv(values: list[float]) -> float:
-    return statistics.stdev(values) / statistics.mean(values) if len(values) > 1 else 0.0
+    """Sample CV in percent."""
+    return 100 * statistics.stdev(values) / statistics.mean(values) if len(values) > 1 else math.nan
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--runs", type=int, default=5, help="executions (default 5)")
-    ap.add_argument("--scale", default="standard", help="SimplePrime scale (default standard: 100000 primes)")
-    args = ap.parse_args()
+def cv_decision(values: list[float], target: float, alpha: float) -> tuple[float, float, float, str]:
+    """(CV %, low, high, decision) of ``values`` against "CV at most ``target`` %"."""
+    c = cv(values)
+    lo, hi = (float(x[0]) for x in cv_ci([c], [len(values)], alpha))
+    return c, lo, hi, against(lo, hi, below=target)
 
-    bench = Benchmark(
-        name="SimplePrime.ipynb", type="kaggle_notebook", index=0, line=0, params={"scale": args.scale}
+
+def cv_decisions(cvs: np.ndarray, n: int, target: float, alpha: float) -> list[str]:
+    """:func:`cv_decision` of many CVs (percent) of ``n`` runs each, vectorised (the calibration)."""
+    lo, hi = cv_ci(cvs, np.full(len(cvs), n), alpha)
+    return [against(a, b, below=target) for a, b in zip(lo, hi, strict=True)]
+
+
+def runs_needed(c: float, target: float, alpha: float, have: int) -> int | None:
+    """Runs whose Vangel interval at this CV would lie on one side of ``target`` (None: never)."""
+    if not math.isfinite(c) or abs(c - target) < 1e-9:
+        return None
+    for n in range(max(have, 3), 2000):
+        lo, hi = (float(x[0]) for x in cv_ci([c], [n], alpha))
+        if hi <= target or lo > target:
+            return n
+    return None
+
+
+def pinned_kernelspec(root: Path, cpu: int) -> None:
+    """A kernelspec ``python3-pinned``: this interpreter's ipykernel on CPU ``cpu`` (taskset)."""
+    spec = root / "kernels" / PINNED_KERNEL
+    spec.mkdir(parents=True)
+    argv = ["taskset", "-c", str(cpu), sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    doc = {"argv": argv, "display_name": f"Python 3 on CPU {cpu}", "language": "python"}
+    (spec / "kernel.json").write_text(json.dumps(doc))
+    os.environ["JUPYTER_PATH"] = f"{root}{os.pathsep}{os.environ.get('JUPYTER_PATH', '')}".rstrip(os.pathsep)
+
+
+def one_run(bench: Benchmark, tmp: Path, rep: int) -> dict[str, float]:
+    ctx = RunContext(
+        bench=bench,
+        repetition=rep,
+        scratch=tmp / "scratch",
+        artifacts=tmp / "artifacts",
+        deadline=time.monotonic() + 900,
     )
-    NotebookWorkload.check(bench)
-    rows = []
-    with tempfile.TemporaryDirectory(prefix="nb-bench-") as tmp:
-        for rep in range(args.runs):
-            ctx = RunContext(
-                bench=bench,
-                repetition=rep,
-                scratch=Path(tmp) / "scratch",
-                artifacts=Path(tmp) / "artifacts",
-                deadline=time.monotonic() + 900,
-            )
-            out = NotebookWorkload().run(ctx, NotebookWorkload.parse(ctx.bench))
-            if out.status != "ok":
-                print(f"run {rep}: {out.status}: {out.error}", file=sys.stderr)
-                return 1
-            m = {k: v["value"] for k, v in out.metrics.items()}
-            rows.append(m)
-            print(
-                f"run {rep + 1}: wall {m['wall_s']:.3f} s = kernel start {m['kernel_startup_s']:.3f} s "
-                f"+ cells {m['cells_s']:.3f} s + overhead {m['overhead_s'] * 1000:.1f} ms"
-            )
-    walls = [r["wall_s"] for r in rows]
+    out = NotebookWorkload().run(ctx, NotebookWorkload.parse(ctx.bench))
+    if out.status != "ok":
+        raise SystemExit(f"notebook-stability: run {rep}: {out.status}: {out.error}")
+    shutil.rmtree(tmp / "scratch", ignore_errors=True)
+    return {k: v["value"] for k, v in out.metrics.items()}
+
+
+def measure(
+    bench: Benchmark, tmp: Path, args: argparse.Namespace, plan: list[int], alpha: float
+) -> tuple[list[dict[str, float]], list[float], str]:
+    """Counted runs until a decision at a planned look, the cap or the budget: (rows, loads, why)."""
+    start = time.monotonic()
+    for w in range(args.warmup):
+        m = one_run(bench, tmp, -1 - w)
+        print(f"  warm-up: cells {m['cells_s']:.3f} s (not counted)", flush=True)
+    rows: list[dict[str, float]] = []
+    loads: list[float] = []
+    prog = Progress("SimplePrime runs", args.cap)
+    while len(rows) < args.cap:
+        begun, load0 = time.monotonic(), os.getloadavg()[0]
+        m = one_run(bench, tmp, len(rows))
+        rows.append(m)
+        loads += [load0, os.getloadavg()[0]]
+        prog.step(
+            f"wall {m['wall_s']:.3f} s = kernel start {m['kernel_startup_s']:.3f} + cells "
+            f"{m['cells_s']:.3f} + overhead {m['overhead_s'] * 1000:.1f} ms; "
+            f"load {load0:.2f} -> {loads[-1]:.2f}"
+        )
+        decided = cv_decision([r["cells_s"] for r in rows], TARGET_CV, alpha)[3] in ("met", "not met")
+        if len(rows) in plan and decided and max(loads) <= args.quiet_load:
+            return rows, loads, f"a decision at the look after run {len(rows)}"
+        if len(rows) < args.cap and time.monotonic() - start + (time.monotonic() - begun) > args.budget_s:
+            return rows, loads, f"the time budget ({args.budget_s:.0f} s) after run {len(rows)}"
+    return rows, loads, "the cap"
+
+
+def report(rows: list[dict[str, float]], alpha: float, busy: str) -> None:
     cells = [r["cells_s"] for r in rows]
-    fractions = [r["overhead_s"] / r["wall_s"] for r in rows]
-    load = os.getloadavg()[0]
+    c, lo, hi, verdict = cv_decision(cells, TARGET_CV, alpha)
+    tail = ""
+    if busy:
+        verdict = f"no verdict: {busy}"
+    elif verdict not in ("met", "not met"):
+        more = runs_needed(c, TARGET_CV, alpha, len(rows))
+        tail = f"; about {more} runs would decide at this CV" if more else ""
     print(
-        f"SimplePrime ({args.scale}) over {len(rows)} runs through the agent "
-        f"(load average {load:.1f} on {os.cpu_count()} CPUs; CV needs a quiet machine):"
+        f"  run-to-run CV of the cell time (the notebook's work, mean {statistics.mean(cells):.3f} s): "
+        f"{c:.2f} % [{lo:.2f}, {hi:.2f}] (Vangel {1 - alpha:.2%}) -> {verdict}{tail}   "
+        f"target: at most {TARGET_CV:g} % (quiet machine)"
     )
-    for what, values, target in (
-        ("cell time (the notebook's work)", cells, 2.0),
-        ("total wall time", walls, None),
-    ):
-        c = cv(values) * 100
-        lo, hi = (float(x[0]) for x in cv_ci([c], [len(values)]))
-        verdict = f" -> {against(lo, hi, below=target)}   target: at most {target:g} %" if target else ""
-        print(f"  run-to-run CV of the {what}: {c:.2f} % [{lo:.2f}, {hi:.2f}] (Vangel 95 %){verdict}")
+    walls = [r["wall_s"] for r in rows]
+    cw = cv(walls)
+    wlo, whi = (float(x[0]) for x in cv_ci([cw], [len(walls)], alpha))
+    print(
+        f"  run-to-run CV of the total wall time (kernel start included): {cw:.2f} % [{wlo:.2f}, {whi:.2f}]"
+    )
+    fractions = [r["overhead_s"] / r["wall_s"] for r in rows]
     m, lo, hi = (100 * x for x in mean_interval(fractions))
     print(
         f"  timing overhead (wall - cells - kernel start) / wall: mean {m:.2f} % [{lo:.2f}, {hi:.2f}] "
         f"(t 95 %) -> {against(lo, hi, below=2.0)}   target: below 2 %"
     )
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--first", type=int, default=6, help="runs before the first look (default 6)")
+    ap.add_argument("--every", type=int, default=4, help="runs between looks (default 4)")
+    ap.add_argument("--cap", type=int, default=14, help="runs at most (default 14)")
+    ap.add_argument("--budget-s", type=float, default=240, help="no new run after this (default 240)")
+    ap.add_argument(
+        "--quiet-load", type=float, default=1.0, help="a quiet machine's highest load average (default 1)"
+    )
+    ap.add_argument("--warmup", type=int, default=1, help="runs first, not counted (default 1)")
+    ap.add_argument(
+        "--scale", default="standard", help="SimplePrime scale (default standard: 100,000 primes)"
+    )
+    pin = ap.add_mutually_exclusive_group()
+    pin.add_argument(
+        "--pin", dest="pin", action="store_true", default=None, help="pin kernel and client apart"
+    )
+    pin.add_argument("--no-pin", dest="pin", action="store_false", help="leave placement to the scheduler")
+    args = ap.parse_args()
+    if not 2 <= args.first <= args.cap:
+        ap.error("--first: between 2 and --cap (a CV needs two runs)")
+    cpus = sorted(os.sched_getaffinity(0))
+    pinned = (len(cpus) >= 2) if args.pin is None else args.pin
+    if pinned and len(cpus) < 2:
+        ap.error("--pin needs at least 2 CPUs")
+    plan = looks(args.first, args.cap, args.every)
+    alpha = ALPHA / len(plan)
+    with tempfile.TemporaryDirectory(prefix="nb-bench-") as d:
+        tmp = Path(d)
+        kernel, where = "python3", "placement left to the scheduler"
+        if pinned:
+            pinned_kernelspec(tmp / "jupyter", cpus[-1])
+            os.sched_setaffinity(0, cpus[:-1])
+            kernel, where = PINNED_KERNEL, f"kernel on CPU {cpus[-1]}, client on {cpus[:-1]}"
+        params = {"scale": args.scale, "kernel": kernel}
+        bench = Benchmark(name="SimplePrime.ipynb", type="kaggle_notebook", index=0, line=0, params=params)
+        NotebookWorkload.check(bench)
+        print(
+            f"SimplePrime ({args.scale}) through the agent's notebook workload: {where}; {args.warmup} "
+            f"warm-up run(s), looks after runs {', '.join(map(str, plan))} ({1 - alpha:.2%} CV "
+            f"intervals), budget {args.budget_s:.0f} s",
+            flush=True,
+        )
+        rows, loads, stop = measure(bench, tmp, args, plan, alpha)
+    print(
+        f"SimplePrime ({args.scale}), {len(rows)} runs ({where}), stopped at {stop}; load average "
+        f"{min(loads):.2f}-{max(loads):.2f} on {os.cpu_count()} CPUs during the runs"
+    )
+    busy = ""
+    if max(loads) > args.quiet_load:
+        busy = f"the load average reached {max(loads):.2f} (above {args.quiet_load:g}: not a quiet machine)"
+    report(rows, alpha, busy)
     return 0
 
 

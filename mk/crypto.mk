@@ -8,6 +8,13 @@ CRYPTO_RUST_BIN  := $(CRYPTO)/rust/target/release/testbed-crypto
 CRYPTO_JAR       := $(CRYPTO)/java/target/testbed-crypto.jar
 CRYPTO_NODE_DEPS := $(CRYPTO)/node/node_modules/.package-lock.json
 CRYPTO_JOBS      ?= 2
+# One cargo target directory for the two Rust programs: what they share (ring and the crates under
+# it, built alike: kms/rust/Cargo.toml's profile overrides) is compiled once; each binary is copied
+# where the agent and the bundle look for it (<program>/target/release/). Cargo locks the directory,
+# so the two builds take turns (on 2 cores each keeps both busy anyway).
+CARGO_TARGET     := $(CURDIR)/.cache/cargo-target
+CARGO_BUILD       = RUSTC_VERSION_TEXT="$$(rustc --version)" CARGO_TARGET_DIR=$(CARGO_TARGET) \
+                    cargo build -q --release --locked -j $(CRYPTO_JOBS)
 # Maven's local repository is not safe for two builds at once (make -j): they take turns.
 MVN              := mkdir -p $(CURDIR)/.cache && flock $(CURDIR)/.cache/maven.lock mvn
 
@@ -18,7 +25,7 @@ CRYPTO_KMS_JAR        := $(CRYPTO_KMS)/java/target/testbed-kms.jar
 CRYPTO_KMS_NODE_DEPS  := $(CRYPTO_KMS)/node/node_modules/.package-lock.json
 
 BUILD_TARGETS += crypto crypto-kms
-# the Rust key-service client (aws-sdk-kms, aws-lc) is the longest build of make test: first
+# the Rust key-service client (aws-sdk-kms, 6.6 min of CPU) is the longest build of make test: first
 LONG_BUILDS   += $(CRYPTO_KMS_RUST_BIN) $(CRYPTO_RUST_BIN)
 BENCH_SCRIPTS += bench/crypto_throughput.py
 
@@ -49,8 +56,8 @@ $(CRYPTO_RUST_BIN): $(wildcard $(CRYPTO)/rust/src/*.rs) $(CRYPTO)/rust/Cargo.tom
 	@if ! command -v cargo >/dev/null 2>&1; then \
 	  echo "crypto: cargo not found - Rust cells will be recorded as skipped"; \
 	else echo "crypto: cargo build --release"; \
-	  (cd $(CRYPTO)/rust && RUSTC_VERSION_TEXT="$$(rustc --version)" \
-	    cargo build -q --release --locked -j $(CRYPTO_JOBS) && touch target/release/testbed-crypto) \
+	  (cd $(CRYPTO)/rust && $(CARGO_BUILD) \
+	    && install -D -m 0755 $(CARGO_TARGET)/release/testbed-crypto target/release/testbed-crypto) \
 	  || echo "crypto: WARNING cargo build failed - Rust cells will be recorded as skipped"; fi; $(TOOK)
 
 $(CRYPTO_JAR): $(wildcard $(CRYPTO)/java/src/main/java/testbed/crypto/*.java) $(CRYPTO)/java/pom.xml
@@ -71,7 +78,7 @@ $(CRYPTO_NODE_DEPS): $(CRYPTO)/node/package.json $(CRYPTO)/node/package-lock.jso
 
 # Key-service clients (workloads/crypto/kms): each language's AWS SDK against an AWS-KMS-compatible
 # endpoint (moto's server on loopback in the tests). Built only when their sources change; the Rust
-# one (aws-sdk-kms, aws-lc-rs) takes minutes the first time and is cached in target/ after that.
+# one (aws-sdk-kms over rustls with ring) takes minutes the first time and is cached after that.
 crypto-kms: $(CRYPTO_KMS_GO_BIN) $(CRYPTO_KMS_RUST_BIN) $(CRYPTO_KMS_JAR) $(CRYPTO_KMS_NODE_DEPS) ## build the key-service clients (Go, Rust, Java, Node)
 
 $(CRYPTO_KMS_GO_BIN): $(CRYPTO_KMS)/go/main.go $(CRYPTO_KMS)/go/go.mod $(CRYPTO_KMS)/go/go.sum
@@ -82,8 +89,8 @@ $(CRYPTO_KMS_GO_BIN): $(CRYPTO_KMS)/go/main.go $(CRYPTO_KMS)/go/go.mod $(CRYPTO_
 $(CRYPTO_KMS_RUST_BIN): $(CRYPTO_KMS)/rust/src/main.rs $(CRYPTO_KMS)/rust/Cargo.toml $(CRYPTO_KMS)/rust/Cargo.lock
 	@if ! command -v cargo >/dev/null 2>&1; then echo "crypto-kms: cargo not found - Rust key-service cells skipped"; \
 	else echo "crypto-kms: cargo build --release (aws-sdk-kms; minutes the first time)"; \
-	  (cd $(CRYPTO_KMS)/rust && RUSTC_VERSION_TEXT="$$(rustc --version)" \
-	    cargo build -q --release --locked -j $(CRYPTO_JOBS) && touch target/release/testbed-kms) \
+	  (cd $(CRYPTO_KMS)/rust && $(CARGO_BUILD) \
+	    && install -D -m 0755 $(CARGO_TARGET)/release/testbed-kms target/release/testbed-kms) \
 	  || echo "crypto-kms: WARNING cargo build failed - Rust key-service cells skipped"; fi; $(TOOK)
 
 $(CRYPTO_KMS_JAR): $(CRYPTO_KMS)/java/src/main/java/testbed/kms/Main.java $(CRYPTO_KMS)/java/pom.xml
@@ -104,5 +111,5 @@ crypto-vectors: $(STAMP) ## regenerate workloads/crypto/vectors/vectors.json (ke
 	$(PY) $(CRYPTO)/vectors/generate.py
 
 crypto-clean: ## remove the crypto build output
-	rm -rf $(CRYPTO)/go/bin $(CRYPTO)/rust/target $(CRYPTO)/java/target $(CRYPTO)/node/node_modules
+	rm -rf $(CRYPTO)/go/bin $(CRYPTO)/rust/target $(CRYPTO)/java/target $(CRYPTO)/node/node_modules $(CARGO_TARGET)
 	rm -rf $(CRYPTO_KMS)/go/bin $(CRYPTO_KMS)/rust/target $(CRYPTO_KMS)/java/target $(CRYPTO_KMS)/node/node_modules

@@ -3,6 +3,8 @@
 
 use aws_sdk_kms::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_kms::primitives::Blob;
+use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
+use aws_smithy_http_client::Builder;
 use aws_sdk_kms::types::{DataKeySpec, EncryptionAlgorithmSpec, MacAlgorithmSpec, MessageType, SigningAlgorithmSpec};
 use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM};
 use ring::rand::{SecureRandom, SystemRandom};
@@ -142,7 +144,8 @@ async fn run(f: &HashMap<String, String>) -> Res<Value> {
         std::env::var("AWS_SESSION_TOKEN").ok(), None, "environment");
     let region = f.get("region").cloned().unwrap_or_else(|| "us-east-1".into());
     let conf = aws_sdk_kms::Config::builder().behavior_version(BehaviorVersion::latest())
-        .region(Region::new(region)).endpoint_url(&f["endpoint"]).credentials_provider(creds).build();
+        .region(Region::new(region)).endpoint_url(&f["endpoint"]).credentials_provider(creds)
+        .http_client(Builder::new().tls_provider(Provider::Rustls(CryptoMode::Ring)).build_https()).build();
     let client = aws_sdk_kms::Client::from_conf(conf);
     t.add("client_init", t0);
     let mut prefix = [0u8; 8];
