@@ -7,11 +7,13 @@ BENCH_SCRIPTS += bench/report_scale.py
 
 .PHONY: report report-check
 
-report: $(STAMP) ## build the report of RESULTS=results/<run_id> [...] (COMPARE="A:B ..." optional)
-	@test -n "$(RESULTS)" || { echo "usage: make report RESULTS='results/<run_id> [...]' [COMPARE='A:B ...']"; exit 2; }
-	@source $(VENV)/bin/activate && testbed-report build $(RESULTS) \
-	  --out $(REPORT_OUT)/$(notdir $(patsubst %/,%,$(firstword $(RESULTS)))) \
-	  $(foreach c,$(COMPARE),--compare '$(c)')
+# COMPARE holds pairs A:B separated by ';' (labels may hold spaces: COMPARE='fio via agent:bare fio')
+report: $(STAMP) ## build the report of RESULTS=results/<run_id> [...] (COMPARE='A:B;C:D' optional)
+	@test -n "$(RESULTS)" || { echo "usage: make report RESULTS='results/<run_id> [...]' [COMPARE='A:B;C:D']"; exit 2; }
+	@source $(VENV)/bin/activate && compare=() && IFS=';' read -ra pairs <<< '$(subst ','\'',$(COMPARE))' \
+	  && for p in "$${pairs[@]}"; do [[ -z "$${p// }" ]] || compare+=(--compare "$$p"); done \
+	  && testbed-report build $(RESULTS) \
+	  --out $(REPORT_OUT)/$(notdir $(patsubst %/,%,$(firstword $(RESULTS)))) "$${compare[@]}"
 
 report-check: $(STAMP) ## check that headless Chromium (for the report's browser test) is installed
 	@command -v chromium >/dev/null || { echo "chromium is missing: run 'make install'"; exit 1; }

@@ -101,6 +101,13 @@ def test_run_yml_on_localhost_deploys_runs_collects_reports(stage: Path) -> None
     assert (placed / "online_shoppers_intention.csv").read_text().startswith("Administrative,Revenue")
     assert (stage / "reports" / "itest" / "index.html").exists()
     assert f"report: {stage / 'reports' / 'itest' / 'index.html'}" in res.stdout
+    # the collect role added the run to the results store, which the report read (issue 36)
+    manifest = json.loads((stage / "results" / "_store" / "manifests" / "itest.json").read_text())
+    assert manifest["records"] == 4 and manifest["labels"] == ["Local"]
+    assert list((stage / "results" / "_store" / "observations" / "run=itest").glob("label=Local/*.parquet"))
+    again = ansible_playbook("playbooks/collect.yml", "-e", f"@{stage / 'extra.json'}", "-e", "run_id=itest")
+    assert again.returncode == 0, again.stdout[-3000:]
+    assert recap(again.stdout)["changed"] == 0, again.stdout[-3000:]  # collected again: the store as it was
 
     # idempotence of deployment: a second deploy changes nothing
     again = ansible_playbook(
@@ -122,9 +129,10 @@ def test_bad_plan_stops_before_anything_runs(stage: Path) -> None:
     (stage / "plan.yml").write_text("benchmarks:\n  - {name: fio_4k_randread, type: fio, repetitions: -1}\n")
     res = ansible_playbook("run.yml", "-e", f"@{stage / 'extra.json'}", "-e", "run_id=bad")
     assert res.returncode != 0
-    # the agent's one-line error, as Ansible's YAML output quotes it
-    flat = re.sub(r"\s*\n\s*", " ", res.stdout)  # YAML output folds long lines
-    assert f"error: {stage / 'plan.yml'}:2: field ''repetitions'' must be >= 1" in flat
+    # the pre-flight play's one [ERROR] line on stderr carries the agent's one-line error
+    errors = [line for line in res.stderr.splitlines() if line.startswith("[ERROR]")]
+    assert len(errors) == 1, res.stderr[-3000:]
+    assert f"{stage / 'plan.yml'}:2: field 'repetitions' must be >= 1" in errors[0], errors
     assert not (stage / "results" / "bad").exists()
 
 

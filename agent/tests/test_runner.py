@@ -59,13 +59,13 @@ def test_failure_and_timeout_are_records_and_the_plan_goes_on(
 ) -> None:
     # dd fails at run time: /dev/full refuses every write with ENOSPC (what the plan checks before
     # it starts, a foreign file or a missing directory, is test_guard's business)
-    plan = write_plan(f"""\
+    plan = write_plan("""\
 benchmarks:
-  - {{name: dd_full, type: dd, params: {{bs: 4k, count: 16, source: zero, conv: "", read: false,
-      filename: /dev/full, allow_device: true}}}}
-  - {{name: dd_slow, type: dd, timeout_s: 1, params: {{bs: 1k, count: 100000000, source: urandom, conv: "",
-      filename: /dev/null, allow_device: true}}}}
-  - {{name: dd_ok, type: dd, repetitions: 2, params: {{bs: 4k, count: 16, source: zero, pause_s: 0}}}}
+  - {name: dd_full, type: dd, params: {bs: 4k, count: 16, source: zero, conv: "", read: false,
+      filename: /dev/full, allow_device: true}}
+  - {name: dd_slow, type: dd, timeout_s: 1, params: {bs: 1k, count: 100000000, source: urandom, conv: "",
+      filename: /dev/null, allow_device: true}}
+  - {name: dd_ok, type: dd, repetitions: 2, params: {bs: 4k, count: 16, source: zero, pause_s: 0}}
 """)
     out = tmp_path / "results" / "run1"
     res = run(

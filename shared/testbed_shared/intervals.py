@@ -3,7 +3,7 @@
 Runs on a target without numpy or scipy (pure Python; ``math`` only). The report calls the same
 functions on numpy arrays: every function of moments (:func:`mean_interval`, :func:`half_width`,
 :func:`welch`) is plain arithmetic, and :func:`t_quantile` maps over an array element-wise when
-numpy is already loaded. ``agent/tests/test_intervals.py`` checks the t and normal functions
+numpy is already loaded. ``shared/tests/test_intervals.py`` checks the t and normal functions
 against scipy to 1e-10 relative over a grid of probabilities and degrees of freedom.
 
 Interval (the one the whole toolkit prints): the Student t interval of a mean,
