@@ -22,7 +22,7 @@ import numpy as np
 
 from testbed_reports.inference import ALPHA, Decision, Estimate, Side, decide, estimate, signed
 from testbed_shared.intervals import mean_interval as t_interval
-from testbed_shared.intervals import moments, t_quantile
+from testbed_shared.intervals import moments, quantile_interval, t_quantile
 
 
 @dataclass
@@ -165,21 +165,6 @@ def median_interval(values: Sequence[float], level: float = 0.95) -> tuple[float
     """Median and its distribution-free interval (order statistics of a binomial(n, 1/2)), or NaN
     ends when n is too small for ``level``."""
     return quantile_interval(values, 0.5, level)
-
-
-def quantile_interval(values: Sequence[float], q: float, level: float = 0.95) -> tuple[float, float, float]:
-    """The q-quantile and its distribution-free interval from order statistics (binomial(n, q))."""
-    from scipy import stats as sps
-
-    x = np.sort(np.asarray(values, dtype=float))
-    n = len(x)
-    est = float(np.quantile(x, q))
-    a = (1 - level) / 2
-    lo_k = int(sps.binom.ppf(a, n, q))  # P(B <= lo_k) >= a  -> x[lo_k - 1] as the lower end
-    hi_k = int(sps.binom.ppf(1 - a, n, q)) + 1
-    lo = float(x[lo_k - 1]) if lo_k >= 1 else float("nan")
-    hi = float(x[hi_k - 1]) if hi_k <= n else float("nan")
-    return est, lo, hi
 
 
 def geo_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:

@@ -58,6 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchlib import ALPHA, Progress, at_least, looks  # noqa: E402
 
+from testbed_agent.sysinfo.probe import Probe  # noqa: E402
 from testbed_agent.workloads.crypto import LANGUAGES, command  # noqa: E402
 
 CRYPTO = ROOT / "workloads" / "crypto"
@@ -320,15 +321,6 @@ def _objdump_census(path: Path) -> dict[str, int] | None:
     }
 
 
-def _cpu_flags() -> set[str]:
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return set()
-    m = re.search(r"^flags\s*:\s*(.*)$", text, re.M)
-    return set(m.group(1).split()) if m else set()
-
-
 def _binary(lang: str) -> tuple[Path | None, str]:
     """The file holding ``lang``'s AES code, and what it is."""
     if lang == OPENSSL:
@@ -576,7 +568,7 @@ def main() -> int:
         f"load average {load0:.2f} on {os.cpu_count()} CPUs",
         flush=True,
     )
-    flags = _cpu_flags()
+    flags = Probe().cpuinfo_flags()
     with tempfile.TemporaryDirectory(prefix="crypto-bench-") as tmp:
         rounds = Rounds(langs, Path(tmp), args.seed, args.seconds)
         stop = measure(rounds, plan, alpha, args.cap, args.budget_s, start)

@@ -16,16 +16,6 @@ from testbed_shared.atomic import write_atomically
 from testbed_shared.safecsv import write_frame
 
 
-def parse_where(specs: list[str]) -> dict[str, str]:
-    where = {}
-    for spec in specs:
-        if "=" not in spec:
-            raise ReportError(f"--where {spec!r}: expected COL=VAL")
-        col, val = spec.split("=", 1)
-        where[col.strip()] = val.strip()
-    return where
-
-
 def _json_safe(x: Any) -> Any:
     if isinstance(x, float) and not np.isfinite(x):
         return None

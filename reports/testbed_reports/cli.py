@@ -17,6 +17,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _pairs(specs: list[str], option: str) -> dict[str, str]:
+    """``NAME=VALUE`` options (``--csv-map``, ``--margin-for``, ``--where``) as a dict."""
     out = {}
     for spec in specs:
         if "=" not in spec:
@@ -480,12 +481,11 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_analyze(args: argparse.Namespace) -> int:
-    from testbed_reports.analyze import analyze, parse_where  # noqa: PLC0415 - CLI start-up: a command imports what it runs
+    from testbed_reports.analyze import analyze  # noqa: PLC0415 - CLI start-up: a command imports what it runs
 
     by = [c.strip() for c in args.by.split(",") if c.strip()]
-    res = analyze(
-        args.csv, args.metric, by, parse_where(args.where), args.out, tukey_factors=by if args.tukey else None
-    )
+    where = _pairs(args.where, "--where")
+    res = analyze(args.csv, args.metric, by, where, args.out, tukey_factors=by if args.tukey else None)
     print(
         f"stats: {args.out / 'stats.json'} ({len(res['groups'])} groups, {res['n_rows']} rows"
         f"{', two-way ANOVA' if 'anova' in res else ''})"

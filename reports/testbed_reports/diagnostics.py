@@ -198,11 +198,6 @@ def findings(
     return out, drift
 
 
-def diagnostics(obs: pd.DataFrame) -> dict[tuple[str, str, str], list[str]]:
-    """Per (benchmark, metric, label): readable findings (empty list when nothing to say)."""
-    return findings(obs)[0]
-
-
 def windows(records: pd.DataFrame) -> dict[str, tuple[pd.Timestamp, pd.Timestamp]]:
     """Per label: the first start and the last end (or start) of its records, UTC."""
     if records.empty:

@@ -408,3 +408,33 @@ def welch(m_a: Any, s_a: Any, n_a: Any, m_b: Any, s_b: Any, n_b: Any) -> tuple[A
     if se == 0:
         return m_a - m_b, 0.0, float(n_a + n_b - 2)
     return m_a - m_b, se, (va + vb) ** 2 / (va * va / (n_a - 1) + vb * vb / (n_b - 1))
+
+
+def _binom_ppf(p: float, n: int, q: float) -> int:
+    """The smallest k with P(B <= k) >= p for B ~ binomial(n, q), 0 < q < 1 (pmf in logs: any n)."""
+    log_q, log_r = math.log(q), math.log1p(-q)
+    total = 0.0
+    for k in range(n + 1):
+        total += math.exp(
+            math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * log_q + (n - k) * log_r
+        )
+        if total >= p * (1 - 1e-12):
+            return k
+    return n
+
+
+def quantile_interval(values: Sequence[float], q: float, level: float = LEVEL) -> tuple[float, float, float]:
+    """The q-quantile (linear interpolation) and its distribution-free interval from order
+    statistics: the j-th and k-th smallest values with j = F^-1(a) and k = F^-1(1 - a) + 1 for the
+    binomial(n, q) law F, a = (1 - level) / 2. Coverage at least ``level`` for any continuous law;
+    an end the order statistics cannot give (n too small) is NaN."""
+    x = sorted(float(v) for v in values)
+    n = len(x)
+    if n == 0:
+        return math.nan, math.nan, math.nan
+    pos = q * (n - 1)
+    low = math.floor(pos)
+    est = x[low] + (x[min(low + 1, n - 1)] - x[low]) * (pos - low)
+    a = (1 - level) / 2
+    lo_k, hi_k = _binom_ppf(a, n, q), _binom_ppf(1 - a, n, q) + 1
+    return est, x[lo_k - 1] if lo_k >= 1 else math.nan, x[hi_k - 1] if hi_k <= n else math.nan

@@ -95,3 +95,19 @@ def test_core_imports_without_numpy_or_scipy() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.split() == ["2.776445", "log"]
+
+
+def test_quantile_interval_is_the_order_statistics_of_scipys_binomial() -> None:
+    """The ends are x[F^-1(a) - 1] and x[F^-1(1 - a)] with scipy's binomial F, the estimate numpy's
+    quantile; an end out of range is NaN (the median of 5 values at 95 %)."""
+    rng = np.random.default_rng(7)
+    for n in (1, 5, 6, 9, 20, 101, 400, 3200):
+        x = np.sort(rng.lognormal(0, 1, n))
+        for q in (0.5, 0.9, 0.99):
+            for level in (0.9, 0.95):
+                est, lo, hi = iv.quantile_interval(x.tolist(), q, level)
+                a = (1 - level) / 2
+                j, k = int(stats.binom.ppf(a, n, q)), int(stats.binom.ppf(1 - a, n, q)) + 1
+                assert est == pytest.approx(float(np.quantile(x, q)), rel=1e-12)
+                assert (lo == x[j - 1]) if j >= 1 else math.isnan(lo), (n, q, level)
+                assert (hi == x[k - 1]) if k <= n else math.isnan(hi), (n, q, level)

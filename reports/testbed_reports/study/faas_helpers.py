@@ -28,11 +28,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 from testbed_reports.numerics import cv_ci
 from testbed_reports.study.view import Cell
-from testbed_shared.intervals import arithmetic_mean_interval
+from testbed_shared.intervals import arithmetic_mean_interval, quantile_interval
 from testbed_shared.studies import Manifest, Published
 
 #: colours of the platforms and levels in the serverless figures
@@ -139,13 +138,8 @@ def mean_cell(
 
 def median_interval(values: np.ndarray, level: float = 0.95) -> tuple[float, float]:
     """Distribution-free interval of the median from order statistics (binomial); NaN when n < 6."""
-    v = np.sort(np.asarray(values, dtype=float))
-    n = len(v)
-    if n < 6:
-        return math.nan, math.nan
-    lo = int(sps.binom.ppf((1 - level) / 2, n, 0.5))
-    hi = int(sps.binom.isf((1 - level) / 2, n, 0.5))
-    return float(v[max(lo - 1, 0)]), float(v[min(hi, n - 1)])
+    _, lo, hi = quantile_interval(np.asarray(values, dtype=float).tolist(), 0.5, level)
+    return lo, hi
 
 
 def median_cell(values: np.ndarray, published: Published | None, scale: float = 1.0, note: str = "") -> Cell:
