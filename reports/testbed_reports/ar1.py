@@ -24,7 +24,7 @@ the estimated rho. The denominator degrees of freedom are Satterthwaite's (Fai a
 for several rows, as lmerTest), from the REML information of (log sigma^2, u) and the derivative of
 the covariance in u. Both take three more fits. Without them (``rho`` taken as known, ``n - p``
 df, as feasible GLS does) a 23-df hour test on four days of 15-minute runs said "effect" in 7.4 %
-of null campaigns at phi 0.5 (docs/report.md has the rows with each step).
+of null campaigns at phi 0.5 (docs/campaigns.md).
 
 Model check (:meth:`Ar1Fit.ljung_box`): the whitened residuals are independent if the model holds;
 Ljung-Box over their first lags says when they are not.
