@@ -24,7 +24,8 @@ teardown:
   error of that test; files under this session's base temporary directory are removed. The
   test's own ``tmp_path`` is always searched; the other places only when the test's process tree
   (``write_bytes`` of /proc/self/io, which counts reaped children) or the filesystems holding
-  them grew by 1 GiB or more. Processes are found incrementally (:class:`Descendants`: only
+  them grew by 1 GiB or more. The checkout's build cache (``.cache``: guest images, VHDX) is never
+  searched: it holds what tests build once and share on purpose. Processes are found incrementally (:class:`Descendants`: only
   those started since the last look are read), so the check costs a few milliseconds a test.
 
 Every process the tests start inherits a file size limit (``RLIMIT_FSIZE``, :data:`FILE_LIMIT`):
@@ -64,6 +65,9 @@ FILE_LIMIT = 8 * GIB
 #: run without the agent installed)
 SCRATCH_ROOT = "/var/tmp/testbed-agent"
 ENDING_S = 2.0
+#: the checkout's build cache (guest images and their VHDX, built once and shared by content hash):
+#: what is there is kept on purpose, never a leak, even when the checkout lies under $TMPDIR
+BUILD_CACHE = Path(__file__).resolve().parent / ".cache"
 
 
 def lane(nodeid: str) -> str:
@@ -220,9 +224,12 @@ def _used(paths: list[Path]) -> int:
 
 def big_files(root: Path, since: float | None = None) -> list[tuple[Path, int]]:
     """Files under ``root`` over :data:`BIG_FILE` (apparent or allocated size), modified at or
-    after ``since`` when given; links are not followed."""
+    after ``since`` when given; links are not followed, :data:`BUILD_CACHE` is not searched."""
     found = []
     for top, dirs, files in os.walk(root, onerror=lambda _e: None):
+        if Path(top).is_relative_to(BUILD_CACHE):
+            dirs[:] = []
+            continue
         for name in files:
             path = Path(top) / name
             with contextlib.suppress(OSError):

@@ -18,6 +18,10 @@ from agenttest import agent
 
 from testbed_agent.campaign import parse_duration
 
+#: the schedule: a slot every 2 s over 30 s (15 slots), long enough that a loaded machine's SIGTERM
+#: and resume (10-15 s under load average 6) still leave slots to run
+EVERY, FOR, SLOTS = "2s", "30s", 15
+
 PLAN = """\
 name: campaign-tiny
 defaults: {wait_s: 0, repetitions: 1}
@@ -40,7 +44,7 @@ def _state(store: Path) -> dict:
 
 def _start(plan: Path, store: Path, tmp: Path) -> subprocess.Popen[str]:
     argv = [sys.executable, "-m", "testbed_agent", "campaign", str(plan), "--out", str(store)]
-    argv += ["--every", "2s", "--for", "10s", "--node-exporter", "", "--scratch", str(tmp / "scratch")]
+    argv += ["--every", EVERY, "--for", FOR, "--node-exporter", "", "--scratch", str(tmp / "scratch")]
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
@@ -86,8 +90,8 @@ def test_campaign_stop_kill_resume(tmp_path: Path) -> None:
     proc.communicate(timeout=30)
     # 3. once more: the killed run is recorded as incomplete and the schedule runs to its end
     res = agent(
-        "campaign", str(plan), "--out", str(store), "--every", "2s", "--for", "10s",
-        "--node-exporter", "", "--scratch", str(tmp_path / "scratch"), timeout=90,
+        "campaign", str(plan), "--out", str(store), "--every", EVERY, "--for", FOR,
+        "--node-exporter", "", "--scratch", str(tmp_path / "scratch"), timeout=120,
     )  # fmt: skip
     assert res.returncode == 0, res.stdout + res.stderr
     assert "complete:" in res.stdout
@@ -96,13 +100,13 @@ def test_campaign_stop_kill_resume(tmp_path: Path) -> None:
 
 def _check_store(store: Path, first: str, killed: str) -> None:
     state, events = _state(store), _events(store)
-    assert state["status"] == "done" and state["slots"] == 5 and state["current"] is None
+    assert state["status"] == "done" and state["slots"] == SLOTS and state["current"] is None
     assert state["incomplete"] == 1
     assert [e["run_id"] for e in events if e["event"] == "incomplete"] == [killed]
     skipped = sum(e["count"] for e in events if e["event"] == "skipped")
     runs = [e for e in events if e["event"] == "run"]
     assert state["runs"] == len(runs) and state["skipped"] == skipped
-    assert len(runs) + skipped + 1 == 5  # every slot is a run, a skip or the incomplete one
+    assert len(runs) + skipped + 1 == SLOTS  # every slot is a run, a skip or the incomplete one
     assert runs[0]["run_id"] == first == "tod-000000"
     slots = [r["k"] for r in runs]
     assert slots == sorted(set(slots)) and all(r["exit_code"] == 0 for r in runs)
@@ -120,8 +124,8 @@ def _check_store(store: Path, first: str, killed: str) -> None:
     assert len(runs) <= len(table) <= len(runs) + 1  # + the killed run if it recorded a value
     res = analyze(table, min_per_group=2)
     assert res["timezone"] == "UTC" and "refused" in res["factors"]["weekday"]
-    again = agent("campaign", str(store.parent.parent / "plan.yml"), "--out", str(store), "--every", "2s",
-                  "--for", "10s", "--node-exporter", "")  # fmt: skip
+    again = agent("campaign", str(store.parent.parent / "plan.yml"), "--out", str(store), "--every", EVERY,
+                  "--for", FOR, "--node-exporter", "")  # fmt: skip
     assert again.returncode == 0 and "already complete" in again.stdout
 
 
