@@ -25,8 +25,9 @@ teardown:
   test's own ``tmp_path`` is always searched; the other places only when the test's process tree
   (``write_bytes`` of /proc/self/io, which counts reaped children) or the filesystems holding
   them grew by 1 GiB or more. The checkout's build cache (``.cache``: guest images, VHDX) is never
-  searched: it holds what tests build once and share on purpose. Processes are found incrementally (:class:`Descendants`: only
-  those started since the last look are read), so the check costs a few milliseconds a test.
+  searched: it holds what tests build once and share on purpose. Processes are found
+  incrementally (:class:`Descendants`: only those started since the last look are read), so the
+  check costs a few milliseconds a test.
 
 Every process the tests start inherits a file size limit (``RLIMIT_FSIZE``, :data:`FILE_LIMIT`):
 a runaway writer is stopped there (SIGXFSZ) instead of filling the disk.
