@@ -161,12 +161,6 @@ def at_least(
     return AtLeast(what, ratio, lo, hi, 1 - alpha, n, target, sd)
 
 
-def median_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
-    """Median and its distribution-free interval (order statistics of a binomial(n, 1/2)), or NaN
-    ends when n is too small for ``level``."""
-    return quantile_interval(values, 0.5, level)
-
-
 def geo_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
     """Geometric mean of positive values with a t interval on their logs (never crosses zero)."""
     return t_interval(*moments([math.log(v) for v in values]), level, log=True)
@@ -243,7 +237,6 @@ __all__ = [
     "headline",
     "looks",
     "mean_interval",
-    "median_interval",
     "paired_ratio",
     "quantile_interval",
     "ratio_of_samples",

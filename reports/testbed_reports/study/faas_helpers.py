@@ -136,18 +136,12 @@ def mean_cell(
     )
 
 
-def median_interval(values: np.ndarray, level: float = 0.95) -> tuple[float, float]:
-    """Distribution-free interval of the median from order statistics (binomial); NaN when n < 6."""
-    _, lo, hi = quantile_interval(np.asarray(values, dtype=float).tolist(), 0.5, level)
-    return lo, hi
-
-
 def median_cell(values: np.ndarray, published: Published | None, scale: float = 1.0, note: str = "") -> Cell:
     """Median with its order-statistic 95 % interval."""
     v = np.asarray(values, dtype=float) * scale
     if len(v) == 0:
         return Cell(None, paper=published, note="no observations")
-    lo, hi = median_interval(v)
+    _, lo, hi = quantile_interval(v.tolist(), 0.5)  # NaN ends when n < 6
     ok = math.isfinite(lo)
     extra = f", {note}" if note else ""
     return Cell(
