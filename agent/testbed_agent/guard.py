@@ -296,12 +296,26 @@ def is_marked_fd(fd: int, dir_fd: int, name: str) -> bool:
         os.close(sfd)
 
 
+def _gone(target: OpenTarget) -> TargetRefused:
+    return TargetRefused(
+        f"the directory of {target.path} changed while the agent was laying the file out",
+        hint="another process removed or replaced it; nothing was written elsewhere, run again",
+    )
+
+
 def open_staging(target: OpenTarget) -> OpenTarget:
     """A new marked file beside ``target`` (same directory descriptor) to lay the target out in."""
     name = f".{target.name}.{secrets.token_hex(4)}.staging"
     flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(name, flags, 0o600, dir_fd=target.dir_fd)
-    mark_fd(fd, target.dir_fd, name)
+    try:
+        fd = os.open(name, flags, 0o600, dir_fd=target.dir_fd)
+    except FileNotFoundError:  # the opened directory was removed by someone else
+        raise _gone(target) from None
+    try:
+        mark_fd(fd, target.dir_fd, name)
+    except FileNotFoundError:
+        os.close(fd)
+        raise _gone(target) from None
     return OpenTarget(fd, target.path.with_name(name), os.dup(target.dir_fd))
 
 
@@ -310,7 +324,10 @@ def install_staging(staged: OpenTarget, target: OpenTarget) -> None:
     make ``target``'s descriptor number refer to it (``dup2``), so what was checked with that
     number stays valid. ``staged`` is closed."""
     d = target.dir_fd
-    os.replace(staged.name, target.name, src_dir_fd=staged.dir_fd, dst_dir_fd=d)
+    try:
+        os.replace(staged.name, target.name, src_dir_fd=staged.dir_fd, dst_dir_fd=d)
+    except FileNotFoundError:  # the staging file or its directory was removed by someone else
+        raise _gone(target) from None
     with contextlib.suppress(FileNotFoundError):
         os.replace(staged.name + SIDECAR, target.name + SIDECAR, src_dir_fd=staged.dir_fd, dst_dir_fd=d)
     os.dup2(staged.fd, target.fd, inheritable=False)

@@ -237,15 +237,21 @@ DIR_ATTACKER = textwrap.dedent(
             time.sleep(rng.random() * pause)
         except OSError:
             pass
-        # back to the real directory, whatever happened above
-        if os.path.islink(d):
-            os.unlink(d)
-        if os.path.lexists(link):
-            os.unlink(link)
-        if os.path.isdir(parked):
-            if os.path.isdir(d):
-                shutil.rmtree(d)  # a directory the agent created while the real one was parked
-            os.rename(parked, d)
+        # back to the real directory, whatever happened above; the agent may be writing into a
+        # directory it created meanwhile, so removing that one is tried until it holds
+        for _ in range(1000):
+            try:
+                if os.path.islink(d):
+                    os.unlink(d)
+                if os.path.lexists(link):
+                    os.unlink(link)
+                if os.path.isdir(parked):
+                    if os.path.isdir(d):
+                        shutil.rmtree(d)  # a directory the agent created while the real one was parked
+                    os.rename(parked, d)
+                break
+            except OSError:
+                time.sleep(0.001)
         time.sleep(rng.random() * pause)
     print(placed)
     """

@@ -201,6 +201,25 @@ def test_interrupted_layout_leaves_no_foreign_file(tmp_path: Path) -> None:
     assert sorted(p.name for p in target.parent.iterdir()) == ["testfile.dat"]
 
 
+def test_a_directory_removed_during_the_layout_is_a_clean_refusal(tmp_path: Path) -> None:
+    """Another process removes the target's directory between the open and the layout (CI saw it
+    in the directory race): staging and installing refuse with TargetRefused, not a traceback,
+    and no descriptor is left open."""
+    target = tmp_path / "data" / "sub" / "testfile.dat"
+    fds = len(os.listdir("/proc/self/fd"))
+    with guard.open_target(target) as t:
+        shutil.rmtree(target.parent)
+        with pytest.raises(TargetRefused, match="changed while the agent was laying"):
+            guard.open_staging(t)
+    with guard.open_target(target) as t:
+        staged = guard.open_staging(t)
+        shutil.rmtree(target.parent)
+        with pytest.raises(TargetRefused, match="changed while the agent was laying"):
+            guard.install_staging(staged, t)
+        staged.close()
+    assert len(os.listdir("/proc/self/fd")) == fds
+
+
 def test_marks_survive_the_layout(tmp_path: Path) -> None:
     bench = Benchmark("fio_4k_randwrite", "fio", 0, 1, params=FIO)
     out = Fio().run(ctx_for(bench, tmp_path), Fio.parse(bench))
