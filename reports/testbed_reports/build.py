@@ -477,7 +477,7 @@ def build(
     pairs = parse_pairs(list(compare_specs), labels) if compare_specs else auto_pairs(factors)
     per_bench = {**ds.margins, **(margins or {})}
     measured = _measured(blocked(ds))
-    compared = desc[desc["benchmark"].astype(str).isin(set(measured["benchmark"].astype(str)))]  # no facts
+    compared = desc[desc["benchmark"].astype(str).isin(_text_set(measured["benchmark"]))]  # no facts
     cmp = compare(measured, compared, pairs, margin, per_bench, notes, windows(ds.records), prior, drift)
     suspect = {lab for lab, _ in flagged}
     if len(cmp):
@@ -923,7 +923,30 @@ def _human_rows(
 def _measured(obs: pd.DataFrame) -> pd.DataFrame:
     """The observations that are measurements: a fact of the machine (``display.FACT_TYPES``: its
     CPU count, its memory) is shown as a fact, never compared."""
-    return obs[~obs["type"].astype(str).isin(display.FACT_TYPES)] if "type" in obs else obs
+    if "type" not in obs:
+        return obs
+    fact = _text_in(obs["type"], display.FACT_TYPES)
+    return obs[~fact] if fact.any() else obs  # no copy of the observations when none is a fact
+
+
+def _text_in(col: pd.Series, values: Any) -> np.ndarray:
+    """``col.astype(str).isin(values)`` as a numpy mask; a categorical through its categories (one
+    test per category, not one string per row)."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        hit = np.asarray([str(c) in values for c in col.cat.categories] + [False], dtype=bool)  # missing
+        codes = col.cat.codes.to_numpy()
+        return hit[np.where(codes < 0, len(hit) - 1, codes)]
+    return col.astype(str).isin(values).to_numpy()
+
+
+def _text_set(col: pd.Series) -> set[Any]:
+    """``set(col.astype(str))``; a categorical through the categories that occur."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        codes = col.cat.codes.to_numpy()
+        cats = col.cat.categories
+        out = {str(cats[k]) for k in np.unique(codes[codes >= 0])}
+        return out | ({np.nan} if (codes < 0).any() else set())  # a missing value, as astype(str) keeps it
+    return set(col.astype(str))
 
 
 def _types(ds: Dataset) -> dict[str, str]:
@@ -935,7 +958,7 @@ def _types(ds: Dataset) -> dict[str, str]:
 def _facts(ds: Dataset, bench: str) -> list[str]:
     """The values of a fact benchmark (the machine fingerprint: logical CPUs, memory) per label, as
     facts: "Local: logical cpus 2, memory total 25.3 GB" (a range where runs differ)."""
-    part = ds.obs[ds.obs["benchmark"].astype(str) == bench]
+    part = ds.obs[_text_in(ds.obs["benchmark"], {bench})]
     out = []
     for label, rows in part.groupby("label", observed=True, sort=True):
         items = []

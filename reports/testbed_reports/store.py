@@ -392,8 +392,7 @@ class Store:
         positions = np.flatnonzero(rec_mask)
         new_pos = np.full(len(ds.records), -1, dtype=np.int64)
         new_pos[positions] = np.arange(len(positions))
-        obs_all = ds.obs[ds.obs["record"].to_numpy() >= 0] if len(ds.obs) else ds.obs
-        obs = obs_all[(obs_all["run_id"].astype(str) == run_id).to_numpy()] if len(obs_all) else obs_all
+        obs = _rows(ds.obs, run_id)
         # an observation's host is its machine (load.py); its file is its record's VM host's
         vm = (
             ds.records["host"].astype(str).to_numpy()[obs["record"].to_numpy()]
@@ -478,6 +477,9 @@ class Store:
         cols = {}
         for f in schema:
             vals = data[f.name]
+            if isinstance(vals, pa.Array):  # built column-wise (_column)
+                cols[f.name] = vals
+                continue
             if f.type == pa.string():
                 vals = [
                     None if v is None or (isinstance(v, float) and math.isnan(v)) else str(v) for v in vals
@@ -502,10 +504,11 @@ class Store:
         crypto: dict,
     ) -> None:
         prm = [params[i] for i in np.flatnonzero(hmask)]
-        data = {c: _column(recs, c) for c in REC_SCHEMA.names if c in recs}
+        data = {c: _column(recs, c, REC_SCHEMA.field(c).type) for c in REC_SCHEMA.names if c in recs}
         data["record"] = pos
         data["params"] = [None if p is None else json.dumps(p, sort_keys=True) for p in prm]
-        data["source"] = [_rel(s, root) for s in recs["source"]]
+        rel: dict[Any, str] = {}  # a host's records come from a few files: each resolved once
+        data["source"] = [rel[s] if s in rel else rel.setdefault(s, _rel(s, root)) for s in recs["source"]]
         data["crypto"] = [
             json.dumps(crypto[k], sort_keys=True) if k in crypto else None
             for k in zip(recs["host"], recs["index"], recs["benchmark"], recs["repetition"], strict=True)
@@ -516,10 +519,11 @@ class Store:
         if obs.empty:
             return
         seq = obs.index.to_numpy()
-        for label in sorted(set(obs["label"].astype(str))):
-            m = (obs["label"].astype(str) == label).to_numpy()
+        labels = _text_values(obs["label"])
+        for label in sorted(set(labels)):
+            m = labels == label
             part = obs[m]
-            data = {c: _column(part, c) for c in OBS_SCHEMA.names if c in part}
+            data = {c: _column(part, c, OBS_SCHEMA.field(c).type) for c in OBS_SCHEMA.names if c in part}
             data["record"] = new_pos[part["record"].to_numpy()]
             data["seq"] = seq[m]
             self._write("observations", tmp, f"label={encode(label)}/{_file(host)}.parquet", data)
@@ -561,8 +565,32 @@ def _rel(source: Any, root: Path) -> str:
         return str(source)
 
 
-def _column(df: pd.DataFrame, c: str) -> list[Any]:
+def _rows(obs: pd.DataFrame, run_id: str) -> pd.DataFrame:
+    """The observations of one run that have a record (no copy when they all are)."""
+    if not len(obs):
+        return obs
+    keep = obs["record"].to_numpy() >= 0
+    keep &= _text_values(obs["run_id"]) == run_id
+    return obs if keep.all() else obs[keep]
+
+
+def _text_values(col: pd.Series) -> np.ndarray:
+    """``col.astype(str)`` as a numpy object array, a categorical through its categories (one
+    string per category, not one per row; a missing value stays missing)."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        cats = np.asarray([str(x) for x in col.cat.categories] + [None], dtype=object)
+        codes = col.cat.codes.to_numpy()
+        return cats[np.where(codes < 0, len(cats) - 1, codes)]
+    return col.astype(str).to_numpy(dtype=object)
+
+
+def _column(df: pd.DataFrame, c: str, kind: pa.DataType | None = None) -> list[Any] | pa.Array:
+    """A column as the store writes it: an Arrow array of ``kind`` built column-wise where the
+    values allow it (numbers, text categories), else a list for :meth:`Store._write`."""
     col = df[c]
+    fast = _arrow_column(col, kind) if kind is not None else None
+    if fast is not None:
+        return fast
     if isinstance(col.dtype, pd.CategoricalDtype):
         col = col.astype(object)
     vals = col.to_numpy(dtype=object) if col.dtype == object else col.to_numpy()
@@ -570,6 +598,28 @@ def _column(df: pd.DataFrame, c: str) -> list[Any]:
     if col.dtype == object:
         out = [None if (v is None or (isinstance(v, float) and math.isnan(v))) else v for v in out]
     return out
+
+
+def _arrow_column(col: pd.Series, kind: pa.DataType) -> pa.Array | None:
+    """``col`` as an Arrow array of ``kind`` with the values the list path gives (None: use it)."""
+    if kind == pa.string():
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            cats = col.cat.categories
+            if len(cats) and not all(type(x) is str for x in cats):
+                return None
+            codes = col.cat.codes.to_numpy()
+            dictionary = pa.array(list(cats), type=pa.string())
+            return pa.DictionaryArray.from_arrays(
+                pa.array(codes, mask=codes < 0), dictionary
+            ).dictionary_decode()
+        if isinstance(col.dtype, pd.StringDtype) and col.dtype.storage == "pyarrow":
+            return pa.array(col).cast(pa.string())  # missing -> null, as the list path
+        return None
+    vals = col.to_numpy() if col.dtype.kind in "fib" else None
+    want = {pa.float64(): "f", pa.int64(): "i", pa.bool_(): "b"}.get(kind)
+    if vals is None or want is None or vals.dtype.kind != want:
+        return None
+    return pa.array(vals, type=kind)
 
 
 def _find(obj: Any, want: Sequence[str], depth: int = 0) -> Any:

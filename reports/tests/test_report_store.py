@@ -247,3 +247,38 @@ def test_the_dataset_read_back_is_the_loaders(tmp_path: Path) -> None:
     pd.testing.assert_frame_equal(plain(new.records), plain(old.records))
     assert new.params == old.params and new.sysinfo == old.sysinfo and new.crypto == old.crypto
     assert new.sources == old.sources and new.warnings == old.warnings and new.margins == old.margins
+
+
+def test_columns_written_column_wise_are_the_list_paths(tmp_path: Path) -> None:
+    """The store builds Arrow columns from numpy and categoricals (issue 36: no Python list per
+    value); each column's file has the same bytes as the per-value list path's, missing values
+    and NaN included; build's category-wise text tests equal ``astype(str)``'s."""
+    from testbed_reports.build import _text_in, _text_set
+    from testbed_reports.store import OBS_SCHEMA, REC_SCHEMA, _column, _text_values
+
+    df = pd.DataFrame(
+        {
+            "label": pd.Categorical(["a b", None, "c/d", "a b"], categories=["a b", "c/d", "unused"]),
+            "value": [1.5, float("nan"), -0.0, 1e300],
+            "index": np.array([0, -1, 3, 7], dtype=np.int64),
+            "primary": [True, False, True, False],
+            "host": pd.Series(["h1", None, "h2", "h1"], dtype="str"),
+            "error": [None, "boom", float("nan"), "x"],
+        }
+    )
+    for c in df.columns:
+        table, schema = ("observations", OBS_SCHEMA) if c in OBS_SCHEMA.names else ("records", REC_SCHEMA)
+        fast = _column(df, c, schema.field(c).type)
+        listed = _column(df, c)  # the per-value path
+        digests = []
+        for key, vals in (("fast", fast), ("list", listed)):
+            data = {f.name: vals if f.name == c else [None] * len(df) for f in schema}
+            Store._write(table, tmp_path / key, "x.parquet", data)
+            digests.append(hashlib.sha256((tmp_path / key / table / "x.parquet").read_bytes()).hexdigest())
+        assert digests[0] == digests[1], c
+    lab = df["label"]
+    assert list(_text_values(lab)) == ["a b", None, "c/d", "a b"]
+    assert _text_in(lab, {"c/d", "nan"}).tolist() == lab.astype(str).isin({"c/d", "nan"}).tolist()
+    got, want = _text_set(lab), set(lab.astype(str))
+    assert {x for x in got if isinstance(x, str)} == {x for x in want if isinstance(x, str)}
+    assert any(pd.isna(x) for x in got) == any(pd.isna(x) for x in want)  # the missing value
