@@ -93,12 +93,14 @@ def _kill_pids(procs_file: Path, wait_s: float = 3.0) -> None:
 
 
 class FdCache:
-    """Counter files kept open and re-read with pread (a fresh open per read costs ~0.1 ms)."""
+    """Counter files kept open and re-read with pread (a fresh open per read costs ~0.1 ms).
+    Keyed by the path as a string, made once per instance: building and hashing a Path for every
+    read cost more than the read itself (about 10 us each, twice per call on the warm path)."""
 
     def __init__(self) -> None:
-        self._fds: dict[Path, int] = {}
+        self._fds: dict[str, int] = {}
 
-    def read(self, path: Path) -> str:
+    def read(self, path: str) -> str:
         fd = self._fds.get(path)
         try:
             if fd is None:
@@ -144,6 +146,14 @@ class V1Instance(InstanceCgroup):
         self.files = FdCache()
         for d in dirs.values():
             d.mkdir(parents=True, exist_ok=True)
+        acct, mem = dirs["cpuacct"], dirs["memory"]
+        #: the counter files stats() reads, as strings (FdCache's keys)
+        self._usage = str(acct / "cpuacct.usage")
+        self._usage_user, self._usage_sys = str(acct / "cpuacct.usage_user"), str(acct / "cpuacct.usage_sys")
+        self._acct_stat = str(acct / "cpuacct.stat")
+        self._cpu_stat = str(dirs["cpu"] / "cpu.stat")
+        self._max_usage = str(mem / "memory.max_usage_in_bytes")
+        self._oom_control = str(mem / "memory.oom_control")
 
     def set_limits(self, vcpus: float, memory_bytes: int) -> None:
         cpu = self.dirs["cpu"]
@@ -162,25 +172,24 @@ class V1Instance(InstanceCgroup):
         return [str(d / "cgroup.procs") for d in self.dirs.values()]
 
     def stats(self, full: bool = True) -> CgStats:
-        read, acct = self.files.read, self.dirs["cpuacct"]
-        usage = read(acct / "cpuacct.usage").strip()
-        stat = _keyed(read(self.dirs["cpu"] / "cpu.stat"))
+        read = self.files.read
+        usage = read(self._usage).strip()
+        stat = _keyed(read(self._cpu_stat))
         total = int(usage) / 1e9 if usage.isdigit() else None
         out = _cpu_stats(total, *self._user_sys(), stat.get("throttled_time", 0) / 1e9, stat)
         if full:
-            mem = self.dirs["memory"]
-            peak = read(mem / "memory.max_usage_in_bytes").strip()
+            peak = read(self._max_usage).strip()
             out.memory_peak_bytes = int(peak) if peak.isdigit() else 0
-            out.oom_kills = _keyed(read(mem / "memory.oom_control")).get("oom_kill", 0)
+            out.oom_kills = _keyed(read(self._oom_control)).get("oom_kill", 0)
         return out
 
     def _user_sys(self) -> tuple[float, float]:
         """The tick-sampled user/system split (seconds) of cpuacct."""
-        read, acct = self.files.read, self.dirs["cpuacct"]
-        user_ns, sys_ns = read(acct / "cpuacct.usage_user").strip(), read(acct / "cpuacct.usage_sys").strip()
+        read = self.files.read
+        user_ns, sys_ns = read(self._usage_user).strip(), read(self._usage_sys).strip()
         if user_ns.isdigit() and sys_ns.isdigit():
             return int(user_ns) / 1e9, int(sys_ns) / 1e9
-        ticks = _keyed(read(acct / "cpuacct.stat"))
+        ticks = _keyed(read(self._acct_stat))
         hz = os.sysconf("SC_CLK_TCK")
         return ticks.get("user", 0) / hz, ticks.get("system", 0) / hz
 
@@ -202,6 +211,10 @@ class V2Instance(InstanceCgroup):
         self.path = path
         self.files = FdCache()
         path.mkdir(parents=True, exist_ok=True)
+        #: the counter files stats() reads, as strings (FdCache's keys)
+        self._cpu_stat = str(path / "cpu.stat")
+        self._peak, self._current = str(path / "memory.peak"), str(path / "memory.current")
+        self._events = str(path / "memory.events")
 
     def set_limits(self, vcpus: float, memory_bytes: int) -> None:
         p = self.path
@@ -217,14 +230,14 @@ class V2Instance(InstanceCgroup):
 
     def stats(self, full: bool = True) -> CgStats:
         read = self.files.read
-        cpu = _keyed(read(self.path / "cpu.stat"))
+        cpu = _keyed(read(self._cpu_stat))
         total = cpu["usage_usec"] / 1e6 if "usage_usec" in cpu else None
         user, system = cpu.get("user_usec", 0) / 1e6, cpu.get("system_usec", 0) / 1e6
         out = _cpu_stats(total, user, system, cpu.get("throttled_usec", 0) / 1e6, cpu)
         if full:
-            peak = read(self.path / "memory.peak").strip() or read(self.path / "memory.current").strip()
+            peak = read(self._peak).strip() or read(self._current).strip()
             out.memory_peak_bytes = int(peak) if peak.isdigit() else 0
-            out.oom_kills = _keyed(read(self.path / "memory.events")).get("oom_kill", 0)
+            out.oom_kills = _keyed(read(self._events)).get("oom_kill", 0)
         return out
 
     def kill(self) -> None:

@@ -38,7 +38,7 @@ from testbed_services.faas.instance import CallTimeout, Host, Instance, Instance
 from testbed_services.faas.logs import LogCollector
 from testbed_services.faas.profiles import MIB, Profile
 from testbed_services.faas.storage import make_tmp
-from testbed_shared.cost import invocation_cost
+from testbed_shared.cost import PriceTable, invocation_cost
 from testbed_shared.errors import TestbedError
 from testbed_shared.paths import workloads_dir
 
@@ -119,6 +119,8 @@ class Emulator:
         self._host_ret = profile.host_retention.scaled(self.time_scale)
         self._host_age = profile.host_age.scaled(self.time_scale)
         self._packages: dict[tuple[str, str], Path] = {}
+        #: the profile's price table per memory size (static: built once, not on every call)
+        self._price_tables: dict[int, PriceTable] = {}
         #: calls in progress per code version (a package is kept while one runs)
         self._calls_of: Counter[tuple[str, str]] = Counter()
         self._package_locks: dict[tuple[str, str], threading.Lock] = {}
@@ -136,6 +138,8 @@ class Emulator:
         (self.state_dir / "pid").write_text(str(os.getpid()))
         self.reclaimed = self._reclaim_stale(state_dir)
         self.mount_tmp = os.geteuid() == 0 and shutil.which("mount") is not None
+        #: the empty file systems disk /tmp images are copied from (one per size, made on first use)
+        self.tmp_images = self.state_dir / "tmp-images"
         self.limits_enforced = self.backend.enforced and self.mount_tmp
         self.run_as = sandbox.function_user()
         self.cpu_boost = cpu_boost and cgroups.boost(self.backend)
@@ -579,12 +583,12 @@ class Emulator:
         directory = self.state_dir / iid
         directory.mkdir(parents=True)
         cg = self.backend.create(iid)
-        tmp = None
+        # make_tmp mounts it (enforced) exactly when mount_tmp, or fails
+        tmp_path, private_tmp = directory / "tmp", self.mount_tmp
         try:
             cg.set_limits(min(self.profile.vcpus(dep.memory_mb), self.ncpu), dep.memory_mb * MIB)
-            tmp = make_tmp(directory / "tmp", self.profile.tmp_kind, dep.tmp_mb, mount=self.mount_tmp)
             facts = {
-                "HOME": "/tmp" if tmp.enforced else str(tmp.path),
+                "HOME": "/tmp" if private_tmp else str(tmp_path),
                 "TESTBED_FAAS_FUNCTION": dep.name,
                 "TESTBED_FAAS_MEMORY_MB": str(dep.memory_mb),
                 "TESTBED_FAAS_PROFILE": self.profile.name,
@@ -598,7 +602,8 @@ class Emulator:
                 deployment=dep,
                 host=host,
                 cgroup=cg,
-                tmp=tmp,
+                tmp_path=tmp_path,
+                private_tmp=private_tmp,
                 directory=directory,
                 facts=facts,
                 key_service=self.key_service,
@@ -607,12 +612,16 @@ class Emulator:
                 code_dir=code_dir,
             )
         except Exception:
-            if tmp is not None:
-                tmp.release()
             cg.remove()
             raise
         inst.inflight = 1
         try:
+            # the /tmp is made (image copy, loop mount: 20-60 ms) while the worker's interpreter starts; the
+            # worker enters its sandbox only on the start message begin() sends once it is ready
+            tmp = make_tmp(
+                tmp_path, self.profile.tmp_kind, dep.tmp_mb, mount=self.mount_tmp, templates=self.tmp_images
+            )
+            inst.begin(tmp)
             inst.wait_ready()
             self._modelled("container")
         except Exception:
@@ -704,7 +713,10 @@ class Emulator:
         """Billed duration (handler, plus init on a cold start), GB-seconds and price."""
         duration = handler_s + (inst.init_s if new else 0.0)
         memory = self.profile.billed_memory_mb(dep.memory_mb, peak)
-        cost = invocation_cost(memory, duration, self.profile.price_table(dep.memory_mb))
+        table = self._price_tables.get(dep.memory_mb)
+        if table is None:
+            table = self._price_tables[dep.memory_mb] = self.profile.price_table(dep.memory_mb)
+        cost = invocation_cost(memory, duration, table)
         return {
             "duration_s": duration,
             "memory_mb": memory,

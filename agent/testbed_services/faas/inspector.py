@@ -21,6 +21,8 @@ def cpu_model() -> str:
 
 
 _STAT_FD: list[int] = []
+#: clock ticks per second of /proc/stat's counters (a constant of the running kernel)
+_HZ = os.sysconf("SC_CLK_TCK")
 
 
 def steal_s() -> float:
@@ -29,7 +31,7 @@ def steal_s() -> float:
         if not _STAT_FD:
             _STAT_FD.append(os.open("/proc/stat", os.O_RDONLY))
         fields = os.pread(_STAT_FD[0], 256, 0).split(b"\n", 1)[0].split()
-        return int(fields[8]) / os.sysconf("SC_CLK_TCK") if len(fields) > 8 else 0.0
+        return int(fields[8]) / _HZ if len(fields) > 8 else 0.0
     except (OSError, ValueError):
         return 0.0
 

@@ -75,7 +75,8 @@ class Instance:
         deployment: Any,
         host: Host,
         cgroup: InstanceCgroup,
-        tmp: TmpStore,
+        tmp_path: Path,
+        private_tmp: bool,
         directory: Path,
         facts: dict[str, str],
         key_service: str,
@@ -87,12 +88,18 @@ class Instance:
         the worker's whole environment is :func:`environment.worker_env` of them. The deployment's
         own variables and the key service's address go to the worker through its stdin, never its
         environment or command line (any local user can read both), and the worker applies them
-        after it dropped privileges."""
+        after it dropped privileges.
+
+        The worker starts its interpreter at once but enters its sandbox only on its start message,
+        which :meth:`begin` sends with the instance's /tmp (``tmp_path``, a mount of its own when
+        ``private_tmp``) made: the emulator makes it meanwhile."""
         self.id = iid
         self.deployment = deployment
         self.host = host
         self.cgroup = cgroup
-        self.tmp = tmp
+        #: the instance's /tmp, given by :meth:`begin`
+        self.tmp: TmpStore | None = None
+        self._tmp_as = (tmp_path, private_tmp)
         self.directory = directory
         self.created = time.monotonic()
         self.last_used = self.created
@@ -112,11 +119,10 @@ class Instance:
         self._reading = threading.Lock()
         self.exit_code: int | None = None
         d = deployment
-        private = tmp.enforced
         cfg = {
-            "private_tmp": private,
-            "tmp_src": str(tmp.path),
-            "tmp_dir": "/tmp" if private else str(tmp.path),
+            "private_tmp": private_tmp,
+            "tmp_src": str(tmp_path),
+            "tmp_dir": "/tmp" if private_tmp else str(tmp_path),
             "code_dir": str(code_dir or d.code.code_dir),
             "module": d.code.module,
             "handler": d.code.handler,
@@ -151,9 +157,7 @@ class Instance:
             start_new_session=True,
             bufsize=0,
         )
-        init = json.dumps({"env": dict(d.env), "key_service": key_service}) + "\n"
-        with contextlib.suppress(OSError):  # a worker that died at once is seen by wait_ready
-            self.proc.stdin.write(init.encode())  # PIPE: never None
+        self._start_message = (json.dumps({"env": dict(d.env), "key_service": key_service}) + "\n").encode()
         #: one call at a time: the calling thread reads the pipe itself (no reader-thread hand-off)
         self.direct = d.concurrency == 1
         self._buf = b""
@@ -162,6 +166,16 @@ class Instance:
         logs.add(self.proc.stderr, self.log)  # PIPE: never None
         if not self.direct:
             threading.Thread(target=self._read, name=f"read-{iid}", daemon=True).start()
+
+    def begin(self, tmp: TmpStore) -> None:
+        """Send the worker its start message: its /tmp ``tmp`` is ready (the store the worker was
+        started for), so it may enter its sandbox and load the function."""
+        self.tmp = tmp  # released with the instance, whatever follows
+        if (tmp.path, tmp.enforced) != self._tmp_as:
+            raise RuntimeError(f"instance {self.id}: /tmp {tmp.path} is not the one its worker expects")
+        message, self._start_message = self._start_message, b""
+        with contextlib.suppress(OSError):  # a worker that died at once is seen by wait_ready
+            self.proc.stdin.write(message)  # PIPE: never None
 
     def _readline(self, timeout_s: float) -> bytes | None:
         """Next line from the worker (None at EOF); raise queue.Empty after ``timeout_s``."""
@@ -236,13 +250,15 @@ class Instance:
 
     def call(self, event: Any, timeout_s: float, request_id: str) -> dict[str, Any]:
         """Run the handler once; raise InstanceDied or CallTimeout."""
-        q: queue.Queue = queue.Queue(maxsize=1)
+        # the reader thread's hand-off; a direct call reads the pipe itself and needs none (a Queue
+        # is a lock and three conditions: ~10 us on every warm call)
+        q: queue.Queue | None = None if self.direct else queue.Queue(maxsize=1)
         with self._lock:
             if self.exit_code is not None:
                 raise InstanceDied("instance is gone")
             self._next += 1
             cid = self._next
-            if not self.direct:
+            if q is not None:
                 self._pending[cid] = q
         line = json.dumps({"id": cid, "event": event, "timeout_s": timeout_s, "request_id": request_id})
         try:
@@ -250,7 +266,7 @@ class Instance:
         except (BrokenPipeError, OSError, ValueError):
             raise InstanceDied("instance is gone") from None
         try:
-            if self.direct:
+            if q is None:
                 with self._reading:
                     raw = None if self.proc.stdout.closed else self._readline(timeout_s)
                 msg = None if raw is None else json.loads(raw)
@@ -287,7 +303,8 @@ class Instance:
                 self._close_stdout()
             finally:
                 self._reading.release()
-        self.tmp.release()
+        if self.tmp is not None:
+            self.tmp.release()
         self.cgroup.remove()
         self.log.closed.set()
         shutil.rmtree(self.directory, ignore_errors=True)
