@@ -32,7 +32,8 @@ def _names(client) -> set[str]:
 
 def test_deploy_call_cold_warm_and_teardown_exactly_the_run(served, tmp_path, monkeypatch):
     with aws_env(served.url, monkeypatch):
-        lam, logs, iam = boto3.client("lambda"), boto3.client("logs"), boto3.client("iam")
+        aws = boto3.session.Session()  # a session of its own: the credentials of this test's environment
+        lam, logs, iam = aws.client("lambda"), aws.client("logs"), aws.client("iam")
         driver = open_driver(target("aws-lambda", tmp_path))
         dep = driver.deploy(FunctionSpec("calcs-0", "calcs", memory_mb=256, timeout_s=10))
         name = dep["name"]
@@ -111,7 +112,7 @@ def test_teardown_after_the_deploying_process_was_killed(served, tmp_path, monke
         assert proc.stdout.readline().strip() == "deployed"
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        lam = boto3.client("lambda")
+        lam = boto3.session.Session().client("lambda")
         assert len([n for n in _names(lam) if n.endswith(("-calcs-0", "-calcs-1"))]) == 2
         down = subprocess.run(
             [sys.executable, "-m", "testbed_agent", "platform", "teardown", "--target", str(tfile)],

@@ -119,9 +119,11 @@ def test_run_yml_on_a_real_and_an_emulated_faas_host(served, tmp_path, monkeypat
         assert emu["calcs_warm_gcf"]["params"]["resolved_platform"] == "gcf-gen2"
         assert emu["calcs_warm_gcf"]["params"]["resolved_real"] is False
         # the teardown stage removed the run's functions, log groups and role
-        lam = boto3.client("lambda")
+        # a session of its own: the default one may hold an earlier test's emulator credentials
+        aws = boto3.session.Session()
+        lam = aws.client("lambda")
         assert not [f for f in lam.list_functions()["Functions"] if f["FunctionName"].startswith("tb-")]
-        assert not [r for r in boto3.client("iam").list_roles()["Roles"] if r["RoleName"].startswith("tb-")]
+        assert not [r for r in aws.client("iam").list_roles()["Roles"] if r["RoleName"].startswith("tb-")]
         target = json.loads((tmp_path / "targets" / "faas-1-faas-aws.json").read_text())
         assert target["platform"] == "aws-lambda" and "AWS_SECRET" not in json.dumps(target)
 
