@@ -507,8 +507,8 @@ class Store:
         data = {c: _column(recs, c, REC_SCHEMA.field(c).type) for c in REC_SCHEMA.names if c in recs}
         data["record"] = pos
         data["params"] = [None if p is None else json.dumps(p, sort_keys=True) for p in prm]
-        rel: dict[Any, str] = {}  # a host's records come from a few files: each resolved once
-        data["source"] = [rel[s] if s in rel else rel.setdefault(s, _rel(s, root)) for s in recs["source"]]
+        rel = {s: _rel(s, root) for s in set(recs["source"])}  # a few files a host: each resolved once
+        data["source"] = [rel[s] for s in recs["source"]]
         data["crypto"] = [
             json.dumps(crypto[k], sort_keys=True) if k in crypto else None
             for k in zip(recs["host"], recs["index"], recs["benchmark"], recs["repetition"], strict=True)

@@ -38,7 +38,7 @@ from testbed_services.faas.instance import CallTimeout, Host, Instance, Instance
 from testbed_services.faas.logs import LogCollector
 from testbed_services.faas.profiles import MIB, Profile
 from testbed_services.faas.storage import make_tmp
-from testbed_shared.cost import PriceTable, invocation_cost
+from testbed_shared.cost import invocation_cost
 from testbed_shared.errors import TestbedError
 from testbed_shared.paths import workloads_dir
 
@@ -119,8 +119,6 @@ class Emulator:
         self._host_ret = profile.host_retention.scaled(self.time_scale)
         self._host_age = profile.host_age.scaled(self.time_scale)
         self._packages: dict[tuple[str, str], Path] = {}
-        #: the profile's price table per memory size (static: built once, not on every call)
-        self._price_tables: dict[int, PriceTable] = {}
         #: calls in progress per code version (a package is kept while one runs)
         self._calls_of: Counter[tuple[str, str]] = Counter()
         self._package_locks: dict[tuple[str, str], threading.Lock] = {}
@@ -713,10 +711,7 @@ class Emulator:
         """Billed duration (handler, plus init on a cold start), GB-seconds and price."""
         duration = handler_s + (inst.init_s if new else 0.0)
         memory = self.profile.billed_memory_mb(dep.memory_mb, peak)
-        table = self._price_tables.get(dep.memory_mb)
-        if table is None:
-            table = self._price_tables[dep.memory_mb] = self.profile.price_table(dep.memory_mb)
-        cost = invocation_cost(memory, duration, table)
+        cost = invocation_cost(memory, duration, self.profile.price_table(dep.memory_mb))
         return {
             "duration_s": duration,
             "memory_mb": memory,

@@ -68,6 +68,8 @@ class Profile:
     scale_out_interval_s: float = 0.0
     #: where each parameter comes from (``sources:`` in the profile)
     sources: dict[str, str] = field(default_factory=dict)
+    #: price_table's results per memory size (static, asked on every call)
+    _price_tables: dict[int, PriceTable] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def check_memory(self, memory_mb: int) -> None:
         """Raise unless the platform accepts this memory size."""
@@ -114,7 +116,13 @@ class Profile:
         return float(max(step, math.ceil(peak_bytes / MIB / step) * step))
 
     def price_table(self, memory_mb: int) -> PriceTable:
-        """Price table for this size; per-vCPU + per-GiB rates become one per-GB-second rate."""
+        """Price table for this size; per-vCPU + per-GiB rates become one per-GB-second rate. Built
+        once per size (a PriceTable is frozen)."""
+        if memory_mb not in self._price_tables:
+            self._price_tables[memory_mb] = self._build_price_table(memory_mb)
+        return self._price_tables[memory_mb]
+
+    def _build_price_table(self, memory_mb: int) -> PriceTable:
         data = dict(self.price)
         if "per_gb_second" not in data:
             gib = memory_mb / 1024.0
