@@ -4,8 +4,8 @@ fio through the agent against the same fio job run bare, in alternating pairs wh
 from a seeded generator (bench/agent_vs_bare.py), until decided or the cap:
 
 - estimand: the geometric mean of the per-pair ratios agent/bare of read bandwidth; unit: the pair;
-- interval: t on the per-pair log ratios, at level 1 - 0.05/L for the L planned looks (after 10, 20,
-  ... pairs and at the cap), so stopping at the first decided look keeps the error rate at 5 %
+- interval: t on the per-pair log ratios, at level 1 - 0.05/L for the L planned looks (after 20, 40
+  and 60 pairs by default), so stopping at the first decided look keeps the error rate at 5 %
   (Bonferroni over the looks);
 - decision (testbed_reports.inference.decide): "equivalent within +-1 %" when the interval lies
   inside +-1 %, "slower"/"faster" when it excludes 0, otherwise "not shown" with the pairs that took
@@ -136,8 +136,8 @@ def series(args: argparse.Namespace, work: Path) -> tuple[Arms, str]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--first", type=int, default=10, help="pairs before the first look (default 10)")
-    ap.add_argument("--every", type=int, default=10, help="pairs between looks (default 10)")
+    ap.add_argument("--first", type=int, default=20, help="pairs before the first look (default 20)")
+    ap.add_argument("--every", type=int, default=20, help="pairs between looks (default 20)")
     ap.add_argument("--cap", type=int, default=60, help="pairs at most (default 60)")
     ap.add_argument("--runtime", type=int, default=2, help="seconds per fio run (default 2)")
     ap.add_argument("--size", default="256M", help="test file size (default 256M)")

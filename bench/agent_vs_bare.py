@@ -6,9 +6,9 @@ and label ``bare fio`` (host ``fio-bare``: the same job file and environment, ru
 directly and read by the agent's own parser, ``testbed-agent parse fio``). Both arms read one and
 the same test file: the agent creates, marks and lays it out in a warm-up run that is not counted,
 and every later agent run finds it laid out, as it finds its file on a second execution. Arms on
-files of their own compare file placements as well as the agent: ext4 puts a new top-level
-directory in a block group chosen by a hash of its name, so two files land in different parts of
-the disk (and of the host's cache of a virtual disk). Measured on a RAM-backed ext4 (2026-11-29,
+files of their own compare file placements as well as the agent: ext4 spreads new directories and
+the files in them over its block groups (the Orlov allocator), so two files land in different parts
+of the disk, and on a virtual disk in parts the host may or may not hold in its cache. Measured on a RAM-backed ext4 (2026-11-29,
 bench/agent_overhead.py, under load 2-5): with a file per arm the agent arm read 5.2 % faster
 [1.5, 9.0] over 30 pairs, and two bare arms in differently named directories 6.6 % apart over 10
 pairs; with the one shared file, 1.9 % [-2.0, +6.0] over 30 pairs. Within each pair the order of
