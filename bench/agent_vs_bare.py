@@ -7,14 +7,14 @@ directly and read by the agent's own parser, ``testbed-agent parse fio``). Both 
 the same test file: the agent creates, marks and lays it out in a warm-up run that is not counted,
 and every later agent run finds it laid out, as it finds its file on a second execution. Arms on
 files of their own compare file placements as well as the agent: ext4 spreads new directories and
-the files in them over its block groups (the Orlov allocator), so two files land in different parts
-of the disk, and on a virtual disk in parts the host may or may not hold in its cache. Measured on a RAM-backed ext4 (2026-11-29,
-bench/agent_overhead.py, under load 2-5): with a file per arm the agent arm read 5.2 % faster
-[1.5, 9.0] over 30 pairs, and two bare arms in differently named directories 6.6 % apart over 10
-pairs; with the one shared file, 1.9 % [-2.0, +6.0] over 30 pairs. Within each pair the order of
-the two arms is drawn from a generator seeded afresh on every run (``--seed N`` reproduces an
-order; the seed is in every record's ``params.order_seed``), so drift and warm-up hit both arms
-alike and no order is fixed in advance. Each arm's records go to
+the files in them over its block groups (the Orlov allocator), so two files land in different
+parts of the disk, and on a virtual disk in parts the host may or may not hold in its cache.
+Measured on a RAM-backed ext4 (2026-11-29, bench/agent_overhead.py, under load 2-5): with a file
+per arm the agent arm read 5.2 % faster [1.5, 9.0] over 30 pairs, and two bare arms in differently
+named directories 6.6 % apart over 10 pairs; with the one shared file, 1.9 % [-2.0, +6.0] over 30
+pairs. Within each pair the order of the two arms is drawn from a generator seeded afresh on every
+run (``--seed N`` reproduces an order; the seed is in every record's ``params.order_seed``), so
+drift and warm-up hit both arms alike and no order is fixed in advance. Each arm's records go to
 ``OUT/<host>.jsonl``, made by ``testbed_shared.records`` (repetition = pair index, ``block`` =
 ``pair-N``: the report analyses the two arms pair by pair), with the machine's fingerprint in
 ``OUT/<host>.sysinfo.json``; the report then compares the labels (``testbed-report build OUT
