@@ -1018,7 +1018,7 @@ def _render(name: str, rep: Report, bad: pd.DataFrame, ds: Dataset, labels: list
         rows = obs_groups[bench]
         series = {
             (str(m), str(lab)): values[rows][pos]
-            for (m, lab), pos in _positions(ds.obs.iloc[rows], shown).items()
+            for (m, lab), pos in _positions(ds.obs[["metric", "label"]].iloc[rows], shown).items()
         }
         sec = {
             "name": bench,

@@ -24,6 +24,7 @@ import pandas as pd
 from scipy import special as spf
 from scipy import stats as sps
 
+from testbed_reports.numerics import key_groups
 from testbed_reports.runs import runs
 
 #: robust z (distance from the median in MADs x 1.4826) beyond which a run is flagged an outlier,
@@ -44,8 +45,7 @@ KEYS = ["benchmark", "metric", "label", "host"]
 
 
 def _host_table(obs: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
-    grouped = obs.groupby(KEYS, observed=True, sort=True)
-    return grouped.size().reset_index(name="n"), grouped.ngroup().to_numpy()
+    return key_groups(obs, KEYS, "n")
 
 
 def _sums(codes: np.ndarray, w: np.ndarray, g: int) -> np.ndarray:
@@ -54,15 +54,27 @@ def _sums(codes: np.ndarray, w: np.ndarray, g: int) -> np.ndarray:
 
 def run_order(obs: pd.DataFrame) -> np.ndarray:
     """A global order of the rows: start time (ISO 8601 text sorts in time), then repetition."""
-    start = obs["started_at"].astype(str).to_numpy() if "started_at" in obs else np.zeros(len(obs), dtype=str)
+    start = _start_ranks(obs["started_at"]) if "started_at" in obs else np.zeros(len(obs), dtype=np.int64)
     rep = pd.to_numeric(obs["repetition"], errors="coerce").fillna(0).to_numpy() if "repetition" in obs else 0
     return np.lexsort((np.broadcast_to(rep, len(obs)), start)).argsort()
 
 
-def _drift(obs: pd.DataFrame, codes: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Spearman rho of value with run order per group, and its p."""
+def _start_ranks(col: pd.Series) -> np.ndarray:
+    """Integers that sort as ``col.astype(str)`` sorts: the rank of each distinct start time
+    (sorted once, not compared row by row as Python strings)."""
+    vals = col.to_numpy(dtype=object)
+    codes, uniq = pd.factorize(vals, sort=True, use_na_sentinel=False)
+    if all(type(u) is str for u in uniq):
+        return codes
+    return col.astype(str).to_numpy()  # a missing or non-text start: sorted as its text
+
+
+def _drift(
+    obs: pd.DataFrame, codes: np.ndarray, n: np.ndarray, order: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Spearman rho of value with run order (``run_order``, computed when not given) per group, and its p."""
     rv = pd.Series(obs["value"].to_numpy(dtype=float)).groupby(codes).rank().to_numpy()
-    ro = pd.Series(run_order(obs)).groupby(codes).rank().to_numpy()
+    ro = pd.Series(run_order(obs) if order is None else order).groupby(codes).rank().to_numpy()
     g = len(n)
     mv, mo = _sums(codes, rv, g) / n, _sums(codes, ro, g) / n
     dv, do = rv - mv[codes], ro - mo[codes]
@@ -169,8 +181,8 @@ def findings(
     table, codes = _host_table(obs)
     n = table["n"].to_numpy(dtype=float)
     values = obs["value"].to_numpy(dtype=float)
-    rho, p = _drift(obs, codes, n)
     order = run_order(obs)
+    rho, p = _drift(obs, codes, n, order)
     logs = _logs(values, codes, len(n))
     stable = _stability(logs, codes, n, order)
     outl = _outliers(values, codes, len(n))

@@ -25,6 +25,8 @@ import math
 import re
 from collections.abc import Iterable
 
+import numpy as np
+
 #: (factor, prefix) per scale, largest first; decimal prefixes, as fio and dd print MB/s
 _DECIMAL = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
 _TIME = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
@@ -65,7 +67,12 @@ def scale_for(magnitude: float, unit: str) -> tuple[float, str]:
 
 
 def common_scale(values: Iterable[float], unit: str) -> tuple[float, str]:
-    """One scale for several values (a table column or an axis): the one of their median magnitude."""
+    """One scale for several values (a table column or an axis): the one of their median magnitude
+    (of a float array without a Python object per value)."""
+    if isinstance(values, np.ndarray) and values.dtype.kind == "f":
+        a = np.abs(values[np.isfinite(values) & (values != 0)])
+        k = len(a) // 2
+        return scale_for(float(np.partition(a, k)[k]) if len(a) else 0.0, unit)
     mags = sorted(abs(v) for v in values if v is not None and math.isfinite(v) and v != 0)
     return scale_for(mags[len(mags) // 2] if mags else 0.0, unit)
 

@@ -1,7 +1,11 @@
-"""The report's engine: embedded DuckDB over the results store (``store.py``), out of core.
+"""The report's engine over the results store (``store.py``): the Parquet files read directly
+with pyarrow for the two large tables, embedded DuckDB for the rest and for queries.
 
 ``connect`` opens an in-memory DuckDB with a memory limit and a spill directory inside the store
-(``<store>/.spill``), so queries larger than memory go to disk instead of failing. ``dataset``
+(``<store>/.spill``), so queries larger than memory go to disk instead of failing; it reads the
+hosts and percentiles tables (and ``history`` queries the store with it). A run's observations and
+records are read from their Parquet files with pyarrow, batch by batch into compact columns
+(``read_observations``, ``read_records``): no SQL sort and no whole-table copy. ``dataset``
 gives the report what ``load.load`` gives it from JSON Lines, read from the stored runs instead:
 the same observations, records, fingerprints, percentiles, parameters and crypto records, in the
 same order, so ``build`` computes the same statistics (``tests``: the equivalence test).
@@ -16,12 +20,14 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import duckdb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from testbed_reports.errors import ReportError
 from testbed_reports.load import (
@@ -33,7 +39,7 @@ from testbed_reports.load import (
     _margins,
     read_csv_observations,
 )
-from testbed_reports.store import STORE_ENV, Manifest, Store, StoreError, default_store, encode
+from testbed_reports.store import STORE_ENV, Manifest, Store, StoreError, default_store, encode, map_distinct
 
 #: DuckDB's memory limit unless TESTBED_DUCKDB_MEMORY says otherwise (it spills past it)
 MEMORY_LIMIT = "1GB"
@@ -80,6 +86,12 @@ def _read(con: duckdb.DuckDBPyConnection, sql: str, *params: Any, keep: Sequence
         ]
         parts.append(pa.table(cols, names=batch.schema.names))
     tbl = pa.concat_tables(parts).unify_dictionaries() if parts else reader.schema.empty_table()
+    return _frame(tbl, keep)
+
+
+def _frame(tbl: pa.Table, keep: Sequence[str] = ()) -> pd.DataFrame:
+    """An Arrow table with dictionary-encoded text as a frame: text as Python objects (one per
+    distinct value) except the columns in ``keep``, which stay categorical."""
     df = tbl.to_pandas()
     for c in df.columns:
         if isinstance(df[c].dtype, pd.CategoricalDtype) and c not in keep:
@@ -112,28 +124,18 @@ def _dataset(store: Store, runs: Sequence[tuple[Manifest, Path]], con: duckdb.Du
     offset = 0
     for m, given in runs:
         root = given if given.is_dir() else given.parent
-        recs = _read(
-            con, "SELECT * FROM read_parquet(?) ORDER BY record", _glob(store.root, "records", m.run)
-        )
+        recs = read_records(sorted(Path(store.root).glob(_rel_glob("records", m.run))), m.run)
         recs["run_id"] = m.run
-        recs["source"] = [_source(given, root, s) for s in recs["source"]]
-        params += [json.loads(p) if isinstance(p, str) else None for p in recs.pop("params")]
+        recs["source"] = map_distinct(recs["source"], lambda s, g=given, r=root: _source(g, r, s))
+        params += map_distinct(recs.pop("params"), _params)
         for c in recs.pop("crypto"):
             if isinstance(c, str):
                 crypto.append({**json.loads(c), "run_id": m.run})
         rec_parts.append(recs)
         if m.observations:
-            obs = _read(
-                con,
-                "SELECT * EXCLUDE (run) FROM read_parquet(?, hive_partitioning = true, "
-                "hive_types = {'run': VARCHAR, 'label': VARCHAR})",
-                _glob(store.root, "observations", m.run, deep=True),
-                keep=CATEGORICAL,
-            )
-            order = np.argsort(obs["seq"].to_numpy(), kind="stable")  # the loader's order
-            obs = obs.take(order).reset_index(drop=True)
-            obs["record"] = obs["record"] + offset
-            obs["run_id"] = m.run
+            obs = read_observations(sorted(Path(store.root).glob(_rel_glob("observations", m.run, True))))
+            obs["record"] = obs["record"].to_numpy() + offset
+            obs["run_id"] = pd.Categorical.from_codes(np.zeros(len(obs), dtype=np.int8), categories=[m.run])
             obs_parts.append(obs)
         hosts = _read(con, "SELECT host, sysinfo FROM read_parquet(?)", _glob(store.root, "hosts", m.run))
         for host, info in zip(hosts["host"], hosts["sysinfo"], strict=True):
@@ -151,17 +153,7 @@ def _dataset(store: Store, runs: Sequence[tuple[Manifest, Path]], con: duckdb.Du
     records = records[[c for c in keep if c in records]]
     for c in ("run_id", "host", "label", "groups", "benchmark", "type", "cc_technology", "machine"):
         records[c] = records[c].astype(str)
-    obs = pd.concat(obs_parts, ignore_index=True) if obs_parts else pd.DataFrame(columns=list(OBS_COLUMNS))
-    obs = obs[list(OBS_COLUMNS)]
-    for c in CATEGORICAL:  # sorted categories, as the loader's (groupby orders by them)
-        cat = obs[c] if isinstance(obs[c].dtype, pd.CategoricalDtype) else obs[c].astype(object)
-        cat = cat.astype("category") if not isinstance(cat.dtype, pd.CategoricalDtype) else cat
-        obs[c] = cat.cat.set_categories(sorted(str(x) for x in cat.cat.categories))
-    for c in ("repetition", "index", "record"):
-        obs[c] = obs[c].astype(np.int64)
-    obs["value"] = obs["value"].astype(float)
-    obs["primary"] = obs["primary"].astype(bool)
-    obs["started_at"] = obs["started_at"].astype(object).where(obs["started_at"].notna(), None)
+    obs = _typed(_joined(obs_parts), single=len(obs_parts) == 1)
     cols = ["run_id", "host", "label", "benchmark", "series", "percentile", "value"]
     pct = pd.concat(pct_parts, ignore_index=True)[cols] if pct_parts else pd.DataFrame(columns=cols)
     margin_warnings: list[str] = []
@@ -177,6 +169,114 @@ def _dataset(store: Store, runs: Sequence[tuple[Manifest, Path]], con: duckdb.Du
         params=params,
         crypto=crypto,
     )
+
+
+def _typed(obs: pd.DataFrame, single: bool) -> pd.DataFrame:
+    """The loader's dtypes: sorted categories, int64, float, bool, object start times with None
+    (a column already so, as one run's read gives it, is left as it is: no copy)."""
+    for c in CATEGORICAL:  # sorted categories, as the loader's (groupby orders by them)
+        cat = obs[c] if isinstance(obs[c].dtype, pd.CategoricalDtype) else obs[c].astype(object)
+        cat = cat.astype("category") if not isinstance(cat.dtype, pd.CategoricalDtype) else cat
+        want = sorted(str(x) for x in cat.cat.categories)
+        if cat.dtype != obs[c].dtype or list(cat.cat.categories) != want:
+            obs[c] = cat.cat.set_categories(want)
+    for c, kind in (("repetition", np.int64), ("index", np.int64), ("record", np.int64), ("value", float)):
+        if obs[c].dtype != kind:
+            obs[c] = obs[c].astype(kind)
+    if obs["primary"].dtype != bool:
+        obs["primary"] = obs["primary"].astype(bool)
+    if obs["started_at"].dtype != object or not single:
+        obs["started_at"] = obs["started_at"].astype(object).where(obs["started_at"].notna(), None)
+    return obs
+
+
+def read_records(files: Sequence[Path], run: str) -> pd.DataFrame:
+    """One stored run's record files in record order, text read as the Parquet dictionaries hold
+    it (one Python string per distinct value; no SQL sort of the whole table)."""
+    if not files:
+        raise StoreError(f"the results store has no record files of run {run}", "add the run again")
+    text = [f.name for f in pq.read_schema(files[0]) if pa.types.is_string(f.type)]
+    tbl = pa.concat_tables([pq.read_table(f, read_dictionary=text) for f in files]).unify_dictionaries()
+    tbl = tbl.take(pc.sort_indices(tbl["record"]))
+    return _frame(tbl.combine_chunks())
+
+
+def _rel_glob(table: str, run: str, deep: bool = False) -> str:
+    return f"{table}/run={encode(run)}/" + ("*/*.parquet" if deep else "*.parquet")
+
+
+def _params(p: Any) -> dict[str, Any] | None:
+    return json.loads(p) if isinstance(p, str) else None
+
+
+#: the observation columns read from a stored run's files (label comes from the partition path)
+_OBS_TEXT = ("host", "groups", "benchmark", "type", "metric", "unit", "better", "started_at", "cc_technology")
+_OBS_NUMBERS = {"primary": np.bool_, "value": np.float64, "repetition": np.int64, "index": np.int64}
+
+
+def read_observations(files: Sequence[Path]) -> pd.DataFrame:
+    """One stored run's observation files as compact columns in the loader's order (``seq``):
+    text as categoricals (sorted categories; ``started_at`` as objects, None when missing),
+    numbers as numpy arrays. Read batch by batch from the Parquet dictionaries, each batch put in
+    place, so no whole-table copy (of strings or of the frame) is ever made."""
+    seq = np.sort(np.concatenate([pq.read_table(f, columns=["seq"])["seq"].to_numpy() for f in files]))
+    n = len(seq)
+    if n > 1 and (seq[1:] == seq[:-1]).any():  # each row is put at its seq's place: one row a place
+        raise StoreError(f"{files[0].parents[1]}: observations share a seq", "add the run again")
+    codes = {c: np.full(n, -1, dtype=np.int32) for c in (*_OBS_TEXT, "label")}
+    cats: dict[str, dict[str, int]] = {c: {} for c in codes}
+    nums = {c: np.empty(n, dtype=k) for c, k in _OBS_NUMBERS.items()}
+    nums["record"] = np.empty(n, dtype=np.int64)
+    for f in files:
+        label = unquote(f.parent.name.split("=", 1)[1])
+        pf = pq.ParquetFile(f, read_dictionary=list(_OBS_TEXT))
+        for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=[*_OBS_TEXT, *nums, "seq"]):
+            at = np.searchsorted(seq, batch.column("seq").to_numpy())
+            codes["label"][at] = cats["label"].setdefault(label, len(cats["label"]))
+            for c in _OBS_TEXT:
+                codes[c][at] = _global_codes(batch.column(c), cats[c])
+            for c, arr in nums.items():
+                arr[at] = batch.column(c).to_numpy(zero_copy_only=False)
+    frame: dict[str, Any] = {}
+    for c in OBS_COLUMNS:
+        if c in codes:
+            frame[c] = _categorical(codes.pop(c), cats[c], objects=c == "started_at")
+        elif c in nums:
+            frame[c] = nums.pop(c)
+    return pd.DataFrame(frame, copy=False)
+
+
+def _global_codes(col: pa.Array, known: dict[str, int]) -> np.ndarray:
+    """A dictionary-encoded batch column's codes in ``known``'s numbering (grown; -1: missing)."""
+    if not pa.types.is_dictionary(col.type):
+        col = pc.dictionary_encode(col)
+    lookup = np.asarray([known.setdefault(v, len(known)) for v in col.dictionary.to_pylist()] + [-1])
+    idx = col.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    return lookup[idx] if len(lookup) > 1 else np.full(len(idx), -1)
+
+
+def _categorical(codes: np.ndarray, known: dict[str, int], objects: bool = False) -> Any:
+    """Codes numbered in first-seen order as a categorical with sorted categories (or, with
+    ``objects``, as an object array with None for a missing value)."""
+    names = sorted(known)
+    remap = np.empty(len(known) + 1, dtype=np.int64)
+    remap[[known[x] for x in names]] = np.arange(len(names))
+    remap[-1] = -1
+    new = remap[codes]
+    if objects:  # an object Series: pandas would make an object array of text its own str column
+        return pd.Series(np.asarray([*names, None], dtype=object)[new], dtype=object, copy=False)
+    return pd.Categorical.from_codes(new, categories=names)
+
+
+def _joined(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """The runs' observations as one frame (no copy for one run)."""
+    if not parts:
+        return pd.DataFrame(columns=list(OBS_COLUMNS))
+    if len(parts) == 1:
+        return parts[0][list(OBS_COLUMNS)]
+    return pd.concat([p.astype({c: object for c in CATEGORICAL}) for p in parts], ignore_index=True)[
+        list(OBS_COLUMNS)
+    ]
 
 
 def _source(given: Path, root: Path, rel: str) -> str:

@@ -52,7 +52,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from testbed_reports.diagnostics import run_order
-from testbed_reports.numerics import group_moments
+from testbed_reports.numerics import group_moments, key_groups
 from testbed_reports.runs import runs
 from testbed_shared.intervals import t_quantile
 from testbed_shared.records import legacy_primary
@@ -191,9 +191,7 @@ def sides(obs: pd.DataFrame) -> dict[tuple[str, str, str], Side]:
         return {}
     r = runs(obs)
     keys = ["benchmark", "metric", "label", "host"]
-    grouped = r.groupby(keys, observed=True, sort=True)
-    codes = grouped.ngroup().to_numpy()
-    table = grouped.size().reset_index(name="n_all")
+    table, codes = key_groups(r, keys, "n_all")
     values = r["value"].to_numpy(dtype=float)
     positive = values > 0
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -67,3 +67,39 @@ def finite_or_nan(x: float) -> float:
     """``x`` as a float, NaN when it is not finite (never printed as a figure)."""
     x = float(x)
     return x if np.isfinite(x) else float("nan")
+
+
+def key_groups(df: pd.DataFrame, keys: list[str], count: str) -> tuple[pd.DataFrame, np.ndarray]:
+    """``df.groupby(keys, observed=True, sort=True)``'s ``size().reset_index(name=count)`` and
+    ``ngroup()``; from the categorical codes where every key is a categorical without missing
+    values and their combinations are few (a count per combination: no per-key int64 copies of
+    the table, no sort), else through pandas."""
+    fast = _category_groups(df, keys)
+    if fast is None:
+        grouped = df.groupby(keys, observed=True, sort=True)
+        return grouped.size().reset_index(name=count), grouped.ngroup().to_numpy()
+    codes, first = fast
+    table = df[keys].iloc[first].reset_index(drop=True)
+    table[count] = np.bincount(codes, minlength=len(first)).astype(np.int64)
+    return table, codes
+
+
+def _category_groups(df: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, np.ndarray] | None:
+    """Group numbers in the order of the keys' category codes, and each group's first row."""
+    combined = np.zeros(len(df), dtype=np.int64)
+    space = 1
+    for k in keys:
+        col = df[k]
+        if not isinstance(col.dtype, pd.CategoricalDtype):
+            return None
+        c = col.cat.codes.to_numpy()
+        width = max(len(col.cat.categories), 1)
+        space *= width
+        if space > 4 * len(df) + 65_536 or (c < 0).any():
+            return None
+        combined = combined * width + c
+    present = np.bincount(combined, minlength=space) > 0
+    codes = (np.cumsum(present) - 1)[combined]
+    first = np.full(int(present.sum()), len(df), dtype=np.int64)
+    np.minimum.at(first, codes, np.arange(len(df), dtype=np.int64))
+    return codes, first

@@ -32,10 +32,9 @@ def runs(obs: pd.DataFrame) -> pd.DataFrame:
     and ``values`` = how many there were; other columns keep the run's first value."""
     if obs.empty:
         return obs.assign(values=pd.Series(dtype=np.int64))
-    code = run_codes(obs)
-    metric = obs["metric"].astype(str).to_numpy() if "metric" in obs else np.zeros(len(obs))
-    key = pd.MultiIndex.from_arrays([code, metric])
-    if not key.duplicated().any():
+    metric = _text_codes(obs["metric"]) if "metric" in obs else np.zeros(len(obs), dtype=np.int64)
+    key = run_codes(obs) * (int(metric.max()) + 1) + metric  # one integer per (run, metric)
+    if _distinct(key):
         return obs.assign(values=np.ones(len(obs), dtype=np.int64))
     group = pd.factorize(key)[0]
     mom = group_moments(obs["value"].to_numpy(dtype=float), group, int(group.max()) + 1)
@@ -44,3 +43,23 @@ def runs(obs: pd.DataFrame) -> pd.DataFrame:
     out["value"] = mom.mean[group[first]]
     out["values"] = mom.n[group[first]].astype(np.int64)
     return out.reset_index(drop=True)
+
+
+def _text_codes(col: pd.Series) -> np.ndarray:
+    """An integer per row, equal where ``col.astype(str)`` is equal (a categorical through its
+    categories: one string per category, not one per row)."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        text = [str(x) for x in col.cat.categories] + [None]  # a missing value: one group of its own
+        per_cat = pd.factorize(np.asarray(text, dtype=object), use_na_sentinel=False)[0]
+        codes = col.cat.codes.to_numpy()
+        return per_cat[np.where(codes < 0, len(text) - 1, codes)].astype(np.int64)
+    return pd.factorize(col.astype(str).to_numpy(dtype=object), use_na_sentinel=False)[0].astype(np.int64)
+
+
+def _distinct(key: np.ndarray) -> bool:
+    """Whether no integer occurs twice (a count per value where the range is small, as a run's
+    record numbers times its metrics are; else a hash table)."""
+    lo, hi = int(key.min()), int(key.max())
+    if lo >= 0 and hi < 4 * len(key) + 1024:
+        return int(np.bincount(key, minlength=1).max()) <= 1
+    return len(pd.unique(key)) == len(key)

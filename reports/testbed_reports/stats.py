@@ -34,7 +34,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from testbed_reports.display import is_machine_share
-from testbed_reports.numerics import cv_ci, group_moments
+from testbed_reports.numerics import cv_ci, group_moments, key_groups
 from testbed_reports.runs import runs
 from testbed_shared.intervals import mean_interval, share_interval
 
@@ -130,7 +130,7 @@ def summaries(values: np.ndarray, codes: np.ndarray, groups: int, level: float =
 
 def _machine_interval(r: pd.DataFrame, codes: np.ndarray, groups: int, log: np.ndarray) -> tuple:
     """Geometric mean (or mean) and its t interval over the machine means of each group."""
-    hcode = r.groupby([*KEY, "host"], observed=True, sort=True).ngroup().to_numpy()
+    hcode = key_groups(r[[*KEY, "host"]], [*KEY, "host"], "n")[1]
     parent = np.zeros(int(hcode.max()) + 1, dtype=np.int64)
     parent[hcode] = codes
     values = r["value"].to_numpy(dtype=float)

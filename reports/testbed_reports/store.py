@@ -34,7 +34,7 @@ import math
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -355,7 +355,7 @@ class Store:
         root, _ = run_files(path)
         srcs = sources(path, digest=True)
         out = []
-        for run_id in sorted(set(ds.records["run_id"])):
+        for run_id in sorted(set(ds.records["run_id"].unique())):
             run = run_hint or self._run_name(run_id, ds)
             out.append(self._write_run(run, run_id, ds, root, srcs))
         self._write_meta()
@@ -406,7 +406,7 @@ class Store:
                 crypto[(c["host"], c.get("index", -1), c["benchmark"], c["repetition"])] = c
         tmp = Path(tempfile.mkdtemp(prefix=".adding-", dir=self._ensure_root()))
         try:
-            hosts = sorted(set(recs["host"].astype(str)))
+            hosts = sorted(set(recs["host"].astype(str).unique()))
             for host in hosts:
                 hmask = (recs["host"].astype(str) == host).to_numpy()
                 self._write_records(
@@ -425,8 +425,8 @@ class Store:
                 records=len(recs),
                 observations=len(obs),
                 hosts=hosts,
-                labels=sorted(set(recs["label"].astype(str))),
-                sessions=sorted(set(recs["session"].dropna().astype(str))),
+                labels=sorted(set(recs["label"].astype(str).unique())),
+                sessions=sorted(set(recs["session"].dropna().astype(str).unique())),
             )
             self._remove_run(run)
             for table in TABLES:
@@ -507,12 +507,13 @@ class Store:
         data = {c: _column(recs, c, REC_SCHEMA.field(c).type) for c in REC_SCHEMA.names if c in recs}
         data["record"] = pos
         data["params"] = [None if p is None else json.dumps(p, sort_keys=True) for p in prm]
-        rel = {s: _rel(s, root) for s in set(recs["source"])}  # a few files a host: each resolved once
-        data["source"] = [rel[s] for s in recs["source"]]
-        data["crypto"] = [
-            json.dumps(crypto[k], sort_keys=True) if k in crypto else None
-            for k in zip(recs["host"], recs["index"], recs["benchmark"], recs["repetition"], strict=True)
-        ]
+        data["source"] = map_distinct(recs["source"], lambda s: _rel(s, root))  # a few files a host
+        keys = zip(recs["host"], recs["index"], recs["benchmark"], recs["repetition"], strict=True)
+        data["crypto"] = (
+            [json.dumps(crypto[k], sort_keys=True) if k in crypto else None for k in keys]
+            if crypto
+            else [None] * len(recs)
+        )
         self._write("records", tmp, f"{_file(host)}.parquet", data)
 
     def _write_obs(self, tmp: Path, host: str, obs: pd.DataFrame, new_pos: np.ndarray) -> None:
@@ -548,10 +549,22 @@ class Store:
             "groups": [str(recs["groups"].iloc[0])],
             **{k: [v] for k, v in fp.items()},
             "cc_technology": [str(recs["cc_technology"].iloc[0])],
-            "first_started_at": [min(starts) if len(starts) else None],
+            "first_started_at": [min(starts.unique()) if len(starts) else None],
             "sysinfo": [None if info is None else json.dumps(info, sort_keys=True)],
         }
         self._write("hosts", tmp, f"{_file(host)}.parquet", data)
+
+
+def map_distinct(col: pd.Series, fn: Callable[[Any], Any]) -> list[Any]:
+    """``[fn(v) for v in col]`` with ``fn`` called once per distinct value (a few source files or
+    parameter sets over many records; equal values share one result)."""
+    vals = col.to_numpy(dtype=object)
+    codes, uniq = pd.factorize(vals, use_na_sentinel=True)
+    out = np.empty(len(uniq) + 1, dtype=object)
+    out[: len(uniq)] = [fn(v) for v in uniq]
+    if (codes < 0).any():
+        out[-1] = fn(vals[int(np.flatnonzero(codes < 0)[0])])
+    return out[codes].tolist()
 
 
 def _file(host: str) -> str:

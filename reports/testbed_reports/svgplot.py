@@ -281,7 +281,7 @@ def ecdf(
     for i, m in enumerate(shown):
         series = {lab: v for (met, lab), v in values.items() if met == m}
         f, scaled = display.common_scale(
-            [x for v in series.values() for x in np.asarray(v, float)], units.get(m, "")
+            np.concatenate([np.asarray(v, float).ravel() for v in series.values()]), units.get(m, "")
         )
         with np.errstate(over="ignore"):  # a value past the float range on this scale is not drawn
             series = {lab: np.asarray(v, dtype=float) / f for lab, v in series.items()}
@@ -343,7 +343,7 @@ def histograms(samples: dict[str, np.ndarray], unit: str) -> str:
     the x axis on the scale ``display`` picks for ``unit``."""
     names = list(samples)[:MAX_HIST_PANELS]
     vals = [np.asarray(samples[n], dtype=float) for n in names]
-    f, scaled = display.common_scale([x for v in vals for x in v], unit)
+    f, scaled = display.common_scale(np.concatenate([v.ravel() for v in vals]) if vals else np.zeros(0), unit)
     vals = [v / f for v in vals]
     lo = min((float(v.min()) for v in vals if len(v)), default=0.0)
     hi = max((float(v.max()) for v in vals if len(v)), default=1.0)

@@ -282,3 +282,48 @@ def test_columns_written_column_wise_are_the_list_paths(tmp_path: Path) -> None:
     got, want = _text_set(lab), set(lab.astype(str))
     assert {x for x in got if isinstance(x, str)} == {x for x in want if isinstance(x, str)}
     assert any(pd.isna(x) for x in got) == any(pd.isna(x) for x in want)  # the missing value
+
+
+def test_the_compact_paths_are_the_per_value_ones() -> None:
+    """Issue 36's array paths give what the per-row Python paths gave: a run's grouping key from
+    metric codes, run order from start-time ranks, an axis scale from a float array."""
+    from testbed_reports import display
+    from testbed_reports.diagnostics import run_order
+    from testbed_reports.runs import _text_codes
+
+    metric = pd.Series(["b", "a", "c", "b", "a"], dtype="category")
+    for col in (metric, metric.astype(object)):
+        codes = _text_codes(col)
+        text = col.astype(str).to_numpy(dtype=object)
+        assert [(codes == codes[i]).tolist() for i in range(5)] == [
+            (text == text[i]).tolist() for i in range(5)
+        ]
+    starts = ["2026-01-02T00:00:00Z", "2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z", "2025-12-31T23:59:59Z"]
+    obs = pd.DataFrame({"started_at": np.asarray(starts, dtype=object), "repetition": [0, 2, 1, 5]})
+    assert run_order(obs).tolist() == [3, 2, 1, 0]
+    rng = np.random.default_rng(7)
+    for vals in (rng.lognormal(-9, 3, 1001), np.array([0.0, np.nan, 2e6, -3e3, np.inf]), np.zeros(0)):
+        assert display.common_scale(vals, "s") == display.common_scale(vals.tolist(), "s")
+        assert display.common_scale(vals, "B/s") == display.common_scale(vals.tolist(), "B/s")
+
+
+def test_groups_from_category_codes_are_pandas_groups() -> None:
+    """``numerics.key_groups`` (a count per code combination) gives pandas' groupby table and
+    group numbers: unobserved combinations left out, rows in any order, and through pandas for
+    keys that are not categorical or have a missing value."""
+    from testbed_reports.numerics import key_groups
+
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame(
+        {
+            "a": pd.Categorical(rng.choice(["x", "y", "z"], 500), categories=["z", "x", "y", "w"]),
+            "b": pd.Categorical(rng.choice(["p", "q"], 500)),
+            "c": rng.choice(["u", "v"], 500),
+        }
+    )
+    for keys, frame in ((["a", "b"], df), (["b", "a"], df[df["a"] != "x"]), (["a", "c"], df)):
+        for part in (frame, frame.assign(a=frame["a"].where(frame.index % 7 > 0))):
+            table, codes = key_groups(part, keys, "n")
+            grouped = part.groupby(keys, observed=True, sort=True)
+            pd.testing.assert_frame_equal(table, grouped.size().reset_index(name="n"))
+            np.testing.assert_array_equal(codes, grouped.ngroup().to_numpy())
