@@ -16,8 +16,8 @@ user/system split, which reads 30-40 % high for a task throttled at 0.07 vCPU. T
 1769/128 MB comes from the handler wall times. Target: each within +-10 %. The bench splits that
 ratio into the wall-share ratio (the emulator's enforcement) and the ratio of CPU seconds the same
 call took in each tier: on 2026-11-29 the shares' ratio was within 2 % of the profile while the CPU
-per call was 0.53-0.62 s at 1769 MB (0.62 when the first call with the work was counted, before
-the uncounted warm-up call with the work was added) and 0.59-0.60 s in the throttled tiers, which
+per call was 0.53-0.62 s at 1769 MB (0.62 in a run before the uncounted warm-up call with the
+work was added, 0.53 in one after it) and 0.59-0.60 s in the throttled tiers, which
 moves the handler-time ratio to 13.2-15.2.
 Run: .venv/bin/python bench/faas_tier_fidelity.py [--runs N] [--work N]
 """
