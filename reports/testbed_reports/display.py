@@ -68,13 +68,14 @@ def scale_for(magnitude: float, unit: str) -> tuple[float, str]:
 
 def common_scale(values: Iterable[float], unit: str) -> tuple[float, str]:
     """One scale for several values (a table column or an axis): the one of their median magnitude
-    (of a float array without a Python object per value)."""
-    if isinstance(values, np.ndarray) and values.dtype.kind == "f":
-        a = np.abs(values[np.isfinite(values) & (values != 0)])
-        k = len(a) // 2
-        return scale_for(float(np.partition(a, k)[k]) if len(a) else 0.0, unit)
-    mags = sorted(abs(v) for v in values if v is not None and math.isfinite(v) and v != 0)
-    return scale_for(mags[len(mags) // 2] if mags else 0.0, unit)
+    (missing, zero and non-finite values left out; a numeric array is used as it is)."""
+    if isinstance(values, np.ndarray) and values.dtype.kind in "fiu":
+        a = values.astype(float, copy=False).ravel()
+    else:
+        a = np.fromiter((v for v in values if v is not None), dtype=float)
+    mags = np.abs(a[np.isfinite(a) & (a != 0)])
+    k = len(mags) // 2
+    return scale_for(float(np.partition(mags, k)[k]) if len(mags) else 0.0, unit)
 
 
 def number(v: float | None, digits: int = 3) -> str:

@@ -355,7 +355,7 @@ class Store:
         root, _ = run_files(path)
         srcs = sources(path, digest=True)
         out = []
-        for run_id in sorted(set(ds.records["run_id"].unique())):
+        for run_id in sorted(ds.records["run_id"].unique()):
             run = run_hint or self._run_name(run_id, ds)
             out.append(self._write_run(run, run_id, ds, root, srcs))
         self._write_meta()
@@ -406,7 +406,7 @@ class Store:
                 crypto[(c["host"], c.get("index", -1), c["benchmark"], c["repetition"])] = c
         tmp = Path(tempfile.mkdtemp(prefix=".adding-", dir=self._ensure_root()))
         try:
-            hosts = sorted(set(recs["host"].astype(str).unique()))
+            hosts = sorted(recs["host"].astype(str).unique())
             for host in hosts:
                 hmask = (recs["host"].astype(str) == host).to_numpy()
                 self._write_records(
@@ -425,8 +425,8 @@ class Store:
                 records=len(recs),
                 observations=len(obs),
                 hosts=hosts,
-                labels=sorted(set(recs["label"].astype(str).unique())),
-                sessions=sorted(set(recs["session"].dropna().astype(str).unique())),
+                labels=sorted(recs["label"].astype(str).unique()),
+                sessions=sorted(recs["session"].dropna().astype(str).unique()),
             )
             self._remove_run(run)
             for table in TABLES:
