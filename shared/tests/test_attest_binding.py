@@ -7,10 +7,8 @@ from __future__ import annotations
 import base64
 import json
 import shutil
-import socket
 import subprocess
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,6 +28,7 @@ from attestforge import (
     tdx_quote_v4,
 )
 from cryptography.hazmat.primitives import serialization
+from swtpmproc import start_swtpm
 
 from testbed_reports.audit import audit_host
 from testbed_shared.attest.binding import Binder
@@ -42,12 +41,6 @@ class Ident:
     run_id: str = "run1"
     host: str = "cvm-1"
     plan_sha256: str = "cd" * 32
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _tpm(tcti: str, *args: str) -> bytes:
@@ -101,35 +94,7 @@ def _swtpm(state: Path, hcl_for_ak) -> tuple[subprocess.Popen, str]:
     assert shutil.which("swtpm") and shutil.which("tpm2_quote"), (
         "swtpm and tpm2-tools come from scripts/apt-packages.txt"
     )
-    port = _port()  # the swtpm TCTI talks to the control channel on port + 1
-    proc = subprocess.Popen(
-        [
-            "swtpm",
-            "socket",
-            "--tpm2",
-            "--tpmstate",
-            f"dir={state}",
-            "--server",
-            f"type=tcp,port={port},bindaddr=127.0.0.1",
-            "--ctrl",
-            f"type=tcp,port={port + 1},bindaddr=127.0.0.1",
-            "--flags",
-            "not-need-init,startup-clear",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    tcti = f"swtpm:host=127.0.0.1,port={port}"
-    for _ in range(50):
-        try:
-            _tpm(tcti, "getrandom", "4")
-            break
-        except subprocess.CalledProcessError as exc:
-            last = exc.stderr
-            time.sleep(0.1)
-    else:
-        proc.terminate()
-        raise AssertionError(f"swtpm did not answer: {last}")
+    proc, tcti = start_swtpm(state, state.parent / "swtpm.log")
     ctx = state / "ak.ctx"
     _tpm(
         tcti,

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import fcntl
 import getpass
+import importlib.util
 import json
 import os
 import shutil
@@ -55,22 +56,19 @@ INVENTORY = "inventory/azure.yml"
 CONSTRUCTED = "inventory/azure.constructed.yml"
 
 
+def _swtpm_starter():
+    """``start_swtpm`` of shared/tests/swtpmproc.py (one way to start a race-free swtpm for the
+    tests and the rehearsal), loaded by path: this script runs outside pytest's import paths."""
+    spec = importlib.util.spec_from_file_location("swtpmproc", ROOT / "shared/tests/swtpmproc.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.start_swtpm
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def _free_port_pair() -> int:
-    for _ in range(100):
-        port = _free_port()
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port + 1))
-            except OSError:
-                continue
-        return port
-    raise SystemExit("rehearsal: no two free neighbouring ports on 127.0.0.1")
 
 
 #: what a rehearsal writes in its work directory and a new one must not trust (the SSH keys stay)
@@ -272,29 +270,15 @@ def vtpms(work: Path, report: Path, inventory: Path) -> Iterator[dict[str, str]]
         )
     if not report.is_file():
         raise SystemExit(f"rehearsal: the HCL report {report} is missing; --no-vtpm runs without vTPMs")
+    start_swtpm = _swtpm_starter()
     procs, tctis = [], {}
     try:
         for host in _confidential_hosts(inventory):
             state = work / "vtpm" / host
             state.mkdir(parents=True, exist_ok=True)
-            port = _free_port_pair()  # the swtpm TCTI expects the control channel at port + 1
-            ctrl = port + 1
-            args = [
-                "swtpm",
-                "socket",
-                "--tpm2",
-                "--tpmstate",
-                f"dir={state}",
-                "--flags",
-                "not-need-init,startup-clear",
-            ]
-            args += ["--server", f"type=tcp,port={port},bindaddr=127.0.0.1"]
-            args += ["--ctrl", f"type=tcp,port={ctrl},bindaddr=127.0.0.1"]
-            procs.append(
-                subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=(state / "swtpm.log").open("w"))
-            )
-            (state / "swtpm.pid").write_text(f"{procs[-1].pid}\n")
-            tctis[host] = f"swtpm:host=127.0.0.1,port={port}"
+            proc, tctis[host] = start_swtpm(state, state / "swtpm.log")
+            procs.append(proc)
+            (state / "swtpm.pid").write_text(f"{proc.pid}\n")
             _nv_write(tctis[host], report)
         yield tctis
     finally:
