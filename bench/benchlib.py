@@ -13,6 +13,7 @@ comes from the one core, ``testbed_shared.intervals``; the quantile intervals ar
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -217,6 +218,34 @@ class Progress:
         )
 
 
+class OthersCpu:
+    """The CPU time processes outside this bench used while it ran, as a share of the machine.
+
+    The load average counts the bench's own busy processes (a kernel and its client make it 2 on
+    2 CPUs), so it cannot say whether a machine was quiet. This takes the busy time of all CPUs
+    (/proc/stat: user, nice, system, irq, softirq, steal) and subtracts this process's and its
+    reaped children's CPU time (``os.times``): what is left is the others' work. Call
+    :meth:`share` after the bench's children are reaped."""
+
+    def __init__(self) -> None:
+        self.start = self._now()
+
+    @staticmethod
+    def _now() -> tuple[float, float, float]:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+        tick = os.sysconf("SC_CLK_TCK")
+        busy = (fields[0] + fields[1] + fields[2] + fields[5] + fields[6] + fields[7]) / tick
+        t = os.times()
+        return time.monotonic(), busy, t.user + t.system + t.children_user + t.children_system
+
+    def share(self) -> float:
+        """The others' CPU time since this was made, as a fraction of all CPUs' wall time."""
+        now = self._now()
+        wall = (now[0] - self.start[0]) * (os.cpu_count() or 1)
+        return max(0.0, (now[1] - self.start[1]) - (now[2] - self.start[2])) / wall if wall > 0 else 0.0
+
+
 def _dur(s: float) -> str:
     s = max(0, round(s))
     return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
@@ -229,6 +258,7 @@ def headline(text: str) -> None:
 
 __all__ = [
     "AtLeast",
+    "OthersCpu",
     "Progress",
     "Ratio",
     "against",

@@ -10,8 +10,16 @@ fresh kernel per run, as the runner executes it (``NotebookWorkload.run``).
    end is at most 1 %, "not met" when its lower end is above, otherwise "not shown" with the runs
    that would decide at the CV seen. Runs continue to the next look until decided, the cap, or the
    time budget (``--budget-s``), and the bench says which. The target is a quiet machine's: when the
-   load average went above ``--quiet-load`` (1) during the runs, the CV is printed without a verdict.
-2. The agent's timing overhead: total wall time minus the cell times minus kernel start-up, as a
+   other processes of the machine (not this bench's: :class:`benchlib.OthersCpu`) used more than
+   ``--quiet-share`` (5 %) of its CPUs during the runs, the CV is printed without a verdict. The
+   load average is printed too, but it counts the bench's own kernel and client.
+2. The machine's floor: after each counted notebook run, the notebook's code cells once more in a
+   fresh bare Python on the same CPU (no kernel, no agent; the prints go to /dev/null). Its CV is
+   what this machine gives the same work without the toolkit. When even its interval lies above
+   the target, the target cannot be reached on this machine and the bench says so, with the ratio
+   of the two run-to-run spreads (notebook sd / floor sd, an F interval) as what the toolkit adds.
+   ``--no-floor`` leaves it out.
+3. The agent's timing overhead: total wall time minus the cell times minus kernel start-up, as a
    fraction of the total (target: below 2 %), mean with its t interval.
 
 ``--pin`` (default on machines with 2 or more CPUs) runs the kernel on the last CPU (a kernelspec of
@@ -29,12 +37,14 @@ import math
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+import scipy.stats as sps
 
 from testbed_agent.plan import Benchmark
 from testbed_agent.workloads.base import RunContext
@@ -42,10 +52,25 @@ from testbed_agent.workloads.notebook import NotebookWorkload
 from testbed_reports.numerics import cv_ci
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import ALPHA, Progress, against, looks, mean_interval
+from benchlib import ALPHA, OthersCpu, Progress, against, looks, mean_interval
 
 TARGET_CV = 1.0
 PINNED_KERNEL = "python3-pinned"
+NOTEBOOK = Path(__file__).resolve().parent.parent / "kaggle_notebooks" / "SimplePrime.ipynb"
+#: the floor arm: the notebook's code cells in order (``scale`` set after the parameters cell) in
+#: a bare interpreter; prints its own time in seconds on stderr
+FLOOR_RUNNER = """
+import json, sys, time
+cells = json.load(open(sys.argv[1]))["cells"]
+ns = {}
+start = time.perf_counter()
+for cell in cells:
+    if cell["cell_type"] == "code":
+        exec("".join(cell["source"]), ns)
+        if "parameters" in cell.get("metadata", {}).get("tags", []):
+            ns["scale"] = sys.argv[2]
+sys.stderr.write(f"{time.perf_counter() - start:.6f}\\n")
+"""
 
 
 def cv(values: list[float]) -> float:
@@ -102,10 +127,28 @@ def one_run(bench: Benchmark, tmp: Path, rep: int) -> dict[str, float]:
     return {k: v["value"] for k, v in out.metrics.items()}
 
 
+def floor_run(scale: str, cpu: int | None) -> float:
+    """Seconds the notebook's code cells take in a fresh bare interpreter (on ``cpu`` if given)."""
+    pin = ["taskset", "-c", str(cpu)] if cpu is not None else []
+    done = subprocess.run(
+        [*pin, sys.executable, "-c", FLOOR_RUNNER, str(NOTEBOOK), scale],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    if done.returncode:
+        raise SystemExit(f"notebook-stability: the floor run failed: {done.stderr.strip()[-300:]}")
+    return float(done.stderr.split()[-1])
+
+
 def measure(
     bench: Benchmark, tmp: Path, args: argparse.Namespace, plan: list[int], alpha: float
 ) -> tuple[list[dict[str, float]], list[float], str]:
-    """Counted runs until a decision at a planned look, the cap or the budget: (rows, loads, why)."""
+    """Counted runs until a decision at a planned look, the cap or the budget: (rows, loads, why).
+    Each row holds the notebook run's metrics, ``floor_s`` (with the floor arm) and ``others``
+    (the other processes' share of the CPUs during the pair)."""
     start = time.monotonic()
     for w in range(args.warmup):
         m = one_run(bench, tmp, -1 - w)
@@ -114,29 +157,53 @@ def measure(
     loads: list[float] = []
     prog = Progress("SimplePrime runs", args.cap)
     while len(rows) < args.cap:
-        begun, load0 = time.monotonic(), os.getloadavg()[0]
+        begun, load0, others = time.monotonic(), os.getloadavg()[0], OthersCpu()
         m = one_run(bench, tmp, len(rows))
+        floor = ""
+        if args.floor:
+            m["floor_s"] = floor_run(args.scale, args.kernel_cpu)
+            floor = f"; floor {m['floor_s']:.3f} s"
+        m["others"] = others.share()
         rows.append(m)
         loads += [load0, os.getloadavg()[0]]
         prog.step(
             f"wall {m['wall_s']:.3f} s = kernel start {m['kernel_startup_s']:.3f} + cells "
-            f"{m['cells_s']:.3f} + overhead {m['overhead_s'] * 1000:.1f} ms; "
-            f"load {load0:.2f} -> {loads[-1]:.2f}"
+            f"{m['cells_s']:.3f} + overhead {m['overhead_s'] * 1000:.1f} ms{floor}; "
+            f"others {100 * m['others']:.1f} % of the CPUs, load {load0:.2f} -> {loads[-1]:.2f}"
         )
+        quiet = max(r["others"] for r in rows) <= args.quiet_share
         decided = cv_decision([r["cells_s"] for r in rows], TARGET_CV, alpha)[3] in ("met", "not met")
-        if len(rows) in plan and decided and max(loads) <= args.quiet_load:
+        if len(rows) in plan and quiet and (decided or below_floor(rows, alpha)):
             return rows, loads, f"a decision at the look after run {len(rows)}"
         if len(rows) < args.cap and time.monotonic() - start + (time.monotonic() - begun) > args.budget_s:
             return rows, loads, f"the time budget ({args.budget_s:.0f} s) after run {len(rows)}"
     return rows, loads, "the cap"
 
 
+def below_floor(rows: list[dict[str, float]], alpha: float) -> bool:
+    """Whether the floor arm's CV interval lies wholly above the target (unreachable here)."""
+    floors = [r["floor_s"] for r in rows if "floor_s" in r]
+    return len(floors) >= 2 and cv_decision(floors, TARGET_CV, alpha)[3] == "not met"
+
+
+def sd_ratio(a: list[float], b: list[float], alpha: float) -> tuple[float, float, float]:
+    """sd(a) / sd(b) of two independent normal samples with its F interval at 1 - ``alpha``."""
+    f = statistics.variance(a) / statistics.variance(b)
+    d1, d2 = len(a) - 1, len(b) - 1
+    lo = f / sps.f.ppf(1 - alpha / 2, d1, d2)
+    hi = f / sps.f.ppf(alpha / 2, d1, d2)
+    return math.sqrt(f), math.sqrt(lo), math.sqrt(hi)
+
+
 def report(rows: list[dict[str, float]], alpha: float, busy: str) -> None:
     cells = [r["cells_s"] for r in rows]
     c, lo, hi, verdict = cv_decision(cells, TARGET_CV, alpha)
+    floors = [r["floor_s"] for r in rows if "floor_s" in r]
     tail = ""
     if busy:
         verdict = f"no verdict: {busy}"
+    elif verdict != "met" and below_floor(rows, alpha):
+        verdict = "not reachable on this machine (below its floor, next line)"
     elif verdict not in ("met", "not met"):
         more = runs_needed(c, TARGET_CV, alpha, len(rows))
         tail = f"; about {more} runs would decide at this CV" if more else ""
@@ -145,6 +212,18 @@ def report(rows: list[dict[str, float]], alpha: float, busy: str) -> None:
         f"{c:.2f} % [{lo:.2f}, {hi:.2f}] (Vangel {1 - alpha:.2%}) -> {verdict}{tail}   "
         f"target: at most {TARGET_CV:g} % (quiet machine)"
     )
+    if len(floors) >= 2:
+        fc, flo, fhi, fverdict = cv_decision(floors, TARGET_CV, alpha)
+        print(
+            f"  the machine's floor: the same code cells in a bare Python on the same CPU, mean "
+            f"{statistics.mean(floors):.3f} s: CV {fc:.2f} % [{flo:.2f}, {fhi:.2f}] -> {fverdict} "
+            "against the same target"
+        )
+        r, rlo, rhi = sd_ratio(cells, floors, alpha)
+        print(
+            f"  what the toolkit adds: run-to-run sd, notebook / bare Python, {r:.2f} [{rlo:.2f}, {rhi:.2f}] "
+            f"(F {1 - alpha:.2%}; 1 = no more spread than the machine's own)"
+        )
     walls = [r["wall_s"] for r in rows]
     cw = cv(walls)
     wlo, whi = (float(x[0]) for x in cv_ci([cw], [len(walls)], alpha))
@@ -166,7 +245,13 @@ def main() -> int:
     ap.add_argument("--cap", type=int, default=14, help="runs at most (default 14)")
     ap.add_argument("--budget-s", type=float, default=240, help="no new run after this (default 240)")
     ap.add_argument(
-        "--quiet-load", type=float, default=1.0, help="a quiet machine's highest load average (default 1)"
+        "--quiet-share",
+        type=float,
+        default=0.05,
+        help="a quiet machine: other processes use at most this share of its CPUs (default 0.05)",
+    )
+    ap.add_argument(
+        "--no-floor", dest="floor", action="store_false", help="leave out the bare-Python floor runs"
     )
     ap.add_argument("--warmup", type=int, default=1, help="runs first, not counted (default 1)")
     ap.add_argument(
@@ -189,6 +274,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="nb-bench-") as d:
         tmp = Path(d)
         kernel, where = "python3", "placement left to the scheduler"
+        args.kernel_cpu = cpus[-1] if pinned else None
         if pinned:
             pinned_kernelspec(tmp / "jupyter", cpus[-1])
             os.sched_setaffinity(0, cpus[:-1])
@@ -208,8 +294,12 @@ def main() -> int:
         f"{min(loads):.2f}-{max(loads):.2f} on {os.cpu_count()} CPUs during the runs"
     )
     busy = ""
-    if max(loads) > args.quiet_load:
-        busy = f"the load average reached {max(loads):.2f} (above {args.quiet_load:g}: not a quiet machine)"
+    others = max(r["others"] for r in rows)
+    if others > args.quiet_share:
+        busy = (
+            f"other processes used up to {100 * others:.0f} % of the CPUs "
+            f"(above {100 * args.quiet_share:g} %: not a quiet machine)"
+        )
     report(rows, alpha, busy)
     return 0
 

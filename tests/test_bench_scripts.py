@@ -1,13 +1,16 @@
 """`make bench`'s scripts keep working as the code under them changes: each answers --help (its
 imports and options), and the two FaaS benchmarks run end to end at their smallest size through the
 toolkit's service launcher (faas_tier_fidelity.py still unpacked the launcher's old tuple and failed
-in make bench). The figures at this size mean nothing and are not checked: make bench measures."""
+in make bench), and so does the notebook bench with its bare-Python floor arm. The figures at this
+size mean nothing and are not checked: make bench measures."""
 
 from __future__ import annotations
 
 import math
+import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -39,6 +42,36 @@ def test_faas_overhead_runs_through_the_launcher() -> None:
     assert res.returncode == 0, res.stderr[-3000:]
     assert "warm-call overhead" in res.stdout and "target: below 1 ms" in res.stdout
     assert "cold start (" in res.stdout and "target: below 100 ms" in res.stdout
+
+
+def test_notebook_stability_runs_both_arms() -> None:
+    """SimplePrime at quick scale, two counted runs: the notebook through the agent's workload and
+    the same code cells in a bare Python after each, then the floor and the spread ratio."""
+    small = ("--scale", "quick", "--first", "2", "--cap", "2", "--warmup", "0")
+    res = _bench("bench/notebook_stability.py", *small)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert res.stdout.count("floor ") >= 2 and "% of the CPUs" in res.stdout, res.stdout
+    assert "the machine's floor: the same code cells in a bare Python" in res.stdout, res.stdout
+    assert "what the toolkit adds: run-to-run sd, notebook / bare Python" in res.stdout, res.stdout
+
+
+def test_others_cpu_counts_a_process_that_is_not_the_benchs() -> None:
+    """benchlib.OthersCpu: a busy process this bench did not start (nor reap) is the others' work;
+    one CPU busy for the 1.5 s looked at is 1 / CPUs of the machine's time (counted: at least 0.6 of
+    that; what else runs only adds to it)."""
+    busy = subprocess.Popen(
+        [sys.executable, "-c", "import time\nt = time.monotonic()\nwhile time.monotonic() - t < 3: pass"],
+        start_new_session=True,
+    )
+    try:
+        time.sleep(0.5)
+        others = benchlib.OthersCpu()
+        time.sleep(1.5)
+        share = others.share()
+    finally:
+        busy.kill()
+        busy.wait()
+    assert share >= 0.6 / (os.cpu_count() or 1), share
 
 
 # -- the decision rules of the benches, calibrated by simulation with known truth -------------------
