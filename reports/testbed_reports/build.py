@@ -28,7 +28,8 @@ from testbed_reports.export import parameter_anova
 from testbed_reports.fingerprint import fingerprints, label_factors, mismatches
 from testbed_reports.inference import DEFAULT_MARGIN, Decision, MachineSpread, primary_set
 from testbed_reports.load import Dataset
-from testbed_reports.runs import runs
+from testbed_reports.numerics import distinct_rows
+from testbed_reports.runs import Runs
 from testbed_reports.stats import MIN_N_CV_CI, describe
 from testbed_shared.atomic import write_atomically
 from testbed_shared.intervals import share_interval
@@ -138,17 +139,20 @@ def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
     return [_clean(r) for r in df.astype(object).to_dict(orient="records")]
 
 
-def factorial(ds: Dataset, factors: pd.DataFrame, log: bool = True) -> list[dict[str, Any]]:
+def factorial(
+    ds: Dataset, factors: pd.DataFrame, log: bool = True, shared: Runs | None = None
+) -> list[dict[str, Any]]:
     """Two-way ANOVA per benchmark metric for each pair of fully crossed label factors.
 
     On the log scale by default (multiplicative effects; raw when a value is not positive or on
-    request), over runs (runs.py). Wherever labels have machines as replicates the machine means
-    are the observations (anova.label_anova), so the residual is machine-to-machine variation.
+    request), over runs (runs.py; ``shared``: the runs of ``ds.obs`` when the caller has them).
+    Wherever labels have machines as replicates the machine means are the observations
+    (anova.label_anova), so the residual is machine-to-machine variation.
     """
     out: list[dict[str, Any]] = []
     if ds.obs.empty:
         return out
-    obs = runs(ds.obs)
+    obs = (shared or Runs.of(ds.obs)).frame
     labels = obs["label"].cat.categories
     label_codes = obs["label"].cat.codes.to_numpy()
     host_codes = obs["host"].cat.codes.to_numpy()
@@ -470,15 +474,18 @@ def build(
     problems = [p for _, p in flagged]
     factors = label_factors(fp)
     labels = _labels(ds)
-    desc = describe(ds.obs)
-    notes, drift = findings(ds.obs, drift_p)
+    shared = Runs.of(ds.obs)  # the runs and their groups, once for every statistic below
+    desc = describe(ds.obs, shared)
+    notes, drift = findings(ds.obs, drift_p, shared)
     keys = zip(desc["benchmark"], desc["metric"], desc["label"], strict=True)
     desc["diagnostics"] = ["; ".join(notes.get(k, [])) for k in keys]
     pairs = parse_pairs(list(compare_specs), labels) if compare_specs else auto_pairs(factors)
     per_bench = {**ds.margins, **(margins or {})}
     measured = _measured(blocked(ds))
     compared = desc[desc["benchmark"].astype(str).isin(_text_set(measured["benchmark"]))]  # no facts
-    cmp = compare(measured, compared, pairs, margin, per_bench, notes, windows(ds.records), prior, drift)
+    same = shared if measured is ds.obs else None  # no fact and no block column: the same runs
+    win = windows(ds.records)
+    cmp = compare(measured, compared, pairs, margin, per_bench, notes, win, prior, drift, shared=same)
     suspect = {lab for lab, _ in flagged}
     if len(cmp):
         bad_rows = cmp["a"].isin(suspect) | cmp["b"].isin(suspect)
@@ -486,7 +493,7 @@ def build(
         cmp.loc[bad_rows, "verdict"] = "EVIDENCE MISMATCH: " + cmp.loc[bad_rows, "verdict"]
     else:
         cmp["evidence_mismatch"] = pd.Series(dtype=bool)
-    anova = factorial(ds, factors, anova_log)
+    anova = factorial(ds, factors, anova_log, shared)
     counts, bad = _status(ds)
     rep = Report(
         out,
@@ -689,7 +696,7 @@ def _extra_sections(rep: Report, ds: Dataset) -> list[dict[str, Any]]:
 def _figures_section(rep: Report, ds: Dataset) -> dict[str, Any] | None:
     if ds.obs.empty:
         return None
-    pairs = ds.obs[["benchmark", "type"]].drop_duplicates().astype(str)
+    pairs = distinct_rows(ds.obs, ["benchmark", "type"]).astype(str)
     types = dict(zip(pairs["benchmark"], pairs["type"], strict=True))
     palette = plots.colors(_labels(ds))
     return figures.section(rep.descriptives, types, label_factors(rep.fingerprints), palette)
@@ -755,8 +762,11 @@ MAX_HEADLINE_GROUPS = 12
 _ORDER = {"slower": 0, "faster": 1, "equivalent": 2, "inconclusive": 3}
 
 
-def _headline(rep: Report, ds: Dataset, palette: dict[str, str]) -> dict[str, Any]:
-    """The report's first screen: the decisions on primary metrics and one figure per benchmark."""
+def _headline(
+    rep: Report, ds: Dataset, palette: dict[str, str], primary: set[tuple[str, str]] | None = None
+) -> dict[str, Any]:
+    """The report's first screen: the decisions on primary metrics and one figure per benchmark
+    (``primary``: ``primary_set(ds.obs)`` when the caller has it)."""
     cmp = rep.comparisons
     prim = cmp[cmp["primary"].astype(bool)] if len(cmp) else cmp
     decisions = []
@@ -796,7 +806,7 @@ def _headline(rep: Report, ds: Dataset, palette: dict[str, str]) -> dict[str, An
         "counts": counts,
         "total": len(decisions),
         "secondary": int(len(cmp) - len(prim)),
-        "figures": _primary_figures(rep.descriptives, ds, palette),
+        "figures": _primary_figures(rep.descriptives, ds, palette, primary),
         "power": [power_text(p) for p in rep.power],
         "next": NEXT_COMMANDS if not (kinds - {"explicit"}) else (),
     }
@@ -820,10 +830,13 @@ def _decision_of(r: Mapping[str, Any]) -> Decision:
     )
 
 
-def _primary_figures(desc: pd.DataFrame, ds: Dataset, palette: dict[str, str]) -> list[dict[str, Any]]:
+def _primary_figures(
+    desc: pd.DataFrame, ds: Dataset, palette: dict[str, str], primary: set[tuple[str, str]] | None = None
+) -> list[dict[str, Any]]:
     """One figure per benchmark: its primary metrics' means per label with their intervals (the
-    machine fingerprint, type sysinfo, is a fact, not a benchmark: no figure)."""
-    primary = primary_set(ds.obs)
+    machine fingerprint, type sysinfo, is a fact, not a benchmark: no figure; ``primary``:
+    ``primary_set(ds.obs)`` when the caller has it)."""
+    primary = primary_set(ds.obs) if primary is None else primary
     kinds = ds.obs[["benchmark", "type"]].drop_duplicates(subset="benchmark", keep="last")  # per benchmark
     types = dict(zip(kinds["benchmark"].astype(str), kinds["type"].astype(str), strict=True))
     out = []
@@ -1060,7 +1073,7 @@ def _render(name: str, rep: Report, bad: pd.DataFrame, ds: Dataset, labels: list
             generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
             version=__version__,
             problems=rep.problems,
-            headline=_headline(rep, ds, palette),
+            headline=_headline(rep, ds, palette, primary),
             overview=overview,
             labels=labels,
             comparisons=_records(rep.comparisons),

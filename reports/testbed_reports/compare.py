@@ -36,6 +36,7 @@ from testbed_reports.inference import (
     sides,
     units_needed,
 )
+from testbed_reports.runs import Runs
 from testbed_shared.groups import PAIRS
 
 CC_PAIRS = PAIRS  # each confidential group and its baseline (testbed_shared.groups)
@@ -229,9 +230,11 @@ def cells(
     margin: float = DEFAULT_MARGIN,
     margins: Mapping[str, float] | None = None,
     prior: MachineSpread | None = None,
+    shared: Runs | None = None,
 ) -> list[_Cell]:
-    """The analysis cells of every pair and (benchmark, metric) measured on both labels."""
-    sd = sides(obs)
+    """The analysis cells of every pair and (benchmark, metric) measured on both labels
+    (``shared``: the runs of ``obs`` when the caller has them, ``runs.Runs``)."""
+    sd = sides(obs, shared)
     primary = primary_set(obs)
     d = {(r["benchmark"], r["metric"], r["label"]): r for r in desc.to_dict(orient="records")}
     by_label: dict[str, set[tuple[str, str]]] = {}
@@ -261,19 +264,21 @@ def compare(
     windows: Mapping[str, tuple] | None = None,
     prior: MachineSpread | None = None,
     drift: Mapping[tuple[str, str, str], list[Drift]] | None = None,
+    shared: Runs | None = None,
 ) -> pd.DataFrame:
     """One row per pair and (benchmark, metric) measured on both labels, with its decision.
 
     ``prior`` is an optional machine-spread prior (one-machine sides become type-level); ``drift``
     the drifting machines per (benchmark, metric, label) (``diagnostics.findings``; computed from
     ``obs`` when not given): a run-level verdict says that their level moved and that the
-    statement is about the mean over the runs measured.
+    statement is about the mean over the runs measured; ``shared`` the runs of ``obs`` when the
+    caller has them (``runs.Runs``: computed once for describe, findings and compare).
     """
     if not pairs or obs.empty:
         return pd.DataFrame(columns=COMPARE_COLUMNS)
     if drift is None:
-        drift = findings(obs)[1]
-    todo = cells(obs, desc, pairs, margin, margins, prior)
+        drift = findings(obs, shared=shared)[1]
+    todo = cells(obs, desc, pairs, margin, margins, prior, shared)
     outcomes = analyse([c.cell for c in todo])
     return pd.DataFrame(
         [_row(c, o, notes or {}, windows or {}, drift) for c, o in zip(todo, outcomes, strict=True)],

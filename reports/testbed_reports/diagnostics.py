@@ -24,8 +24,8 @@ import pandas as pd
 from scipy import special as spf
 from scipy import stats as sps
 
-from testbed_reports.numerics import key_groups
-from testbed_reports.runs import runs
+from testbed_reports.numerics import group_max
+from testbed_reports.runs import Runs, as_runs, group_ranks, ranks_in_sequence, run_order
 
 #: robust z (distance from the median in MADs x 1.4826) beyond which a run is flagged an outlier,
 #: checked from OUTLIER_MIN_N runs (normal data, 10 runs: 3.5 % of machines get a false flag; 3.5 gave 12 %)
@@ -44,37 +44,17 @@ MIN_RUNS = 5
 KEYS = ["benchmark", "metric", "label", "host"]
 
 
-def _host_table(obs: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
-    return key_groups(obs, KEYS, "n")
-
-
 def _sums(codes: np.ndarray, w: np.ndarray, g: int) -> np.ndarray:
     return np.bincount(codes, weights=w, minlength=g)
 
 
-def run_order(obs: pd.DataFrame) -> np.ndarray:
-    """A global order of the rows: start time (ISO 8601 text sorts in time), then repetition."""
-    start = _start_ranks(obs["started_at"]) if "started_at" in obs else np.zeros(len(obs), dtype=np.int64)
-    rep = pd.to_numeric(obs["repetition"], errors="coerce").fillna(0).to_numpy() if "repetition" in obs else 0
-    return np.lexsort((np.broadcast_to(rep, len(obs)), start)).argsort()
-
-
-def _start_ranks(col: pd.Series) -> np.ndarray:
-    """Integers that sort as ``col.astype(str)`` sorts: the rank of each distinct start time
-    (sorted once, not compared row by row as Python strings)."""
-    vals = col.to_numpy(dtype=object)
-    codes, uniq = pd.factorize(vals, sort=True, use_na_sentinel=False)
-    if all(type(u) is str for u in uniq):
-        return codes
-    return col.astype(str).to_numpy()  # a missing or non-text start: sorted as its text
-
-
 def _drift(
-    obs: pd.DataFrame, codes: np.ndarray, n: np.ndarray, order: np.ndarray | None = None
+    obs: pd.DataFrame, codes: np.ndarray, n: np.ndarray, sequence: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Spearman rho of value with run order (``run_order``, computed when not given) per group, and its p."""
-    rv = pd.Series(obs["value"].to_numpy(dtype=float)).groupby(codes).rank().to_numpy()
-    ro = pd.Series(run_order(obs) if order is None else order).groupby(codes).rank().to_numpy()
+    """Spearman rho of value with run order per group, and its p (``sequence``: the rows by group
+    in run order, ``runs.Runs.sequence``; from ``run_order`` when not given)."""
+    rv = group_ranks(obs["value"].to_numpy(dtype=float), codes)
+    ro = ranks_in_sequence(sequence, codes) if sequence is not None else group_ranks(run_order(obs), codes)
     g = len(n)
     mv, mo = _sums(codes, rv, g) / n, _sums(codes, ro, g) / n
     dv, do = rv - mv[codes], ro - mo[codes]
@@ -103,12 +83,13 @@ def cvm_sf(x: np.ndarray) -> np.ndarray:
     return np.where(ok, np.clip(1.0 - tot, 0.0, 1.0), np.where(x == 0, 1.0, np.nan))
 
 
-def _stability(y: np.ndarray, codes: np.ndarray, n: np.ndarray, order: np.ndarray) -> np.ndarray:
-    """KPSS level-stability p per group (values in run order); 1.0 below STABLE_MIN_N runs."""
+def _stability(y: np.ndarray, codes: np.ndarray, n: np.ndarray, sequence: np.ndarray) -> np.ndarray:
+    """KPSS level-stability p per group (values in run order: ``sequence``, the rows by group in
+    run order, ``runs.Runs.sequence``); 1.0 below STABLE_MIN_N runs."""
     g = len(n)
-    idx = np.lexsort((order, codes))
+    idx = sequence
     c, v = codes[idx], y[idx]
-    scale = pd.Series(np.abs(v)).groupby(c).max().reindex(range(g)).to_numpy()
+    scale = group_max(np.abs(v), c, g)
     v = v / np.where((scale > 0) & np.isfinite(scale), scale, 1.0)[c]  # eta is scale-free
     e = v - (_sums(c, v, g) / n)[c]
     csum = np.cumsum(e)
@@ -139,7 +120,7 @@ def _bimodality(values: np.ndarray, codes: np.ndarray, n: np.ndarray) -> np.ndar
     g = len(n)
     with np.errstate(all="ignore"):
         values = np.where(values > 0, np.log(np.where(values > 0, values, 1.0)), values)
-    scale = pd.Series(np.abs(values)).groupby(codes).max().reindex(range(g)).to_numpy()
+    scale = group_max(np.abs(values), codes, g)
     scale = np.where(scale > 0, scale, 1.0)
     y = values / scale[codes]
     d = y - (_sums(codes, y, g) / n)[codes]
@@ -168,23 +149,25 @@ class Drift:
 
 
 def findings(
-    obs: pd.DataFrame, stable_p: float = STABLE_P
+    obs: pd.DataFrame, stable_p: float = STABLE_P, shared: Runs | None = None
 ) -> tuple[dict[tuple[str, str, str], list[str]], dict[tuple[str, str, str], list[Drift]]]:
     """Per (benchmark, metric, label): readable notes, and the machines whose runs drift.
 
     ``stable_p``: the KPSS level-stability p below which a machine counts as drifting (``build
-    --drift-p``; a note, it changes no interval or decision: docs/report.md *Drift*).
+    --drift-p``; a note, it changes no interval or decision: docs/report.md *Drift*); ``shared``:
+    the runs of ``obs`` when the caller has them (``runs.Runs``).
     """
     if obs.empty:
         return {}, {}
-    obs = runs(obs)
-    table, codes = _host_table(obs)
+    rs = as_runs(obs, shared)
+    obs = rs.frame
+    table, codes = rs.machines()
     n = table["n"].to_numpy(dtype=float)
     values = obs["value"].to_numpy(dtype=float)
-    order = run_order(obs)
-    rho, p = _drift(obs, codes, n, order)
+    sequence = rs.sequence()
+    rho, p = _drift(obs, codes, n, sequence)
     logs = _logs(values, codes, len(n))
-    stable = _stability(logs, codes, n, order)
+    stable = _stability(logs, codes, n, sequence)
     outl = _outliers(values, codes, len(n))
     bc = _bimodality(values, codes, n)
     out: dict[tuple[str, str, str], list[str]] = {}

@@ -51,9 +51,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from testbed_reports.diagnostics import run_order
-from testbed_reports.numerics import group_moments, key_groups
-from testbed_reports.runs import runs
+from testbed_reports.numerics import distinct_rows, group_moments
+from testbed_reports.runs import Runs, as_runs
 from testbed_shared.intervals import t_quantile
 from testbed_shared.records import legacy_primary
 
@@ -153,9 +152,9 @@ class Side:
         return float(self.mean.mean()), var, df, float((1.0 / self.n).sum()) / (k * k)
 
 
-def _successive(logs: np.ndarray, codes: np.ndarray, order: np.ndarray, groups: int) -> np.ndarray:
-    """Per group: half the mean squared difference of consecutive values in run order (NaN below 2)."""
-    idx = np.lexsort((order, codes))
+def _successive(logs: np.ndarray, codes: np.ndarray, idx: np.ndarray, groups: int) -> np.ndarray:
+    """Per group: half the mean squared difference of consecutive values in run order (NaN below 2);
+    ``idx``: the rows used, by group in run order (``runs.Runs.sequence``)."""
     c, y = codes[idx], logs[idx]
     same = c[1:] == c[:-1]
     d2 = np.where(same, np.diff(y) ** 2, 0.0)
@@ -183,22 +182,26 @@ def _blocks(
     return out
 
 
-def sides(obs: pd.DataFrame) -> dict[tuple[str, str, str], Side]:
+def sides(obs: pd.DataFrame, shared: Runs | None = None) -> dict[tuple[str, str, str], Side]:
     """Per (benchmark, metric, label): the per-machine log moments of the runs (vectorised), the
     successive-difference variance of each machine's runs in run order, and the block means of a
-    one-machine label whose runs carry blocks."""
+    one-machine label whose runs carry blocks (``shared``: the runs of ``obs`` when the caller has
+    them, ``runs.Runs``)."""
     if obs.empty:
         return {}
-    r = runs(obs)
+    rs = as_runs(obs, shared)
+    r = rs.frame
     keys = ["benchmark", "metric", "label", "host"]
-    table, codes = key_groups(r, keys, "n_all")
+    machines, codes = rs.machines()
+    table = machines.rename(columns={"n": "n_all"})  # a new frame: the shared one stays as it is
     values = r["value"].to_numpy(dtype=float)
     positive = values > 0
     with np.errstate(divide="ignore", invalid="ignore"):
         logs = np.log(np.where(positive, values, 1.0))
     mom = group_moments(logs[positive], codes[positive], len(table))
     table["n"], table["mean"], table["sd"] = mom.n, mom.mean, mom.sd
-    table["ssd2"] = _successive(logs[positive], codes[positive], run_order(r)[positive], len(table))
+    sequence = rs.sequence()
+    table["ssd2"] = _successive(logs, codes, sequence[positive[sequence]], len(table))
     blocks = _blocks(r, logs, codes, positive)
     table["nonpositive"] = np.bincount(codes[~positive], minlength=len(table))
     parent = table.groupby(keys[:3], observed=True, sort=True).ngroup().to_numpy()
@@ -238,7 +241,7 @@ def primary_set(obs: pd.DataFrame) -> set[tuple[str, str]]:
     if obs.empty:
         return set()
     flagged = "primary" in obs
-    pairs = obs[["benchmark", "type", "metric", *(["primary"] if flagged else [])]].drop_duplicates()
+    pairs = distinct_rows(obs, ["benchmark", "type", "metric", *(["primary"] if flagged else [])])
     pairs = pairs.astype({"benchmark": str, "type": str, "metric": str})
     out: set[tuple[str, str]] = set()
     for (bench, btype), part in pairs.groupby(["benchmark", "type"], sort=True):

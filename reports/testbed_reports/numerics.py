@@ -29,7 +29,7 @@ def group_moments(values: np.ndarray, codes: np.ndarray, groups: int) -> Moments
     if len(values) == 0:
         nan = np.full(groups, np.nan)
         return Moments(n, nan, nan.copy())
-    scale = pd.Series(np.abs(values)).groupby(codes).max().reindex(range(groups)).to_numpy()
+    scale = group_max(np.abs(values), codes, groups)
     scale = np.where((scale > 0) & np.isfinite(scale), scale, 1.0)
     y = values / scale[codes]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -38,6 +38,14 @@ def group_moments(values: np.ndarray, codes: np.ndarray, groups: int) -> Moments
         var_y = np.bincount(codes, weights=d * d, minlength=groups) / (n - 1)
     var_y = np.where(n > 1, np.maximum(var_y, 0.0), np.nan)
     return Moments(n, mean_y * scale, np.sqrt(var_y) * scale)
+
+
+def group_max(values: np.ndarray, codes: np.ndarray, groups: int) -> np.ndarray:
+    """The largest value per group code (0..groups-1), NaN ignored; -inf for a group without a
+    number (pandas' grouped max gives NaN there: both are "no scale" to its callers)."""
+    out = np.full(groups, -np.inf)
+    np.fmax.at(out, codes, values)
+    return out
 
 
 def cv_ci(cv_percent: np.ndarray, n: np.ndarray, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
@@ -103,3 +111,28 @@ def _category_groups(df: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, np.
     first = np.full(int(present.sum()), len(df), dtype=np.int64)
     np.minimum.at(first, codes, np.arange(len(df), dtype=np.int64))
     return codes, first
+
+
+def distinct_rows(df: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
+    """``df[cols].drop_duplicates()`` (the first row of each distinct combination, in row order);
+    from the categorical codes and booleans where every column is one (a count per code
+    combination: no hashing of the rows), else through pandas."""
+    combined = np.zeros(len(df), dtype=np.int64)
+    space = 1
+    for k in cols:
+        col = df[k]
+        if isinstance(col.dtype, pd.CategoricalDtype):
+            c = col.cat.codes.to_numpy().astype(np.int64)
+            width = len(col.cat.categories) + 1
+            c = np.where(c < 0, width - 1, c)  # a missing value: a code of its own
+        elif col.dtype == bool:
+            c, width = col.to_numpy().astype(np.int64), 2
+        else:
+            return df[cols].drop_duplicates()
+        space *= width
+        if space > 4 * len(df) + 65_536:
+            return df[cols].drop_duplicates()
+        combined = combined * width + c
+    first = np.full(space, len(df), dtype=np.int64)
+    np.minimum.at(first, combined, np.arange(len(df), dtype=np.int64))
+    return df[cols].iloc[np.sort(first[first < len(df)])]

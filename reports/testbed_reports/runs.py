@@ -10,10 +10,12 @@ which summarises a run's values by their arithmetic mean (what pyperf reports fo
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 import pandas as pd
 
-from testbed_reports.numerics import group_moments
+from testbed_reports.numerics import group_moments, key_groups
 
 RUN_KEYS = ["benchmark", "metric", "label", "host"]
 
@@ -63,3 +65,133 @@ def _distinct(key: np.ndarray) -> bool:
     if lo >= 0 and hi < 4 * len(key) + 1024:
         return int(np.bincount(key, minlength=1).max()) <= 1
     return len(pd.unique(key)) == len(key)
+
+
+def run_order(obs: pd.DataFrame) -> np.ndarray:
+    """A global order of the rows: start time (ISO 8601 text sorts in time), then repetition."""
+    perm = _in_run_order(obs)
+    place = np.empty(len(perm), dtype=np.int64)  # the inverse permutation: perm.argsort() in one pass
+    place[perm] = np.arange(len(perm), dtype=np.int64)
+    return place
+
+
+def _in_run_order(obs: pd.DataFrame) -> np.ndarray:
+    """The rows in run order (start time, then repetition; ties in row order)."""
+    start = _start_ranks(obs["started_at"]) if "started_at" in obs else np.zeros(len(obs), dtype=np.int64)
+    rep = pd.to_numeric(obs["repetition"], errors="coerce").fillna(0).to_numpy() if "repetition" in obs else 0
+    return np.lexsort((np.broadcast_to(rep, len(obs)), start))
+
+
+def _start_ranks(col: pd.Series) -> np.ndarray:
+    """Integers that sort as ``col.astype(str)`` sorts: the rank of each distinct start time
+    (sorted once, not compared row by row as Python strings)."""
+    vals = col.to_numpy(dtype=object)
+    codes, uniq = pd.factorize(vals, sort=True, use_na_sentinel=False)
+    if all(type(u) is str for u in uniq):
+        return codes
+    return col.astype(str).to_numpy()  # a missing or non-text start: sorted as its text
+
+
+@dataclass
+class Runs:
+    """A report's observations summarised per run (:func:`runs`) with the groupings every statistic
+    starts from, each computed once on first use and shared by ``stats.describe``,
+    ``diagnostics.findings``, ``inference.sides`` and ``build.factorial``."""
+
+    frame: pd.DataFrame
+    _machines: tuple[pd.DataFrame, np.ndarray] | None = field(default=None, repr=False)
+    _sequence: np.ndarray | None = field(default=None, repr=False)
+
+    @classmethod
+    def of(cls, obs: pd.DataFrame) -> Runs:
+        """The runs of ``obs``."""
+        return cls(runs(obs))
+
+    def machines(self) -> tuple[pd.DataFrame, np.ndarray]:
+        """One row per (benchmark, metric, label, host) with its run count ``n`` (sorted, as
+        ``groupby(RUN_KEYS, observed=True, sort=True)``), and each run's row in it. The table is
+        shared: copy it before adding columns."""
+        if self._machines is None:
+            self._machines = key_groups(self.frame, RUN_KEYS, "n")
+        return self._machines
+
+    def sequence(self) -> np.ndarray:
+        """The runs' rows by machine group (``machines``), in run order (:func:`run_order`) within
+        each: ``np.lexsort((order, codes))`` by a stable sort of the codes of the rows in run order."""
+        if self._sequence is None:
+            in_order, codes = _in_run_order(self.frame), self.machines()[1]
+            self._sequence = in_order[_stable_order(codes[in_order])]
+        return self._sequence
+
+
+def as_runs(obs: pd.DataFrame, shared: Runs | None = None) -> Runs:
+    """``shared`` (the runs of ``obs``, computed by the caller) or the runs of ``obs``."""
+    return shared if shared is not None else Runs.of(obs)
+
+
+def group_sort(keys: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """Row positions sorted by group code, then by key within a group (rows of equal code and key
+    in any order): a stable counting sort of the codes and a sort of the keys (of each group's
+    keys where the groups are few and large), not a lexsort."""
+    n = len(keys)
+    by_code = _stable_order(codes)
+    c = codes[by_code]
+    bounds = np.flatnonzero(c[1:] != c[:-1]) + 1
+    if len(bounds) >= max(64, n // 4096):  # many small groups: one sort of all the keys
+        by_key = np.argsort(keys)
+        return by_key[_stable_order(codes[by_key])]
+    k = keys[by_code]
+    for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, n], strict=True):  # a few large groups: each sorted
+        by_code[lo:hi] = by_code[lo:hi][np.argsort(k[lo:hi])]
+    return by_code
+
+
+def _stable_order(codes: np.ndarray) -> np.ndarray:
+    """``np.argsort(codes, kind="stable")``; as 16-bit integers where the codes fit (numpy sorts
+    those by radix, in linear time)."""
+    small = len(codes) and codes.min() >= 0 and codes.max() < 2**15
+    return np.argsort(codes.astype(np.int16) if small else codes, kind="stable")
+
+
+def ranks_in_sequence(sequence: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """Each row's 1-based place within its group, as floats, for rows ``sequence`` sorted by group
+    then by a key without ties (``Runs.sequence``): ``group_ranks`` of that key."""
+    n = len(sequence)
+    c = codes[sequence]
+    new_group = np.ones(n, dtype=bool)
+    np.not_equal(c[1:], c[:-1], out=new_group[1:])
+    pos = np.arange(n, dtype=np.int64)
+    start = np.maximum.accumulate(np.where(new_group, pos, 0))
+    out = np.empty(n, dtype=float)
+    out[sequence] = pos - start + 1
+    return out
+
+
+def group_ranks(values: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """``pd.Series(values).groupby(codes).rank()`` (average ranks of ties, within each group; NaN
+    stays NaN) by one sort (:func:`group_sort`) instead of pandas' grouped rank."""
+    values = np.asarray(values, dtype=float)
+    if np.isnan(values).any():
+        return pd.Series(values).groupby(codes).rank().to_numpy()
+    n = len(values)
+    idx = group_sort(values, codes)
+    c = codes[idx]
+    new_group = np.ones(n, dtype=bool)
+    np.not_equal(c[1:], c[:-1], out=new_group[1:])
+    del c
+    v = values[idx]
+    new_tie = new_group.copy()  # a new run of equal (group, value)
+    new_tie[1:] |= v[1:] != v[:-1]
+    del v
+    pos = np.arange(n, dtype=np.int64)
+    group_start = np.maximum.accumulate(np.where(new_group, pos, 0))
+    del new_group
+    tie_first = pos[new_tie]
+    tie_id = np.cumsum(new_tie) - 1
+    del new_tie, pos
+    tie_last = np.append(tie_first[1:], n) - 1
+    # ranks low..high (1-based within the group) share (low + high) / 2, exact in binary
+    twice = tie_first[tie_id] + tie_last[tie_id] - 2 * group_start + 2
+    out = np.empty(n, dtype=float)
+    out[idx] = twice / 2
+    return out

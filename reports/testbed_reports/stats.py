@@ -34,8 +34,8 @@ import pandas as pd
 from scipy import stats as sps
 
 from testbed_reports.display import is_machine_share
-from testbed_reports.numerics import cv_ci, group_moments, key_groups
-from testbed_reports.runs import runs
+from testbed_reports.numerics import cv_ci, group_moments
+from testbed_reports.runs import Runs, as_runs
 from testbed_shared.intervals import mean_interval, share_interval
 
 #: fewer runs than this give no CV interval
@@ -128,9 +128,9 @@ def summaries(values: np.ndarray, codes: np.ndarray, groups: int, level: float =
     )
 
 
-def _machine_interval(r: pd.DataFrame, codes: np.ndarray, groups: int, log: np.ndarray) -> tuple:
+def _machine_interval(rs: Runs, codes: np.ndarray, groups: int, log: np.ndarray) -> tuple:
     """Geometric mean (or mean) and its t interval over the machine means of each group."""
-    hcode = key_groups(r[[*KEY, "host"]], [*KEY, "host"], "n")[1]
+    r, hcode = rs.frame, rs.machines()[1]
     parent = np.zeros(int(hcode.max()) + 1, dtype=np.int64)
     parent[hcode] = codes
     values = r["value"].to_numpy(dtype=float)
@@ -147,26 +147,49 @@ def _machine_interval(r: pd.DataFrame, codes: np.ndarray, groups: int, log: np.n
     )
 
 
-def describe(obs: pd.DataFrame) -> pd.DataFrame:
-    """Per (benchmark, metric, label): machines, runs (``n``), values, the statistics of
-    :func:`summaries` over the runs, and the interval with the label's unit of replication."""
-    if obs.empty:
-        return pd.DataFrame(columns=DESCRIBE_COLUMNS)
-    r = runs(obs)
+def _label_groups(rs: Runs) -> tuple[pd.DataFrame, np.ndarray]:
+    """Per (benchmark, metric, label), sorted: machines, unit, better and values (the pyperf values
+    and the like), and each run's group; from the runs' machine groups (``Runs.machines``) when
+    every run has one, else through pandas."""
+    r = rs.frame
+    hosts, hcode = rs.machines()
+    if len(hcode) and hcode.min() >= 0:
+        parent = hosts.groupby(KEY, observed=True, sort=True).ngroup().to_numpy()
+        codes = parent[hcode]
+        first = np.full(int(parent.max()) + 1, len(parent), dtype=np.int64)
+        np.minimum.at(first, parent, np.arange(len(parent), dtype=np.int64))
+        table = hosts[KEY].iloc[first].reset_index(drop=True)
+        table["machines"] = np.bincount(parent, minlength=len(first)).astype(np.int64)
+        rest = r[["unit", "better", "values"]].groupby(codes)
+        more = rest.agg(unit=("unit", "first"), better=("better", "first"), values=("values", "sum"))
+        for c in ("unit", "better", "values"):
+            table[c] = more[c].to_numpy() if c == "values" else more[c].reset_index(drop=True)
+        return table, codes
     grouped = r.groupby(KEY, observed=True, sort=True)
-    codes = grouped.ngroup().to_numpy()
     table = grouped.agg(
         machines=("host", "nunique"),
         unit=("unit", "first"),
         better=("better", "first"),
         values=("values", "sum"),
     ).reset_index()
+    return table, grouped.ngroup().to_numpy()
+
+
+def describe(obs: pd.DataFrame, shared: Runs | None = None) -> pd.DataFrame:
+    """Per (benchmark, metric, label): machines, runs (``n``), values, the statistics of
+    :func:`summaries` over the runs, and the interval with the label's unit of replication
+    (``shared``: the runs of ``obs`` when the caller has them, ``runs.Runs``)."""
+    if obs.empty:
+        return pd.DataFrame(columns=DESCRIBE_COLUMNS)
+    rs = as_runs(obs, shared)
+    r = rs.frame
+    table, codes = _label_groups(rs)
     table = pd.concat([table, summaries(r["value"].to_numpy(dtype=float), codes, len(table))], axis=1)
     log = (table["ci_scale"] == "log").to_numpy()
     table["ci_method"] = np.where(log, "geometric mean, t on log values over runs", "mean, t over runs")
     several = table["machines"].to_numpy() >= 2
     if several.any():
-        geo, lo, hi = _machine_interval(r, codes, len(table), log)
+        geo, lo, hi = _machine_interval(rs, codes, len(table), log)
         table.loc[several, "geomean"] = _finite(geo)[several]
         table.loc[several, "ci95_low"] = _finite(lo)[several]
         table.loc[several, "ci95_high"] = _finite(hi)[several]
