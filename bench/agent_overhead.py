@@ -20,6 +20,10 @@ Why: what the agent could change (file layout, environment, session, its own CPU
 device, but a pair's log ratio on this machine's virtual disk has a spread of about 25 % (the
 host's cache: reads of 530-1,000 MB/s from one minute to the next), which would take thousands of
 pairs to resolve 1 %; the RAM-backed device pinned to one CPU has 2-3 % (measured 2026-11-29).
+Pairs are sequential: the arms running at the same time on two CPUs (tried 2026-11-29, A/A) share
+the loop device's one worker, which hides what one arm's process loses (a 10 % CPU hog on one arm's
+CPU moved the ratio by -1.2 % against -10 % in sequence), and a RAM device per arm adds a device
+effect (a pair's spread 11.6 %).
 
 The agent's own CPU while fio runs (its rusage over the execution, % of one core; target < 1 %): mean
 with its t interval over the agent arms, "met" when the whole interval is below 1 %. fio's null
