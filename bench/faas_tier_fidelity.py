@@ -13,9 +13,10 @@ tier got, each compared with the profile's vCPU figure:
     enforcement period (cpu.stat nr_periods).
 CPU time is the scheduler's exact figure (cpuacct.usage / usage_usec), not the tick-sampled
 user/system split, which reads 30-40 % high for a task throttled at 0.07 vCPU. The speed ratio
-1769/128 MB comes from the handler wall times. Target: each within +-10 %. The bench splits that
-ratio into the wall-share ratio (the emulator's enforcement) and the ratio of CPU seconds the same
-call took in each tier: on 2026-11-29 the shares' ratio was within 2 % of the profile while the CPU
+1769/128 MB comes from the handler wall times. Targets: each share within +-10 %, the speed ratio
+within +-5 % (issue 38). The bench splits that ratio into the wall-share ratio (the emulator's
+enforcement, decided against the same +-5 %) and the ratio of CPU seconds the same call took in
+each tier: on 2026-11-29 the shares' ratio was within 2 % of the profile while the CPU
 per call was 0.53-0.62 s at 1769 MB (0.62 in a run before the uncounted warm-up call with the
 work was added, 0.53 in one after it) and 0.59-0.60 s in the throttled tiers, which
 moves the handler-time ratio to 13.2-15.2.
@@ -105,7 +106,7 @@ def main() -> int:
     print(
         f"speed ratio 1769/128 MB from the handler times: {ratio.ratio:.2f} [{ratio.lo:.2f}, {ratio.hi:.2f}] "
         f"(95% Welch interval on logs), expected {expected:.2f} "
-        f"-> {against(ratio.lo / expected, ratio.hi / expected, within=(0.9, 1.1))}   target: within +-10%"
+        f"-> {against(ratio.lo / expected, ratio.hi / expected, within=(0.95, 1.05))}   target: within +-5%"
     )
     # the handler-time ratio is the wall-share ratio times the CPU-per-call ratio: the first is the
     # emulator's enforcement, the second what the same work costs the CPU in each tier
@@ -114,9 +115,13 @@ def main() -> int:
     cpu_ratio = geo[128]["cpu_s"] / geo[1769]["cpu_s"]
     off = (shares_ratio / expected - 1) * 100
     small, full = geo[128]["cpu_s"], geo[1769]["cpu_s"]
+    walls = ratio_of_samples(results[1769]["wall"], results[128]["wall"], "", 5.0, "higher")
+    enforced = against(walls.lo / expected, walls.hi / expected, within=(0.95, 1.05))
     print(
-        f"  = wall-share ratio {shares_ratio:.2f} ({off:+.1f}% from the profile) "
-        f"x CPU per call 128/1769 MB {cpu_ratio:.3f} ({small:.3f} / {full:.3f} CPU s)"
+        f"  = wall-share ratio {shares_ratio:.2f} [{walls.lo:.2f}, {walls.hi:.2f}] ({off:+.1f}% from the "
+        f"profile) -> {enforced} (the emulator's enforcement; target: within +-5%) "
+        f"x CPU per call 128/1769 MB {cpu_ratio:.3f} ({small:.3f} / {full:.3f} CPU s: what the same work "
+        "costs the CPU in each tier)"
     )
     return 0
 
