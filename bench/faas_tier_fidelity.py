@@ -110,15 +110,13 @@ def main() -> int:
     )
     # the handler-time ratio is the wall-share ratio times the CPU-per-call ratio: the first is the
     # emulator's enforcement, the second what the same work costs the CPU in each tier
-    geo = {mb: {k: geo_interval(r[k])[0] for k in ("wall", "cpu_s")} for mb, r in results.items()}
-    shares_ratio = geo[1769]["wall"] / geo[128]["wall"]
-    cpu_ratio = geo[128]["cpu_s"] / geo[1769]["cpu_s"]
-    off = (shares_ratio / expected - 1) * 100
-    small, full = geo[128]["cpu_s"], geo[1769]["cpu_s"]
     walls = ratio_of_samples(results[1769]["wall"], results[128]["wall"], "", 5.0, "higher")
     enforced = against(walls.lo / expected, walls.hi / expected, within=(0.95, 1.05))
+    off = (walls.ratio / expected - 1) * 100
+    small, full = (geo_interval(results[mb]["cpu_s"])[0] for mb in (128, 1769))
+    cpu_ratio = small / full
     print(
-        f"  = wall-share ratio {shares_ratio:.2f} [{walls.lo:.2f}, {walls.hi:.2f}] ({off:+.1f}% from the "
+        f"  = wall-share ratio {walls.ratio:.2f} [{walls.lo:.2f}, {walls.hi:.2f}] ({off:+.1f}% from the "
         f"profile) -> {enforced} (the emulator's enforcement; target: within +-5%) "
         f"x CPU per call 128/1769 MB {cpu_ratio:.3f} ({small:.3f} / {full:.3f} CPU s: what the same work "
         "costs the CPU in each tier)"

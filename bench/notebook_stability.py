@@ -159,31 +159,34 @@ def measure(
     while len(rows) < args.cap:
         begun, load0, others = time.monotonic(), os.getloadavg()[0], OthersCpu()
         m = one_run(bench, tmp, len(rows))
-        floor = ""
+        floor_note = ""
         if args.floor:
             m["floor_s"] = floor_run(args.scale, args.kernel_cpu)
-            floor = f"; floor {m['floor_s']:.3f} s"
+            floor_note = f"; floor {m['floor_s']:.3f} s"
         m["others"] = others.share()
         rows.append(m)
         loads += [load0, os.getloadavg()[0]]
         prog.step(
             f"wall {m['wall_s']:.3f} s = kernel start {m['kernel_startup_s']:.3f} + cells "
-            f"{m['cells_s']:.3f} + overhead {m['overhead_s'] * 1000:.1f} ms{floor}; "
+            f"{m['cells_s']:.3f} + overhead {m['overhead_s'] * 1000:.1f} ms{floor_note}; "
             f"others {100 * m['others']:.1f} % of the CPUs, load {load0:.2f} -> {loads[-1]:.2f}"
         )
         quiet = max(r["others"] for r in rows) <= args.quiet_share
         decided = cv_decision([r["cells_s"] for r in rows], TARGET_CV, alpha)[3] in ("met", "not met")
-        if len(rows) in plan and quiet and (decided or below_floor(rows, alpha)):
+        floor = floor_decision(rows, alpha)
+        unreachable = floor is not None and floor[3] == "not met"
+        if len(rows) in plan and quiet and (decided or unreachable):
             return rows, loads, f"a decision at the look after run {len(rows)}"
         if len(rows) < args.cap and time.monotonic() - start + (time.monotonic() - begun) > args.budget_s:
             return rows, loads, f"the time budget ({args.budget_s:.0f} s) after run {len(rows)}"
     return rows, loads, "the cap"
 
 
-def below_floor(rows: list[dict[str, float]], alpha: float) -> bool:
-    """Whether the floor arm's CV interval lies wholly above the target (unreachable here)."""
+def floor_decision(rows: list[dict[str, float]], alpha: float) -> tuple[float, float, float, str] | None:
+    """:func:`cv_decision` of the floor arm's times (None without two of them); "not met" there
+    means the target lies below this machine's floor (unreachable here)."""
     floors = [r["floor_s"] for r in rows if "floor_s" in r]
-    return len(floors) >= 2 and cv_decision(floors, TARGET_CV, alpha)[3] == "not met"
+    return cv_decision(floors, TARGET_CV, alpha) if len(floors) >= 2 else None
 
 
 def sd_ratio(a: list[float], b: list[float], alpha: float) -> tuple[float, float, float]:
@@ -198,11 +201,11 @@ def sd_ratio(a: list[float], b: list[float], alpha: float) -> tuple[float, float
 def report(rows: list[dict[str, float]], alpha: float, busy: str) -> None:
     cells = [r["cells_s"] for r in rows]
     c, lo, hi, verdict = cv_decision(cells, TARGET_CV, alpha)
-    floors = [r["floor_s"] for r in rows if "floor_s" in r]
+    floor = floor_decision(rows, alpha)
     tail = ""
     if busy:
         verdict = f"no verdict: {busy}"
-    elif verdict != "met" and below_floor(rows, alpha):
+    elif verdict != "met" and floor is not None and floor[3] == "not met":
         verdict = "not reachable on this machine (below its floor, next line)"
     elif verdict not in ("met", "not met"):
         more = runs_needed(c, TARGET_CV, alpha, len(rows))
@@ -212,8 +215,9 @@ def report(rows: list[dict[str, float]], alpha: float, busy: str) -> None:
         f"{c:.2f} % [{lo:.2f}, {hi:.2f}] (Vangel {1 - alpha:.2%}) -> {verdict}{tail}   "
         f"target: at most {TARGET_CV:g} % (quiet machine)"
     )
-    if len(floors) >= 2:
-        fc, flo, fhi, fverdict = cv_decision(floors, TARGET_CV, alpha)
+    if floor is not None:
+        floors = [r["floor_s"] for r in rows]
+        fc, flo, fhi, fverdict = floor
         print(
             f"  the machine's floor: the same code cells in a bare Python on the same CPU, mean "
             f"{statistics.mean(floors):.3f} s: CV {fc:.2f} % [{flo:.2f}, {fhi:.2f}] -> {fverdict} "

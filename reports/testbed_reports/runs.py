@@ -156,15 +156,19 @@ def _stable_order(codes: np.ndarray) -> np.ndarray:
 def ranks_in_sequence(sequence: np.ndarray, codes: np.ndarray) -> np.ndarray:
     """Each row's 1-based place within its group, as floats, for rows ``sequence`` sorted by group
     then by a key without ties (``Runs.sequence``): ``group_ranks`` of that key."""
-    n = len(sequence)
-    c = codes[sequence]
-    new_group = np.ones(n, dtype=bool)
-    np.not_equal(c[1:], c[:-1], out=new_group[1:])
-    pos = np.arange(n, dtype=np.int64)
-    start = np.maximum.accumulate(np.where(new_group, pos, 0))
-    out = np.empty(n, dtype=float)
-    out[sequence] = pos - start + 1
+    _, start = _group_starts(codes[sequence])
+    out = np.empty(len(sequence), dtype=float)
+    out[sequence] = np.arange(len(sequence)) - start + 1
     return out
+
+
+def _group_starts(sorted_codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For codes sorted so that each group's rows are together: whether each row begins its group,
+    and the position where its group begins."""
+    new_group = np.ones(len(sorted_codes), dtype=bool)
+    np.not_equal(sorted_codes[1:], sorted_codes[:-1], out=new_group[1:])
+    pos = np.arange(len(sorted_codes), dtype=np.int64)
+    return new_group, np.maximum.accumulate(np.where(new_group, pos, 0))
 
 
 def group_ranks(values: np.ndarray, codes: np.ndarray) -> np.ndarray:
@@ -175,17 +179,11 @@ def group_ranks(values: np.ndarray, codes: np.ndarray) -> np.ndarray:
         return pd.Series(values).groupby(codes).rank().to_numpy()
     n = len(values)
     idx = group_sort(values, codes)
-    c = codes[idx]
-    new_group = np.ones(n, dtype=bool)
-    np.not_equal(c[1:], c[:-1], out=new_group[1:])
-    del c
+    new_tie, group_start = _group_starts(codes[idx])  # a group's first row begins a run of ties
     v = values[idx]
-    new_tie = new_group.copy()  # a new run of equal (group, value)
-    new_tie[1:] |= v[1:] != v[:-1]
+    new_tie[1:] |= v[1:] != v[:-1]  # and so does a new value: runs of equal (group, value)
     del v
     pos = np.arange(n, dtype=np.int64)
-    group_start = np.maximum.accumulate(np.where(new_group, pos, 0))
-    del new_group
     tie_first = pos[new_tie]
     tie_id = np.cumsum(new_tie) - 1
     del new_tie, pos
