@@ -15,7 +15,12 @@ Where fio reads (``--device``): ``ram`` (the default) is an ext4 file system on 
 backing file lives in /dev/shm, made for the bench and removed after it (root: losetup, mount). Both
 arms' files and the agent's scratch are on it; fio still runs libaio with direct I/O through ext4
 and the block layer. ``disk`` puts them under /var/tmp on the machine's disk. Every process of the
-bench (the agent, both arms' fio) is pinned to one CPU (``--cpu``; ``--cpu -1`` leaves them free).
+bench (the agent, both arms' fio) is pinned to one CPU (``--cpu``; ``--cpu -1`` leaves them free),
+and so, as root, are the kernel's unbound workers for the bench's duration (the workqueue cpumask;
+the loop device's worker copies every byte, and left free it shares the other CPU with whatever
+runs there: a pair's spread rose to 7.5 % beside a report build on the other CPU, 2026-11-29). A
+SIGKILL leaves that mask set: put it back with ``echo 3 > /sys/devices/virtual/workqueue/cpumask``
+(all CPUs of a 2-CPU machine).
 Why: what the agent could change (file layout, environment, session, its own CPU) shows on any
 device, but a pair's log ratio on this machine's virtual disk has a spread of about 25 % (the
 host's cache: reads of 530-1,000 MB/s from one minute to the next), which would take thousands of
@@ -41,6 +46,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -76,15 +82,49 @@ def ram_device(size: int) -> Iterator[Path]:
         _run("mount", loop, str(mnt))
         yield mnt
     finally:
-        with contextlib.suppress(subprocess.CalledProcessError):
-            if os.path.ismount(mnt):
-                _run("umount", str(mnt))
+        _unmount(mnt)
         with contextlib.suppress(subprocess.CalledProcessError):
             if loop:
                 _run("losetup", "--detach", loop)
         image.unlink(missing_ok=True)
         with contextlib.suppress(OSError):
             mnt.rmdir()
+
+
+def _unmount(mnt: Path, wait_s: float = 30.0) -> None:
+    """Unmount ``mnt``, waiting up to ``wait_s`` for a process still reading it (an interrupted
+    bench's last fio run ends by itself within its runtime), then lazily."""
+    deadline = time.monotonic() + wait_s
+    while os.path.ismount(mnt):
+        try:
+            _run("umount", str(mnt))
+        except subprocess.CalledProcessError:
+            if time.monotonic() > deadline:
+                with contextlib.suppress(subprocess.CalledProcessError):
+                    _run("umount", "--lazy", str(mnt))
+                return
+            time.sleep(0.5)
+
+
+#: the CPUs the kernel's unbound workqueues may run on, the loop device's worker among them
+WQ_CPUMASK = Path("/sys/devices/virtual/workqueue/cpumask")
+
+
+@contextlib.contextmanager
+def kernel_workers_on(cpu: int) -> Iterator[str]:
+    """While the bench runs, the kernel's unbound workers (the loop device's, which copies every
+    byte fio reads from the RAM device) run on ``cpu`` too, so work on the other CPUs does not take
+    the bench's I/O path; the mask is put back afterwards. Without root (or --cpu -1) nothing is
+    changed and the header says so."""
+    if cpu < 0 or not os.access(WQ_CPUMASK, os.W_OK):
+        yield "kernel workers not pinned"
+        return
+    old = WQ_CPUMASK.read_text().strip()
+    WQ_CPUMASK.write_text(f"{1 << cpu:x}\n")
+    try:
+        yield f"kernel workers on CPU {cpu} (workqueue cpumask {old} -> {1 << cpu:x})"
+    finally:
+        WQ_CPUMASK.write_text(old + "\n")
 
 
 @contextlib.contextmanager
@@ -167,7 +207,8 @@ def main() -> int:
         f"device {args.device}, {pinned}, load {load:.2f}",
         flush=True,
     )
-    with where(args.device, units.parse_size(args.size)) as work:
+    with kernel_workers_on(args.cpu) as workers, where(args.device, units.parse_size(args.size)) as work:
+        print(f"  {workers}", flush=True)
         arms, line = series(args, work)
     print(line)
     cpu = [c for c in arms.agent_cpu if math.isfinite(c)]

@@ -78,6 +78,7 @@ def test_others_cpu_counts_a_process_that_is_not_the_benchs() -> None:
 
 sys.path.insert(0, str(ROOT / "bench"))
 import benchlib  # noqa: E402
+from faas_tier_fidelity import BAND  # noqa: E402
 from notebook_stability import TARGET_CV, cv_decisions  # noqa: E402
 
 
@@ -148,3 +149,96 @@ def test_the_cv_rule_of_the_notebook_bench_is_calibrated() -> None:
     print(f"\nCV 1 %: met {rates[0]:.3f}; CV 2 %: not met {rates[1]:.3f}; CV 0.4 %: met {rates[2]:.3f}")
     assert rates[0] <= 0.035  # binomial(4000, .025) > 0.035 has p < 1e-4
     assert rates[1] >= 0.8 and rates[2] >= 0.8
+
+
+def _sequential_paired(
+    rng: np.random.Generator, truth: float, sd: float, plan: list[int]
+) -> tuple[str, bool]:
+    """agent_overhead's rule on simulated pairs (log ratio ~ N(log truth, sd)): the decision at the
+    first planned look that decides (or the last look), and whether every look's interval held the
+    truth."""
+    alpha = benchlib.ALPHA / len(plan)
+    ratios = np.exp(rng.normal(math.log(truth), sd, plan[-1]))
+    covered = True
+    for n in plan:
+        r = benchlib.paired_ratio(list(ratios[:n]), [1.0] * n, "sim", 1.0, alpha)
+        covered &= r.lo <= truth <= r.hi
+        if r.decision.decision != "inconclusive":
+            return r.decision.decision, covered
+    return "inconclusive", covered
+
+
+def test_the_equivalence_rule_of_the_agent_bench_is_calibrated() -> None:
+    """fio through the agent / bare against +-1 %, looks after pairs 60, 120, 180, 240 (the long
+    run's plan): a true overhead of exactly +1 % or -1 % (a throughput ratio of 1/1.01 or 1/0.99) is
+    called equivalent at most at the nominal 2.5 %, a true ratio of 1 is called slower or faster
+    at most at 5 %, every look's interval holds the truth at least 95 % of the time, and at a
+    pair's spread of 4 % (8 s arms on this machine) a true ratio of 1 is called equivalent in most
+    runs."""
+    plan, trials = benchlib.looks(60, 240, 60), 2000
+    rng = np.random.default_rng(3837)
+    edges = [_sequential_paired(rng, t, 0.04, plan)[0] for t in (1 / 1.01, 1 / 0.99) for _ in range(trials)]
+    false_eq = edges.count("equivalent") / len(edges)
+    null = [_sequential_paired(rng, 1.0, 0.04, plan) for _ in range(trials)]
+    false_diff = sum(d in ("slower", "faster") for d, _ in null) / trials
+    coverage = sum(c for _, c in null) / trials
+    power = sum(d == "equivalent" for d, _ in null) / trials
+    print(
+        f"\n+-1 % edges: equivalent {false_eq:.3f}; ratio 1: slower/faster {false_diff:.3f}, "
+        f"coverage {coverage:.3f}, equivalent {power:.3f}"
+    )
+    assert false_eq <= 0.035  # binomial(4000, .025) > 0.035 has p < 1e-4
+    assert false_diff <= 0.065 and coverage >= 0.935  # binomial(2000, .05): 0.065 has p < 1e-3
+    assert power >= 0.8
+
+
+def _band(rng: np.random.Generator, truth: float, sd: float, n: int) -> tuple[str, str, bool]:
+    """faas_tier_fidelity's rules on simulated calls (log ~ N(., sd)), the profile's value 1: a
+    share (one tier's geometric mean against it) and a speed ratio (two tiers' Welch ratio against
+    it), each "met" when its 95 % interval lies inside +-5 %; and whether the ratio's interval held
+    the truth."""
+    one = np.exp(rng.normal(math.log(truth), sd, n))
+    _, lo, hi = benchlib.geo_interval(list(one))
+    share = benchlib.against(lo, hi, within=BAND)
+    fast, slow = np.exp(rng.normal(math.log(truth), sd, n)), np.exp(rng.normal(0.0, sd, n))
+    r = benchlib.ratio_of_samples(list(fast), list(slow), "sim", 5.0, "higher")
+    return share, benchlib.against(r.lo, r.hi, within=BAND), r.lo <= truth <= r.hi
+
+
+def test_the_band_rule_of_the_faas_tier_bench_is_calibrated() -> None:
+    """Each share and the speed ratio against +-5 % of the profile, 4 calls a tier (the bench's
+    default): a truth on the band's edge (1.05 or 0.95) is called met at most at the nominal 2.5 %
+    (the share's one-sample t, the ratio's Welch t), the ratio's interval holds the truth at least
+    95 % of the time, and at a call-to-call spread of 1 % (measured: 0.3-0.5 % for the shares) a
+    truth of 1 is called met in most runs."""
+    trials = 4000
+    rng = np.random.default_rng(3839)
+    edge = [_band(rng, t, 0.01, 4) for t in (1.05, 0.95) for _ in range(trials // 2)]
+    share_met = sum(s == "met" for s, _, _ in edge) / trials
+    ratio_met = sum(r == "met" for _, r, _ in edge) / trials
+    good = [_band(rng, 1.0, 0.01, 4) for _ in range(trials)]
+    coverage = sum(c for _, _, c in good) / trials
+    power = (sum(s == "met" for s, _, _ in good) / trials, sum(r == "met" for _, r, _ in good) / trials)
+    print(
+        f"\nedge: share met {share_met:.3f}, ratio met {ratio_met:.3f}; truth 1: coverage {coverage:.3f}, "
+        f"share met {power[0]:.3f}, ratio met {power[1]:.3f}"
+    )
+    assert share_met <= 0.035 and ratio_met <= 0.035  # binomial(4000, .025) > 0.035: p < 1e-4
+    assert coverage >= 0.94
+    assert min(power) >= 0.8
+
+
+def test_the_agent_bench_puts_the_kernel_workers_mask_back(tmp_path, monkeypatch) -> None:
+    """The agent bench pins the kernel's unbound workers to its CPU while it runs and restores the
+    mask afterwards, also when the run ends in an error (an interrupt unwinds the same way)."""
+    import agent_overhead
+
+    mask = tmp_path / "cpumask"
+    mask.write_text("3\n")
+    monkeypatch.setattr(agent_overhead, "WQ_CPUMASK", mask)
+    with pytest.raises(KeyboardInterrupt), agent_overhead.kernel_workers_on(1) as said:
+        assert mask.read_text() == "2\n" and "3 -> 2" in said
+        raise KeyboardInterrupt
+    assert mask.read_text() == "3\n"
+    with agent_overhead.kernel_workers_on(-1) as said:
+        assert mask.read_text() == "3\n" and "not pinned" in said
