@@ -25,7 +25,7 @@ from scipy import special as spf
 from scipy import stats as sps
 
 from testbed_reports.numerics import group_max
-from testbed_reports.runs import Runs, as_runs, group_ranks, ranks_in_sequence, run_order
+from testbed_reports.runs import Runs, as_runs, group_ranks, group_sort, ranks_in_sequence, run_order
 
 #: robust z (distance from the median in MADs x 1.4826) beyond which a run is flagged an outlier,
 #: checked from OUTLIER_MIN_N runs (normal data, 10 runs: 3.5 % of machines get a false flag; 3.5 gave 12 %)
@@ -104,13 +104,29 @@ def _stability(y: np.ndarray, codes: np.ndarray, n: np.ndarray, sequence: np.nda
 
 def _outliers(values: np.ndarray, codes: np.ndarray, g: int) -> np.ndarray:
     """Count per group of runs more than OUTLIER_Z robust z-scores from the group median."""
-    s = pd.Series(values).groupby(codes)
-    med = s.transform("median").to_numpy()
     with np.errstate(all="ignore"):
-        dev = np.abs(values - med)
-        mad = pd.Series(dev).groupby(codes).transform("median").to_numpy() * 1.4826
+        dev = np.abs(values - _row_medians(values, codes, g))
+        mad = _row_medians(dev, codes, g) * 1.4826
         z = np.where(mad > 0, dev / mad, 0.0)
     return np.bincount(codes, weights=(z > OUTLIER_Z).astype(float), minlength=g)
+
+
+def _row_medians(values: np.ndarray, codes: np.ndarray, g: int) -> np.ndarray:
+    """Each row's group median, ``pd.Series(values).groupby(codes).transform("median")``: from one
+    sort of the rows by group and value (``runs.group_sort``), a group's middle value or the mean
+    of its two middle ones, as pandas takes them (with a NaN, pandas' own; a zero median may differ
+    in its sign, which the distances from it do not see)."""
+    if np.isnan(values).any():
+        return pd.Series(values).groupby(codes).transform("median").to_numpy()
+    counts = np.bincount(codes, minlength=g)
+    start = np.cumsum(counts) - counts
+    last = max(len(values) - 1, 0)
+    sorted_values = values[group_sort(values, codes)]
+    lo = sorted_values[np.minimum(start + np.maximum(counts - 1, 0) // 2, last)]
+    hi = sorted_values[np.minimum(start + counts // 2, last)]
+    del sorted_values
+    med = np.where(counts % 2 == 1, lo, (lo + hi) / 2)
+    return np.where(counts > 0, med, np.nan)[codes]
 
 
 def _bimodality(values: np.ndarray, codes: np.ndarray, n: np.ndarray) -> np.ndarray:

@@ -4,11 +4,13 @@ with pyarrow for the two large tables, embedded DuckDB for the rest and for quer
 ``connect`` opens an in-memory DuckDB with a memory limit and a spill directory inside the store
 (``<store>/.spill``), so queries larger than memory go to disk instead of failing; it reads the
 hosts and percentiles tables (and ``history`` queries the store with it). A run's observations and
-records are read from their Parquet files with pyarrow, batch by batch into compact columns
-(``read_observations``, ``read_records``): no SQL sort and no whole-table copy. ``dataset``
-gives the report what ``load.load`` gives it from JSON Lines, read from the stored runs instead:
-the same observations, records, fingerprints, percentiles, parameters and crypto records, in the
-same order, so ``build`` computes the same statistics (``tests``: the equivalence test).
+records are read from their Parquet files with pyarrow, column by column into compact columns
+(``read_observations``, ``read_records``): no SQL sort and no whole-table copy; the records' text
+columns the loader makes categorical are categorical here too, the rest Python objects shared by
+equal values. ``dataset`` gives the report what ``load.load`` gives it from JSON Lines, read from
+the stored runs instead: the same observations, records, fingerprints, percentiles, parameters and
+crypto records, in the same order, so ``build`` computes the same statistics (``tests``: the
+equivalence test).
 ``paths_dataset`` is what ``build`` calls: each results directory is added to the store when it is
 not there yet or its files changed since, then read from the store.
 """
@@ -124,9 +126,11 @@ def _dataset(store: Store, runs: Sequence[tuple[Manifest, Path]], con: duckdb.Du
     offset = 0
     for m, given in runs:
         root = given if given.is_dir() else given.parent
-        recs = read_records(sorted(Path(store.root).glob(_rel_glob("records", m.run))), m.run)
-        recs["run_id"] = m.run
-        recs["source"] = map_distinct(recs["source"], lambda s, g=given, r=root: _source(g, r, s))
+        files = sorted(Path(store.root).glob(_rel_glob("records", m.run)))
+        recs = read_records(files, m.run, categorical=_REC_CATEGORICAL)
+        recs["run_id"] = pd.Categorical.from_codes(np.zeros(len(recs), dtype=np.int8), categories=[m.run])
+        named = map_distinct(recs["source"], lambda s, g=given, r=root: _source(g, r, s))
+        recs["source"] = pd.Series(named, dtype=object, index=recs.index)
         params += map_distinct(recs.pop("params"), _params)
         for c in recs.pop("crypto"):
             if isinstance(c, str):
@@ -134,7 +138,8 @@ def _dataset(store: Store, runs: Sequence[tuple[Manifest, Path]], con: duckdb.Du
         rec_parts.append(recs)
         if m.observations:
             obs = read_observations(sorted(Path(store.root).glob(_rel_glob("observations", m.run, True))))
-            obs["record"] = obs["record"].to_numpy() + offset
+            if offset:
+                obs["record"] = obs["record"].to_numpy() + offset
             obs["run_id"] = pd.Categorical.from_codes(np.zeros(len(obs), dtype=np.int8), categories=[m.run])
             obs_parts.append(obs)
         hosts = _read(con, "SELECT host, sysinfo FROM read_parquet(?)", _glob(store.root, "hosts", m.run))
@@ -148,11 +153,7 @@ def _dataset(store: Store, runs: Sequence[tuple[Manifest, Path]], con: duckdb.Du
         sources += [_source(given, root, s.rel) for s in m.sources if s.rel.endswith(".jsonl")]
         warnings += m.warnings
         offset += len(recs)
-    records = pd.concat(rec_parts, ignore_index=True) if rec_parts else pd.DataFrame()
-    keep = [c for c in RECORD_COLUMNS if c != "params"] + ["cc_technology", "machine"]
-    records = records[[c for c in keep if c in records]]
-    for c in ("run_id", "host", "label", "groups", "benchmark", "type", "cc_technology", "machine"):
-        records[c] = records[c].astype(str)
+    records = _joined_records(rec_parts)
     obs = _typed(_joined(obs_parts), single=len(obs_parts) == 1)
     cols = ["run_id", "host", "label", "benchmark", "series", "percentile", "value"]
     pct = pd.concat(pct_parts, ignore_index=True)[cols] if pct_parts else pd.DataFrame(columns=cols)
@@ -169,6 +170,25 @@ def _dataset(store: Store, runs: Sequence[tuple[Manifest, Path]], con: duckdb.Du
         params=params,
         crypto=crypto,
     )
+
+
+#: the record columns that are categoricals with sorted categories, as the loader's
+_REC_CATEGORICAL = ("run_id", "host", "machine", "label", "groups", "benchmark", "type", "cc_technology")
+
+
+def _joined_records(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """The runs' records as one frame in the loader's columns (no copy for one run); the text
+    columns the loader makes categorical are so here, with sorted categories."""
+    if not parts:
+        return pd.DataFrame()
+    records = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+    keep = [c for c in RECORD_COLUMNS if c != "params"] + ["cc_technology", "machine"]
+    records = records[[c for c in keep if c in records]]
+    for c in _REC_CATEGORICAL:
+        col = records[c]
+        if not isinstance(col.dtype, pd.CategoricalDtype):  # runs' categories differ: joined as text
+            records[c] = col.astype("category")
+    return records
 
 
 def _typed(obs: pd.DataFrame, single: bool) -> pd.DataFrame:
@@ -190,15 +210,46 @@ def _typed(obs: pd.DataFrame, single: bool) -> pd.DataFrame:
     return obs
 
 
-def read_records(files: Sequence[Path], run: str) -> pd.DataFrame:
-    """One stored run's record files in record order, text read as the Parquet dictionaries hold
-    it (one Python string per distinct value; no SQL sort of the whole table)."""
+def read_records(files: Sequence[Path], run: str, categorical: Sequence[str] = ()) -> pd.DataFrame:
+    """One stored run's record files in record order, read column by column (never the whole
+    table at once, nor a copy of it): text as the Parquet dictionaries hold it, as Python
+    objects (one per distinct value; None when missing) except the columns in ``categorical``,
+    which are categoricals with sorted categories, as the loader's; numbers as Arrow gives them
+    to pandas."""
     if not files:
         raise StoreError(f"the results store has no record files of run {run}", "add the run again")
-    text = [f.name for f in pq.read_schema(files[0]) if pa.types.is_string(f.type)]
-    tbl = pa.concat_tables([pq.read_table(f, read_dictionary=text) for f in files]).unify_dictionaries()
-    tbl = tbl.take(pc.sort_indices(tbl["record"]))
-    return _frame(tbl.combine_chunks())
+    schema = pq.read_schema(files[0])
+    text = {f.name for f in schema if pa.types.is_string(f.type)}
+
+    def column(name: str) -> pa.ChunkedArray:
+        read = [
+            pq.read_table(f, columns=[name], read_dictionary=[name] if name in text else None) for f in files
+        ]
+        return pa.chunked_array(
+            [c for t in read for c in t[name].chunks], type=read[0].schema.field(name).type
+        )
+
+    rec = column("record").to_numpy()
+    # the files hold runs of records: in record order already unless a file's records interleave
+    order = None if len(rec) < 2 or bool((rec[1:] > rec[:-1]).all()) else np.argsort(rec, kind="stable")
+    frame: dict[str, Any] = {}
+    for name in schema.names:
+        col = column(name)
+        if name in text:
+            codes, known = _dictionary_codes(col)
+            codes = codes if order is None else codes[order]
+            frame[name] = _categorical(codes, known, objects=name not in categorical)
+        else:
+            vals = col.to_pandas().to_numpy()
+            frame[name] = vals if order is None else vals[order]
+    return pd.DataFrame(frame, copy=False)
+
+
+def _dictionary_codes(col: pa.ChunkedArray) -> tuple[np.ndarray, dict[str, int]]:
+    """A dictionary-encoded column's codes (-1: missing) and its values numbered by first sight."""
+    known: dict[str, int] = {}
+    parts = [_global_codes(chunk, known) for chunk in col.chunks]
+    return (np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)), known
 
 
 def _rel_glob(table: str, run: str, deep: bool = False) -> str:
@@ -217,33 +268,64 @@ _OBS_NUMBERS = {"primary": np.bool_, "value": np.float64, "repetition": np.int64
 def read_observations(files: Sequence[Path]) -> pd.DataFrame:
     """One stored run's observation files as compact columns in the loader's order (``seq``):
     text as categoricals (sorted categories; ``started_at`` as objects, None when missing),
-    numbers as numpy arrays. Read batch by batch from the Parquet dictionaries, each batch put in
-    place, so no whole-table copy (of strings or of the frame) is ever made."""
-    seq = np.sort(np.concatenate([pq.read_table(f, columns=["seq"])["seq"].to_numpy() for f in files]))
+    numbers as numpy arrays. Read column by column, each file's part put in place, so no
+    whole-table copy (of strings or of the frame) is made and one column's codes at a time are
+    held wider than the categorical's."""
+    seqs = [pq.read_table(f, columns=["seq"])["seq"].to_numpy() for f in files]
+    seq = np.sort(np.concatenate(seqs)) if seqs else np.zeros(0, dtype=np.int64)
     n = len(seq)
     if n > 1 and (seq[1:] == seq[:-1]).any():  # each row is put at its seq's place: one row a place
         raise StoreError(f"{files[0].parents[1]}: observations share a seq", "add the run again")
-    codes = {c: np.full(n, -1, dtype=np.int32) for c in (*_OBS_TEXT, "label")}
-    cats: dict[str, dict[str, int]] = {c: {} for c in codes}
-    nums = {c: np.empty(n, dtype=k) for c, k in _OBS_NUMBERS.items()}
-    nums["record"] = np.empty(n, dtype=np.int64)
-    for f in files:
-        label = unquote(f.parent.name.split("=", 1)[1])
-        pf = pq.ParquetFile(f, read_dictionary=list(_OBS_TEXT))
-        for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=[*_OBS_TEXT, *nums, "seq"]):
-            at = np.searchsorted(seq, batch.column("seq").to_numpy())
-            codes["label"][at] = cats["label"].setdefault(label, len(cats["label"]))
-            for c in _OBS_TEXT:
-                codes[c][at] = _global_codes(batch.column(c), cats[c])
-            for c, arr in nums.items():
-                arr[at] = batch.column(c).to_numpy(zero_copy_only=False)
+    places = [_place(seq, s) for s in seqs]
+    del seq, seqs
     frame: dict[str, Any] = {}
     for c in OBS_COLUMNS:
-        if c in codes:
-            frame[c] = _categorical(codes.pop(c), cats[c], objects=c == "started_at")
-        elif c in nums:
-            frame[c] = nums.pop(c)
+        if c == "label":  # from the partition path
+            known: dict[str, int] = {}
+            codes = np.full(n, -1, dtype=np.int32)
+            for f, at in zip(files, places, strict=True):
+                codes[at] = known.setdefault(unquote(f.parent.name.split("=", 1)[1]), len(known))
+            frame[c] = _categorical(codes, known)
+        elif c in _OBS_TEXT:
+            known = {}
+            codes = np.full(n, -1, dtype=np.int32)
+            for f, at in zip(files, places, strict=True):
+                col = pq.read_table(f, columns=[c], read_dictionary=[c])[c]
+                for k, chunk in _chunks(col):
+                    codes[_part(at, k, len(chunk))] = _global_codes(chunk, known)
+            frame[c] = _categorical(codes, known, objects=c == "started_at")
+        elif c in _OBS_NUMBERS or c == "record":
+            arr = np.empty(n, dtype=_OBS_NUMBERS.get(c, np.int64))
+            for f, at in zip(files, places, strict=True):
+                col = pq.read_table(f, columns=[c])[c]
+                for k, chunk in _chunks(col):
+                    arr[_part(at, k, len(chunk))] = chunk.to_numpy(zero_copy_only=False)
+            frame[c] = arr
     return pd.DataFrame(frame, copy=False)
+
+
+def _place(seq: np.ndarray, part: np.ndarray) -> slice | np.ndarray:
+    """Where a file's rows go among the sorted ``seq``: a slice when they are one run of it."""
+    at = np.searchsorted(seq, part)
+    if len(at) and at[-1] - at[0] == len(at) - 1 and bool((at[1:] > at[:-1]).all()):
+        return slice(int(at[0]), int(at[-1]) + 1)
+    return at
+
+
+def _part(at: slice | np.ndarray, start: int, size: int) -> slice | np.ndarray:
+    """The places of a file's rows ``start`` to ``start + size``."""
+    if isinstance(at, slice):
+        return slice(at.start + start, at.start + start + size)
+    return at[start : start + size]
+
+
+def _chunks(col: pa.ChunkedArray) -> list[tuple[int, pa.Array]]:
+    """A column's chunks, each with its first row's number."""
+    out, k = [], 0
+    for chunk in col.chunks:
+        out.append((k, chunk))
+        k += len(chunk)
+    return out
 
 
 def _global_codes(col: pa.Array, known: dict[str, int]) -> np.ndarray:
@@ -259,7 +341,7 @@ def _categorical(codes: np.ndarray, known: dict[str, int], objects: bool = False
     """Codes numbered in first-seen order as a categorical with sorted categories (or, with
     ``objects``, as an object array with None for a missing value)."""
     names = sorted(known)
-    remap = np.empty(len(known) + 1, dtype=np.int64)
+    remap = np.empty(len(known) + 1, dtype=np.int32 if len(known) < 2**31 - 1 else np.int64)
     remap[[known[x] for x in names]] = np.arange(len(names))
     remap[-1] = -1
     new = remap[codes]

@@ -473,7 +473,7 @@ def _primary_mask(col: _Collector, rec_pos: np.ndarray, key_codes: np.ndarray) -
 
 def _margins(records: pd.DataFrame, warnings: list[str]) -> dict[str, float]:
     """Per benchmark: the margin its records declare (the largest, with a warning, when they differ)."""
-    given = records.dropna(subset=["margin"])
+    given = records[["benchmark", "margin"]].dropna(subset=["margin"])
     out: dict[str, float] = {}
     for bench, part in given.groupby("benchmark", sort=True):
         vals = sorted(set(part["margin"].astype(float)))

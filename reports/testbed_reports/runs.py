@@ -167,8 +167,9 @@ def _group_starts(sorted_codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     and the position where its group begins."""
     new_group = np.ones(len(sorted_codes), dtype=bool)
     np.not_equal(sorted_codes[1:], sorted_codes[:-1], out=new_group[1:])
-    pos = np.arange(len(sorted_codes), dtype=np.int64)
-    return new_group, np.maximum.accumulate(np.where(new_group, pos, 0))
+    start = np.arange(len(sorted_codes), dtype=np.int64)
+    start[~new_group] = 0
+    return new_group, np.maximum.accumulate(start, out=start)  # in place: one array of n
 
 
 def group_ranks(values: np.ndarray, codes: np.ndarray) -> np.ndarray:
@@ -183,13 +184,20 @@ def group_ranks(values: np.ndarray, codes: np.ndarray) -> np.ndarray:
     v = values[idx]
     new_tie[1:] |= v[1:] != v[:-1]  # and so does a new value: runs of equal (group, value)
     del v
-    pos = np.arange(n, dtype=np.int64)
-    tie_first = pos[new_tie]
-    tie_id = np.cumsum(new_tie) - 1
-    del new_tie, pos
+    tie_first = np.flatnonzero(new_tie).astype(np.int64, copy=False)
+    tie_id = np.cumsum(new_tie, dtype=np.int64)
+    tie_id -= 1
+    del new_tie
     tie_last = np.append(tie_first[1:], n) - 1
-    # ranks low..high (1-based within the group) share (low + high) / 2, exact in binary
-    twice = tie_first[tie_id] + tie_last[tie_id] - 2 * group_start + 2
+    # ranks low..high (1-based within the group) share (low + high) / 2, exact in binary; the
+    # integer sum built in place (each array of n freed once used)
+    twice = tie_first[tie_id]
+    twice += tie_last[tie_id]
+    del tie_first, tie_last, tie_id
+    group_start *= 2
+    twice -= group_start
+    del group_start
+    twice += 2
     out = np.empty(n, dtype=float)
     out[idx] = twice / 2
     return out
