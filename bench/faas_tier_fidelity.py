@@ -20,7 +20,8 @@ ratio (the emulator's enforcement, decided against the same +-5 %) and the ratio
 same call took in each tier: on 2026-11-29 the shares' ratio was within 2 % of the profile while
 the CPU per call was 0.53-0.62 s at 1769 MB (0.62 in a run before the uncounted warm-up call with
 the work was added, 0.53 in one after it) and 0.59-0.60 s in the throttled tiers, which moves the
-handler-time ratio to 13.2-15.2.
+handler-time ratio to 13.2-15.2. Why a throttled call costs more CPU: bench/throttle_speed.py
+(this VM's vCPU stays at its slow end while it halts between quota bursts).
 Run: .venv/bin/python bench/faas_tier_fidelity.py [--runs N] [--work N]
 """
 

@@ -1,0 +1,140 @@
+"""Why a throttled FaaS tier pays more CPU for the same call: the CPU's speed while its vCPU idles
+between quota bursts. An experiment behind bench/faas_tier_fidelity.py's handler-time ratio (not
+part of ``make bench``; root, cgroup v1 cpu and cpuacct).
+
+The same fixed pure-Python work runs in a child process, everything pinned to one CPU, under four
+conditions interleaved round by round:
+
+- ``free``: no CPU quota;
+- ``throttled``: the 128 MB tier's quota (7.2 ms of every 100 ms period), the CPU otherwise idle,
+  so the vCPU halts about 93 ms of every 100;
+- ``filled``: the same quota, with a filler process spinning on the CPU in a cgroup of its own with
+  the smallest weight (cpu.shares 2), so the vCPU never halts but the work still gets its quota;
+- ``free+filler``: no quota, with the filler (what the filler itself takes from the work).
+
+The CPU a run costs is its cgroup's ``cpuacct.usage`` (the scheduler's exact runtime). Estimand:
+each condition's geometric mean CPU per run against ``free``'s, with a t interval on the per-round
+log ratios (unit: the round). If the vCPU's halts are what makes a throttled call cost more,
+``throttled`` is above 1 and ``filled`` is not.
+
+Measured on this 2-CPU VM (2026-11-29, CPU 0, the other CPU busy with a pinned bench, 8 rounds
+each; CPU s a run, the range over rounds, and the ratio to free):
+
+- this script: free 1.23 (0.89-1.64); throttled x1.27 [1.04, 1.55] (1.45-1.63); filled x1.01
+  [0.86, 1.19] (1.10-1.42); free+filler x0.96; **filled / throttled x0.80 [0.73, 0.87]**;
+- this script without that last line: free 1.19 (0.93-1.56); throttled x1.40 [1.21, 1.63]
+  (1.57-1.76); filled x1.15 [0.99, 1.34] (1.23-1.47); free+filler x1.04;
+- a first run, filler in the root cgroup: free 1.35 (0.96-1.65); throttled x1.22 [1.19, 1.25]
+  (1.59-1.71); filled x1.06 [0.98, 1.15]; free+filler x0.97.
+
+This VM's vCPU runs some stretches up to 1.7 times faster than others. Throttled runs are always
+at the slow end; with the vCPU kept busy by the filler, the same quota-limited work costs less in
+every round. A vCPU that keeps halting does not get the fast stretches: the machine, not the
+emulator's quota, which bench/faas_tier_fidelity.py finds within 2 % of the profile.
+
+    python bench/throttle_speed.py [--cpu 0] [--rounds 8] [--loops 6000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import geo_interval
+
+CPU_ROOT, ACCT_ROOT = Path("/sys/fs/cgroup/cpu"), Path("/sys/fs/cgroup/cpuacct")
+PERIOD_US, QUOTA_US = 100_000, 7_200  # the 128 MB tier: 0.072 vCPU
+CONDITIONS = ("free", "throttled", "filled", "free+filler")
+
+
+@contextlib.contextmanager
+def cgroups(tag: str) -> Iterator[tuple[Path, Path, Path]]:
+    """The work's cpu and cpuacct cgroups and the filler's cpu cgroup, removed afterwards."""
+    made = [CPU_ROOT / f"{tag}-work", ACCT_ROOT / f"{tag}-work", CPU_ROOT / f"{tag}-filler"]
+    for d in made:
+        d.mkdir()
+    try:
+        (made[2] / "cpu.shares").write_text("2")
+        yield made[0], made[1], made[2]
+    finally:
+        time.sleep(0.2)  # the last child's exit reaches the cgroup
+        for d in made:
+            with contextlib.suppress(OSError):
+                d.rmdir()
+
+
+def _enter(cpu: int, *groups: Path) -> None:
+    os.sched_setaffinity(0, {cpu})
+    for g in groups:
+        (g / "cgroup.procs").write_text(str(os.getpid()))
+
+
+def run_once(cpu: int, loops: int, work: Path, acct: Path, quota_us: int) -> float:
+    """CPU seconds one run of the work cost in its cgroup under ``quota_us`` (-1: none)."""
+    (work / "cpu.cfs_period_us").write_text(str(PERIOD_US))
+    (work / "cpu.cfs_quota_us").write_text(str(quota_us))
+    before = int((acct / "cpuacct.usage").read_text())
+    code = f"x = 0\nfor i in range({loops}):\n    x += i * i % 7\n"
+    subprocess.run([sys.executable, "-c", code], preexec_fn=lambda: _enter(cpu, work, acct), check=True)
+    return (int((acct / "cpuacct.usage").read_text()) - before) / 1e9
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cpu", type=int, default=0, help="CPU every process runs on (default 0)")
+    ap.add_argument("--rounds", type=int, default=8, help="rounds of the four conditions (default 8)")
+    ap.add_argument("--loops", type=int, default=6_000_000, help="loop iterations of the work (default 6e6)")
+    args = ap.parse_args()
+    if os.geteuid() != 0 or not (CPU_ROOT / "cpu.cfs_quota_us").exists():
+        raise SystemExit("throttle speed: needs root and cgroup v1 cpu/cpuacct at /sys/fs/cgroup")
+    if args.rounds < 2:
+        ap.error("--rounds must be at least 2")
+    cost: dict[str, list[float]] = {k: [] for k in CONDITIONS}
+    with cgroups(f"throttle-speed-{os.getpid()}") as (work, acct, filler_group):
+        for r in range(args.rounds):
+            for k in CONDITIONS:
+                filler = None
+                if k in ("filled", "free+filler"):
+                    filler = subprocess.Popen(
+                        [sys.executable, "-c", "while True: pass"],
+                        preexec_fn=lambda: _enter(args.cpu, filler_group),  # noqa: PLW1509 (no threads)
+                    )
+                try:
+                    cost[k].append(
+                        run_once(
+                            args.cpu, args.loops, work, acct, QUOTA_US if k in ("throttled", "filled") else -1
+                        )
+                    )
+                finally:
+                    if filler is not None:
+                        filler.kill()
+                        filler.wait()
+                print(f"  round {r + 1}/{args.rounds} {k:<11} {cost[k][-1]:.3f} CPU s", flush=True)
+    load = os.getloadavg()[0]
+    print(f"throttle speed: {args.loops:,} loops on CPU {args.cpu}, {args.rounds} rounds, load {load:.2f}")
+    for k in CONDITIONS:
+        logs = [math.log(a / b) for a, b in zip(cost[k], cost["free"], strict=True)]
+        ratio, lo, hi = geo_interval([math.exp(x) for x in logs])
+        spread = f"{min(cost[k]):.2f}-{max(cost[k]):.2f}"
+        print(
+            f"  {k:<11} {statistics.geometric_mean(cost[k]):.3f} CPU s a run ({spread}); "
+            f"x{ratio:.3f} [{lo:.3f}, {hi:.3f}] of free (95 % t interval over rounds)"
+        )
+    ratio, lo, hi = geo_interval([a / b for a, b in zip(cost["filled"], cost["throttled"], strict=True)])
+    print(
+        f"  filled / throttled: x{ratio:.3f} [{lo:.3f}, {hi:.3f}] (a throttled run without the vCPU's halts)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
