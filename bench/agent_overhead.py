@@ -16,15 +16,19 @@ backing file lives in /dev/shm, made for the bench and removed after it (root: l
 arms' files and the agent's scratch are on it; fio still runs libaio with direct I/O through ext4
 and the block layer. ``disk`` puts them under /var/tmp on the machine's disk. Every process of the
 bench (the agent, both arms' fio) is pinned to one CPU (``--cpu``; ``--cpu -1`` leaves them free),
-and so, as root, are the kernel's unbound workers for the bench's duration (the workqueue cpumask;
-the loop device's worker copies every byte, and left free it shares the other CPU with whatever
-runs there: a pair's spread rose to 7.5 % beside a report build on the other CPU, 2026-11-29). A
-SIGKILL leaves that mask set: put it back with ``echo 3 > /sys/devices/virtual/workqueue/cpumask``
-(all CPUs of a 2-CPU machine).
+and so, as root, are the kernel's unbound workers for the bench's duration (the workqueue cpumask:
+the loop device's worker copies every byte fio reads, and left free it runs wherever there is room,
+so work on the other CPU would change the I/O path while the bench runs). That isolation did not
+narrow a pair's spread on this VM (9.3 % pinned over 450 pairs; 8.0 % A/A and 7.5-8.2 % with 8 s
+arms unpinned): the vCPU's own speed sets it (it varies up to 1.7 times from one stretch to the
+next: bench/throttle_speed.py). A SIGKILL leaves the mask set: put it back with
+``echo 3 > /sys/devices/virtual/workqueue/cpumask`` (all CPUs of a 2-CPU machine).
 Why: what the agent could change (file layout, environment, session, its own CPU) shows on any
 device, but a pair's log ratio on this machine's virtual disk has a spread of about 25 % (the
 host's cache: reads of 530-1,000 MB/s from one minute to the next), which would take thousands of
-pairs to resolve 1 %; the RAM-backed device pinned to one CPU has 2-3 % (measured 2026-11-29).
+pairs to resolve 1 %; on the RAM-backed device it is 8-9 %, so +-1 % takes about 450 pairs (about 65
+min): decided on 2026-11-29 with ``--first 450 --cap 450``, 0.9998 [0.9913, 1.0085], equivalent.
+Longer arms do not help here (8 s arms: 7.5-8.2 %, against 8-9 % at 2 s).
 Pairs are sequential: the arms running at the same time on two CPUs (tried 2026-11-29, A/A) share
 the loop device's one worker, which hides what one arm's process loses (a 10 % CPU hog on one arm's
 CPU moved the ratio by -1.2 % against -10 % in sequence), and a RAM device per arm adds a device
