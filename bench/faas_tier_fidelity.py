@@ -70,13 +70,18 @@ def measure(c: FaasClient, mb: int, work: int, runs: int) -> dict[str, float]:
 BAND = (0.95, 1.05)
 
 
+def in_band(lo: float, hi: float, expected: float) -> str:
+    """The decision of an interval [lo, hi] against ``BAND`` around ``expected``."""
+    return against(lo / expected, hi / expected, within=BAND)
+
+
 def share(values: list[float], expected: float) -> tuple[str, str]:
     """ "0.071 [0.069, 0.073] (-1.2%)" and the decision against +-5 % of ``expected``."""
     if not values:
         return "—", "not shown (no data)"
     g, lo, hi = geo_interval(values)
     text = f"{g:.3f} [{lo:.3f}, {hi:.3f}] ({(g / expected - 1) * 100:+.1f}%)"
-    return text, against(lo / expected, hi / expected, within=BAND)
+    return text, in_band(lo, hi, expected)
 
 
 def main() -> int:
@@ -112,12 +117,12 @@ def main() -> int:
     print(
         f"speed ratio 1769/128 MB from the handler times: {ratio.ratio:.2f} [{ratio.lo:.2f}, {ratio.hi:.2f}] "
         f"(95% Welch interval on logs), expected {expected:.2f} "
-        f"-> {against(ratio.lo / expected, ratio.hi / expected, within=BAND)}   target: within +-5%"
+        f"-> {in_band(ratio.lo, ratio.hi, expected)}   target: within +-5%"
     )
     # the handler-time ratio is the wall-share ratio times the CPU-per-call ratio: the first is the
     # emulator's enforcement, the second what the same work costs the CPU in each tier
     walls = ratio_of_samples(results[1769]["wall"], results[128]["wall"], "", 5.0, "higher")
-    enforced = against(walls.lo / expected, walls.hi / expected, within=BAND)
+    enforced = in_band(walls.lo, walls.hi, expected)
     off = (walls.ratio / expected - 1) * 100
     small, full = (geo_interval(results[mb]["cpu_s"])[0] for mb in (128, 1769))
     cpu_ratio = small / full

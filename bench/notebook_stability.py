@@ -173,20 +173,28 @@ def measure(
         )
         quiet = max(r["others"] for r in rows) <= args.quiet_share
         decided = cv_decision([r["cells_s"] for r in rows], TARGET_CV, alpha)[3] in ("met", "not met")
-        floor = floor_decision(rows, alpha)
-        unreachable = floor is not None and floor[3] == "not met"
-        if len(rows) in plan and quiet and (decided or unreachable):
+        if len(rows) in plan and quiet and (decided or below_floor(floor_decision(rows, alpha))):
             return rows, loads, f"a decision at the look after run {len(rows)}"
         if len(rows) < args.cap and time.monotonic() - start + (time.monotonic() - begun) > args.budget_s:
             return rows, loads, f"the time budget ({args.budget_s:.0f} s) after run {len(rows)}"
     return rows, loads, "the cap"
 
 
+def floor_times(rows: list[dict[str, float]]) -> list[float]:
+    """The floor arm's times (the runs that had one)."""
+    return [r["floor_s"] for r in rows if "floor_s" in r]
+
+
 def floor_decision(rows: list[dict[str, float]], alpha: float) -> tuple[float, float, float, str] | None:
     """:func:`cv_decision` of the floor arm's times (None without two of them); "not met" there
     means the target lies below this machine's floor (unreachable here)."""
-    floors = [r["floor_s"] for r in rows if "floor_s" in r]
+    floors = floor_times(rows)
     return cv_decision(floors, TARGET_CV, alpha) if len(floors) >= 2 else None
+
+
+def below_floor(floor: tuple[float, float, float, str] | None) -> bool:
+    """Whether a floor decision puts the target below this machine's floor."""
+    return floor is not None and floor[3] == "not met"
 
 
 def sd_ratio(a: list[float], b: list[float], alpha: float) -> tuple[float, float, float]:
@@ -205,7 +213,7 @@ def report(rows: list[dict[str, float]], alpha: float, busy: str) -> None:
     tail = ""
     if busy:
         verdict = f"no verdict: {busy}"
-    elif verdict != "met" and floor is not None and floor[3] == "not met":
+    elif verdict != "met" and below_floor(floor):
         verdict = "not reachable on this machine (below its floor, next line)"
     elif verdict not in ("met", "not met"):
         more = runs_needed(c, TARGET_CV, alpha, len(rows))
@@ -216,7 +224,7 @@ def report(rows: list[dict[str, float]], alpha: float, busy: str) -> None:
         f"target: at most {TARGET_CV:g} % (quiet machine)"
     )
     if floor is not None:
-        floors = [r["floor_s"] for r in rows]
+        floors = floor_times(rows)
         fc, flo, fhi, fverdict = floor
         print(
             f"  the machine's floor: the same code cells in a bare Python on the same CPU, mean "

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import math
 import os
 import statistics
 import subprocess
@@ -122,8 +121,7 @@ def main() -> int:
     load = os.getloadavg()[0]
     print(f"throttle speed: {args.loops:,} loops on CPU {args.cpu}, {args.rounds} rounds, load {load:.2f}")
     for k in CONDITIONS:
-        logs = [math.log(a / b) for a, b in zip(cost[k], cost["free"], strict=True)]
-        ratio, lo, hi = geo_interval([math.exp(x) for x in logs])
+        ratio, lo, hi = geo_interval([a / b for a, b in zip(cost[k], cost["free"], strict=True)])
         spread = f"{min(cost[k]):.2f}-{max(cost[k]):.2f}"
         print(
             f"  {k:<11} {statistics.geometric_mean(cost[k]):.3f} CPU s a run ({spread}); "
