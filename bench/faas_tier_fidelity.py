@@ -90,16 +90,24 @@ def main() -> int:
     ap.add_argument(
         "--work", type=int, default=30000, help="calcs function_calls x 20 calculations (default 30000)"
     )
+    ap.add_argument(
+        "--fill-idle-cpus",
+        action="store_true",
+        help="start the emulator with --fill-idle-cpus (keeps a vCPU from halting between a "
+        "throttled tier's quota bursts; see bench/throttle_speed.py)",
+    )
     args = ap.parse_args()
     load0 = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="faas-tiers-") as d:
-        svc = start(Path(d), "--cpu-boost")
+        svc = start(Path(d), "--cpu-boost", *(["--fill-idle-cpus"] if args.fill_idle_cpus else []))
         try:
             c = FaasClient(svc.url, timeout_s=900)
             results = {mb: measure(c, mb, args.work, args.runs) for mb in TIERS}
         finally:
             svc.stop(timeout_s=30)
     print(f"load average before: {load0:.2f}, after: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+    if args.fill_idle_cpus:
+        print("emulator: --fill-idle-cpus (every CPU kept busy at the smallest weight)")
     print(f"each share: geometric mean of {args.runs} calls [95% t interval on logs]; target: within +-5%")
     for mb, r in results.items():
         v = r["vcpus"]

@@ -273,12 +273,14 @@ class Backend:
         """Kill and remove what a dead emulator ``emulator_id`` left in the cgroup tree."""
 
 
-def _reclaim_dir(d: Path) -> None:
+def reclaim_dir(d: Path) -> None:
+    """Kill every process in the cgroup ``d`` and below it, then remove the directories."""
     if not d.is_dir():
         return
     for child in sorted((c for c in d.rglob("*") if c.is_dir()), key=lambda c: -len(c.parts)):
         _kill_pids(child / "cgroup.procs", wait_s=1.0)
         _rmdir(child, wait_s=0.5)
+    _kill_pids(d / "cgroup.procs", wait_s=1.0)
     _rmdir(d, wait_s=0.5)
 
 
@@ -299,7 +301,7 @@ class V1Backend(Backend):
 
     def reclaim(self, emulator_id: str) -> None:
         for b in self.bases.values():
-            _reclaim_dir(b.parent / emulator_id)
+            reclaim_dir(b.parent / emulator_id)
 
 
 class V2Backend(Backend):
@@ -321,7 +323,7 @@ class V2Backend(Backend):
         _rmdir(self.base, wait_s=0.2)
 
     def reclaim(self, emulator_id: str) -> None:
-        _reclaim_dir(self.base.parent / f"{BASE}-{emulator_id}")
+        reclaim_dir(self.base.parent / f"{BASE}-{emulator_id}")
 
 
 def setup_v2(here: Path, emulator_id: str) -> V2Backend:

@@ -88,6 +88,13 @@ def add_parser(subparsers: Any) -> None:
         action="store_true",
         help="largest CPU weight for instances against other work on the machine (tier fidelity runs)",
     )
+    serve.add_argument(
+        "--fill-idle-cpus",
+        action="store_true",
+        help="keep every CPU busy with a spinning process of the smallest CPU weight, so a vCPU that "
+        "runs slow after halting does not slow the throttled tiers (a user-space idle=poll; "
+        "tier fidelity runs on such VMs; every CPU then reads 100%% busy)",
+    )
     serve.add_argument("--seed", type=int, help="seed of the drawn container and host lifetimes")
     serve.add_argument(
         "--time-scale",
@@ -172,6 +179,7 @@ def _serve(args: argparse.Namespace) -> int:
         cgroup=args.cgroup,
         seed=args.seed,
         cpu_boost=args.cpu_boost,
+        fill_idle_cpus=args.fill_idle_cpus,
         time_scale=args.time_scale,
     )
     try:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from testbed_services.faas import cgroups, environment, inspector, sandbox
+from testbed_services.faas import cgroups, environment, idle_fill, inspector, sandbox
 from testbed_services.faas.functions import FunctionCode, check_name, find_function
 from testbed_services.faas.instance import CallTimeout, Host, Instance, InstanceDied
 from testbed_services.faas.logs import LogCollector
@@ -108,6 +108,7 @@ class Emulator:
         key_service: str = "",
         seed: int | None = None,
         cpu_boost: bool = False,
+        fill_idle_cpus: bool = False,
         time_scale: float = 1.0,
     ) -> None:
         if not (math.isfinite(time_scale) and time_scale >= 1):
@@ -141,6 +142,7 @@ class Emulator:
         self.limits_enforced = self.backend.enforced and self.mount_tmp
         self.run_as = sandbox.function_user()
         self.cpu_boost = cpu_boost and cgroups.boost(self.backend)
+        self.fill = self._start_fill() if fill_idle_cpus else None
         self.logs = LogCollector()
         self.ncpu = os.cpu_count() or 1
         self.deployments: dict[str, Deployment] = {}
@@ -153,6 +155,19 @@ class Emulator:
         self._reaper = threading.Thread(target=self._reap, name="keep-alive", daemon=True)
         self._reaper.start()
 
+    def _start_fill(self) -> idle_fill.IdleFill:
+        """The fillers of ``--fill-idle-cpus`` (:mod:`idle_fill`); an error if they cannot run."""
+        try:
+            return idle_fill.IdleFill(self.backend, self.id)
+        except OSError as exc:
+            self.backend.cleanup()
+            shutil.rmtree(self.state_dir, ignore_errors=True)
+            why = exc.strerror or str(exc)
+            raise TestbedError(
+                f"--fill-idle-cpus: cannot start the fillers ({why})",
+                hint="it needs root and a cgroup backend (--cgroup auto, v1 or v2)",
+            ) from None
+
     def _reclaim_stale(self, state_dir: Path) -> int:
         """Clean up after emulators that died without shutting down (SIGKILL, power loss):
         kill their instances, unmount their /tmp mounts, remove their cgroups and files."""
@@ -162,6 +177,7 @@ class Emulator:
             if d == self.state_dir or (pid_text.isdigit() and _alive(int(pid_text))):
                 continue
             self.backend.reclaim(d.name.removeprefix("emu-"))
+            idle_fill.reclaim(self.backend, d.name.removeprefix("emu-"))
             for point in sorted(_mounts_under(d), key=len, reverse=True):
                 subprocess.run(["umount", "-l", point], capture_output=True, check=False)  # noqa: S603 - the emulator's own cleanup (umount), inside the launcher-tracked service
             shutil.rmtree(d, ignore_errors=True)
@@ -203,6 +219,7 @@ class Emulator:
                 "max_concurrency": self.max_concurrency,
                 "function_user": self.run_as[2] if self.run_as else None,
                 "cpu_boost": self.cpu_boost,
+                "fill_idle_cpus": self.fill.cpus if self.fill else 0,
                 "inflight": self.inflight,
                 "uptime_s": time.monotonic() - self.started,
                 "functions": {n: d.describe() for n, d in self.deployments.items()},
@@ -754,6 +771,8 @@ class Emulator:
         self._stop.set()
         self._reaper.join(timeout=2)
         self.cold(None, "host", drain=False)
+        if self.fill is not None:
+            self.fill.stop()
         self.backend.cleanup()
         self.logs.close()
         shutil.rmtree(self.state_dir, ignore_errors=True)
