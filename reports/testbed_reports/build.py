@@ -28,8 +28,8 @@ from testbed_reports.export import parameter_anova
 from testbed_reports.fingerprint import fingerprints, label_factors, mismatches
 from testbed_reports.inference import DEFAULT_MARGIN, Decision, MachineSpread, primary_set
 from testbed_reports.load import Dataset
-from testbed_reports.numerics import distinct_rows
-from testbed_reports.runs import Runs
+from testbed_reports.numerics import distinct_rows, key_groups
+from testbed_reports.runs import Runs, stable_order
 from testbed_reports.stats import MIN_N_CV_CI, describe
 from testbed_shared.atomic import write_atomically
 from testbed_shared.intervals import share_interval
@@ -157,7 +157,7 @@ def factorial(
     label_codes = obs["label"].cat.codes.to_numpy()
     host_codes = obs["host"].cat.codes.to_numpy()
     values = obs["value"].to_numpy()
-    groups = obs.groupby(["benchmark", "metric"], observed=True, sort=True).indices
+    groups = _row_groups(obs, ["benchmark", "metric"])
     for fa, fb in FACTOR_PAIRS:
         f = factors.dropna(subset=[fa, fb])
         levels_a, levels_b = sorted(set(f[fa])), sorted(set(f[fb]))
@@ -190,6 +190,15 @@ def factorial(
                 }
             )
     return out
+
+
+def _row_groups(obs: pd.DataFrame, keys: list[str]) -> dict[Any, np.ndarray]:
+    """``obs.groupby(keys, observed=True, sort=True).indices``: per key (a tuple), its rows in
+    row order; from the group codes (``numerics.key_groups``: one array of n, not pandas' several)."""
+    table, codes = key_groups(obs, keys, "n")
+    order = stable_order(codes)
+    parts = np.split(order, np.cumsum(table["n"].to_numpy())[:-1])
+    return dict(zip(table[keys].itertuples(index=False, name=None), parts, strict=True))
 
 
 def _anova_note(unit: str, single: list[str]) -> str:

@@ -24,8 +24,15 @@ import pandas as pd
 from scipy import special as spf
 from scipy import stats as sps
 
-from testbed_reports.numerics import group_max
-from testbed_reports.runs import Runs, as_runs, group_ranks, group_sort, ranks_in_sequence, run_order
+from testbed_reports.numerics import batch_rows, group_batches, group_max, group_spans
+from testbed_reports.runs import (
+    Runs,
+    as_runs,
+    group_ranks,
+    group_sort,
+    ranks_in_sequence,
+    run_order,
+)
 
 #: robust z (distance from the median in MADs x 1.4826) beyond which a run is flagged an outlier,
 #: checked from OUTLIER_MIN_N runs (normal data, 10 runs: 3.5 % of machines get a false flag; 3.5 gave 12 %)
@@ -49,20 +56,40 @@ def _sums(codes: np.ndarray, w: np.ndarray, g: int) -> np.ndarray:
 
 
 def _drift(
-    obs: pd.DataFrame, codes: np.ndarray, n: np.ndarray, sequence: np.ndarray | None = None
+    obs: pd.DataFrame,
+    codes: np.ndarray,
+    n: np.ndarray,
+    sequence: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Spearman rho of value with run order per group, and its p (``sequence``: the rows by group
-    in run order, ``runs.Runs.sequence``; from ``run_order`` when not given)."""
-    rv = group_ranks(obs["value"].to_numpy(dtype=float), codes)
-    ro = ranks_in_sequence(sequence, codes) if sequence is not None else group_ranks(run_order(obs), codes)
-    g = len(n)
-    mv, mo = _sums(codes, rv, g) / n, _sums(codes, ro, g) / n
-    dv, do = rv - mv[codes], ro - mo[codes]
+    in run order, ``runs.Runs.sequence``, a span of whole groups at a time; from ``run_order``
+    when not given)."""
+    values = obs["value"].to_numpy(dtype=float)
+    if sequence is None:
+        rho = _rank_correlation(group_ranks(values, codes), group_ranks(run_order(obs), codes), codes, n)
+    else:
+        rho = np.empty(len(n))
+        ends = np.cumsum(np.bincount(codes, minlength=len(n)))  # the groups' ends in ``sequence``
+        for lo, hi in group_spans(ends):
+            seg = sequence[(int(ends[lo - 1]) if lo else 0) : int(ends[hi - 1])]
+            rows = np.sort(seg)  # the span's rows in row order, as a whole-array sum adds them
+            c = codes[rows]
+            ro = ranks_in_sequence(np.searchsorted(rows, seg), c)
+            rho[lo:hi] = _rank_correlation(group_ranks(values[rows], c), ro, c, n)[lo:hi]
     with np.errstate(divide="ignore", invalid="ignore"):
-        rho = _sums(codes, dv * do, g) / np.sqrt(_sums(codes, dv * dv, g) * _sums(codes, do * do, g))
         t = rho * np.sqrt((n - 2) / np.maximum(1 - rho * rho, 1e-12))
     p = 2 * sps.t.sf(np.abs(t), np.maximum(n - 2, 1))
     return rho, np.where(np.isfinite(rho) & (n >= DRIFT_MIN_N), p, 1.0)
+
+
+def _rank_correlation(rv: np.ndarray, ro: np.ndarray, codes: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Per group: the correlation of the ranks ``rv`` and ``ro`` (both overwritten)."""
+    g = len(n)
+    mv, mo = _sums(codes, rv, g) / n, _sums(codes, ro, g) / n
+    dv = np.subtract(rv, mv[codes], out=rv)  # in place: the rank arrays become the deviations
+    do = np.subtract(ro, mo[codes], out=ro)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _sums(codes, dv * do, g) / np.sqrt(_sums(codes, dv * dv, g) * _sums(codes, do * do, g))
 
 
 def cvm_sf(x: np.ndarray) -> np.ndarray:
@@ -85,39 +112,93 @@ def cvm_sf(x: np.ndarray) -> np.ndarray:
 
 def _stability(y: np.ndarray, codes: np.ndarray, n: np.ndarray, sequence: np.ndarray) -> np.ndarray:
     """KPSS level-stability p per group (values in run order: ``sequence``, the rows by group in
-    run order, ``runs.Runs.sequence``); 1.0 below STABLE_MIN_N runs."""
+    run order, ``runs.Runs.sequence``, a span of whole groups at a time); 1.0 below
+    STABLE_MIN_N runs."""
     g = len(n)
-    idx = sequence
-    c, v = codes[idx], y[idx]
-    scale = group_max(np.abs(v), c, g)
-    v = v / np.where((scale > 0) & np.isfinite(scale), scale, 1.0)[c]  # eta is scale-free
-    e = v - (_sums(c, v, g) / n)[c]
-    csum = np.cumsum(e)
-    start = np.concatenate(([0], np.cumsum(np.bincount(c, minlength=g))[:-1]))
-    before = np.where(start > 0, csum[np.maximum(start - 1, 0)], 0.0)
-    partial = csum - before[c]
+    ends = np.cumsum(np.bincount(codes, minlength=g))  # the groups' ends in ``sequence``
+    sq, ee = np.zeros(g), np.zeros(g)
+    carry: float | None = None
+    for lo, hi in group_spans(ends):
+        seg = sequence[(int(ends[lo - 1]) if lo else 0) : int(ends[hi - 1])]
+        part_sq, part_ee, carry = _kpss_sums(y, codes, n, seg, carry)
+        sq[lo:hi], ee[lo:hi] = part_sq[lo:hi], part_ee[lo:hi]
     with np.errstate(all="ignore"):
-        eta = _sums(c, partial * partial, g) / (n * _sums(c, e * e, g))
+        eta = sq / (n * ee)
     p = cvm_sf(eta)
     return np.where((n >= STABLE_MIN_N) & np.isfinite(p), p, 1.0)
 
 
+def _kpss_sums(
+    y: np.ndarray,
+    codes: np.ndarray,
+    n: np.ndarray,
+    idx: np.ndarray,
+    carry: float | None,
+) -> tuple[np.ndarray, np.ndarray, float | None]:
+    """For the rows ``idx`` (whole groups, in run order): per group the sums of the squared
+    partial sums and of the squared deviations, and the running sum at the end. ``carry``: the
+    running sum before these rows (None: none), so that it runs on as over every row at once."""
+    g = len(n)
+    if not len(idx):
+        return np.zeros(g), np.zeros(g), carry
+    c, v = codes[idx], y[idx]
+    scale = group_max(np.abs(v), c, g)
+    v /= np.where((scale > 0) & np.isfinite(scale), scale, 1.0)[c]  # eta is scale-free
+    e = np.subtract(v, (_sums(c, v, g) / n)[c], out=v)  # each step in place: a few arrays of n
+    csum = np.cumsum(e) if carry is None else np.cumsum(np.concatenate(([carry], e)))[1:]
+    last = float(csum[-1])
+    start = np.concatenate(([0], np.cumsum(np.bincount(c, minlength=g))[:-1]))
+    before = np.where(start > 0, csum[np.maximum(start - 1, 0)], 0.0 if carry is None else carry)
+    partial = np.subtract(csum, before[c], out=csum)
+    sq = _sums(c, np.multiply(partial, partial, out=partial), g)
+    return sq, _sums(c, np.multiply(e, e, out=e), g), last
+
+
 def _outliers(values: np.ndarray, codes: np.ndarray, g: int) -> np.ndarray:
-    """Count per group of runs more than OUTLIER_Z robust z-scores from the group median."""
+    """Count per group of runs more than OUTLIER_Z robust z-scores from the group median, a
+    batch of whole groups at a time (``numerics.group_batches``)."""
+    batches = group_batches(codes)
+    if batches is None:
+        return _flagged(values, codes, g)
+    out = np.zeros(g)
+    for lo, hi in batches:
+        rows = batch_rows(codes, lo, hi)
+        out[lo:hi] = _flagged(values[rows], codes[rows], g)[lo:hi]
+    return out
+
+
+def _flagged(values: np.ndarray, codes: np.ndarray, g: int) -> np.ndarray:
+    """:func:`_outliers` of every row at once."""
     with np.errstate(all="ignore"):
-        dev = np.abs(values - _row_medians(values, codes, g))
-        mad = _row_medians(dev, codes, g) * 1.4826
-        z = np.where(mad > 0, dev / mad, 0.0)
-    return np.bincount(codes, weights=(z > OUTLIER_Z).astype(float), minlength=g)
+        dev = _row_medians(values, codes, g)
+        dev = np.abs(np.subtract(values, dev, out=dev), out=dev)  # in place, as each step below
+        mad = _row_medians(dev, codes, g)
+        mad *= 1.4826
+        z = np.divide(dev, mad, out=dev)  # z where mad > 0; 0 (not an outlier) elsewhere
+        flagged = (z > OUTLIER_Z) & (mad > 0)
+    return np.bincount(codes[flagged], minlength=g).astype(float)  # the few flagged rows' codes
 
 
 def _row_medians(values: np.ndarray, codes: np.ndarray, g: int) -> np.ndarray:
     """Each row's group median, ``pd.Series(values).groupby(codes).transform("median")``: from one
     sort of the rows by group and value (``runs.group_sort``), a group's middle value or the mean
     of its two middle ones, as pandas takes them (with a NaN, pandas' own; a zero median may differ
-    in its sign, which the distances from it do not see)."""
+    in its sign, which the distances from it do not see); a batch of whole groups at a time
+    (``numerics.group_batches``)."""
     if np.isnan(values).any():
-        return pd.Series(values).groupby(codes).transform("median").to_numpy()
+        return pd.Series(values).groupby(codes).transform("median").to_numpy(copy=True)  # writable
+    batches = group_batches(codes)
+    if batches is None:
+        return _sorted_medians(values, codes, g)
+    out = np.empty(len(values), dtype=float)
+    for lo, hi in batches:
+        rows = batch_rows(codes, lo, hi)
+        out[rows] = _sorted_medians(values[rows], codes[rows], g)
+    return out
+
+
+def _sorted_medians(values: np.ndarray, codes: np.ndarray, g: int) -> np.ndarray:
+    """:func:`_row_medians` of values without NaN, every row at once."""
     counts = np.bincount(codes, minlength=g)
     start = np.cumsum(counts) - counts
     last = max(len(values) - 1, 0)
@@ -132,14 +213,27 @@ def _row_medians(values: np.ndarray, codes: np.ndarray, g: int) -> np.ndarray:
 def _bimodality(values: np.ndarray, codes: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Sarle's bimodality coefficient per group from the bias-corrected skewness and kurtosis of the
     log values (so a lognormal tail is not mistaken for a second mode); NaN below BIMODAL_MIN_N runs
-    or with zero spread. Normal data, 20 runs: 0.7 % flagged; two modes 5 sd apart: 42 % (70 % at 30)."""
+    or with zero spread. Normal data, 20 runs: 0.7 % flagged; two modes 5 sd apart: 42 % (70 % at 30).
+    A batch of whole groups at a time (``numerics.group_batches``)."""
+    batches = group_batches(codes)
+    if batches is None:
+        return _coefficients(values, codes, n)
+    out = np.full(len(n), np.nan)  # NaN: a group past the codes, as without runs
+    for lo, hi in batches:
+        rows = batch_rows(codes, lo, hi)
+        out[lo:hi] = _coefficients(values[rows], codes[rows], n)[lo:hi]
+    return out
+
+
+def _coefficients(values: np.ndarray, codes: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """:func:`_bimodality` of every row at once."""
     g = len(n)
     with np.errstate(all="ignore"):
         values = np.where(values > 0, np.log(np.where(values > 0, values, 1.0)), values)
     scale = group_max(np.abs(values), codes, g)
     scale = np.where(scale > 0, scale, 1.0)
-    y = values / scale[codes]
-    d = y - (_sums(codes, y, g) / n)[codes]
+    y = np.divide(values, scale[codes], out=values)  # in place: one array of n (and a term)
+    d = np.subtract(y, (_sums(codes, y, g) / n)[codes], out=y)
     m2, m3, m4 = (_sums(codes, d**k, g) / n for k in (2, 3, 4))
     with np.errstate(all="ignore"):
         g1, g2 = m3 / m2**1.5, m4 / m2**2 - 3
@@ -151,7 +245,7 @@ def _bimodality(values: np.ndarray, codes: np.ndarray, n: np.ndarray) -> np.ndar
 
 def _logs(values: np.ndarray, codes: np.ndarray, g: int) -> np.ndarray:
     """Log values for groups whose values are all positive, raw values elsewhere."""
-    positive = np.bincount(codes, weights=(values <= 0).astype(float), minlength=g) == 0
+    positive = np.bincount(codes[values <= 0], minlength=g) == 0
     with np.errstate(all="ignore"):
         return np.where(positive[codes], np.log(np.where(values > 0, values, 1.0)), values)
 
@@ -182,8 +276,7 @@ def findings(
     values = obs["value"].to_numpy(dtype=float)
     sequence = rs.sequence()
     rho, p = _drift(obs, codes, n, sequence)
-    logs = _logs(values, codes, len(n))
-    stable = _stability(logs, codes, n, sequence)
+    stable = _stability(_logs(values, codes, len(n)), codes, n, sequence)  # the logs freed after
     outl = _outliers(values, codes, len(n))
     bc = _bimodality(values, codes, n)
     out: dict[tuple[str, str, str], list[str]] = {}

@@ -139,7 +139,7 @@ def _dataset(store: Store, runs: Sequence[tuple[Manifest, Path]], con: duckdb.Du
         if m.observations:
             obs = read_observations(sorted(Path(store.root).glob(_rel_glob("observations", m.run, True))))
             if offset:
-                obs["record"] = obs["record"].to_numpy() + offset
+                obs["record"] = small_ints(obs["record"].to_numpy().astype(np.int64) + offset)
             obs["run_id"] = pd.Categorical.from_codes(np.zeros(len(obs), dtype=np.int8), categories=[m.run])
             obs_parts.append(obs)
         hosts = _read(con, "SELECT host, sysinfo FROM read_parquet(?)", _glob(store.root, "hosts", m.run))
@@ -192,17 +192,20 @@ def _joined_records(parts: list[pd.DataFrame]) -> pd.DataFrame:
 
 
 def _typed(obs: pd.DataFrame, single: bool) -> pd.DataFrame:
-    """The loader's dtypes: sorted categories, int64, float, bool, object start times with None
-    (a column already so, as one run's read gives it, is left as it is: no copy)."""
+    """The loader's dtypes but for the integers: sorted categories, float, bool, object start
+    times with None, integers int32 where they fit, else int64 (``small_ints``; a column already
+    so, as one run's read gives it, is left as it is: no copy)."""
     for c in CATEGORICAL:  # sorted categories, as the loader's (groupby orders by them)
         cat = obs[c] if isinstance(obs[c].dtype, pd.CategoricalDtype) else obs[c].astype(object)
         cat = cat.astype("category") if not isinstance(cat.dtype, pd.CategoricalDtype) else cat
         want = sorted(str(x) for x in cat.cat.categories)
         if cat.dtype != obs[c].dtype or list(cat.cat.categories) != want:
             obs[c] = cat.cat.set_categories(want)
-    for c, kind in (("repetition", np.int64), ("index", np.int64), ("record", np.int64), ("value", float)):
-        if obs[c].dtype != kind:
-            obs[c] = obs[c].astype(kind)
+    for c in INT_COLUMNS:
+        if obs[c].dtype not in (np.int32, np.int64):
+            obs[c] = small_ints(obs[c].to_numpy(dtype=np.int64))
+    if obs["value"].dtype != float:
+        obs["value"] = obs["value"].astype(float)
     if obs["primary"].dtype != bool:
         obs["primary"] = obs["primary"].astype(bool)
     if obs["started_at"].dtype != object or not single:
@@ -262,7 +265,10 @@ def _params(p: Any) -> dict[str, Any] | None:
 
 #: the observation columns read from a stored run's files (label comes from the partition path)
 _OBS_TEXT = ("host", "groups", "benchmark", "type", "metric", "unit", "better", "started_at", "cc_technology")
-_OBS_NUMBERS = {"primary": np.bool_, "value": np.float64, "repetition": np.int64, "index": np.int64}
+_OBS_NUMBERS = {"primary": np.bool_, "value": np.float64}
+#: the observations' integer columns: int32 where every value fits (4 bytes a row, not 8)
+INT_COLUMNS = ("repetition", "index", "record")
+_INT32 = np.iinfo(np.int32)
 
 
 def read_observations(files: Sequence[Path]) -> pd.DataFrame:
@@ -294,14 +300,26 @@ def read_observations(files: Sequence[Path]) -> pd.DataFrame:
                 for k, chunk in _chunks(col):
                     codes[_part(at, k, len(chunk))] = _global_codes(chunk, known)
             frame[c] = _categorical(codes, known, objects=c == "started_at")
-        elif c in _OBS_NUMBERS or c == "record":
-            arr = np.empty(n, dtype=_OBS_NUMBERS.get(c, np.int64))
+        elif c in _OBS_NUMBERS or c in INT_COLUMNS:
+            arr = np.empty(n, dtype=_OBS_NUMBERS.get(c, np.int32))
             for f, at in zip(files, places, strict=True):
                 col = pq.read_table(f, columns=[c])[c]
                 for k, chunk in _chunks(col):
-                    arr[_part(at, k, len(chunk))] = chunk.to_numpy(zero_copy_only=False)
+                    vals = chunk.to_numpy(zero_copy_only=False)
+                    if arr.dtype == np.int32 and not _fits_int32(vals):
+                        arr = arr.astype(np.int64)  # a value past int32: the whole column int64
+                    arr[_part(at, k, len(chunk))] = vals
             frame[c] = arr
     return pd.DataFrame(frame, copy=False)
+
+
+def _fits_int32(vals: np.ndarray) -> bool:
+    return not len(vals) or (_INT32.min <= int(vals.min()) and int(vals.max()) <= _INT32.max)
+
+
+def small_ints(vals: np.ndarray) -> np.ndarray:
+    """Integers as int32 where every one fits, else as int64."""
+    return vals.astype(np.int32) if _fits_int32(vals) else vals.astype(np.int64, copy=False)
 
 
 def _place(seq: np.ndarray, part: np.ndarray) -> slice | np.ndarray:

@@ -51,7 +51,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from testbed_reports.numerics import distinct_rows, group_moments
+from testbed_reports.numerics import distinct_rows, group_moments, group_spans
 from testbed_reports.runs import Runs, as_runs
 from testbed_shared.intervals import t_quantile
 from testbed_shared.records import legacy_primary
@@ -152,16 +152,30 @@ class Side:
         return float(self.mean.mean()), var, df, float((1.0 / self.n).sum()) / (k * k)
 
 
-def _successive(logs: np.ndarray, codes: np.ndarray, idx: np.ndarray, groups: int) -> np.ndarray:
+def _successive(logs: np.ndarray, codes: np.ndarray, idx: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Per group: half the mean squared difference of consecutive values in run order (NaN below 2);
-    ``idx``: the rows used, by group in run order (``runs.Runs.sequence``)."""
-    c, y = codes[idx], logs[idx]
-    same = c[1:] == c[:-1]
-    d2 = np.where(same, np.diff(y) ** 2, 0.0)
-    ss = np.bincount(c[1:], weights=d2, minlength=groups)
-    pairs = np.bincount(c[1:], weights=same.astype(float), minlength=groups)
+    ``idx``: the rows used, by group in run order (``runs.Runs.sequence``), a span of whole groups
+    at a time (``numerics.group_spans``); ``counts``: how many of them each group has."""
+    groups = len(counts)
+    ends = np.cumsum(counts)  # the groups' ends in ``idx``
+    ss = np.zeros(groups)
+    for lo, hi in group_spans(ends):
+        seg = idx[(int(ends[lo - 1]) if lo else 0) : int(ends[hi - 1])]
+        ss[lo:hi] = _squared_steps(logs, codes, seg, groups)[lo:hi]
+    pairs = np.maximum(counts - 1, 0).astype(float)  # a group's rows together: one pair fewer
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(pairs > 0, ss / (2 * pairs), np.nan)
+
+
+def _squared_steps(logs: np.ndarray, codes: np.ndarray, idx: np.ndarray, groups: int) -> np.ndarray:
+    """Per group: the sum of the squared differences of its consecutive rows ``idx``."""
+    c, y = codes[idx], logs[idx]
+    same = c[1:] == c[:-1]
+    d2 = np.diff(y)
+    del y
+    d2 = np.multiply(d2, d2, out=d2)  # in place: the squared differences, 0 across groups
+    d2[~same] = 0.0
+    return np.bincount(c[1:], weights=d2, minlength=groups)
 
 
 def _blocks(
@@ -197,11 +211,18 @@ def sides(obs: pd.DataFrame, shared: Runs | None = None) -> dict[tuple[str, str,
     values = r["value"].to_numpy(dtype=float)
     positive = values > 0
     with np.errstate(divide="ignore", invalid="ignore"):
-        logs = np.log(np.where(positive, values, 1.0))
-    mom = group_moments(logs[positive], codes[positive], len(table))
+        logs = np.where(positive, values, 1.0)
+        logs = np.log(logs, out=logs)  # in place: one array of n
+    every = bool(positive.all())  # then the rows themselves, not copies of them
+    mom = (
+        group_moments(logs, codes, len(table))
+        if every
+        else group_moments(logs[positive], codes[positive], len(table))
+    )
     table["n"], table["mean"], table["sd"] = mom.n, mom.mean, mom.sd
     sequence = rs.sequence()
-    table["ssd2"] = _successive(logs, codes, sequence[positive[sequence]], len(table))
+    used = sequence if every else sequence[positive[sequence]]
+    table["ssd2"] = _successive(logs, codes, used, mom.n.astype(np.int64))  # n: the positive rows
     blocks = _blocks(r, logs, codes, positive)
     table["nonpositive"] = np.bincount(codes[~positive], minlength=len(table))
     parent = table.groupby(keys[:3], observed=True, sort=True).ngroup().to_numpy()

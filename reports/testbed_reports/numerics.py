@@ -24,20 +24,79 @@ class Moments:
 
 
 def group_moments(values: np.ndarray, codes: np.ndarray, groups: int) -> Moments:
-    """Count, mean and sd of ``values`` per group code (0..groups-1), two-pass on scaled values."""
+    """Count, mean and sd of ``values`` per group code (0..groups-1), two-pass on scaled values;
+    a batch of whole groups at a time (``group_batches``: each group's sums the same)."""
     n = np.bincount(codes, minlength=groups).astype(float)
     if len(values) == 0:
         nan = np.full(groups, np.nan)
         return Moments(n, nan, nan.copy())
+    batches = group_batches(codes)
+    if batches is None:
+        return _moments(values, codes, n)
+    mean, sd = np.full(groups, np.nan), np.full(groups, np.nan)  # NaN: a group past the codes
+    for lo, hi in batches:
+        rows = batch_rows(codes, lo, hi)
+        part = _moments(values[rows], codes[rows], n)
+        mean[lo:hi], sd[lo:hi] = part.mean[lo:hi], part.sd[lo:hi]
+    return Moments(n, mean, sd)
+
+
+def _moments(values: np.ndarray, codes: np.ndarray, n: np.ndarray) -> Moments:
+    """:func:`group_moments` of every row at once (``n``: the rows per group)."""
+    groups = len(n)
     scale = group_max(np.abs(values), codes, groups)
     scale = np.where((scale > 0) & np.isfinite(scale), scale, 1.0)
     y = values / scale[codes]
     with np.errstate(divide="ignore", invalid="ignore"):
         mean_y = np.bincount(codes, weights=y, minlength=groups) / n
-        d = y - mean_y[codes]
-        var_y = np.bincount(codes, weights=d * d, minlength=groups) / (n - 1)
+        d = np.subtract(y, mean_y[codes], out=y)  # in place: the values' rows held twice, not four times
+        var_y = np.bincount(codes, weights=np.multiply(d, d, out=d), minlength=groups) / (n - 1)
     var_y = np.where(n > 1, np.maximum(var_y, 0.0), np.nan)
     return Moments(n, mean_y * scale, np.sqrt(var_y) * scale)
+
+
+#: rows (of whole groups) a grouped statistic takes at a time: its working arrays are this long
+GROUP_BATCH = 1 << 20
+
+
+def group_batches(codes: np.ndarray) -> list[tuple[int, int]] | None:
+    """For a grouped statistic computed a batch of whole groups at a time: groups ``lo`` to
+    ``hi - 1`` a batch (``group_spans``; ``batch_rows`` gives its rows); None where one batch
+    would hold every row or a code is negative (the caller then takes every row at once)."""
+    if len(codes) <= GROUP_BATCH or codes.min() < 0:
+        return None
+    return group_spans(np.cumsum(np.bincount(codes)))
+
+
+def group_spans(ends: np.ndarray) -> list[tuple[int, int]]:
+    """Groups ``lo`` to ``hi - 1`` at a time, about ``GROUP_BATCH`` rows together (at least one
+    group), from where each group's rows end among the rows sorted by group (``ends``)."""
+    out, lo = [], 0
+    while lo < len(ends):
+        reach = (int(ends[lo - 1]) if lo else 0) + GROUP_BATCH
+        hi = max(min(int(np.searchsorted(ends, reach, side="left")) + 1, len(ends)), lo + 1)
+        out.append((lo, hi))
+        lo = hi
+    return out
+
+
+def batch_rows(codes: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """The rows of groups ``lo`` to ``hi - 1``, in row order."""
+    return np.flatnonzero((codes >= lo) & (codes < hi))
+
+
+def group_medians(values: np.ndarray, codes: np.ndarray, groups: int) -> np.ndarray:
+    """``pd.Series(values).groupby(codes).median()`` for groups 0..groups-1 (NaN for a group
+    without values), a batch of whole groups at a time (``group_batches``)."""
+    batches = group_batches(codes)
+    if batches is None:
+        return pd.Series(values).groupby(codes).median().reindex(range(groups)).to_numpy()
+    out = np.full(groups, np.nan)
+    for lo, hi in batches:
+        rows = batch_rows(codes, lo, hi)
+        part = pd.Series(values[rows]).groupby(codes[rows]).median()
+        out[part.index.to_numpy()] = part.to_numpy()
+    return out
 
 
 def group_max(values: np.ndarray, codes: np.ndarray, groups: int) -> np.ndarray:
@@ -107,10 +166,20 @@ def _category_groups(df: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, np.
             return None
         combined = combined * width + c
     present = np.bincount(combined, minlength=space) > 0
-    codes = (np.cumsum(present) - 1)[combined]
-    first = np.full(int(present.sum()), len(df), dtype=np.int64)
-    np.minimum.at(first, codes, np.arange(len(df), dtype=np.int64))
-    return codes, first
+    number = np.cumsum(present) - 1
+    codes = number.astype(np.int32 if len(number) < 2**31 else np.int64)[combined]  # 4 bytes a row
+    del combined
+    return codes, first_rows(codes, int(present.sum()))
+
+
+def first_rows(codes: np.ndarray, space: int) -> np.ndarray:
+    """Per code 0..space-1: the first row that has it (``len(codes)`` for none); a batch of rows
+    at a time, so that no row number array of every row is made."""
+    first = np.full(space, len(codes), dtype=np.int64)
+    for lo in range(0, len(codes), GROUP_BATCH):
+        part = codes[lo : lo + GROUP_BATCH]
+        np.minimum.at(first, part, np.arange(lo, lo + len(part), dtype=np.int64))
+    return first
 
 
 def distinct_rows(df: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
@@ -122,17 +191,18 @@ def distinct_rows(df: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
     for k in cols:
         col = df[k]
         if isinstance(col.dtype, pd.CategoricalDtype):
-            c = col.cat.codes.to_numpy().astype(np.int64)
+            c = col.cat.codes.to_numpy()
             width = len(col.cat.categories) + 1
-            c = np.where(c < 0, width - 1, c)  # a missing value: a code of its own
         elif col.dtype == bool:
-            c, width = col.to_numpy().astype(np.int64), 2
+            c, width = col.to_numpy(), 2
         else:
             return df[cols].drop_duplicates()
         space *= width
         if space > 4 * len(df) + 65_536:
             return df[cols].drop_duplicates()
-        combined = combined * width + c
-    first = np.full(space, len(df), dtype=np.int64)
-    np.minimum.at(first, combined, np.arange(len(df), dtype=np.int64))
+        combined *= width  # in place: one array of n, not one per step
+        combined += c
+        if c.dtype != bool:
+            combined[c < 0] += width  # a missing value (-1): a code of its own, width - 1
+    first = first_rows(combined, space)
     return df[cols].iloc[np.sort(first[first < len(df)])]

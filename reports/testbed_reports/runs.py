@@ -15,29 +15,32 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from testbed_reports.numerics import group_moments, key_groups
+from testbed_reports.numerics import batch_rows, group_batches, group_moments, key_groups
 
 RUN_KEYS = ["benchmark", "metric", "label", "host"]
 
 
 def run_codes(obs: pd.DataFrame) -> np.ndarray:
     """A run identifier per observation: the loader's record index, or the row for CSV rows."""
-    row = -1 - np.arange(len(obs), dtype=np.int64)  # each CSV row (record -1) is its own run
     if "record" not in obs:
-        return row
+        return -1 - np.arange(len(obs), dtype=np.int64)  # each CSV row (record -1) is its own run
     rec = pd.to_numeric(obs["record"], errors="coerce").fillna(-1).to_numpy(dtype=np.int64)
-    return np.where(rec >= 0, rec, row)
+    if len(rec) and rec.min() >= 0:  # no CSV row: the records as they are, no second array
+        return rec
+    return np.where(rec >= 0, rec, -1 - np.arange(len(obs), dtype=np.int64))
 
 
 def runs(obs: pd.DataFrame) -> pd.DataFrame:
     """One row per (benchmark, metric, label, host, run) with ``value`` = the mean of the run's values
-    and ``values`` = how many there were; other columns keep the run's first value."""
+    and ``values`` = how many there were (int8 ones where every run has one value: a byte a row);
+    other columns keep the run's first value."""
     if obs.empty:
         return obs.assign(values=pd.Series(dtype=np.int64))
     metric = _text_codes(obs["metric"]) if "metric" in obs else np.zeros(len(obs), dtype=np.int64)
-    key = run_codes(obs) * (int(metric.max()) + 1) + metric  # one integer per (run, metric)
+    key = run_codes(obs) * (int(metric.max()) + 1)  # a new array (the records' may be obs's own)
+    key += metric  # in place: one integer per (run, metric)
     if _distinct(key):
-        return obs.assign(values=np.ones(len(obs), dtype=np.int64))
+        return obs.assign(values=np.ones(len(obs), dtype=np.int8))
     group = pd.factorize(key)[0]
     mom = group_moments(obs["value"].to_numpy(dtype=float), group, int(group.max()) + 1)
     first = np.unique(group, return_index=True)[1]
@@ -59,11 +62,13 @@ def _text_codes(col: pd.Series) -> np.ndarray:
 
 
 def _distinct(key: np.ndarray) -> bool:
-    """Whether no integer occurs twice (a count per value where the range is small, as a run's
-    record numbers times its metrics are; else a hash table)."""
+    """Whether no integer occurs twice (a mark per value where the range is small, as a run's
+    record numbers times its metrics are: as many marked as integers; else a hash table)."""
     lo, hi = int(key.min()), int(key.max())
-    if lo >= 0 and hi < 4 * len(key) + 1024:
-        return int(np.bincount(key, minlength=1).max()) <= 1
+    if lo >= 0 and hi < 4 * len(key) + 1024:  # a byte per value in the range, not a count
+        seen = np.zeros(hi + 1, dtype=bool)
+        seen[key] = True
+        return int(np.count_nonzero(seen)) == len(key)
     return len(pd.unique(key)) == len(key)
 
 
@@ -117,11 +122,17 @@ class Runs:
 
     def sequence(self) -> np.ndarray:
         """The runs' rows by machine group (``machines``), in run order (:func:`run_order`) within
-        each: ``np.lexsort((order, codes))`` by a stable sort of the codes of the rows in run order."""
+        each: ``np.lexsort((order, codes))`` by a stable sort of the codes of the rows in run order
+        (held as 32-bit positions where they fit)."""
         if self._sequence is None:
-            in_order, codes = _in_run_order(self.frame), self.machines()[1]
-            self._sequence = in_order[_stable_order(codes[in_order])]
+            in_order, codes = positions(_in_run_order(self.frame)), self.machines()[1]
+            self._sequence = in_order[stable_order(codes[in_order])]
         return self._sequence
+
+
+def positions(rows: np.ndarray) -> np.ndarray:
+    """Row positions as 32-bit integers where every one fits (half the memory), else as given."""
+    return rows.astype(np.int32) if len(rows) and int(rows.max()) < 2**31 else rows
 
 
 def as_runs(obs: pd.DataFrame, shared: Runs | None = None) -> Runs:
@@ -134,19 +145,19 @@ def group_sort(keys: np.ndarray, codes: np.ndarray) -> np.ndarray:
     in any order): a stable counting sort of the codes and a sort of the keys (of each group's
     keys where the groups are few and large), not a lexsort."""
     n = len(keys)
-    by_code = _stable_order(codes)
+    by_code = stable_order(codes)
     c = codes[by_code]
     bounds = np.flatnonzero(c[1:] != c[:-1]) + 1
     if len(bounds) >= max(64, n // 4096):  # many small groups: one sort of all the keys
         by_key = np.argsort(keys)
-        return by_key[_stable_order(codes[by_key])]
+        return by_key[stable_order(codes[by_key])]
     k = keys[by_code]
     for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, n], strict=True):  # a few large groups: each sorted
         by_code[lo:hi] = by_code[lo:hi][np.argsort(k[lo:hi])]
     return by_code
 
 
-def _stable_order(codes: np.ndarray) -> np.ndarray:
+def stable_order(codes: np.ndarray) -> np.ndarray:
     """``np.argsort(codes, kind="stable")``; as 16-bit integers where the codes fit (numpy sorts
     those by radix, in linear time)."""
     small = len(codes) and codes.min() >= 0 and codes.max() < 2**15
@@ -157,8 +168,11 @@ def ranks_in_sequence(sequence: np.ndarray, codes: np.ndarray) -> np.ndarray:
     """Each row's 1-based place within its group, as floats, for rows ``sequence`` sorted by group
     then by a key without ties (``Runs.sequence``): ``group_ranks`` of that key."""
     _, start = _group_starts(codes[sequence])
+    place = np.arange(1, len(sequence) + 1, dtype=np.int64)
+    place -= start  # in place: one array of n besides ``start``
+    del start
     out = np.empty(len(sequence), dtype=float)
-    out[sequence] = np.arange(len(sequence)) - start + 1
+    out[sequence] = place
     return out
 
 
@@ -174,10 +188,24 @@ def _group_starts(sorted_codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def group_ranks(values: np.ndarray, codes: np.ndarray) -> np.ndarray:
     """``pd.Series(values).groupby(codes).rank()`` (average ranks of ties, within each group; NaN
-    stays NaN) by one sort (:func:`group_sort`) instead of pandas' grouped rank."""
+    stays NaN) by one sort (:func:`group_sort`) instead of pandas' grouped rank; a batch of
+    whole groups at a time (``numerics.group_batches``: the same ranks, the sort's working
+    arrays of a batch, not of every row)."""
     values = np.asarray(values, dtype=float)
     if np.isnan(values).any():
-        return pd.Series(values).groupby(codes).rank().to_numpy()
+        return pd.Series(values).groupby(codes).rank().to_numpy(copy=True)  # writable: callers reuse it
+    batches = group_batches(codes)
+    if batches is None:
+        return _ranks(values, codes)
+    out = np.empty(len(values), dtype=float)
+    for lo, hi in batches:
+        rows = batch_rows(codes, lo, hi)
+        out[rows] = _ranks(values[rows], codes[rows])
+    return out
+
+
+def _ranks(values: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """:func:`group_ranks` of values without NaN, every row at once."""
     n = len(values)
     idx = group_sort(values, codes)
     new_tie, group_start = _group_starts(codes[idx])  # a group's first row begins a run of ties

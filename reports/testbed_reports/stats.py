@@ -34,7 +34,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from testbed_reports.display import is_machine_share
-from testbed_reports.numerics import cv_ci, group_moments
+from testbed_reports.numerics import cv_ci, first_rows, group_medians, group_moments
 from testbed_reports.runs import Runs, as_runs
 from testbed_shared.intervals import mean_interval, share_interval
 
@@ -89,9 +89,10 @@ def _finite(x: np.ndarray) -> np.ndarray:
 def _log_moments(values: np.ndarray, codes: np.ndarray, groups: int) -> tuple[np.ndarray, object]:
     """Per group: whether every value is positive, and the moments of the log values."""
     positive = values > 0
-    bad = np.bincount(codes, weights=(~positive).astype(float), minlength=groups) > 0
+    bad = np.bincount(codes[~positive], minlength=groups) > 0  # the few rows not positive
     with np.errstate(divide="ignore", invalid="ignore"):
-        logs = np.log(np.where(positive, values, 1.0))
+        logs = np.where(positive, values, 1.0)
+        logs = np.log(logs, out=logs)  # in place: one array of n
     return ~bad, group_moments(logs, codes, groups)
 
 
@@ -110,7 +111,7 @@ def summaries(values: np.ndarray, codes: np.ndarray, groups: int, level: float =
         cv = _finite(np.where(mom.mean != 0, 100 * (mom.sd / np.abs(mom.mean)), np.nan))
     lo, hi = cv_ci(cv, mom.n)
     few = mom.n < MIN_N_CV_CI
-    median = pd.Series(values).groupby(codes).median().reindex(range(groups)).to_numpy()
+    median = group_medians(values, codes, groups)
     return pd.DataFrame(
         {
             "n": mom.n.astype(np.int64),
@@ -160,10 +161,10 @@ def _label_groups(rs: Runs) -> tuple[pd.DataFrame, np.ndarray]:
         np.minimum.at(first, parent, np.arange(len(parent), dtype=np.int64))
         table = hosts[KEY].iloc[first].reset_index(drop=True)
         table["machines"] = np.bincount(parent, minlength=len(first)).astype(np.int64)
-        rest = r[["unit", "better", "values"]].groupby(codes)
-        more = rest.agg(unit=("unit", "first"), better=("better", "first"), values=("values", "sum"))
-        for c in ("unit", "better", "values"):
-            table[c] = more[c].to_numpy() if c == "values" else more[c].reset_index(drop=True)
+        for c, col in _firsts(r, codes, len(first)).items():
+            table[c] = col
+        per_run = r["values"].to_numpy(dtype=float)
+        table["values"] = np.bincount(codes, weights=per_run, minlength=len(first)).astype(np.int64)
         return table, codes
     grouped = r.groupby(KEY, observed=True, sort=True)
     table = grouped.agg(
@@ -173,6 +174,19 @@ def _label_groups(rs: Runs) -> tuple[pd.DataFrame, np.ndarray]:
         values=("values", "sum"),
     ).reset_index()
     return table, grouped.ngroup().to_numpy()
+
+
+def _firsts(r: pd.DataFrame, codes: np.ndarray, groups: int) -> dict[str, pd.Series]:
+    """Per group (every one with a run): the first unit and better, as ``groupby(codes)``'s
+    ``first`` gives them: the group's first row's where no value is missing (no grouping of
+    every row), else through pandas (its first value that is not missing)."""
+    cols = ["unit", "better"]
+    whole = all(isinstance(r[c].dtype, pd.CategoricalDtype) and r[c].cat.codes.min() >= 0 for c in cols)
+    if whole:
+        at = first_rows(codes, groups)
+        return {c: r[c].iloc[at].reset_index(drop=True) for c in cols}
+    more = r[cols].groupby(codes).agg(unit=("unit", "first"), better=("better", "first"))
+    return {c: more[c].reset_index(drop=True) for c in cols}
 
 
 def describe(obs: pd.DataFrame, shared: Runs | None = None) -> pd.DataFrame:

@@ -175,3 +175,46 @@ def test_deleted_evidence_of_a_plain_host_fails_the_audit(
     # an empty evidence directory is the same: nothing binds the results
     (run / "local-1.evidence").mkdir()
     assert run_cli("audit", str(run)).returncode == 1
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"\n \n",
+        b'{"host": "a"}\n{"host": "b"}\n',
+        b'\n  \n{"host": "a"}',
+        b'{"host": "a"',
+        b'{"host": "a"\n{"host": "b"}\n',
+        b'\n{"host": "\xc3\xa9"}\n\xff\n',
+        b'{"host": "\xc3\xa9"}\nabc\xc3',
+        b"\n\n[1]",
+        b'{"host": "a"}\n' + b"x" * 20 + b"\xe2\x82\xac\n",
+    ],
+)
+def test_a_files_identity_read_in_chunks_is_read_lines_first_record(
+    data: bytes, tmp_path: Path, monkeypatch
+) -> None:
+    """Issue 36: the audit reads a results file's first record a chunk at a time (not the whole
+    file parsed) and answers as ``records.read_lines`` does: the record, {} or the same error."""
+    from testbed_reports import audit
+    from testbed_reports.errors import ReportError
+    from testbed_shared import records
+
+    path = tmp_path / "h.jsonl"
+    path.write_bytes(data)
+
+    def whole() -> object:
+        try:
+            for n, _, rec in records.read_lines(path):
+                return rec if isinstance(rec, dict) else f"{path}:{n}: a record is a JSON object"
+        except records.RecordError as exc:
+            return exc.message
+        return {}
+
+    monkeypatch.setattr(audit, "_CHUNK", 3)
+    try:
+        got: object = audit._identity(path)
+    except ReportError as exc:
+        got = exc.message
+    assert got == whole()

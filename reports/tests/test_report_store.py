@@ -327,3 +327,77 @@ def test_groups_from_category_codes_are_pandas_groups() -> None:
             grouped = part.groupby(keys, observed=True, sort=True)
             pd.testing.assert_frame_equal(table, grouped.size().reset_index(name="n"))
             np.testing.assert_array_equal(codes, grouped.ngroup().to_numpy())
+
+
+def test_the_observations_integers_are_int32_where_they_fit(tmp_path: Path) -> None:
+    """Issue 36: the store's observations hold repetition, index and record in 4 bytes a row;
+    a value past int32 keeps its column int64."""
+    from testbed_reports.engine import INT_COLUMNS, small_ints
+
+    results = tmp_path / "results"
+    shutil.copytree(QUICK, results / "quick")
+    obs = paths_dataset([results / "quick"], store=tmp_path / "store").obs
+    assert all(obs[c].dtype == np.int32 for c in INT_COLUMNS)
+    assert small_ints(np.array([-1, 2**31 - 1])).dtype == np.int32
+    wide = small_ints(np.array([-1, 2**31]))
+    assert wide.dtype == np.int64 and wide.tolist() == [-1, 2**31]
+
+
+def test_statistics_a_batch_of_groups_at_a_time_are_every_row_at_once(monkeypatch) -> None:
+    """Issue 36: grouped ranks and medians computed a batch of whole groups at a time (less
+    memory) are pandas' over every row, ties and groups of one included; distinct rows from
+    codes in place are ``drop_duplicates``'s."""
+    from testbed_reports import numerics
+    from testbed_reports.diagnostics import _row_medians
+    from testbed_reports.runs import group_ranks
+
+    monkeypatch.setattr(numerics, "GROUP_BATCH", 50)
+    rng = np.random.default_rng(11)
+    codes = np.sort(rng.integers(0, 40, 2000)).astype(np.int32)
+    codes = rng.permutation(np.append(codes, 45))  # a group alone; groups 40-44 empty
+    values = np.round(rng.lognormal(0, 1, len(codes)), 1)  # ties
+    series = pd.Series(values).groupby(codes)
+    assert len(numerics.group_batches(codes)) > 10
+    np.testing.assert_array_equal(group_ranks(values, codes), series.rank().to_numpy())
+    np.testing.assert_array_equal(_row_medians(values, codes, 46), series.transform("median").to_numpy())
+    want = series.median().reindex(range(46)).to_numpy()
+    np.testing.assert_array_equal(numerics.group_medians(values, codes, 46), want)
+    df = pd.DataFrame(
+        {
+            "a": pd.Categorical(rng.choice(["x", "y", None], 300), categories=["y", "x", "w"]),
+            "b": rng.random(300) > 0.5,
+        }
+    )
+    pd.testing.assert_frame_equal(numerics.distinct_rows(df, ["a", "b"]), df.drop_duplicates())
+
+
+def test_the_report_statistics_a_batch_of_groups_at_a_time_are_the_same(tmp_path: Path, monkeypatch) -> None:
+    """Issue 36: describe, findings and the comparison sides computed a batch of whole groups at
+    a time (``numerics.GROUP_BATCH`` rows) are, to the bit, those over every row at once."""
+    from testbed_reports import numerics
+    from testbed_reports.diagnostics import findings
+    from testbed_reports.inference import sides
+    from testbed_reports.runs import Runs
+    from testbed_reports.stats import describe
+
+    results = tmp_path / "results"
+    shutil.copytree(QUICK, results / "quick")
+    obs = paths_dataset([results / "quick"], store=tmp_path / "store").obs
+    rng = np.random.default_rng(5)
+    values = obs["value"].to_numpy() * np.linspace(1, 1.3, len(obs))  # some drift
+    values[rng.integers(0, len(obs), 20)] *= 40  # and outliers
+    values[rng.integers(0, len(obs), 3)] = np.nan  # and a few missing values (pandas' paths)
+    obs = obs.assign(value=values)
+    got = []
+    for size in (numerics.GROUP_BATCH, 40):
+        monkeypatch.setattr(numerics, "GROUP_BATCH", size)
+        shared = Runs.of(obs)
+        side = {k: vars(s) for k, s in sides(obs, shared).items()}
+        got.append((describe(obs, shared), findings(obs, 0.05, shared), side))
+    (d0, f0, s0), (d1, f1, s1) = got
+    assert len(numerics.group_batches(Runs.of(obs).machines()[1])) > 3
+    pd.testing.assert_frame_equal(d0, d1, check_exact=True)
+    assert f0 == f1 and s0.keys() == s1.keys()
+    for k, side in s0.items():
+        for name, v in side.items():
+            np.testing.assert_array_equal(np.asarray(v), np.asarray(s1[k][name]), err_msg=f"{k} {name}")
