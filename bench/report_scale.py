@@ -4,7 +4,8 @@ the report from it, for 10^6 and 10^7 observations (10^8 with --sizes).
 The data: 8 labels (SEV/TDX/baselines, encrypted and plain) x 2 machines each, 10 benchmarks x 8
 metrics, seeded lognormal noise; the number of repetitions sets the size. Each step runs in its own
 process, so its peak RSS is its own: ``store add`` (JSON Lines through the record path into Parquet,
-what the collect role does once per run) and ``build`` (the report end to end from the store:
+what the collect role does once per run; it loads and writes one host's file at a time, so its peak
+is one of the 16 files, not the whole run) and ``build`` (the report end to end from the store:
 DuckDB read, statistics, HTML, CSV, stats.json), ``--repeats`` times each. Targets (issue 36): a build
 of 10^7 observations in under 30 s and 1 GiB; 10^8 within 4 GiB. The load average is printed
 beside each size: wall time on a shared machine includes waiting for the CPUs (CPU time less so).

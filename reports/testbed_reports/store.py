@@ -22,12 +22,25 @@ The one record path applies on the way in: the records are read, checked and cho
 run id kept apart). Writing is deterministic (rows in load order, fixed writer options), so adding
 a run twice leaves the same bytes; a run id already in the store from a different run (no agent
 session and no record in common) is stored as ``run_id@2`` with a warning, as the loader does.
+
+``add`` streams: it loads and writes one result file (one host) at a time, so its memory is one
+host's file, not the run's (:mod:`testbed_reports.store_stream`). The selection never crosses a
+(run id, host), so this gives the whole-run load's bytes when each (run id, host) is in one file:
+record positions and ``seq`` continue from the files before, the manifest's counts and warnings
+are summed over the files (the selection's and the margins' as the whole load words them), and a
+run's missing margins become NaN once any file declares one. Where the layout needs the whole run
+(one host's records in several files, e.g. a run fetched twice into subdirectories; runs that
+share a run id and host, kept apart as ``run_id@2``; an ``error`` field that is not text; a file
+without records) it falls back to loading the run whole, as before (memory: the whole run). Either
+way each run is written into a temporary directory and renamed into place at the end, so a killed
+add leaves the store as it was.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import math
@@ -43,11 +56,13 @@ from urllib.parse import quote
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from testbed_reports import __version__
 from testbed_reports.errors import ReportError
 from testbed_reports.load import Dataset, load
+from testbed_reports.store_stream import Layout, NotStreamable, Warnings, datasets, result_files
 from testbed_shared.atomic import write_atomically
 
 #: version of the store layout; files and store.json carry it (``testbed.store_schema``)
@@ -234,6 +249,33 @@ class Manifest:
         return cls(sources=srcs, schema=int(schema), **d)
 
 
+@dataclass
+class Tally:
+    """What the parts of one run written so far hold (its manifest's counts and names)."""
+
+    records: int = 0
+    observations: int = 0
+    hosts: set[str] = field(default_factory=set)
+    labels: set[str] = field(default_factory=set)
+    sessions: set[str] = field(default_factory=set)
+
+    def manifest(
+        self, run: str, run_id: str, root: Path, srcs: list[Source], warnings: list[str]
+    ) -> Manifest:
+        return Manifest(
+            run=run,
+            run_id=run_id,
+            origin=str(root.resolve()),
+            sources=srcs,
+            warnings=warnings,
+            records=self.records,
+            observations=self.observations,
+            hosts=sorted(self.hosts),
+            labels=sorted(self.labels),
+            sessions=sorted(self.sessions),
+        )
+
+
 class Store:
     """A results store at ``root`` (created on first write)."""
 
@@ -351,47 +393,98 @@ class Store:
         v = self.version()
         if v is not None and v != STORE_SCHEMA:
             self.check()
-        ds = load([path])
         root, _ = run_files(path)
         srcs = sources(path, digest=True)
-        out = []
-        for run_id in sorted(ds.records["run_id"].unique()):
-            run = run_hint or self._run_name(run_id, ds)
-            out.append(self._write_run(run, run_id, ds, root, srcs))
+        try:
+            out = self._add_streaming(path, root, srcs, run_hint)
+        except NotStreamable:
+            out = self._add_whole(path, root, srcs, run_hint)
         self._write_meta()
         return out
 
-    def _run_name(self, run_id: str, ds: Dataset) -> str:
+    def _add_whole(self, path: Path, root: Path, srcs: list[Source], run_hint: str | None) -> list[Manifest]:
+        """The whole run loaded at once, then written run by run (a layout not stored file by file)."""
+        ds = load([path])
+        out = []
+        for run_id in sorted(ds.records["run_id"].unique()):
+            mine = ds.records[ds.records["run_id"] == run_id]
+            sessions = set(mine["session"].dropna().astype(str))
+            run = run_hint or self._run_name(run_id, sessions, lambda m=mine: m["digest"].to_numpy(np.int64))
+            out.append(self._write_run(run, run_id, ds, root, srcs))
+        return out
+
+    def _add_streaming(
+        self, path: Path, root: Path, srcs: list[Source], run_hint: str | None
+    ) -> list[Manifest]:
+        """Each result file loaded and written on its own (one host's records in memory at a time;
+        ``store_stream.datasets``), each run into its temporary directory, moved into place at the
+        end: the whole-run path's bytes. :class:`NotStreamable` when the layout needs the whole run
+        (nothing is in place yet then)."""
+        files = result_files(path)
+        layout, log = Layout(files), Warnings()
+        parts: dict[str, tuple[Path, Tally]] = {}
+        seq = 0
+        try:
+            for f, ds in datasets(files):
+                layout.check(f, ds)
+                log.add(f, ds)
+                for run_id in sorted(ds.records["run_id"].unique()):
+                    if run_id not in parts:
+                        parts[run_id] = (self._tmp(), Tally())
+                    self._write_part(parts[run_id][0], ds, run_id, root, parts[run_id][1], seq)
+                seq += len(ds.obs)
+                del ds
+            if log.margin_given:
+                for tmp, _ in parts.values():
+                    _fill_margins(tmp)
+            warnings = log.all()
+            out = []
+            for run_id in sorted(parts):
+                tmp, tally = parts[run_id]
+                digests = functools.partial(_table_digests, tmp / "records")
+                run = run_hint or self._run_name(run_id, tally.sessions, digests)
+                out.append(self._place(run, tmp, tally.manifest(run, run_id, root, srcs, warnings)))
+            return out
+        finally:
+            for tmp, _ in parts.values():
+                shutil.rmtree(tmp, ignore_errors=True)
+
+    def _run_name(self, run_id: str, sessions: set[str], digests: Callable[[], np.ndarray]) -> str:
         """``run_id``, or ``run_id@N`` when the store holds a different run with that id (no agent
-        session and no record in common: :func:`testbed_shared.records.runs`' rule)."""
-        mine = ds.records[ds.records["run_id"] == run_id]
-        sessions = set(mine["session"].dropna().astype(str))
-        digests = set(mine["digest"].astype(np.int64).tolist())
+        session and no record in common: :func:`testbed_shared.records.runs`' rule); ``digests``
+        gives the run's record digests when they are needed."""
         base = run_id.split("@", 1)[0] if "@" in run_id else run_id
         n = 1
         while True:
             name = base if n == 1 else f"{base}@{n}"
             m = self.manifest(name)
-            if m is None or sessions & set(m.sessions) or digests & self._digests(name):
+            if m is None or sessions & set(m.sessions) or _common(digests(), self._digests(name)):
                 return name
             n += 1
 
-    def _digests(self, run: str) -> set[int]:
-        d = self.root / "records" / f"run={encode(run)}"
-        if not d.exists():
-            return set()
-        return {
-            int(x)
-            for f in sorted(d.glob("*.parquet"))
-            for x in pq.read_table(f, columns=["digest"])[0].to_pylist()
-        }
+    def _digests(self, run: str) -> np.ndarray:
+        return _table_digests(self.root / "records" / f"run={encode(run)}")
+
+    def _tmp(self) -> Path:
+        return Path(tempfile.mkdtemp(prefix=".adding-", dir=self._ensure_root()))
 
     def _write_run(self, run: str, run_id: str, ds: Dataset, root: Path, srcs: list[Source]) -> Manifest:
+        tmp = self._tmp()
+        try:
+            tally = Tally()
+            self._write_part(tmp, ds, run_id, root, tally, 0)
+            return self._place(run, tmp, tally.manifest(run, run_id, root, srcs, list(ds.warnings)))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def _write_part(self, tmp: Path, ds: Dataset, run_id: str, root: Path, tally: Tally, seq0: int) -> None:
+        """The records of ``run_id`` in ``ds`` into ``tmp``, host by host, as the part of the run after
+        ``tally`` (record positions from ``tally.records``, observation ``seq`` from ``seq0``)."""
         rec_mask = (ds.records["run_id"] == run_id).to_numpy()
         recs = ds.records[rec_mask]
         positions = np.flatnonzero(rec_mask)
         new_pos = np.full(len(ds.records), -1, dtype=np.int64)
-        new_pos[positions] = np.arange(len(positions))
+        new_pos[positions] = np.arange(len(positions)) + tally.records
         obs = _rows(ds.obs, run_id)
         # an observation's host is its machine (load.py); its file is its record's VM host's
         vm = (
@@ -404,45 +497,37 @@ class Store:
         for c in ds.crypto:
             if c.get("run_id") == run_id:
                 crypto[(c["host"], c.get("index", -1), c["benchmark"], c["repetition"])] = c
-        tmp = Path(tempfile.mkdtemp(prefix=".adding-", dir=self._ensure_root()))
-        try:
-            hosts = sorted(recs["host"].astype(str).unique())
-            for host in hosts:
-                hmask = (recs["host"].astype(str) == host).to_numpy()
-                self._write_records(
-                    tmp, host, recs[hmask], new_pos[positions[hmask]], params, positions, hmask, root, crypto
-                )
-                omask = vm == host
-                self._write_obs(tmp, host, obs[omask], new_pos)
-                self._write_pct(tmp, host, ds.percentiles, run_id)
-                self._write_host(tmp, host, recs[hmask], ds.sysinfo.get((run_id, host)))
-            manifest = Manifest(
-                run=run,
-                run_id=run_id,
-                origin=str(root.resolve()),
-                sources=srcs,
-                warnings=list(ds.warnings),
-                records=len(recs),
-                observations=len(obs),
-                hosts=hosts,
-                labels=sorted(recs["label"].astype(str).unique()),
-                sessions=sorted(recs["session"].dropna().astype(str).unique()),
+        hosts = sorted(recs["host"].astype(str).unique())
+        for host in hosts:
+            hmask = (recs["host"].astype(str) == host).to_numpy()
+            self._write_records(
+                tmp, host, recs[hmask], new_pos[positions[hmask]], params, positions, hmask, root, crypto
             )
-            self._remove_run(run)
-            for table in TABLES:
-                src = tmp / table
-                if src.exists():
-                    dest = self.root / table / f"run={encode(run)}"
-                    dest.parent.mkdir(parents=True, exist_ok=True)
-                    os.replace(src, dest)
-            (self.root / "manifests").mkdir(exist_ok=True)
-            write_atomically(
-                self.root / "manifests" / f"{run}.json",
-                json.dumps(manifest.as_dict(), indent=1, sort_keys=True) + "\n",
-                what="store",
-            )
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+            self._write_obs(tmp, host, obs[vm == host], new_pos, seq0)
+            self._write_pct(tmp, host, ds.percentiles, run_id)
+            self._write_host(tmp, host, recs[hmask], ds.sysinfo.get((run_id, host)))
+        tally.records += len(recs)
+        tally.observations += len(obs)
+        tally.hosts.update(hosts)
+        tally.labels.update(recs["label"].astype(str).unique())
+        tally.sessions.update(recs["session"].dropna().astype(str).unique())
+
+    def _place(self, run: str, tmp: Path, manifest: Manifest) -> Manifest:
+        """A run's tables written in ``tmp`` moved into place (the run stored before removed), then
+        its manifest."""
+        self._remove_run(run)
+        for table in TABLES:
+            src = tmp / table
+            if src.exists():
+                dest = self.root / table / f"run={encode(run)}"
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(src, dest)
+        (self.root / "manifests").mkdir(exist_ok=True)
+        write_atomically(
+            self.root / "manifests" / f"{run}.json",
+            json.dumps(manifest.as_dict(), indent=1, sort_keys=True) + "\n",
+            what="store",
+        )
         return manifest
 
     def _ensure_root(self) -> Path:
@@ -516,10 +601,10 @@ class Store:
         )
         self._write("records", tmp, f"{_file(host)}.parquet", data)
 
-    def _write_obs(self, tmp: Path, host: str, obs: pd.DataFrame, new_pos: np.ndarray) -> None:
+    def _write_obs(self, tmp: Path, host: str, obs: pd.DataFrame, new_pos: np.ndarray, seq0: int) -> None:
         if obs.empty:
             return
-        seq = obs.index.to_numpy()
+        seq = obs.index.to_numpy() + seq0
         labels = _text_values(obs["label"])
         for label in sorted(set(labels)):
             m = labels == label
@@ -553,6 +638,30 @@ class Store:
             "sysinfo": [None if info is None else json.dumps(info, sort_keys=True)],
         }
         self._write("hosts", tmp, f"{_file(host)}.parquet", data)
+
+
+def _table_digests(d: Path) -> np.ndarray:
+    """The record digests of a run's ``records`` partition (empty when there is none)."""
+    files = sorted(d.glob("*.parquet")) if d.exists() else []
+    cols = [pq.read_table(f, columns=["digest"])["digest"].to_numpy() for f in files]
+    return np.concatenate(cols).astype(np.int64) if cols else np.zeros(0, np.int64)
+
+
+def _common(a: np.ndarray, b: np.ndarray) -> bool:
+    return bool(len(a) and len(b) and np.isin(a, b).any())
+
+
+def _fill_margins(tmp: Path) -> None:
+    """Missing margins in the records written in ``tmp`` as NaN: once any record loaded declares a
+    margin, the whole-run load's margin column is floats, where a missing margin is NaN (a file whose
+    records declare none gives nulls alone)."""
+    for f in sorted((tmp / "records").glob("*.parquet")):
+        tbl = pq.read_table(f)
+        if tbl["margin"].null_count == 0:
+            continue
+        data = {c: tbl[c].combine_chunks() for c in tbl.column_names}
+        data["margin"] = pc.fill_null(data["margin"], math.nan)
+        Store._write("records", tmp, f.name, data)
 
 
 def map_distinct(col: pd.Series, fn: Callable[[Any], Any]) -> list[Any]:
