@@ -40,6 +40,7 @@ from testbed_reports.load import (
     _categorize,
     _margins,
     read_csv_observations,
+    start_objects,
 )
 from testbed_reports.store import STORE_ENV, Manifest, Store, StoreError, default_store, encode, map_distinct
 
@@ -192,9 +193,10 @@ def _joined_records(parts: list[pd.DataFrame]) -> pd.DataFrame:
 
 
 def _typed(obs: pd.DataFrame, single: bool) -> pd.DataFrame:
-    """The loader's dtypes but for the integers: sorted categories, float, bool, object start
-    times with None, integers int32 where they fit, else int64 (``small_ints``; a column already
-    so, as one run's read gives it, is left as it is: no copy)."""
+    """The loader's dtypes but for the integers and one run's start times: sorted categories,
+    float, bool, start times as one run's read gives them (a categorical, 4 bytes a row, not an
+    object pointer each) or else as objects with None, integers int32 where they fit, else int64
+    (``small_ints``; a column already so, as one run's read gives it, is left as it is: no copy)."""
     for c in CATEGORICAL:  # sorted categories, as the loader's (groupby orders by them)
         cat = obs[c] if isinstance(obs[c].dtype, pd.CategoricalDtype) else obs[c].astype(object)
         cat = cat.astype("category") if not isinstance(cat.dtype, pd.CategoricalDtype) else cat
@@ -208,8 +210,10 @@ def _typed(obs: pd.DataFrame, single: bool) -> pd.DataFrame:
         obs["value"] = obs["value"].astype(float)
     if obs["primary"].dtype != bool:
         obs["primary"] = obs["primary"].astype(bool)
-    if obs["started_at"].dtype != object or not single:
-        obs["started_at"] = obs["started_at"].astype(object).where(obs["started_at"].notna(), None)
+    start = obs["started_at"]
+    keep = single and (start.dtype == object or isinstance(start.dtype, pd.CategoricalDtype))
+    if not keep:
+        obs["started_at"] = start_objects(start)
     return obs
 
 
@@ -273,7 +277,8 @@ _INT32 = np.iinfo(np.int32)
 
 def read_observations(files: Sequence[Path]) -> pd.DataFrame:
     """One stored run's observation files as compact columns in the loader's order (``seq``):
-    text as categoricals (sorted categories; ``started_at`` as objects, None when missing),
+    text as categoricals with sorted categories (``started_at`` too: ``start_objects`` gives
+    the loader's objects),
     numbers as numpy arrays. Read column by column, each file's part put in place, so no
     whole-table copy (of strings or of the frame) is made and one column's codes at a time are
     held wider than the categorical's."""
@@ -299,7 +304,7 @@ def read_observations(files: Sequence[Path]) -> pd.DataFrame:
                 col = pq.read_table(f, columns=[c], read_dictionary=[c])[c]
                 for k, chunk in _chunks(col):
                     codes[_part(at, k, len(chunk))] = _global_codes(chunk, known)
-            frame[c] = _categorical(codes, known, objects=c == "started_at")
+            frame[c] = _categorical(codes, known)
         elif c in _OBS_NUMBERS or c in INT_COLUMNS:
             arr = np.empty(n, dtype=_OBS_NUMBERS.get(c, np.int32))
             for f, at in zip(files, places, strict=True):

@@ -263,6 +263,12 @@ class _Collector:
         return vals
 
 
+def start_objects(col: pd.Series) -> pd.Series:
+    """Start times as the loader holds them (the store reads them as a categorical): objects,
+    None when missing."""
+    return col.astype(object).where(col.notna(), None)
+
+
 def _telemetry(tel: Any) -> tuple[float, float, float]:
     """Machine CPU % (all cores, every process), steal % and the benchmark processes' CPU (% of one
     core) of a record's telemetry (NaN when absent or not a finite number)."""

@@ -2,7 +2,8 @@
 
 The percentile figure is 340 px wide (a phone shows it at its own size) with 11 px text, its legend
 below the plot; latencies are in seconds on the scale ``display`` picks (ms, µs), written in plain
-digits like the tables.
+digits like the tables. ``matplotlib.figure`` (about 14 MiB and a second to import) is imported only
+when a report has percentiles to plot.
 """
 
 from __future__ import annotations
@@ -11,15 +12,18 @@ import base64
 import io
 import math
 import re
+from typing import TYPE_CHECKING
 
 import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.colors import to_hex
-from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from testbed_reports import display
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 DPI = 80
 #: text size in points (at DPI 80: 10 pt = 11 px)
@@ -53,6 +57,8 @@ def percentiles(pct: pd.DataFrame, palette: dict[str, str]) -> str:
     med["seconds"] = med["value"] * med["series"].astype(str).map(to_seconds)
     f, unit = display.common_scale(med["seconds"].to_numpy(float), "s")
     lines = med.groupby(["label", "series"], observed=True).ngroups
+    from matplotlib.figure import Figure  # noqa: PLC0415 - lazy: most reports have no percentiles
+
     fig = Figure(figsize=(4.25, 3.0 + 0.24 * lines))
     ax = fig.subplots()
     legend_in = (0.55 + 0.24 * lines) / (3.0 + 0.24 * lines)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from testbed_reports.load import start_objects
 from testbed_reports.numerics import batch_rows, group_batches, group_moments, key_groups
 
 RUN_KEYS = ["benchmark", "metric", "label", "host"]
@@ -89,12 +90,22 @@ def _in_run_order(obs: pd.DataFrame) -> np.ndarray:
 
 def _start_ranks(col: pd.Series) -> np.ndarray:
     """Integers that sort as ``col.astype(str)`` sorts: the rank of each distinct start time
-    (sorted once, not compared row by row as Python strings)."""
+    (sorted once, not compared row by row as Python strings). A categorical's codes when its
+    categories are sorted text and none is missing (the store's start times), else as objects."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        codes = col.cat.codes.to_numpy()
+        cats = col.cat.categories
+        if all(type(u) is str for u in cats) and cats.is_monotonic_increasing and (codes >= 0).all():
+            return codes
+        col = start_objects(col)
     vals = col.to_numpy(dtype=object)
     codes, uniq = pd.factorize(vals, sort=True, use_na_sentinel=False)
     if all(type(u) is str for u in uniq):
         return codes
-    return col.astype(str).to_numpy()  # a missing or non-text start: sorted as its text
+    # a missing or non-text start (a record may leave started_at out): sorted as its text, "None"
+    # after every RFC 3339 time (pandas 3's astype(str) keeps a missing value missing instead)
+    text = np.array([str(u) for u in uniq], dtype=object)
+    return pd.factorize(text, sort=True)[0].astype(np.int64)[codes]
 
 
 @dataclass

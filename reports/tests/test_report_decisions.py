@@ -6,10 +6,12 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from report_helpers import record, run_cli, write_jsonl
 from report_support.synth import Machine, write_run
 
+from testbed_reports import diagnostics
 from testbed_reports.build import build
 from testbed_reports.errors import SchemaError
 from testbed_reports.load import load
@@ -249,6 +251,21 @@ def test_time_windows_that_do_not_overlap_are_reported(tmp_path: Path) -> None:
         "not measured at the same time: A ran before B (48.0 h apart)"
         in rep.comparisons["diagnostics"].iloc[0]
     )
+
+
+def test_time_windows_parsed_in_chunks_equal_one_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``windows`` parses large runs in slices; any slice size gives the one-pass windows."""
+    starts = ["2026-01-02T00:00:00Z", None, "2026-01-01T23:00:00-02:00", "bad", "2026-01-01T00:00:00.5Z"]
+    ends = [None, "2026-01-05T00:00:00Z", "2026-01-02T03:00:00+01:00", "2026-01-09T00:00:00Z", None]
+    recs = pd.DataFrame(
+        {"label": ["A", "A", "B", "B", "A"] * 3, "started_at": starts * 3, "ended_at": ends * 3}
+    )
+    whole = diagnostics.windows(recs)
+    assert set(whole) == {"A", "B"}
+    for size in (1, 2, 4):
+        monkeypatch.setattr(diagnostics, "WINDOW_CHUNK", size)
+        assert diagnostics.windows(recs) == whole
+    assert diagnostics.windows(recs.assign(started_at=None)) == {}
 
 
 def test_pyperformance_values_enter_as_individual_pyperf_values(tmp_path: Path) -> None:

@@ -54,3 +54,14 @@ def test_run_order_and_sequence_match_lexsort() -> None:
     np.testing.assert_array_equal(shared.sequence(), want)
     got = ranks_in_sequence(shared.sequence(), codes)
     np.testing.assert_array_equal(got, pd.Series(run_order(runs)).groupby(codes).rank().to_numpy())
+
+
+def test_a_record_without_a_start_time_sorts_after_the_timed_ones() -> None:
+    """started_at is optional in a record: run order puts a missing start after every RFC 3339 time
+    (as its text "None" sorts), where pandas 3's astype(str) left it missing and the sort failed."""
+    obs = pd.DataFrame(
+        {"started_at": ["2026-01-01T00:00:02Z", None, "2026-01-01T00:00:01Z"], "repetition": [0, 0, 0]}
+    )
+    assert run_order(obs).tolist() == [1, 2, 0]
+    obs["started_at"] = obs["started_at"].astype("category")
+    assert run_order(obs).tolist() == [1, 2, 0]

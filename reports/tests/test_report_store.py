@@ -24,7 +24,7 @@ from report_support.synth import Machine, write_run
 import testbed_reports.build as build_module
 from testbed_reports.cli import main
 from testbed_reports.engine import paths_dataset
-from testbed_reports.load import load
+from testbed_reports.load import load, start_objects
 from testbed_reports.store import SCHEMA_KEY, STORE_SCHEMA, Store, StoreError, encode
 from testbed_reports.study import manifest, view_module
 
@@ -249,6 +249,25 @@ def test_the_dataset_read_back_is_the_loaders(tmp_path: Path) -> None:
     assert new.sources == old.sources and new.warnings == old.warnings and new.margins == old.margins
 
 
+def test_the_store_reads_start_times_as_a_categorical(tmp_path: Path) -> None:
+    """Issue 36: one run's start times come back as codes (4 bytes a row, not an object each);
+    run order and the observation export give what the loader's objects give."""
+    from testbed_reports import export
+    from testbed_reports.diagnostics import run_order
+
+    results = tmp_path / "results"
+    shutil.copytree(QUICK, results / "quick")
+    old = load([results / "quick"])
+    new = paths_dataset([results / "quick"], store=tmp_path / "store")
+    assert isinstance(new.obs["started_at"].dtype, pd.CategoricalDtype)
+    assert start_objects(new.obs["started_at"]).tolist() == old.obs["started_at"].tolist()
+    assert run_order(new.obs).tolist() == run_order(old.obs).tolist()
+    export.export_csv(old, tmp_path / "old.csv")
+    export.export_csv(new, tmp_path / "new.csv")
+    assert (tmp_path / "new.csv").read_bytes() == (tmp_path / "old.csv").read_bytes()
+    pd.testing.assert_frame_equal(export.observations(new), export.observations(old), check_dtype=False)
+
+
 def test_columns_written_column_wise_are_the_list_paths(tmp_path: Path) -> None:
     """The store builds Arrow columns from numpy and categoricals (issue 36: no Python list per
     value); each column's file has the same bytes as the per-value list path's, missing values
@@ -301,6 +320,9 @@ def test_the_compact_paths_are_the_per_value_ones() -> None:
     starts = ["2026-01-02T00:00:00Z", "2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z", "2025-12-31T23:59:59Z"]
     obs = pd.DataFrame({"started_at": np.asarray(starts, dtype=object), "repetition": [0, 2, 1, 5]})
     assert run_order(obs).tolist() == [3, 2, 1, 0]
+    for cats in (None, [*sorted(set(starts)), "2027"], sorted(set(starts), reverse=True)):
+        as_codes = obs.assign(started_at=pd.Categorical(starts, categories=cats))  # the store's
+        assert run_order(as_codes).tolist() == [3, 2, 1, 0]
     rng = np.random.default_rng(7)
     for vals in (rng.lognormal(-9, 3, 1001), np.array([0.0, np.nan, 2e6, -3e3, np.inf]), np.zeros(0)):
         assert display.common_scale(vals, "s") == display.common_scale(vals.tolist(), "s")
