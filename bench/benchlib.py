@@ -167,6 +167,13 @@ def geo_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, f
     return t_interval(*moments([math.log(v) for v in values]), level, log=True)
 
 
+def paired_interval(
+    a: Sequence[float], b: Sequence[float], level: float = 0.95
+) -> tuple[float, float, float]:
+    """The ratio a_i/b_i pair by pair: geometric mean with a t interval on the pairs' log ratios."""
+    return geo_interval([x / y for x, y in zip(a, b, strict=True)], level)
+
+
 def mean_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
     """Mean with its Student t interval."""
     return t_interval(*moments([float(v) for v in values]), level)

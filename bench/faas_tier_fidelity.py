@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import against, geo_interval
+from benchlib import against, geo_interval, paired_interval
 from faas_overhead import start
 
 from testbed_services.faas.client import FaasClient
@@ -91,11 +91,6 @@ def measure(c: FaasClient, work: int, runs: int, seed: int) -> dict[int, dict[st
     for name in names.values():
         c.request("DELETE", f"/functions/{name}")
     return out
-
-
-def paired(a: list[float], b: list[float]) -> tuple[float, float, float]:
-    """The ratio a/b round by round: geometric mean with a t interval on the rounds' log ratios."""
-    return geo_interval([x / y for x, y in zip(a, b, strict=True)])
 
 
 #: the band every tier figure is decided against (issue 38): within +-5 % of the profile
@@ -154,7 +149,7 @@ def main() -> int:
             f"{statistics.median(r['cpu_s']):.3f} CPU s)"
         )
     expected = results[1769]["vcpus"] / results[128]["vcpus"]
-    ratio, lo, hi = paired(results[128]["handler_s"], results[1769]["handler_s"])
+    ratio, lo, hi = paired_interval(results[128]["handler_s"], results[1769]["handler_s"])
     print(
         f"speed ratio 1769/128 MB from the handler times: {ratio:.2f} [{lo:.2f}, {hi:.2f}] "
         f"(95% t interval on the rounds' log ratios, {args.runs} rounds), expected {expected:.2f} "
@@ -162,10 +157,10 @@ def main() -> int:
     )
     # the handler-time ratio is the wall-share ratio times the CPU-per-call ratio: the first is the
     # emulator's enforcement, the second what the same work costs the CPU in each tier
-    walls, wlo, whi = paired(results[1769]["wall"], results[128]["wall"])
+    walls, wlo, whi = paired_interval(results[1769]["wall"], results[128]["wall"])
     enforced = in_band(wlo, whi, expected)
     off = (walls / expected - 1) * 100
-    cpu_ratio, clo, chi = paired(results[128]["cpu_s"], results[1769]["cpu_s"])
+    cpu_ratio, clo, chi = paired_interval(results[128]["cpu_s"], results[1769]["cpu_s"])
     small, full = (geo_interval(results[mb]["cpu_s"])[0] for mb in (128, 1769))
     print(
         f"  = wall-share ratio {walls:.2f} [{wlo:.2f}, {whi:.2f}] ({off:+.1f}% from the "

@@ -48,7 +48,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import geo_interval
+from benchlib import paired_interval
 
 CPU_ROOT, ACCT_ROOT = Path("/sys/fs/cgroup/cpu"), Path("/sys/fs/cgroup/cpuacct")
 PERIOD_US, QUOTA_US = 100_000, 7_200  # the 128 MB tier: 0.072 vCPU
@@ -121,13 +121,13 @@ def main() -> int:
     load = os.getloadavg()[0]
     print(f"throttle speed: {args.loops:,} loops on CPU {args.cpu}, {args.rounds} rounds, load {load:.2f}")
     for k in CONDITIONS:
-        ratio, lo, hi = geo_interval([a / b for a, b in zip(cost[k], cost["free"], strict=True)])
+        ratio, lo, hi = paired_interval(cost[k], cost["free"])
         spread = f"{min(cost[k]):.2f}-{max(cost[k]):.2f}"
         print(
             f"  {k:<11} {statistics.geometric_mean(cost[k]):.3f} CPU s a run ({spread}); "
             f"x{ratio:.3f} [{lo:.3f}, {hi:.3f}] of free (95 % t interval over rounds)"
         )
-    ratio, lo, hi = geo_interval([a / b for a, b in zip(cost["filled"], cost["throttled"], strict=True)])
+    ratio, lo, hi = paired_interval(cost["filled"], cost["throttled"])
     print(
         f"  filled / throttled: x{ratio:.3f} [{lo:.3f}, {hi:.3f}] (a throttled run without the vCPU's halts)"
     )

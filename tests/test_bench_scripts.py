@@ -78,7 +78,7 @@ def test_others_cpu_counts_a_process_that_is_not_the_benchs() -> None:
 
 sys.path.insert(0, str(ROOT / "bench"))
 import benchlib  # noqa: E402
-from faas_tier_fidelity import BAND, paired  # noqa: E402
+from faas_tier_fidelity import BAND  # noqa: E402
 from notebook_stability import TARGET_CV, cv_decisions  # noqa: E402
 
 
@@ -204,7 +204,7 @@ def _band(rng: np.random.Generator, truth: float, sd: float, n: int) -> tuple[st
     speed = rng.normal(0.0, 0.10, n)  # cancels in a round's ratio
     fast = np.exp(speed + rng.normal(math.log(truth), sd, n))
     slow = np.exp(speed + rng.normal(0.0, sd, n))
-    _, rlo, rhi = paired(list(fast), list(slow))
+    _, rlo, rhi = benchlib.paired_interval(list(fast), list(slow))
     return share, benchlib.against(rlo, rhi, within=BAND), rlo <= truth <= rhi
 
 

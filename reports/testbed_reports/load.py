@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +122,9 @@ class Dataset:
     #: the ok ``crypto`` records that count, whole (their cells: ``crypto_tables``), run ids as in
     #: ``records``; read in the same pass as everything else
     crypto: list[dict[str, Any]] = field(default_factory=list)
+    #: what the record selection dropped (its counts and conflicts; ``kept`` left empty), whose
+    #: lines are among ``warnings``: a file-by-file store add sums them (``store_stream``)
+    selection: rec_schema.Selection = field(default_factory=lambda: rec_schema.Selection(kept=[]))
 
 
 class _Collector:
@@ -411,7 +414,8 @@ def _finish(
     cat_cols = ("run_id", "host", "machine", "label", "groups", "benchmark", "type", "cc_technology")
     for c in cat_cols:
         records[c] = records[c].astype("category")
-    kept, warnings = _choose(records)
+    kept, chosen = _choose(records)
+    warnings = chosen.warnings()
     rec_pos = np.asarray(col.obs_rec, dtype=np.int64)
     alive = np.zeros(len(records), dtype=bool)
     alive[kept.index.to_numpy()] = True
@@ -463,6 +467,7 @@ def _finish(
         percentiles=pct,
         warnings=warnings,
         margins=_margins(records, warnings),
+        selection=replace(chosen, kept=[]),
         params=params,
         crypto=crypto,
     )
@@ -489,8 +494,9 @@ def _margins(records: pd.DataFrame, warnings: list[str]) -> dict[str, float]:
     return out
 
 
-def _choose(records: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
-    """The record that counts for each execution (:func:`testbed_shared.records.select`)."""
+def _choose(records: pd.DataFrame) -> tuple[pd.DataFrame, rec_schema.Selection]:
+    """The record that counts for each execution, and what the selection dropped
+    (:func:`testbed_shared.records.select`)."""
     cols = [records[c].tolist() for c in ("run_id", "host", "index", "benchmark", "repetition")]
     entries = [
         rec_schema.Entry(key, attempt, status, digest, f"{source}:{line}")
@@ -505,7 +511,7 @@ def _choose(records: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
         )
     ]
     chosen = rec_schema.select(entries)
-    return records.iloc[chosen.kept], chosen.warnings()
+    return records.iloc[chosen.kept], chosen
 
 
 def _percentiles(col: _Collector, records: pd.DataFrame) -> pd.DataFrame:

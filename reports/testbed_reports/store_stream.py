@@ -6,8 +6,9 @@ the whole-run load gives for it when no execution and no run crosses files: the 
 (:func:`testbed_shared.records.select`) groups by ``(run_id, host, index, benchmark, repetition)``
 and runs are kept apart (:func:`testbed_shared.records.rename_runs`) only where one (run id, host)
 is in several files. :class:`Layout` checks that file by file; :class:`Warnings` rebuilds the
-warnings of the whole load: the sysinfo ones in file order, the selection's (duplicates summed,
-the first 20 conflicts, the count of the rest) and the margins' over all files.
+warnings of the whole load: the sysinfo ones in file order, the selection's from each file's
+``Dataset.selection`` summed (duplicates counted, conflicts in file order) and the margins' over
+all files.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from __future__ import annotations
 import itertools
 import multiprocessing
 import os
-import re
 import sys
 from collections import deque
 from collections.abc import Iterator, Sequence
@@ -29,9 +29,6 @@ from testbed_reports import load as loader
 from testbed_reports.errors import ReportError, SchemaError
 from testbed_shared import records as rec_schema
 
-_DUPLICATES = re.compile(r"(\d+) duplicated record\(s\) \(identical copies\) counted once")
-_MORE = re.compile(r"\.\.\. (\d+) more conflicting duplicates")
-_CONFLICT = "CONFLICTING duplicate of "
 #: files loaded ahead in worker processes on a machine with several CPUs (memory: as many more files)
 AHEAD = 2
 
@@ -127,9 +124,8 @@ class Warnings:
     """The warnings of a whole-run load, from each file's load in order."""
 
     sysinfo: list[str] = field(default_factory=list)
-    duplicates: int = 0
-    conflicts: list[str] = field(default_factory=list)  # the first 20 of each file's
-    hidden: int = 0  # conflicts past a file's first 20
+    #: the selection's counts and conflicts summed over the files (each file's ``Dataset.selection``)
+    selection: rec_schema.Selection = field(default_factory=lambda: rec_schema.Selection(kept=[]))
     margins: list[pd.DataFrame] = field(default_factory=list)  # distinct (benchmark, margin)
     margin_given: bool = False  # a record declares a margin (the column is numbers, not empty)
 
@@ -139,33 +135,18 @@ class Warnings:
         self.margin_given |= len(given) > 0
         own: list[str] = []
         loader._margins(ds.records, own)
-        rest = list(ds.warnings)
-        if own and rest[-len(own) :] != own:
+        tail = ds.selection.warnings() + own
+        head = len(ds.warnings) - len(tail)
+        if head < 0 or ds.warnings[head:] != tail:
             raise NotStreamable(f"{path}: warnings not in the loader's order")
-        rest = rest[: len(rest) - len(own)]
-        si = f"{path.with_name(path.name[: -len('.jsonl')] + '.sysinfo.json')}: "
-        n = next((i for i, w in enumerate(rest) if not w.startswith(si)), len(rest))
-        self.sysinfo += rest[:n]
-        self._selection(path, rest[n:])
+        self.sysinfo += ds.warnings[:head]
+        self.selection.duplicates += ds.selection.duplicates
+        self.selection.conflicts += ds.selection.conflicts  # file order: the whole run's order
         self.margins.append(given.astype({"benchmark": str}).drop_duplicates())
-
-    def _selection(self, path: Path, lines: list[str]) -> None:
-        if lines and (m := _DUPLICATES.fullmatch(lines[0])):
-            self.duplicates += int(m.group(1))
-            lines = lines[1:]
-        if lines and (m := _MORE.fullmatch(lines[-1])):
-            self.hidden += int(m.group(1))
-            lines = lines[:-1]
-        if not all(w.startswith(_CONFLICT) for w in lines):
-            raise NotStreamable(f"{path}: a warning this writer does not know")
-        self.conflicts += lines  # the first 20 of all are among the first 20 of each file
 
     def all(self) -> list[str]:
         """The warnings the whole run's load gives, in its order."""
-        chosen = rec_schema.Selection(
-            kept=[], duplicates=self.duplicates, conflicts=self.conflicts + [""] * self.hidden
-        )
-        out = self.sysinfo + chosen.warnings()
+        out = self.sysinfo + self.selection.warnings()
         given = [m for m in self.margins if len(m)]
         if given:
             loader._margins(pd.concat(given, ignore_index=True), out)

@@ -32,8 +32,7 @@ from testbed_services.faas import cgroups
 
 #: the filler's CPU weight: v1 cpu.shares minimum is 2, v2 cpu.weight minimum is 1
 SHARES_V1, WEIGHT_V2 = 2, 1
-#: the default weights, given back before the fillers are killed: a task dies only once it runs,
-#: and at the smallest weight on a busy machine that can take seconds
+#: the default weights, given back before the fillers are killed (``_release``)
 DEFAULT = {"cpu.shares": 1024, "cpu.weight": 100}
 #: how long the fillers may take to join their cgroup
 JOIN_S = 10.0
@@ -43,49 +42,57 @@ SPIN = (
     "import os, sys\n"
     "cpu, parent = int(sys.argv[1]), int(sys.argv[2])\n"
     "os.sched_setaffinity(0, {cpu})\n"
-    "for procs in sys.argv[3:]:\n"
-    "    with open(procs, 'w') as fh:\n"
-    "        fh.write(str(os.getpid()))\n"
+    "with open(sys.argv[3], 'w') as fh:\n"
+    "    fh.write(str(os.getpid()))\n"
     "while os.getppid() == parent:\n"
     "    for _ in range(5_000):\n"
     "        pass\n"
 )
 
 
-def _groups(backend: cgroups.Backend, emulator_id: str) -> list[tuple[Path, str, int]]:
-    """The filler's cgroup directories with the weight file each gets (empty: no backend)."""
+def _group(backend: cgroups.Backend, emulator_id: str) -> tuple[Path, str, int] | None:
+    """The fillers' cgroup directory, its weight file and weight (None: no cgroup backend)."""
     name = PREFIX + emulator_id
     if isinstance(backend, cgroups.V1Backend):
         # bases are <own>/testbed-faas/<id>: the filler sits beside testbed-faas, in <own>
-        return [(backend.bases["cpu"].parent.parent / name, "cpu.shares", SHARES_V1)]
+        return backend.bases["cpu"].parent.parent / name, "cpu.shares", SHARES_V1
     if isinstance(backend, cgroups.V2Backend):
-        return [(backend.base.parent / name, "cpu.weight", WEIGHT_V2)]
-    return []
+        return backend.base.parent / name, "cpu.weight", WEIGHT_V2
+    return None
 
 
 class IdleFill:
     """The running fillers of one emulator; :meth:`stop` ends them and removes their cgroup."""
 
     def __init__(self, backend: cgroups.Backend, emulator_id: str) -> None:
-        self.groups = _groups(backend, emulator_id)
-        self.procs: list[subprocess.Popen[bytes]] = []
-        if not self.groups:
+        group = _group(backend, emulator_id)
+        if group is None:
             raise OSError("no cgroup backend: the filler needs a cgroup of the smallest weight")
+        self.group = group
+        self.procs: list[subprocess.Popen[bytes]] = []
+        d, weight_file, weight = group
         try:
-            for d, weight_file, weight in self.groups:
-                d.mkdir(exist_ok=True)
-                (d / weight_file).write_text(str(weight))
-            procs = [str(d / "cgroup.procs") for d, _, _ in self.groups]
+            d.mkdir(exist_ok=True)
+            (d / weight_file).write_text(str(weight))
+            procs = str(d / "cgroup.procs")
             for cpu in sorted(os.sched_getaffinity(0)):
                 self.procs.append(
                     subprocess.Popen(  # noqa: S603 - the emulator's own spin loop, stopped with it
-                        [sys.executable, "-I", "-c", SPIN, str(cpu), str(os.getpid()), *procs],
+                        [
+                            sys.executable,
+                            "-I",
+                            "-c",
+                            SPIN,
+                            str(cpu),
+                            str(os.getpid()),
+                            str(d / "cgroup.procs"),
+                        ],
                         stdin=subprocess.DEVNULL,
                         env={"PATH": "/usr/bin:/bin"},
                         start_new_session=True,
                     )
                 )
-            self._joined(Path(procs[0]))
+            self._joined(Path(procs))
         except BaseException:
             self.stop()
             raise
@@ -105,27 +112,28 @@ class IdleFill:
         return sum(p.poll() is None for p in self.procs)
 
     def stop(self) -> None:
-        for d, weight_file, _ in self.groups:
-            _default_weight(d, weight_file)
-        for p in self.procs:
+        _release(*self.group[:2])
+        for p in self.procs:  # also those that never joined the group
             with contextlib.suppress(ProcessLookupError):
                 p.kill()
         for p in self.procs:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 p.wait(timeout=5)
         self.procs.clear()
-        for d, _, _ in self.groups:
-            cgroups.reclaim_dir(d)
 
 
-def _default_weight(d: Path, weight_file: str) -> None:
+def _release(d: Path, weight_file: str) -> None:
+    """Give the group its default weight back (a task dies only once it runs, and at the smallest
+    weight on a busy machine that can take seconds), then kill its tasks and remove it."""
+    if not d.is_dir():
+        return
     with contextlib.suppress(OSError):
         (d / weight_file).write_text(str(DEFAULT[weight_file]))
+    cgroups.reclaim_dir(d)
 
 
 def reclaim(backend: cgroups.Backend, emulator_id: str) -> None:
     """Kill what a dead emulator's fillers left and remove their cgroup."""
-    for d, weight_file, _ in _groups(backend, emulator_id):
-        if d.is_dir():
-            _default_weight(d, weight_file)
-            cgroups.reclaim_dir(d)
+    group = _group(backend, emulator_id)
+    if group is not None:
+        _release(*group[:2])
