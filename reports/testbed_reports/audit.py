@@ -15,7 +15,6 @@ One bad results file or manifest never stops the audit: it is a problem of that 
 
 from __future__ import annotations
 
-import codecs
 import hashlib
 import json
 import re
@@ -106,20 +105,8 @@ def _result_files(paths: Sequence[Path]) -> list[Path]:
 
 def _identity(path: Path) -> dict[str, Any]:
     """The first record of a results file: whose run, host and plan the file is (only these fields
-    are read here; the evidence binds the file's bytes, whatever the records say). As
-    ``records.read_lines`` gives it (the whole file UTF-8, then its first line that is not blank),
-    read a chunk at a time (``_first_line``); a file it cannot take so (not UTF-8, a first line
-    not JSON) is read by ``read_lines`` itself, for its answer or its message."""
-    first = _first_line(path)
-    if first is not None:
-        try:
-            rec = json.loads(first[1])
-        except (json.JSONDecodeError, RecursionError):
-            pass
-        else:
-            if not isinstance(rec, dict):
-                raise ReportError(f"{path}:{first[0]}: a record is a JSON object")
-            return rec
+    are read here; the evidence binds the file's bytes, whatever the records say). ``read_lines``
+    checks the whole file is UTF-8 a block at a time, then parses lines only up to that record."""
     try:
         for n, _, rec in records.read_lines(path):
             if not isinstance(rec, dict):
@@ -128,40 +115,6 @@ def _identity(path: Path) -> dict[str, Any]:
     except RecordError as exc:
         raise ReportError(exc.message) from None
     return {}
-
-
-#: bytes of a results file held at a time while its first record is looked for
-_CHUNK = 1 << 24
-
-
-def _first_line(path: Path) -> tuple[int, str] | None:
-    """The line number and text of a file's first line that is not blank (lines end at "\\n"),
-    when the whole file is UTF-8 and has one; else None. Read ``_CHUNK`` bytes at a time: past
-    that line, the rest is only checked to be UTF-8 (ASCII chunks without decoding them)."""
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    found: tuple[int, str] | None = None
-    head, lines = "", 0
-    try:
-        with path.open("rb") as f:
-            while chunk := f.read(_CHUNK):
-                if found is not None and not decoder.getstate()[0] and chunk.isascii():
-                    continue  # ASCII after a whole character: UTF-8 as it stands
-                text = decoder.decode(chunk)
-                if found is not None:
-                    continue
-                head += text
-                start = 0
-                while found is None and (end := head.find("\n", start)) >= 0:
-                    lines += 1
-                    found = (lines, head[start:end]) if head[start:end].strip() else None
-                    start = end + 1
-                head = head[start:]
-            decoder.decode(b"", final=True)
-    except UnicodeDecodeError:
-        return None
-    if found is None and head.strip():  # one line, not ended by "\n"
-        found = (lines + 1, head)
-    return found
 
 
 def audit_host(results: Path, options: Any = None) -> HostAudit:

@@ -4,6 +4,7 @@ this machine (no confidential hardware) and on copies of it with forged evidence
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -178,43 +179,36 @@ def test_deleted_evidence_of_a_plain_host_fails_the_audit(
 
 
 @pytest.mark.parametrize(
-    "data",
+    ("data", "expected"),
     [
-        b"",
-        b"\n \n",
-        b'{"host": "a"}\n{"host": "b"}\n',
-        b'\n  \n{"host": "a"}',
-        b'{"host": "a"',
-        b'{"host": "a"\n{"host": "b"}\n',
-        b'\n{"host": "\xc3\xa9"}\n\xff\n',
-        b'{"host": "\xc3\xa9"}\nabc\xc3',
-        b"\n\n[1]",
-        b'{"host": "a"}\n' + b"x" * 20 + b"\xe2\x82\xac\n",
+        (b"", {}),
+        (b"\n \n", {}),
+        (b'{"host": "a"}\n{"host": "b"}\n', {"host": "a"}),
+        (b'\n  \n{"host": "a"}', {"host": "a"}),
+        (b'{"host": "a"', {}),
+        (b'{"host": "a"\n{"host": "b"}\n', "h.jsonl:1: not valid JSON"),
+        (b'\n{"host": "\xc3\xa9"}\n\xff\n', "h.jsonl:3: not UTF-8 text"),
+        (b'{"host": "\xc3\xa9"}\nabc\xc3', "h.jsonl:2: not UTF-8 text"),
+        (b"\n\n[1]", "h.jsonl:3: a record is a JSON object"),
+        (b'{"host": "a"}\n' + b"x" * 20 + b"\xe2\x82\xac\n", {"host": "a"}),
+        (b'{"host": "\xc3\xa9"}\n' + b"x" * 20 + b"\n", {"host": "\u00e9"}),
     ],
 )
-def test_a_files_identity_read_in_chunks_is_read_lines_first_record(
-    data: bytes, tmp_path: Path, monkeypatch
+def test_a_files_identity_is_its_first_record_read_a_block_at_a_time(
+    data: bytes, expected: object, tmp_path: Path, monkeypatch
 ) -> None:
-    """Issue 36: the audit reads a results file's first record a chunk at a time (not the whole
-    file parsed) and answers as ``records.read_lines`` does: the record, {} or the same error."""
+    """Issue 36: the audit takes a results file's first record without parsing the rest: the
+    record, {} for a file without one, or the error naming the line (a file that is not UTF-8
+    anywhere is refused, read a few bytes at a time here)."""
     from testbed_reports import audit
     from testbed_reports.errors import ReportError
     from testbed_shared import records
 
     path = tmp_path / "h.jsonl"
     path.write_bytes(data)
-
-    def whole() -> object:
-        try:
-            for n, _, rec in records.read_lines(path):
-                return rec if isinstance(rec, dict) else f"{path}:{n}: a record is a JSON object"
-        except records.RecordError as exc:
-            return exc.message
-        return {}
-
-    monkeypatch.setattr(audit, "_CHUNK", 3)
-    try:
-        got: object = audit._identity(path)
-    except ReportError as exc:
-        got = exc.message
-    assert got == whole()
+    monkeypatch.setattr(records, "READ_BLOCK", 3)
+    if isinstance(expected, str):
+        with pytest.raises(ReportError, match=re.escape(expected)):
+            audit._identity(path)
+    else:
+        assert audit._identity(path) == expected

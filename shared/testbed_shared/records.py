@@ -420,31 +420,56 @@ def result_files(paths: Iterable[Path | str]) -> list[Path]:
     return files
 
 
+#: bytes of a result file read at a time by :func:`read_lines` (then on to the end of that line)
+READ_BLOCK = 1 << 24
+_NOT_UTF8 = "not UTF-8 text (results are UTF-8 JSON Lines)"
+
+
 def read_lines(path: Path) -> Iterator[tuple[int, str, Any]]:
     """(line number, line, parsed JSON) of each non-empty line of a result file. A half-written
     last line (a crash mid-write) is skipped; any other line that is not JSON, or bytes that are
-    not UTF-8, raise :class:`RecordError` naming the line."""
-    data = path.read_bytes()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise RecordError(str(path), line, "not UTF-8 text (results are UTF-8 JSON Lines)") from None
-    lines = text.split("\n")
-    torn_ok = not text.endswith("\n")
-    last = len(lines) - 1
-    for i, raw in enumerate(lines):
-        if not raw.strip():
-            continue
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            if i == last and torn_ok:
-                return
-            raise RecordError(str(path), i + 1, f"not valid JSON ({exc.msg})") from None
-        except RecursionError:
-            raise RecordError(str(path), i + 1, "JSON nested too deeply") from None
-        yield i + 1, raw, value
+    not UTF-8, raise :class:`RecordError` naming the line.
+
+    The file is read twice, a block at a time, so memory stays bounded by one block and one
+    line whatever the file's size: first to check that all of it is UTF-8 (nothing is yielded from
+    a file that is not, as when the whole file was decoded at once), then line by line (lines end
+    at ``"\\n"`` only)."""
+    _check_utf8(path)
+    with path.open("rb") as f:
+        for i, data in enumerate(f, 1):
+            torn = not data.endswith(b"\n")
+            try:
+                raw = (data if torn else data[:-1]).decode("utf-8")
+            except UnicodeDecodeError:  # appended to since the check
+                raise RecordError(str(path), i, _NOT_UTF8) from None
+            if not raw.strip():
+                continue
+            try:
+                value = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                if torn:
+                    return
+                raise RecordError(str(path), i, f"not valid JSON ({exc.msg})") from None
+            except RecursionError:
+                raise RecordError(str(path), i, "JSON nested too deeply") from None
+            yield i, raw, value
+
+
+def _check_utf8(path: Path) -> None:
+    """Raise :class:`RecordError` naming the first line of ``path`` that is not UTF-8. Blocks end at
+    a line's end, so no character is split between two blocks; ASCII blocks are not decoded."""
+    lines = 0
+    with path.open("rb") as f:
+        while block := f.read(READ_BLOCK):
+            if not block.endswith(b"\n"):
+                block += f.readline()
+            if not block.isascii():
+                try:
+                    block.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    line = lines + block.count(b"\n", 0, exc.start) + 1
+                    raise RecordError(str(path), line, _NOT_UTF8) from None
+            lines += block.count(b"\n")
 
 
 def digest(line: str) -> int:

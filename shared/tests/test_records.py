@@ -73,6 +73,61 @@ def test_read_lines_skips_a_torn_tail_and_names_a_broken_line(tmp_path: Path) ->
         list(records.read_lines(path))
 
 
+def _whole_file_lines(path: Path) -> list[tuple[int, str, object]] | str:
+    """What reading a result file meant before it was streamed: the whole file decoded, split at
+    "\\n", a torn last line skipped; its lines or the error's message."""
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        return f"{path}:{line}: not UTF-8 text (results are UTF-8 JSON Lines)"
+    lines, out = text.split("\n"), []
+    for i, raw in enumerate(lines):
+        if raw.strip():
+            try:
+                out.append((i + 1, raw, json.loads(raw)))
+            except json.JSONDecodeError as exc:
+                if i == len(lines) - 1 and not text.endswith("\n"):
+                    break
+                return f"{path}:{i + 1}: not valid JSON ({exc.msg})"
+    return out
+
+
+@pytest.mark.parametrize("block", [1, 2, 3, 7, 1 << 24])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"a": 1}\n{"b": "\xc3\xa9"}\n',
+        b'{"a": 1}\n{"b": "\xc3\xa9"}',
+        b'{"a": 1}\n{"b": "\xc3',
+        b'{"a": "\xe2\x82\xac"}\r\n\n  \n{"b": 2}\r\n',
+        b'{"a": 1}\n{"b": 2}\nabc\xc3\n{"c": 3}\n',
+        b'{"a": 1}\nnot json\n{"c": 3}\n',
+        b'{"a": 1}\n{"b": "\xe2\x82\xac\xe2\x82\xac\xe2\x82\xac"}\n\xff',
+        b"\n\n[1]\n\n",
+        b"",
+        b'{"a": \xe2\x82\xac}\n{"b": 1',
+    ],
+)
+def test_read_lines_streamed_reads_what_the_whole_file_read_gave(
+    data: bytes, block: int, tmp_path: Path, monkeypatch
+) -> None:
+    """Issue 36: result files are read a block at a time (an 888 MB file no longer held three times
+    over), with the same lines, the same torn-tail rule and the same errors on the same lines as
+    when the whole file was decoded at once; a file that is not UTF-8 yields nothing."""
+    path = tmp_path / "h.jsonl"
+    path.write_bytes(data)
+    monkeypatch.setattr(records, "READ_BLOCK", block)
+    got: list[tuple[int, str, object]] | str = []
+    try:
+        for item in records.read_lines(path):
+            got.append(item)  # type: ignore[union-attr]
+    except RecordError as exc:
+        got = exc.message if not got or "UTF-8" not in exc.message else "yielded before the UTF-8 error"
+    assert got == _whole_file_lines(path)
+
+
 def _e(rep: int, attempt: int, status: str, digest: str) -> Entry:
     return Entry(("r", "h", 0, "b", rep), attempt, status, digest, f"f:{digest}")
 
