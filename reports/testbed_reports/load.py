@@ -8,11 +8,13 @@ run id are kept apart). This module turns the chosen records into columns, fast.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import multiprocessing
 import os
 import sys
+from array import array
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -131,9 +133,11 @@ class _Collector:
     """Column lists filled record by record (no per-row DataFrame work).
 
     A metric's (name, unit, better) is stored once as a key and each observation keeps its key's code,
-    so the per-observation work is three list appends. The primary metrics of a record (its
+    so the per-observation work is appends to typed arrays (a code and a float each, not Python
+    objects: what bounds the memory of a large file's load). The primary metrics of a record (its
     ``primary`` field, or for a record made before the field the frozen rule of its type:
-    :mod:`testbed_shared.records`) are kept as (record, key) pairs, a few per record.
+    :mod:`testbed_shared.records`) are kept as the set of their keys, each distinct set once and
+    a number per record; :meth:`close` turns them into a flag per observation.
     """
 
     def __init__(self) -> None:
@@ -142,13 +146,19 @@ class _Collector:
         self.obs_pos: list[int] = []
         self.obs_cnt: list[int] = []
         self.obs_rec: Any = []
-        self.obs_key: Any = []
-        self.obs_value: Any = []
+        self.obs_key: Any = array("i")
+        self.obs_value: Any = array("d")
+        #: the first observation whose value is not a number a float holds, and that value
+        self.odd: tuple[int, Any] | None = None
         self.keys: dict[tuple[str, str, str], int] = {}
         self.groups: dict[tuple[str, ...], str] = {}
+        self.texts: dict[str, str] = {}
         self.pct: dict[str, list[Any]] = {"rec": [], "series": [], "percentile": [], "value": []}
         self.crypto: list[tuple[int, dict[str, Any]]] = []  # (record position, ok crypto record)
-        self.primary: list[tuple[int, int]] = []  # (record position, key) of each primary metric
+        #: the distinct sets of primary metric keys, and each record's (one per obs_pos entry)
+        self.primary_sets: dict[frozenset[int], int] = {}
+        self.obs_prim: Any = array("i")
+        self.obs_primary: Any = np.zeros(0, dtype=bool)
 
     def add(self, rec: dict[str, Any], source: str, line: int, digest: int = 0) -> None:
         pos = len(self.rows)
@@ -156,16 +166,19 @@ class _Collector:
         groups = self.groups.get(g)
         if groups is None:
             groups = self.groups[g] = ",".join(sorted(g))
-        host = rec["host"]
+        text = self.texts.setdefault  # one object per distinct name, not one per record
+        host = text(rec["host"], rec["host"])
         status = rec["status"]
+        label = rec.get("label") or host
+        btype = rec.get("type") or ""
         self.rows.append(
             (
-                rec["run_id"],
+                text(rec["run_id"], rec["run_id"]),
                 host,
-                rec.get("label") or host,
+                text(label, label),
                 groups,
-                rec["benchmark"],
-                rec.get("type") or "",
+                text(rec["benchmark"], rec["benchmark"]),
+                text(btype, btype),
                 rec.get("index", -1),
                 rec["repetition"],
                 status,
@@ -200,14 +213,19 @@ class _Collector:
         prim = rec.get(rec_schema.PRIMARY_FIELD)
         if prim is None:
             prim = rec_schema.legacy_primary(rec.get("type") or "", tuple(mets))
-        for name in prim:
-            m = mets[name]
-            self.primary.append((pos, self.keys[(name, m["unit"], m["better"])]))
+        prim_keys = frozenset(self.keys[(name, mets[name]["unit"], mets[name]["better"])] for name in prim)
+        prim_set = self.primary_sets.setdefault(prim_keys, len(self.primary_sets))
         samples = rec.get("samples")
         if rec.get("type") in SAMPLE_TYPES and samples:
             codes, values = _expand_samples(list(mets), codes, values, samples, source, line)
         self.obs_key.extend(codes)
-        self.obs_value.extend(values)
+        try:
+            if any(v.__class__ is not float and v.__class__ is not int for v in values):
+                raise TypeError
+            self.obs_value.extend(array("d", values))
+        except (TypeError, OverflowError):
+            self._odd_values(values)
+        self.obs_prim.append(prim_set)
         self.obs_pos.append(pos)
         self.obs_cnt.append(len(codes))
         if samples:
@@ -226,6 +244,18 @@ class _Collector:
                     self.pct["percentile"].append(pct)
                     self.pct["value"].append(val)
 
+    def _odd_values(self, values: list[Any]) -> None:
+        """Values of which one is not a number a float holds: each such one is kept as NaN, the
+        first with its position for :meth:`values`' message."""
+        for v in values:
+            num = None
+            if v.__class__ is float or v.__class__ is int:
+                with contextlib.suppress(OverflowError):
+                    num = float(v)
+            if num is None and self.odd is None:
+                self.odd = (len(self.obs_value), v)
+            self.obs_value.append(math.nan if num is None else num)
+
     def _code(self, key: tuple[str, str, str], source: str, line: int) -> int:
         code = self.keys.get(key)
         if code is None:
@@ -240,35 +270,32 @@ class _Collector:
         pos, cnt = np.asarray(self.obs_pos, dtype=np.int64), np.asarray(self.obs_cnt, dtype=np.int64)
         self.obs_rec = np.repeat(pos, cnt)
         self.obs_key = np.asarray(self.obs_key, dtype=np.int64)
+        table = np.zeros((len(self.primary_sets), max(len(self.keys), 1)), dtype=bool)
+        for keys, row in self.primary_sets.items():
+            table[row, list(keys)] = True
+        sets = np.repeat(np.asarray(self.obs_prim, dtype=np.int64), cnt)
+        self.obs_primary = table[sets, self.obs_key] if len(sets) else np.zeros(0, dtype=bool)
 
     def values(self) -> np.ndarray:
         """The observation values as floats; a non-number names its file and line."""
-        raw = self.obs_value
-        vals = None
-        if all(v.__class__ is float or v.__class__ is int for v in raw):
-            try:
-                vals = np.asarray(raw, dtype=float)
-            except (TypeError, ValueError, OverflowError):
-                vals = None
-        bad = None
-        if vals is None:
-            bad = next(i for i, v in enumerate(raw) if not _is_finite_number(v))
-        elif not np.isfinite(vals).all():
-            bad = int(np.flatnonzero(~np.isfinite(vals))[0])
-        if bad is not None:
+        vals = np.array(self.obs_value, dtype=float)
+        finite = np.isfinite(vals)
+        if not finite.all():
+            bad = int(np.flatnonzero(~finite)[0])
+            raw = self.odd[1] if self.odd is not None and self.odd[0] == bad else float(vals[bad])
             pos = self.obs_rec[bad]
             name = next(k[0] for k, c in self.keys.items() if c == self.obs_key[bad])
             raise SchemaError(
                 self.rec["source"][pos],
                 self.rec["line"][pos],
-                str(rec_schema.metric_problem(name, {"value": raw[bad], "unit": "", "better": "lower"})),
+                str(rec_schema.metric_problem(name, {"value": raw, "unit": "", "better": "lower"})),
             )
         return vals
 
 
 def start_objects(col: pd.Series) -> pd.Series:
-    """Start times as the loader holds them (the store reads them as a categorical): objects,
-    None when missing."""
+    """Start times, or another record text column, as the loader holds them (the store reads them
+    as a categorical): objects, None when missing."""
     return col.astype(object).where(col.notna(), None)
 
 
@@ -435,7 +462,7 @@ def _finish(
         data[field_name] = pd.Categorical.from_codes(
             lookup[key_codes] if len(key_codes) else key_codes, categories=uniq
         )
-    data["primary"] = _primary_mask(col, pos, key_codes)
+    data["primary"] = np.asarray(col.obs_primary, dtype=bool)[mask]
     data["value"] = values[mask] if len(values) else np.zeros(0)
     for c in ("repetition", "index", "started_at"):
         data[c] = records[c].to_numpy()[pos]
@@ -471,15 +498,6 @@ def _finish(
         params=params,
         crypto=crypto,
     )
-
-
-def _primary_mask(col: _Collector, rec_pos: np.ndarray, key_codes: np.ndarray) -> np.ndarray:
-    """True for the observations of a metric their record names primary."""
-    if not col.primary or not len(key_codes):
-        return np.zeros(len(key_codes), dtype=bool)
-    width = max(len(col.keys), 1)
-    pairs = np.asarray(col.primary, dtype=np.int64)
-    return np.isin(rec_pos * width + key_codes, pairs[:, 0] * width + pairs[:, 1])
 
 
 def _margins(records: pd.DataFrame, warnings: list[str]) -> dict[str, float]:
@@ -620,7 +638,7 @@ def _parse_file(path: str) -> dict[str, Any]:
         "keys": sorted(col.keys, key=col.keys.__getitem__),
         "pct": col.pct,
         "crypto": col.crypto,
-        "primary": col.primary,
+        "primary": col.obs_primary,
     }
 
 
@@ -639,7 +657,7 @@ def _parse_all(files: list[Path]) -> list[dict[str, Any]]:
 def _merge(parts: list[dict[str, Any]]) -> _Collector:
     """One collector from per-file results (record positions offset, metric keys re-coded)."""
     col = _Collector()
-    obs_rec, obs_key, values = [], [], []
+    obs_rec, obs_key, values, primary = [], [], [], []
     for part in parts:
         offset = len(col.rec["run_id"])
         for c in RECORD_COLUMNS:
@@ -651,10 +669,11 @@ def _merge(parts: list[dict[str, Any]]) -> _Collector:
         for k in col.pct:
             col.pct[k].extend([v + offset for v in part["pct"][k]] if k == "rec" else part["pct"][k])
         col.crypto.extend((pos + offset, rec) for pos, rec in part["crypto"])
-        col.primary.extend((pos + offset, int(remap[key])) for pos, key in part["primary"])
+        primary.append(part["primary"])
     col.obs_rec = np.concatenate(obs_rec) if obs_rec else np.zeros(0, dtype=np.int64)  # type: ignore[assignment]
     col.obs_key = np.concatenate(obs_key) if obs_key else np.zeros(0, dtype=np.int64)  # type: ignore[assignment]
     col.obs_value = np.concatenate(values) if values else np.zeros(0)  # type: ignore[assignment]
+    col.obs_primary = np.concatenate(primary) if primary else np.zeros(0, dtype=bool)
     return col
 
 

@@ -27,6 +27,42 @@ def test_schema_violation_names_file_and_line(tmp_path: Path) -> None:
         load([path])
 
 
+@pytest.mark.parametrize(
+    ("second", "third", "got"),
+    [
+        (float("nan"), "x", "nan"),
+        ("x", float("inf"), "'x'"),
+        (True, 1.0, "True"),
+        (None, "x", "None"),
+        (10**400, 1.0, repr(10**400)),
+        ([1.0], 1.0, "[1.0]"),
+        (2.0, -float("inf"), "-inf"),
+    ],
+)
+def test_the_first_value_that_is_not_a_finite_number_is_named(
+    second: object, third: object, got: str, tmp_path: Path
+) -> None:
+    """Values are collected as floats while the file is read (not as Python objects): the error
+    still names the first observation whose value is not a finite number, its line and its value,
+    whatever kind of value it is and whatever follows."""
+
+    def metrics(v: object) -> dict:
+        return {
+            "a": {"value": 1.5, "unit": "s", "better": "lower"},
+            "x": {"value": v, "unit": "s", "better": "lower"},
+        }
+
+    path = tmp_path / "h1.jsonl"
+    lines = [record(metrics=metrics(1.0), repetition=r) for r in range(3)]
+    lines[1]["metrics"] = metrics(second)
+    lines[2]["metrics"] = metrics(third)
+    path.write_text("".join(json.dumps(rec) + "\n" for rec in lines))
+    line = 2 if not isinstance(second, float) or second != 2.0 else 3
+    with pytest.raises(SchemaError) as err:
+        load([path])
+    assert err.value.message == f"{path}:{line}: metric 'x': value must be a finite number, got {got}"
+
+
 def test_broken_middle_line_is_an_error_but_a_torn_last_line_is_ignored(tmp_path: Path) -> None:
     path = tmp_path / "r1" / "h1.jsonl"
     path.parent.mkdir()

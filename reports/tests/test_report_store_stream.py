@@ -117,6 +117,30 @@ def test_files_loaded_ahead_in_workers_give_the_same_bytes(
     assert took == ["whole"] and streamed == whole
 
 
+def test_large_files_are_loaded_ahead_only_as_far_as_the_memory_allows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 36: each file loaded ahead is one more file's load in memory, so large files get fewer
+    workers, down to none (a 10^8 run's 888 MB files load one at a time within 4 GiB)."""
+    files = []
+    for name, size in (("a", 100), ("b", 300), ("c", 200)):
+        (tmp_path / f"{name}.jsonl").write_bytes(b"x" * size)
+        files.append(tmp_path / f"{name}.jsonl")
+    monkeypatch.setattr(loader, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(store_stream, "LOAD_FACTOR", 4)
+    monkeypatch.setattr(store_stream, "cpus", lambda: 4)
+    for memory, workers in ((10**6, 2), (2400, 2), (2399, 1), (1200, 1), (1199, 0), (0, 0)):
+        monkeypatch.setattr(store_stream, "AHEAD_MEMORY", memory)
+        assert store_stream.workers_ahead(files) == workers, memory
+    monkeypatch.setattr(store_stream, "AHEAD_MEMORY", 10**6)
+    assert store_stream.workers_ahead(files[:1]) == 0  # nothing to load ahead of
+    monkeypatch.setattr(store_stream, "cpus", lambda: 1)
+    assert store_stream.workers_ahead(files) == 0
+    monkeypatch.setattr(store_stream, "cpus", lambda: 4)
+    monkeypatch.setattr(loader, "PARALLEL_BYTES", 601)
+    assert store_stream.workers_ahead(files) == 0  # a small run: workers would cost more than they save
+
+
 def test_streaming_fills_missing_margins_as_the_whole_run_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
