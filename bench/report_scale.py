@@ -6,7 +6,7 @@ metrics, seeded lognormal noise; the number of repetitions sets the size. Each s
 process, so its peak RSS is its own: ``store add`` (JSON Lines through the record path into Parquet,
 what the collect role does once per run; it loads and writes one host's file at a time, so its peak
 is one of the 16 files, not the whole run) and ``build`` (the report end to end from the store:
-DuckDB read, statistics, HTML, CSV, stats.json), ``--repeats`` times each. Targets (issue 36): a build
+Parquet read, statistics, HTML, CSV, stats.json), ``--repeats`` times each. Targets (issue 36): a build
 of 10^7 observations in under 30 s and 1 GiB; 10^8 within 4 GiB. The load average is printed
 beside each size: wall time on a shared machine includes waiting for the CPUs (CPU time less so).
 """

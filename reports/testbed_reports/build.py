@@ -27,9 +27,9 @@ from testbed_reports.errors import ReportError
 from testbed_reports.export import parameter_anova
 from testbed_reports.fingerprint import fingerprints, label_factors, mismatches
 from testbed_reports.inference import DEFAULT_MARGIN, Decision, MachineSpread, primary_set
-from testbed_reports.load import Dataset
-from testbed_reports.numerics import distinct_rows, key_groups
-from testbed_reports.runs import Runs, stable_order
+from testbed_reports.load import Dataset, start_objects
+from testbed_reports.numerics import batch_rows, distinct_rows, group_batches, key_groups
+from testbed_reports.runs import Runs, positions, stable_order
 from testbed_reports.stats import MIN_N_CV_CI, describe
 from testbed_shared.atomic import write_atomically
 from testbed_shared.intervals import share_interval
@@ -194,11 +194,18 @@ def factorial(
 
 def _row_groups(obs: pd.DataFrame, keys: list[str]) -> dict[Any, np.ndarray]:
     """``obs.groupby(keys, observed=True, sort=True).indices``: per key (a tuple), its rows in
-    row order; from the group codes (``numerics.key_groups``: one array of n, not pandas' several)."""
+    row order; from the group codes (``numerics.key_groups``: one array of n, not pandas' several),
+    a batch of whole groups at a time (``numerics.group_batches``: the sort's working arrays of a
+    batch, not of every row), as 32-bit positions where they fit (``runs.positions``)."""
     table, codes = key_groups(obs, keys, "n")
-    order = stable_order(codes)
-    parts = np.split(order, np.cumsum(table["n"].to_numpy())[:-1])
-    return dict(zip(table[keys].itertuples(index=False, name=None), parts, strict=True))
+    names = list(table[keys].itertuples(index=False, name=None))
+    counts = table["n"].to_numpy()
+    out: dict[Any, np.ndarray] = {}
+    for lo, hi in group_batches(codes) or ([(0, len(table))] if len(table) else []):
+        rows = batch_rows(codes, lo, hi)
+        order = positions(rows[stable_order(codes[rows])])
+        out.update(zip(names[lo:hi], np.split(order, np.cumsum(counts[lo:hi])[:-1]), strict=True))
+    return out
 
 
 def _anova_note(unit: str, single: list[str]) -> str:
@@ -244,7 +251,7 @@ def blocked(ds: Dataset) -> pd.DataFrame:
     if ds.obs.empty or "block" not in rec or not rec["block"].notna().any():
         return ds.obs
     pos = ds.obs["record"].to_numpy()
-    block = rec["block"].to_numpy(dtype=object)
+    block = start_objects(rec["block"]).to_numpy()  # the store's categorical as the loader's objects
     return ds.obs.assign(block=np.where(pos >= 0, block[np.maximum(pos, 0)], None))
 
 
@@ -503,6 +510,7 @@ def build(
     else:
         cmp["evidence_mismatch"] = pd.Series(dtype=bool)
     anova = factorial(ds, factors, anova_log, shared)
+    del shared, same  # the runs' frame and groupings: the tables and the HTML below do without them
     counts, bad = _status(ds)
     rep = Report(
         out,
@@ -1014,7 +1022,6 @@ def _render(name: str, rep: Report, bad: pd.DataFrame, ds: Dataset, labels: list
     sections = []
     desc = rep.descriptives
     pct = _pct_table(ds)
-    obs_groups = ds.obs.groupby("benchmark", observed=True, sort=True).indices if not ds.obs.empty else {}
     values = ds.obs["value"].to_numpy()
     primary = primary_set(ds.obs)
     telemetry = _telemetry(ds)
@@ -1037,7 +1044,7 @@ def _render(name: str, rep: Report, bad: pd.DataFrame, ds: Dataset, labels: list
         metrics = list(dict.fromkeys(d["metric"]))
         units = dict(zip(d["metric"].astype(str), d["unit"].astype(str), strict=True))
         shown = figures.plot_metrics(metrics, units, [m for m in metrics if (bench, m) in primary])
-        rows = obs_groups[bench]
+        rows = np.flatnonzero(_text_in(ds.obs["benchmark"], {bench}))  # one benchmark's rows at a time
         series = {
             (str(m), str(lab)): values[rows][pos]
             for (m, lab), pos in _positions(ds.obs[["metric", "label"]].iloc[rows], shown).items()

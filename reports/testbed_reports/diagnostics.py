@@ -329,7 +329,10 @@ def _window_part(records: pd.DataFrame) -> pd.DataFrame:
 
 def _utc(col: pd.Series) -> pd.Series:
     """RFC 3339 text as UTC times in nanoseconds (a text without a fraction would parse to seconds,
-    and filling one unit's gaps from another's is deprecated in pandas); unparsable: NaT."""
+    and filling one unit's gaps from another's is deprecated in pandas); unparsable: NaT. The
+    store's categorical is parsed as text (a chunk's values, not all of its categories)."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        col = col.astype(object)
     return pd.to_datetime(col, utc=True, errors="coerce", format="ISO8601").dt.as_unit("ns")
 
 

@@ -1,13 +1,15 @@
-"""The report's engine over the results store (``store.py``): the Parquet files read directly
-with pyarrow for the two large tables, embedded DuckDB for the rest and for queries.
+"""The report's engine over the results store (``store.py``): a run's Parquet files read
+directly with pyarrow, embedded DuckDB for queries.
 
 ``connect`` opens an in-memory DuckDB with a memory limit and a spill directory inside the store
-(``<store>/.spill``), so queries larger than memory go to disk instead of failing; it reads the
-hosts and percentiles tables (and ``history`` queries the store with it). A run's observations and
-records are read from their Parquet files with pyarrow, column by column into compact columns
-(``read_observations``, ``read_records``): no SQL sort and no whole-table copy; the records' text
-columns the loader makes categorical are categorical here too, the rest Python objects shared by
-equal values. ``dataset`` gives the report what ``load.load`` gives it from JSON Lines, read from
+(``<store>/.spill``), so queries larger than memory go to disk instead of failing (``history``
+queries the store with it; DuckDB is imported there, not when a report only reads runs). A run's
+observations and records are read from their Parquet files with pyarrow, column by column into
+compact columns (``read_observations``, ``read_records``): no SQL sort and no whole-table copy;
+the records' text columns the loader makes categorical are categorical here too, and so are their
+start and end times, sessions and blocks (``_REC_CODED``); the rest Python objects shared by
+equal values. Its hosts and percentiles are small tables, read whole (``_small_table``).
+``dataset`` gives the report what ``load.load`` gives it from JSON Lines, read from
 the stored runs instead: the same observations, records, fingerprints, percentiles, parameters and
 crypto records, in the same order, so ``build`` computes the same statistics (``tests``: the
 equivalence test).
@@ -21,10 +23,9 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-import duckdb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -44,17 +45,20 @@ from testbed_reports.load import (
 )
 from testbed_reports.store import STORE_ENV, Manifest, Store, StoreError, default_store, encode, map_distinct
 
+if TYPE_CHECKING:
+    import duckdb
+
 #: DuckDB's memory limit unless TESTBED_DUCKDB_MEMORY says otherwise (it spills past it)
 MEMORY_LIMIT = "1GB"
 MEMORY_ENV = "TESTBED_DUCKDB_MEMORY"
-#: rows a query hands over at a time (its text columns dictionary-encoded batch by batch)
-BATCH_ROWS = 262_144
 
 
 def connect(
     store: Path, memory_limit: str | None = None, threads: int | None = None
 ) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB that spills to ``<store>/.spill`` beyond ``memory_limit``."""
+    import duckdb  # noqa: PLC0415 - DuckDB (~30 MiB) loads for queries only, not for a report's read
+
     spill = Path(store) / ".spill"
     spill.mkdir(parents=True, exist_ok=True)
     config = {
@@ -69,27 +73,19 @@ def connect(
         raise ReportError(f"DuckDB: {exc}", f"check {MEMORY_ENV} (e.g. 1GB)") from None
 
 
-def _glob(store: Path, table: str, run: str, deep: bool = False) -> str:
-    base = Path(store) / table / f"run={encode(run)}"
-    return str(base / ("*/*.parquet" if deep else "*.parquet"))
-
-
-def _read(con: duckdb.DuckDBPyConnection, sql: str, *params: Any, keep: Sequence[str] = ()) -> pd.DataFrame:
-    """A query's result through Arrow: text columns dictionary-encoded on the way (a repeated
-    value is one Python string, not one per row), as Python objects except those in ``keep``,
-    which stay categorical."""
-    reader = con.sql(sql, params=list(params)).to_arrow_reader(BATCH_ROWS)
+def _small_table(files: Sequence[Path], columns: Sequence[str] | None = None) -> pd.DataFrame:
+    """A small table's Parquet files (hosts, percentiles) as one frame, rows in file order: text
+    dictionary-encoded on the way and then Python objects, one per distinct value (``_frame``)."""
     parts = []
-    for batch in reader:  # one batch of plain strings at a time, never the whole table
-        cols = [
-            pc.dictionary_encode(col)
-            if pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
-            else col
-            for col in batch.columns
+    for f in files:
+        schema = pq.read_schema(f)
+        text = [
+            x.name for x in schema if pa.types.is_string(x.type) and (columns is None or x.name in columns)
         ]
-        parts.append(pa.table(cols, names=batch.schema.names))
-    tbl = pa.concat_tables(parts).unify_dictionaries() if parts else reader.schema.empty_table()
-    return _frame(tbl, keep)
+        parts.append(pq.read_table(f, columns=columns, read_dictionary=text))
+    if not parts:
+        return pd.DataFrame(columns=list(columns or ()))
+    return _frame(pa.concat_tables(parts).unify_dictionaries())
 
 
 def _frame(tbl: pa.Table, keep: Sequence[str] = ()) -> pd.DataFrame:
@@ -104,20 +100,15 @@ def _frame(tbl: pa.Table, keep: Sequence[str] = ()) -> pd.DataFrame:
     return df
 
 
-def dataset(
-    store: Store, runs: Sequence[tuple[Manifest, Path]], con: duckdb.DuckDBPyConnection | None = None
-) -> Dataset:
+def dataset(store: Store, runs: Sequence[tuple[Manifest, Path]]) -> Dataset:
     """The stored runs (each with the path it was given as, for its sources' names) as a Dataset."""
-    own = con is None
-    con = con or connect(store.root)
     try:
-        return _dataset(store, runs, con)
+        return _dataset(store, runs)
     finally:
-        if own:
-            con.close()
+        pa.default_memory_pool().release_unused()  # the read's freed buffers back to the system
 
 
-def _dataset(store: Store, runs: Sequence[tuple[Manifest, Path]], con: duckdb.DuckDBPyConnection) -> Dataset:
+def _dataset(store: Store, runs: Sequence[tuple[Manifest, Path]]) -> Dataset:
     rec_parts, obs_parts, pct_parts = [], [], []
     sysinfo: dict[tuple[str, str], dict[str, Any]] = {}
     params: list[Any] = []
@@ -128,7 +119,7 @@ def _dataset(store: Store, runs: Sequence[tuple[Manifest, Path]], con: duckdb.Du
     for m, given in runs:
         root = given if given.is_dir() else given.parent
         files = sorted(Path(store.root).glob(_rel_glob("records", m.run)))
-        recs = read_records(files, m.run, categorical=_REC_CATEGORICAL)
+        recs = read_records(files, m.run, categorical=_REC_CATEGORICAL + _REC_CODED)
         recs["run_id"] = pd.Categorical.from_codes(np.zeros(len(recs), dtype=np.int8), categories=[m.run])
         named = map_distinct(recs["source"], lambda s, g=given, r=root: _source(g, r, s))
         recs["source"] = pd.Series(named, dtype=object, index=recs.index)
@@ -143,12 +134,13 @@ def _dataset(store: Store, runs: Sequence[tuple[Manifest, Path]], con: duckdb.Du
                 obs["record"] = small_ints(obs["record"].to_numpy().astype(np.int64) + offset)
             obs["run_id"] = pd.Categorical.from_codes(np.zeros(len(obs), dtype=np.int8), categories=[m.run])
             obs_parts.append(obs)
-        hosts = _read(con, "SELECT host, sysinfo FROM read_parquet(?)", _glob(store.root, "hosts", m.run))
+        hosts = _small_table(sorted(Path(store.root).glob(_rel_glob("hosts", m.run))), ["host", "sysinfo"])
         for host, info in zip(hosts["host"], hosts["sysinfo"], strict=True):
             if isinstance(info, str):
                 sysinfo[(m.run, str(host))] = json.loads(info)
-        if (store.root / "percentiles" / f"run={encode(m.run)}").exists():
-            pct = _read(con, "SELECT * FROM read_parquet(?)", _glob(store.root, "percentiles", m.run))
+        pct_files = sorted(Path(store.root).glob(_rel_glob("percentiles", m.run)))
+        if pct_files:
+            pct = _small_table(pct_files)
             pct["run_id"] = m.run
             pct_parts.append(pct)
         sources += [_source(given, root, s.rel) for s in m.sources if s.rel.endswith(".jsonl")]
@@ -175,28 +167,37 @@ def _dataset(store: Store, runs: Sequence[tuple[Manifest, Path]], con: duckdb.Du
 
 #: the record columns that are categoricals with sorted categories, as the loader's
 _REC_CATEGORICAL = ("run_id", "host", "machine", "label", "groups", "benchmark", "type", "cc_technology")
+#: record text columns the loader holds as objects, categoricals here too (a code a record, not an
+#: object pointer; their missing values are missing, as the loader's None)
+_REC_CODED = ("started_at", "ended_at", "session", "block")
 
 
 def _joined_records(parts: list[pd.DataFrame]) -> pd.DataFrame:
     """The runs' records as one frame in the loader's columns (no copy for one run); the text
-    columns the loader makes categorical are so here, with sorted categories."""
+    columns the loader makes categorical are so here, with sorted categories, and so are those of
+    ``_REC_CODED``; the integers of ``REC_INT_COLUMNS`` in the narrowest type that holds them
+    (``small_ints``)."""
     if not parts:
         return pd.DataFrame()
     records = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
     keep = [c for c in RECORD_COLUMNS if c != "params"] + ["cc_technology", "machine"]
     records = records[[c for c in keep if c in records]]
-    for c in _REC_CATEGORICAL:
+    for c in _REC_CATEGORICAL + _REC_CODED:
         col = records[c]
         if not isinstance(col.dtype, pd.CategoricalDtype):  # runs' categories differ: joined as text
             records[c] = col.astype("category")
+    for c in REC_INT_COLUMNS:
+        if c in records and records[c].dtype.kind == "i":
+            records[c] = small_ints(records[c].to_numpy())
     return records
 
 
 def _typed(obs: pd.DataFrame, single: bool) -> pd.DataFrame:
     """The loader's dtypes but for the integers and one run's start times: sorted categories,
     float, bool, start times as one run's read gives them (a categorical, 4 bytes a row, not an
-    object pointer each) or else as objects with None, integers int32 where they fit, else int64
-    (``small_ints``; a column already so, as one run's read gives it, is left as it is: no copy)."""
+    object pointer each) or else as objects with None, integers in the narrowest type that holds
+    them (``small_ints``; a column of integers already, as one run's read gives it, is left as it
+    is: no copy)."""
     for c in CATEGORICAL:  # sorted categories, as the loader's (groupby orders by them)
         cat = obs[c] if isinstance(obs[c].dtype, pd.CategoricalDtype) else obs[c].astype(object)
         cat = cat.astype("category") if not isinstance(cat.dtype, pd.CategoricalDtype) else cat
@@ -204,7 +205,7 @@ def _typed(obs: pd.DataFrame, single: bool) -> pd.DataFrame:
         if cat.dtype != obs[c].dtype or list(cat.cat.categories) != want:
             obs[c] = cat.cat.set_categories(want)
     for c in INT_COLUMNS:
-        if obs[c].dtype not in (np.int32, np.int64):
+        if obs[c].dtype.kind != "i":
             obs[c] = small_ints(obs[c].to_numpy(dtype=np.int64))
     if obs["value"].dtype != float:
         obs["value"] = obs["value"].astype(float)
@@ -270,8 +271,11 @@ def _params(p: Any) -> dict[str, Any] | None:
 #: the observation columns read from a stored run's files (label comes from the partition path)
 _OBS_TEXT = ("host", "groups", "benchmark", "type", "metric", "unit", "better", "started_at", "cc_technology")
 _OBS_NUMBERS = {"primary": np.bool_, "value": np.float64}
-#: the observations' integer columns: int32 where every value fits (4 bytes a row, not 8)
+#: the observations' integer columns: in the narrowest type that holds them (``small_ints``: a
+#: repetition or an index in 1 or 2 bytes a row, a record number in 4, not 8)
 INT_COLUMNS = ("repetition", "index", "record")
+#: the records' integer columns held likewise (the digest keeps its 64 bits)
+REC_INT_COLUMNS = ("index", "repetition", "attempt", "line")
 _INT32 = np.iinfo(np.int32)
 
 
@@ -314,7 +318,7 @@ def read_observations(files: Sequence[Path]) -> pd.DataFrame:
                     if arr.dtype == np.int32 and not _fits_int32(vals):
                         arr = arr.astype(np.int64)  # a value past int32: the whole column int64
                     arr[_part(at, k, len(chunk))] = vals
-            frame[c] = arr
+            frame[c] = small_ints(arr) if c in INT_COLUMNS else arr
     return pd.DataFrame(frame, copy=False)
 
 
@@ -323,8 +327,13 @@ def _fits_int32(vals: np.ndarray) -> bool:
 
 
 def small_ints(vals: np.ndarray) -> np.ndarray:
-    """Integers as int32 where every one fits, else as int64."""
-    return vals.astype(np.int32) if _fits_int32(vals) else vals.astype(np.int64, copy=False)
+    """Integers in the narrowest of int8, int16, int32 and int64 that holds every one (no copy
+    when they are so already)."""
+    lo, hi = (int(vals.min()), int(vals.max())) if len(vals) else (0, 0)
+    for kind in (np.int8, np.int16, np.int32):
+        if np.iinfo(kind).min <= lo and hi <= np.iinfo(kind).max:
+            return vals.astype(kind, copy=False)
+    return vals.astype(np.int64, copy=False)
 
 
 def _place(seq: np.ndarray, part: np.ndarray) -> slice | np.ndarray:

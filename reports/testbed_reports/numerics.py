@@ -7,6 +7,7 @@ answer as values near 1.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -153,23 +154,28 @@ def key_groups(df: pd.DataFrame, keys: list[str], count: str) -> tuple[pd.DataFr
 
 def _category_groups(df: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, np.ndarray] | None:
     """Group numbers in the order of the keys' category codes, and each group's first row."""
-    combined = np.zeros(len(df), dtype=np.int64)
     space = 1
     for k in keys:
         col = df[k]
-        if not isinstance(col.dtype, pd.CategoricalDtype):
+        if not isinstance(col.dtype, pd.CategoricalDtype) or (col.cat.codes.to_numpy() < 0).any():
             return None
-        c = col.cat.codes.to_numpy()
-        width = max(len(col.cat.categories), 1)
-        space *= width
-        if space > 4 * len(df) + 65_536 or (c < 0).any():
+        space *= max(len(col.cat.categories), 1)
+        if space > 4 * len(df) + 65_536:
             return None
-        combined = combined * width + c
+    combined = np.zeros(len(df), dtype=code_type(space))
+    for k in keys:
+        combined *= max(len(df[k].cat.categories), 1)  # in place: one array of n, not one per step
+        combined += df[k].cat.codes.to_numpy()
     present = np.bincount(combined, minlength=space) > 0
     number = np.cumsum(present) - 1
     codes = number.astype(np.int32 if len(number) < 2**31 else np.int64)[combined]  # 4 bytes a row
     del combined
     return codes, first_rows(codes, int(present.sum()))
+
+
+def code_type(space: int) -> type[np.integer]:
+    """The integer type of codes 0..space-1: 32 bits where they fit (4 bytes a row), else 64."""
+    return np.int32 if space <= 2**31 else np.int64
 
 
 def first_rows(codes: np.ndarray, space: int) -> np.ndarray:
@@ -186,20 +192,22 @@ def distinct_rows(df: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
     """``df[cols].drop_duplicates()`` (the first row of each distinct combination, in row order);
     from the categorical codes and booleans where every column is one (a count per code
     combination: no hashing of the rows), else through pandas."""
-    combined = np.zeros(len(df), dtype=np.int64)
-    space = 1
+    widths = []
     for k in cols:
         col = df[k]
         if isinstance(col.dtype, pd.CategoricalDtype):
-            c = col.cat.codes.to_numpy()
-            width = len(col.cat.categories) + 1
+            widths.append(len(col.cat.categories) + 1)
         elif col.dtype == bool:
-            c, width = col.to_numpy(), 2
+            widths.append(2)
         else:
             return df[cols].drop_duplicates()
-        space *= width
-        if space > 4 * len(df) + 65_536:
-            return df[cols].drop_duplicates()
+    space = math.prod(widths)
+    if space > 4 * len(df) + 65_536:
+        return df[cols].drop_duplicates()
+    combined = np.zeros(len(df), dtype=code_type(space))
+    for k, width in zip(cols, widths, strict=True):
+        col = df[k]
+        c = col.cat.codes.to_numpy() if isinstance(col.dtype, pd.CategoricalDtype) else col.to_numpy()
         combined *= width  # in place: one array of n, not one per step
         combined += c
         if c.dtype != bool:

@@ -135,8 +135,9 @@ def _machine_interval(rs: Runs, codes: np.ndarray, groups: int, log: np.ndarray)
     parent = np.zeros(int(hcode.max()) + 1, dtype=np.int64)
     parent[hcode] = codes
     values = r["value"].to_numpy(dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        y = np.where(log[codes], np.log(np.where(values > 0, values, 1.0)), values)
+    y = np.where(values > 0, values, 1.0)
+    np.log(y, out=y)  # in place, as the raw values below: one array of n
+    np.copyto(y, values, where=~log[codes])
     hm = group_moments(y, hcode, len(parent))
     mm = group_moments(hm.mean, parent, groups)
     centre_log, lo_log, hi_log = mean_interval(mm.n, mm.mean, mm.sd, log=True)

@@ -14,7 +14,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     s = sub.add_parser(
         "store",
         help="the results store: add collected runs (Parquet, Hive layout), list what it holds",
-        description="The results store the report reads through DuckDB: each run's records as plain "
+        description="The results store the report reads (with pyarrow; history's queries with DuckDB): "
+        "each run's records as plain "
         "Parquet (observations/run=RUN/label=LABEL/HOST.parquet, records/, percentiles/, hosts/), "
         "chosen by the one record path. Default place: <results>/_store beside the run directories "
         f"(or ${STORE_ENV}). docs/report.md, The results store.",

@@ -351,15 +351,17 @@ def test_groups_from_category_codes_are_pandas_groups() -> None:
             np.testing.assert_array_equal(codes, grouped.ngroup().to_numpy())
 
 
-def test_the_observations_integers_are_int32_where_they_fit(tmp_path: Path) -> None:
-    """Issue 36: the store's observations hold repetition, index and record in 4 bytes a row;
-    a value past int32 keeps its column int64."""
+def test_the_observations_integers_are_in_the_narrowest_type(tmp_path: Path) -> None:
+    """Issue 36: the store's observations hold repetition, index and record in the narrowest
+    integer type that holds them (a byte a row for a small run); a value past int32 keeps its
+    column int64."""
     from testbed_reports.engine import INT_COLUMNS, small_ints
 
     results = tmp_path / "results"
     shutil.copytree(QUICK, results / "quick")
     obs = paths_dataset([results / "quick"], store=tmp_path / "store").obs
-    assert all(obs[c].dtype == np.int32 for c in INT_COLUMNS)
+    assert all(obs[c].dtype == np.int8 for c in INT_COLUMNS)  # the quick run: a few records
+    assert small_ints(np.array([-1, 300])).dtype == np.int16
     assert small_ints(np.array([-1, 2**31 - 1])).dtype == np.int32
     wide = small_ints(np.array([-1, 2**31]))
     assert wide.dtype == np.int64 and wide.tolist() == [-1, 2**31]
