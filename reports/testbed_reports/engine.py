@@ -414,16 +414,18 @@ def paths_dataset(
             raise ReportError(f"{p}: no such file or directory", "give results/<run_id> directories")
     jsonl = [p for p in given if not (p.is_file() and p.suffix == ".csv")]
     csvs = [p for p in given if p.is_file() and p.suffix == ".csv"]
-    st = Store(store or default_store(jsonl))
-    with st.locked():
-        notes = st.check()
     runs: list[tuple[Manifest, Path]] = []
-    for p in jsonl:
-        if p.is_dir() and not any(p.rglob("*.jsonl")):
-            raise ReportError(
-                f"{p}: no result files (*.jsonl) found", "the runner writes results/<run_id>/<host>.jsonl"
-            )
-        runs += [(m, p) for m in st.find(p) or _add(st, p)]
+    notes: list[str] = []
+    if jsonl:  # CSV files alone open no store (none is made in the working directory for them)
+        st = Store(store or default_store(jsonl))
+        with st.locked():
+            notes = st.check()
+        for p in jsonl:
+            if p.is_dir() and not any(p.rglob("*.jsonl")):
+                raise ReportError(
+                    f"{p}: no result files (*.jsonl) found", "the runner writes results/<run_id>/<host>.jsonl"
+                )
+            runs += [(m, p) for m in st.find(p) or _add(st, p)]
     ds = dataset(st, runs) if runs else _empty()
     ds.warnings = notes + ds.warnings
     if csvs:

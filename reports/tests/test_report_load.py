@@ -99,7 +99,11 @@ def test_statuses_are_shown_and_interrupted_superseded_by_a_rerun(tmp_path: Path
     assert rep.descriptives.iloc[0]["n"] == 2
 
 
-def test_csv_of_published_results_joins_the_table(tmp_path: Path) -> None:
+def test_csv_of_published_results_joins_the_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A report of a CSV alone: no results store is made (it made results/_store/.lock in the
+    working directory, the repository's when the tests ran there)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TESTBED_STORE", raising=False)
     csv = tmp_path / "paper.csv"
     pd.DataFrame(
         {
@@ -118,6 +122,7 @@ def test_csv_of_published_results_joins_the_table(tmp_path: Path) -> None:
     (row,) = rep.comparisons.itertuples(index=False)
     assert row.overhead_percent == pytest.approx(50.0, abs=0.05)  # ratio of geometric means
     assert row.unit == "ms" and row.decision == "slower"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "paper.csv"]
 
 
 def test_latency_percentiles_are_read_from_samples(tmp_path: Path) -> None:
