@@ -27,7 +27,7 @@ from testbed_reports.errors import ReportError
 from testbed_reports.export import parameter_anova
 from testbed_reports.fingerprint import fingerprints, label_factors, mismatches
 from testbed_reports.inference import DEFAULT_MARGIN, Decision, MachineSpread, primary_set
-from testbed_reports.load import Dataset, start_objects
+from testbed_reports.load import Dataset, text_objects
 from testbed_reports.numerics import batch_rows, distinct_rows, group_batches, key_groups
 from testbed_reports.runs import Runs, positions, stable_order
 from testbed_reports.stats import MIN_N_CV_CI, describe
@@ -251,7 +251,7 @@ def blocked(ds: Dataset) -> pd.DataFrame:
     if ds.obs.empty or "block" not in rec or not rec["block"].notna().any():
         return ds.obs
     pos = ds.obs["record"].to_numpy()
-    block = start_objects(rec["block"]).to_numpy()  # the store's categorical as the loader's objects
+    block = text_objects(rec["block"]).to_numpy()  # the store's categorical as the loader's objects
     return ds.obs.assign(block=np.where(pos >= 0, block[np.maximum(pos, 0)], None))
 
 

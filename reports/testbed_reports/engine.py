@@ -41,8 +41,9 @@ from testbed_reports.load import (
     _categorize,
     _margins,
     read_csv_observations,
-    start_objects,
+    text_objects,
 )
+from testbed_reports.numerics import code_type
 from testbed_reports.store import STORE_ENV, Manifest, Store, StoreError, default_store, encode, map_distinct
 
 if TYPE_CHECKING:
@@ -214,7 +215,7 @@ def _typed(obs: pd.DataFrame, single: bool) -> pd.DataFrame:
     start = obs["started_at"]
     keep = single and (start.dtype == object or isinstance(start.dtype, pd.CategoricalDtype))
     if not keep:
-        obs["started_at"] = start_objects(start)
+        obs["started_at"] = text_objects(start)
     return obs
 
 
@@ -281,7 +282,7 @@ _INT32 = np.iinfo(np.int32)
 
 def read_observations(files: Sequence[Path]) -> pd.DataFrame:
     """One stored run's observation files as compact columns in the loader's order (``seq``):
-    text as categoricals with sorted categories (``started_at`` too: ``start_objects`` gives
+    text as categoricals with sorted categories (``started_at`` too: ``text_objects`` gives
     the loader's objects),
     numbers as numpy arrays. Read column by column, each file's part put in place, so no
     whole-table copy (of strings or of the frame) is made and one column's codes at a time are
@@ -373,7 +374,7 @@ def _categorical(codes: np.ndarray, known: dict[str, int], objects: bool = False
     """Codes numbered in first-seen order as a categorical with sorted categories (or, with
     ``objects``, as an object array with None for a missing value)."""
     names = sorted(known)
-    remap = np.empty(len(known) + 1, dtype=np.int32 if len(known) < 2**31 - 1 else np.int64)
+    remap = np.empty(len(known) + 1, dtype=code_type(len(known) + 1))
     remap[[known[x] for x in names]] = np.arange(len(names))
     remap[-1] = -1
     new = remap[codes]

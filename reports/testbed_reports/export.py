@@ -15,7 +15,7 @@ from testbed_reports import svgplot
 from testbed_reports.anova import anova_codes, tukey
 from testbed_reports.errors import ReportError
 from testbed_reports.inference import primary_set
-from testbed_reports.load import OBS_COLUMNS, Dataset, start_objects
+from testbed_reports.load import OBS_COLUMNS, Dataset, text_objects
 from testbed_reports.runs import run_codes, runs
 from testbed_reports.stats import summaries
 from testbed_shared.safecsv import write_frame
@@ -48,7 +48,7 @@ def observations(ds: Dataset) -> pd.DataFrame:
     obs = ds.obs
     table = obs[[c for c in EXPORT_COLUMNS if c in obs]].copy()
     if "started_at" in table:  # the store's categorical: written as the loader's objects
-        table["started_at"] = start_objects(table["started_at"])
+        table["started_at"] = text_objects(table["started_at"])
     rec = obs["record"].to_numpy() if "record" in obs else np.full(len(obs), -1)
     valid = rec >= 0
     if len(ds.records):

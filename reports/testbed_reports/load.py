@@ -219,12 +219,7 @@ class _Collector:
         if rec.get("type") in SAMPLE_TYPES and samples:
             codes, values = _expand_samples(list(mets), codes, values, samples, source, line)
         self.obs_key.extend(codes)
-        try:
-            if any(v.__class__ is not float and v.__class__ is not int for v in values):
-                raise TypeError
-            self.obs_value.extend(array("d", values))
-        except (TypeError, OverflowError):
-            self._odd_values(values)
+        self._add_values(values)
         self.obs_prim.append(prim_set)
         self.obs_pos.append(pos)
         self.obs_cnt.append(len(codes))
@@ -244,9 +239,13 @@ class _Collector:
                     self.pct["percentile"].append(pct)
                     self.pct["value"].append(val)
 
-    def _odd_values(self, values: list[Any]) -> None:
-        """Values of which one is not a number a float holds: each such one is kept as NaN, the
-        first with its position for :meth:`values`' message."""
+    def _add_values(self, values: list[Any]) -> None:
+        """The values as floats; one that is not a number a float holds is kept as NaN, the first
+        such one with its position for :meth:`values`' message."""
+        if all(v.__class__ is float or v.__class__ is int for v in values):
+            with contextlib.suppress(OverflowError):  # an int past a float's range: one by one
+                self.obs_value.extend(array("d", values))
+                return
         for v in values:
             num = None
             if v.__class__ is float or v.__class__ is int:
@@ -293,9 +292,9 @@ class _Collector:
         return vals
 
 
-def start_objects(col: pd.Series) -> pd.Series:
-    """Start times, or another record text column, as the loader holds them (the store reads them
-    as a categorical): objects, None when missing."""
+def text_objects(col: pd.Series) -> pd.Series:
+    """A record text column (start times, blocks) as the loader holds it (the store reads it as a
+    categorical): objects, None when missing."""
     return col.astype(object).where(col.notna(), None)
 
 

@@ -168,7 +168,7 @@ def _category_groups(df: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, np.
         combined += df[k].cat.codes.to_numpy()
     present = np.bincount(combined, minlength=space) > 0
     number = np.cumsum(present) - 1
-    codes = number.astype(np.int32 if len(number) < 2**31 else np.int64)[combined]  # 4 bytes a row
+    codes = number.astype(code_type(len(number)))[combined]  # 4 bytes a row
     del combined
     return codes, first_rows(codes, int(present.sum()))
 

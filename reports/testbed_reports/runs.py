@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from testbed_reports.load import start_objects
+from testbed_reports.load import text_objects
 from testbed_reports.numerics import batch_rows, group_batches, group_moments, key_groups
 
 RUN_KEYS = ["benchmark", "metric", "label", "host"]
@@ -97,7 +97,7 @@ def _start_ranks(col: pd.Series) -> np.ndarray:
         cats = col.cat.categories
         if all(type(u) is str for u in cats) and cats.is_monotonic_increasing and (codes >= 0).all():
             return codes
-        col = start_objects(col)
+        col = text_objects(col)
     vals = col.to_numpy(dtype=object)
     codes, uniq = pd.factorize(vals, sort=True, use_na_sentinel=False)
     if all(type(u) is str for u in uniq):

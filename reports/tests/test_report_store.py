@@ -24,7 +24,7 @@ from report_support.synth import Machine, write_run
 import testbed_reports.build as build_module
 from testbed_reports.cli import main
 from testbed_reports.engine import paths_dataset
-from testbed_reports.load import load, start_objects
+from testbed_reports.load import load, text_objects
 from testbed_reports.store import SCHEMA_KEY, STORE_SCHEMA, Store, StoreError, encode
 from testbed_reports.study import manifest, view_module
 
@@ -260,7 +260,7 @@ def test_the_store_reads_start_times_as_a_categorical(tmp_path: Path) -> None:
     old = load([results / "quick"])
     new = paths_dataset([results / "quick"], store=tmp_path / "store")
     assert isinstance(new.obs["started_at"].dtype, pd.CategoricalDtype)
-    assert start_objects(new.obs["started_at"]).tolist() == old.obs["started_at"].tolist()
+    assert text_objects(new.obs["started_at"]).tolist() == old.obs["started_at"].tolist()
     assert run_order(new.obs).tolist() == run_order(old.obs).tolist()
     export.export_csv(old, tmp_path / "old.csv")
     export.export_csv(new, tmp_path / "new.csv")
