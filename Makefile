@@ -10,6 +10,9 @@ PLAN      ?= workloads/plans/quick.yml
 # One named step with progress (heartbeat + estimate while silent) and its duration kept for the
 # summary line: scripts/step.py (standard library only, runs before the venv exists).
 STEP      := python3 scripts/step.py
+# Builds every checkout on this machine shares, keyed by what makes them (like Go's and cargo's own
+# caches): the Rust programs' cargo target and the KVM guest images (mk/crypto.mk, mk/kvm.mk).
+TESTBED_CACHE := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/testbed
 # Fragments under mk/ add to these (one file per part of the toolkit).
 BUILD_TARGETS :=
 # the longest builds, started first when make test/bench build in parallel
@@ -17,9 +20,9 @@ LONG_BUILDS   :=
 TEST_PREREQS  :=
 BENCH_SCRIPTS := bench/agent_overhead.py
 # make test leaves out the study reruns (pytest -m study, 35-40 min here): make test-studies runs them.
-# -n 2 --dist loadscope: two lanes, the emulated guests and the Azure rehearsal beside the rest
+# -n 3 --dist loadscope: three lanes, the emulated guests and the Azure rehearsal, the unit tests, the rest
 # (conftest.py). --durations=30: the costliest tests at the end of every run (CI keeps an eye on the total).
-PYTEST_ARGS   ?= -m "not study" -n 2 --dist loadscope --durations=30
+PYTEST_ARGS   ?= -m "not study" -n 3 --dist loadscope --durations=30
 # make test and make bench fill the venv and build the workload programs in parallel: downloads
 # (pip, Maven, npm, Go and Cargo crates) overlap the compiles; each part prints its own duration.
 # No --output-sync: it would hold a part's lines until the part ends (no progress); every line
@@ -36,12 +39,12 @@ help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort
 
 # Everything (`make test`, the labs, the Azure roles): scripts/apt-packages.txt and requirements.txt.
-$(STAMP): requirements.txt shared/pyproject.toml agent/pyproject.toml reports/pyproject.toml scripts/apt-packages.txt scripts/install.sh
+$(STAMP): requirements.txt shared/pyproject.toml agent/pyproject.toml reports/pyproject.toml scripts/apt-packages.txt scripts/install.sh scripts/venv-install.sh
 	@scripts/install.sh $(VENV) all && $(TOOK)
 	@touch $@ $(RUN_STAMP)
 
 # What `make run` needs: the first section of apt-packages.txt, requirements-run.txt at the pins.
-$(RUN_STAMP): requirements.txt requirements-run.txt shared/pyproject.toml agent/pyproject.toml reports/pyproject.toml scripts/apt-packages.txt scripts/install.sh
+$(RUN_STAMP): requirements.txt requirements-run.txt shared/pyproject.toml agent/pyproject.toml reports/pyproject.toml scripts/apt-packages.txt scripts/install.sh scripts/venv-install.sh
 	@if [ -f $(STAMP) ] && [ -z "$$(find $^ -newer $(STAMP) 2>/dev/null)" ]; then \
 	  echo ">> install: the full set is installed already"; else scripts/install.sh $(VENV) run; fi
 	@touch $@

@@ -1,15 +1,21 @@
-"""The two lanes of `make test` (pytest-xdist, ``-n 2 --dist loadscope``), and the leak check every
+"""The three lanes of `make test` (pytest-xdist, ``-n 3 --dist loadscope``), and the leak check every
 test passes.
 
 Lanes. The software-emulated guests (tests/kvm, tests/hyperv: one QEMU process holds a core for
 most of their 15-20 minutes while the test waits), the Azure dress rehearsal (stand-ins and a
-loopback sshd of its own) and two run.yml tests run one after another in the ``guests`` lane;
-everything else runs, in collection order, in the ``main`` lane beside it. Inside a lane nothing
-runs concurrently, so tests that share cgroups, libvirt or the default node_exporter port never
-overlap; what both lanes' run.yml runs share in the checkout (the agent bundle) is built under a
-lock. ``--dist loadscope`` is given lanes as its scopes here (xdist's ``loadgroup`` marks cannot do
-it under pytest 9: xdist 3.8 renames node ids through an attribute pytest 9 no longer reads).
-Without ``-n`` (make test-studies, a plain pytest) nothing changes.
+loopback sshd of its own) and two run.yml tests run one after another in the ``guests`` lane; the
+report's and the shared library's tests and the lint gates (files of their own ``tmp_path``, a
+few small dd plans of the agent there, swtpm on loopback ports it binds itself; no Ansible,
+libvirt, cgroup or node_exporter: ``tests/test_lanes.py``) in the ``units`` lane; everything else, in
+collection order, in the ``main`` lane. Inside a lane nothing runs concurrently, so tests that
+share cgroups, libvirt or the default node_exporter port never overlap; what the lanes' run.yml
+runs share in the checkout (the agent bundle) is built under a lock. Three lanes on two cores:
+the lanes wait on processes (guests, Ansible, the stand-ins) for much of their time, and a third
+one fills that time. Each lane needs a worker of its own (``-n 3``): with fewer, xdist queues a
+second lane behind the first one of a worker. ``--dist loadscope`` is given lanes as its scopes
+here (xdist's ``loadgroup`` marks cannot do it under pytest 9: xdist 3.8 renames node ids through
+an attribute pytest 9 no longer reads). Without ``-n`` (make test-studies, a plain pytest) nothing
+changes.
 
 Leak check (issue 40 finding 3: a test's dd, never ended, filled the disk). After each test's
 teardown:
@@ -24,8 +30,9 @@ teardown:
   error of that test; files under this session's base temporary directory are removed. The
   test's own ``tmp_path`` is always searched; the other places only when the test's process tree
   (``write_bytes`` of /proc/self/io, which counts reaped children) or the filesystems holding
-  them grew by 1 GiB or more. The checkout's build cache (``.cache``: guest images, VHDX) is never
-  searched: it holds what tests build once and share on purpose. Processes are found
+  them grew by 1 GiB or more. The build caches (the checkout's ``.cache`` and the machine's
+  ``testbed`` cache: guest images, VHDX) are never searched: they hold what tests build once and
+  share on purpose. Processes are found
   incrementally (:class:`Descendants`: only those started since the last look are read), so the
   check costs a few milliseconds a test.
 
@@ -57,6 +64,8 @@ GUESTS_LANE = (
     "tests/test_ansible_local.py",
     "tests/faas/test_faas_platform_runyml.py",
 )
+#: what the units lane runs: no Ansible, libvirt, cgroup or node_exporter (tests/test_lanes.py)
+UNITS_LANE = ("reports/tests/", "shared/tests/", "tests/test_lint.py", "tests/test_role_specs.py")
 GIB = 1 << 30
 #: a file no test leaves behind
 BIG_FILE = GIB
@@ -66,14 +75,20 @@ FILE_LIMIT = 8 * GIB
 #: run without the agent installed)
 SCRATCH_ROOT = "/var/tmp/testbed-agent"
 ENDING_S = 2.0
-#: the checkout's build cache (guest images and their VHDX, built once and shared by content hash):
-#: what is there is kept on purpose, never a leak, even when the checkout lies under $TMPDIR
-BUILD_CACHE = Path(__file__).resolve().parent / ".cache"
+#: the build caches, the checkout's and the machine's (guest images and their VHDX, built once and
+#: shared by content hash: Makefile, TESTBED_CACHE): what is there is kept on purpose, never a leak,
+#: even when it lies under $TMPDIR
+BUILD_CACHES = (
+    Path(__file__).resolve().parent / ".cache",
+    Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "testbed",
+)
 
 
 def lane(nodeid: str) -> str:
     """The lane of the test *nodeid*."""
-    return "guests" if nodeid.startswith(GUESTS_LANE) else "main"
+    if nodeid.startswith(GUESTS_LANE):
+        return "guests"
+    return "units" if nodeid.startswith(UNITS_LANE) else "main"
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
@@ -82,7 +97,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     from xdist.scheduler import LoadScopeScheduling  # noqa: PLC0415 - only with pytest-xdist running
 
     class LaneScheduling(LoadScopeScheduling):
-        """loadscope with the two lanes as its scopes."""
+        """loadscope with the lanes as its scopes."""
 
         def _split_scope(self, nodeid: str) -> str:
             return lane(nodeid)
@@ -225,10 +240,10 @@ def _used(paths: list[Path]) -> int:
 
 def big_files(root: Path, since: float | None = None) -> list[tuple[Path, int]]:
     """Files under ``root`` over :data:`BIG_FILE` (apparent or allocated size), modified at or
-    after ``since`` when given; links are not followed, :data:`BUILD_CACHE` is not searched."""
+    after ``since`` when given; links are not followed, :data:`BUILD_CACHES` are not searched."""
     found = []
     for top, dirs, files in os.walk(root, onerror=lambda _e: None):
-        if Path(top).is_relative_to(BUILD_CACHE):
+        if any(Path(top).is_relative_to(c) for c in BUILD_CACHES):
             dirs[:] = []
             continue
         for name in files:

@@ -62,8 +62,8 @@ from testbed_agent.sysinfo.probe import Probe  # noqa: E402
 from testbed_agent.workloads.crypto import LANGUAGES, command  # noqa: E402
 
 CRYPTO = ROOT / "workloads" / "crypto"
-#: the cargo target directory make build uses for both Rust programs (mk/crypto.mk)
-CARGO_TARGET = ROOT / ".cache" / "cargo-target"
+#: the cargo target the build shares (mk/crypto.mk: TESTBED_CACHE/cargo-target)
+CARGO_TARGET = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "testbed" / "cargo-target"
 VECTORS = CRYPTO / "vectors" / "vectors.json"
 TARGET = 0.9
 #: pattern -> (payload bytes, timed iterations of the harness, extra openssl speed flags)

@@ -13,10 +13,10 @@ TEST_PREREQS += $(AZURE_STAMP)
 
 .PHONY: azure-deps azure-run azure-teardown azure-reap azure-check azure-rehearsal
 
-$(AZURE_STAMP): requirements-azure.txt
+$(AZURE_STAMP): requirements-azure.txt scripts/venv-install.sh
 	@echo ">> azure venv: requirements-azure.txt into $(AZURE_VENV)"; mkdir -p $(VENV) \
-	  && python3 -m venv $(AZURE_VENV) && $(AZURE_VENV)/bin/python -m pip install -q --upgrade pip \
-	  && $(AZURE_VENV)/bin/python -m pip install -q --no-compile -r requirements-azure.txt \
+	  && scripts/venv-install.sh $(AZURE_VENV) --upgrade pip \
+	  && scripts/venv-install.sh $(AZURE_VENV) -r requirements-azure.txt \
 	  && scripts/compile-venv.sh $(AZURE_VENV) && $(TOOK)
 	@touch $@
 

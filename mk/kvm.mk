@@ -1,5 +1,6 @@
 # KVM lab (issue 6): libvirt schemas new enough to validate sev-snp/tdx <launchSecurity> XML.
-# The guest image itself is built (and cached by content hash) by roles/kvm_guest when needed.
+# The guest image itself is built (and cached by content hash) by roles/kvm_guest when needed; the
+# tests keep it in the machine's cache, $(TESTBED_CACHE)/kvm-images, which every checkout shares.
 KVM_SCHEMAS := .cache/libvirt-schemas/schemas/domaincommon.rng
 TEST_PREREQS += kvm-schemas
 
@@ -10,5 +11,5 @@ $(KVM_SCHEMAS): tests/kvm/fetch-libvirt-schemas.sh
 	@tests/kvm/fetch-libvirt-schemas.sh .cache/libvirt-schemas >/dev/null && $(TOOK)
 	@touch $@
 
-kvm-clean: ## remove the KVM guest image cache and fetched schemas
-	rm -rf .cache/kvm-images .cache/libvirt-schemas .cache/kvm
+kvm-clean: ## remove the KVM guest image caches (this checkout's and the machine's) and fetched schemas
+	rm -rf .cache/kvm-images $(TESTBED_CACHE)/kvm-images .cache/libvirt-schemas .cache/kvm

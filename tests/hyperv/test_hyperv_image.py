@@ -9,9 +9,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from kvm_helpers import ROOT, require_tools
+from kvm_helpers import IMAGE_CACHE, ROOT, require_tools
 
-IMAGE_CACHE = ROOT / ".cache" / "kvm-images"
 BUILD = ROOT / "roles/kvm_guest/files/build-guest-image.sh"
 MAKE_VHDX = ROOT / "roles/hyperv_guest/files/make-vhdx.sh"
 HV_MODULES = (

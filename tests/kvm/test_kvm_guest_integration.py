@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from kvm_helpers import ROOT, ansible_playbook, free_port, require_tools
+from kvm_helpers import IMAGE_CACHE, ROOT, ansible_playbook, free_port, require_tools
 
 from testbed_agent.plan import load_plan
 from testbed_agent.workloads.crypto import Crypto
@@ -26,7 +26,6 @@ from testbed_reports.study import run_study
 
 GUEST = "tb-kvm-itest"
 PLAN = "tests/kvm/guest-plan.yml"
-IMAGE_CACHE = ROOT / ".cache" / "kvm-images"
 #: the plan's reduced S4 experiments (workloads/plans/crypto-hypervisor.yml), in the guest and on localhost
 HV_BENCHMARKS = ("rsa-e01", "rsa-e02", "aes-e10", "blowfish")
 LOCAL_LABEL = "localhost"
