@@ -12,6 +12,11 @@ conditions interleaved round by round:
   the smallest weight (cpu.shares 2), so the vCPU never halts but the work still gets its quota;
 - ``free+filler``: no quota, with the filler (what the filler itself takes from the work).
 
+The cgroups are the emulator's own: the work runs in an instance cgroup of
+``testbed_services.faas.cgroups`` (its quota and its ``cpuacct.usage``), the filler is
+``--fill-idle-cpus``' (``idle_fill``); ``free`` is a quota of every CPU of the machine, which a
+process pinned to one CPU never reaches.
+
 The CPU a run costs is its cgroup's ``cpuacct.usage`` (the scheduler's exact runtime). Estimand:
 each condition's geometric mean CPU per run against ``free``'s, with a t interval on the per-round
 log ratios (unit: the round). If the vCPU's halts are what makes a throttled call cost more,
@@ -43,48 +48,45 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchlib import paired_interval
 
-CPU_ROOT, ACCT_ROOT = Path("/sys/fs/cgroup/cpu"), Path("/sys/fs/cgroup/cpuacct")
-PERIOD_US, QUOTA_US = 100_000, 7_200  # the 128 MB tier: 0.072 vCPU
+from testbed_services.faas import cgroups, idle_fill
+
+QUOTA_VCPUS = 0.072  # the 128 MB tier: 7.2 ms of every 100 ms period
+MEMORY = 1 << 30
 CONDITIONS = ("free", "throttled", "filled", "free+filler")
 
 
 @contextlib.contextmanager
-def cgroups(tag: str) -> Iterator[tuple[Path, Path, Path]]:
-    """The work's cpu and cpuacct cgroups and the filler's cpu cgroup, removed afterwards."""
-    made = [CPU_ROOT / f"{tag}-work", ACCT_ROOT / f"{tag}-work", CPU_ROOT / f"{tag}-filler"]
-    for d in made:
-        d.mkdir()
+def work_group(backend: cgroups.Backend) -> Iterator[cgroups.InstanceCgroup]:
+    """The work's cgroup, made and removed the way the emulator makes an instance's."""
+    group = backend.create("work")
     try:
-        (made[2] / "cpu.shares").write_text("2")
-        yield made[0], made[1], made[2]
+        yield group
     finally:
-        time.sleep(0.2)  # the last child's exit reaches the cgroup
-        for d in made:
-            with contextlib.suppress(OSError):
-                d.rmdir()
+        group.kill()
+        group.remove()
+        backend.cleanup()
 
 
-def _enter(cpu: int, *groups: Path) -> None:
-    os.sched_setaffinity(0, {cpu})
-    for g in groups:
-        (g / "cgroup.procs").write_text(str(os.getpid()))
-
-
-def run_once(cpu: int, loops: int, work: Path, acct: Path, quota_us: int) -> float:
-    """CPU seconds one run of the work cost in its cgroup under ``quota_us`` (-1: none)."""
-    (work / "cpu.cfs_period_us").write_text(str(PERIOD_US))
-    (work / "cpu.cfs_quota_us").write_text(str(quota_us))
-    before = int((acct / "cpuacct.usage").read_text())
+def run_once(loops: int, work: cgroups.InstanceCgroup, vcpus: float) -> float:
+    """CPU seconds one run of the work cost in its cgroup under a quota of ``vcpus``."""
+    work.set_limits(vcpus, MEMORY)
+    before = work.stats(full=False)
     code = f"x = 0\nfor i in range({loops}):\n    x += i * i % 7\n"
-    subprocess.run([sys.executable, "-c", code], preexec_fn=lambda: _enter(cpu, work, acct), check=True)
-    return (int((acct / "cpuacct.usage").read_text()) - before) / 1e9
+    procs = work.procs_files()
+
+    def enter() -> None:  # in the child, before it runs the work (inherits the CPU pin)
+        for f in procs:
+            Path(f).write_text(str(os.getpid()))
+
+    subprocess.run([sys.executable, "-c", code], preexec_fn=enter, check=True)
+    after = work.stats(full=False)
+    return (after.cpu_user_s + after.cpu_system_s) - (before.cpu_user_s + before.cpu_system_s)
 
 
 def main() -> int:
@@ -93,30 +95,30 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=8, help="rounds of the four conditions (default 8)")
     ap.add_argument("--loops", type=int, default=6_000_000, help="loop iterations of the work (default 6e6)")
     args = ap.parse_args()
-    if os.geteuid() != 0 or not (CPU_ROOT / "cpu.cfs_quota_us").exists():
-        raise SystemExit("throttle speed: needs root and cgroup v1 cpu/cpuacct at /sys/fs/cgroup")
     if args.rounds < 2:
         ap.error("--rounds must be at least 2")
+    backend = cgroups.detect(f"throttle-speed-{os.getpid()}", prefer="v1")
+    if not isinstance(backend, cgroups.V1Backend):
+        raise SystemExit(
+            f"throttle speed: needs root and cgroup v1 cpu/cpuacct ({backend.reason or backend.version})"
+        )
+    os.sched_setaffinity(0, {args.cpu})  # the work and the filler (one, on this CPU) inherit it
+    # "free": a quota of every CPU of the machine, which a process pinned to one CPU never reaches
+    free_vcpus = float(os.cpu_count() or 1)
     cost: dict[str, list[float]] = {k: [] for k in CONDITIONS}
-    with cgroups(f"throttle-speed-{os.getpid()}") as (work, acct, filler_group):
+    with work_group(backend) as work:
         for r in range(args.rounds):
             for k in CONDITIONS:
-                filler = None
-                if k in ("filled", "free+filler"):
-                    filler = subprocess.Popen(
-                        [sys.executable, "-c", "while True: pass"],
-                        preexec_fn=lambda: _enter(args.cpu, filler_group),  # noqa: PLW1509 (no threads)
-                    )
+                filler = idle_fill.IdleFill(backend, f"throttle-speed-{os.getpid()}") if "fill" in k else None
                 try:
                     cost[k].append(
                         run_once(
-                            args.cpu, args.loops, work, acct, QUOTA_US if k in ("throttled", "filled") else -1
+                            args.loops, work, QUOTA_VCPUS if k in ("throttled", "filled") else free_vcpus
                         )
                     )
                 finally:
                     if filler is not None:
-                        filler.kill()
-                        filler.wait()
+                        filler.stop()
                 print(f"  round {r + 1}/{args.rounds} {k:<11} {cost[k][-1]:.3f} CPU s", flush=True)
     load = os.getloadavg()[0]
     print(f"throttle speed: {args.loops:,} loops on CPU {args.cpu}, {args.rounds} rounds, load {load:.2f}")
