@@ -154,6 +154,9 @@ def open_page(html: Path, timeout: float = 60.0, widths: tuple[int, ...] = ()) -
     profile = tempfile.mkdtemp(prefix="chromium-profile-")
     proc = subprocess.Popen(
         [chromium_binary(), *FLAGS, f"--user-data-dir={profile}", "about:blank"],
+        # its singleton socket's directory (org.chromium.Chromium.*, made in TMPDIR and left there
+        # when the browser is ended) inside the profile, which is removed below
+        env=dict(os.environ, TMPDIR=profile),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
