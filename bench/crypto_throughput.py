@@ -202,14 +202,18 @@ class RustReference(Reference):
             env={"CARGO_TARGET_DIR": os.environ.get("CARGO_TARGET_DIR", str(CARGO_TARGET))},
             timeout=1800,
         )
+        # the bench target's own artifact: cargo also lists the package's binary (built for
+        # benches too), and in no fixed order
+        messages = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
         exes = [
-            json.loads(line).get("executable")
-            for line in out.splitlines()
-            if line.startswith("{") and '"executable"' in line
+            m["executable"]
+            for m in messages
+            if m.get("executable")
+            and "bench" in m.get("target", {}).get("kind", [])
+            and m["target"]["name"] == "gcm"
         ]
-        exes = [e for e in exes if e]
         if not exes:
-            raise RuntimeError("cargo bench --no-run built no benchmark executable")
+            raise RuntimeError("cargo bench --no-run built no executable of the bench gcm")
         self.exe = exes[-1]
 
     def run(self, warmup_s: float) -> dict[str, float]:
