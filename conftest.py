@@ -55,6 +55,8 @@ from typing import Any
 
 import pytest
 
+from testbed_shared.paths import build_cache
+
 #: what the guests lane runs (node id prefixes, relative to the repository)
 GUESTS_LANE = (
     "tests/kvm/",
@@ -92,7 +94,7 @@ ENDING_S = 2.0
 #: even when it lies under $TMPDIR
 BUILD_CACHES = (
     Path(__file__).resolve().parent / ".cache",
-    Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "testbed",
+    build_cache(),
 )
 
 

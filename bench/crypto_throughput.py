@@ -60,10 +60,11 @@ from benchlib import ALPHA, Progress, at_least, looks  # noqa: E402
 
 from testbed_agent.sysinfo.probe import Probe  # noqa: E402
 from testbed_agent.workloads.crypto import LANGUAGES, command  # noqa: E402
+from testbed_shared.paths import build_cache  # noqa: E402
 
 CRYPTO = ROOT / "workloads" / "crypto"
 #: the cargo target the build shares (mk/crypto.mk: TESTBED_CACHE/cargo-target)
-CARGO_TARGET = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "testbed" / "cargo-target"
+CARGO_TARGET = build_cache() / "cargo-target"
 VECTORS = CRYPTO / "vectors" / "vectors.json"
 TARGET = 0.9
 #: pattern -> (payload bytes, timed iterations of the harness, extra openssl speed flags)

@@ -97,7 +97,8 @@ def main() -> int:
     args = ap.parse_args()
     if args.rounds < 2:
         ap.error("--rounds must be at least 2")
-    backend = cgroups.detect(f"throttle-speed-{os.getpid()}", prefer="v1")
+    run_id = f"throttle-speed-{os.getpid()}"  # the emulator id its cgroups and the filler's are named by
+    backend = cgroups.detect(run_id, prefer="v1")
     if not isinstance(backend, cgroups.V1Backend):
         raise SystemExit(
             f"throttle speed: needs root and cgroup v1 cpu/cpuacct ({backend.reason or backend.version})"
@@ -109,7 +110,7 @@ def main() -> int:
     with work_group(backend) as work:
         for r in range(args.rounds):
             for k in CONDITIONS:
-                filler = idle_fill.IdleFill(backend, f"throttle-speed-{os.getpid()}") if "fill" in k else None
+                filler = idle_fill.IdleFill(backend, run_id) if "fill" in k else None
                 try:
                     cost[k].append(
                         run_once(

@@ -49,9 +49,9 @@ apt_packages() {
 [ "$part" != apt ] || exit 0
 
 # the venv's packages with uv (scripts/venv-install.sh: about 15 s for requirements.txt where pip
-# took about 7 min here, the same versions). No byte-compiling on the way: scripts/compile-venv.sh
-# compiles afterwards on all cores, and leaves out the ansible bundle's 15 000 collection modules,
-# whose .pyc nobody reads.
+# took about 7 min here; the same versions on 2026-11-30). No byte-compiling on the way:
+# scripts/compile-venv.sh compiles afterwards on all cores, and leaves out the ansible bundle's
+# 15 000 collection modules, whose .pyc nobody reads.
 install=(scripts/venv-install.sh "$venv")
 "${install[@]}" --upgrade pip
 if [ "$set_name" = run ]; then

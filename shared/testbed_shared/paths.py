@@ -30,10 +30,19 @@ def roles_dir() -> Path:
     return _given("TESTBED_ROLES_DIR", _ROOT / "roles")
 
 
+def user_cache() -> Path:
+    """The user's cache directory: ``$XDG_CACHE_HOME``, else ``~/.cache`` (unset or empty alike)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+
+
+def build_cache() -> Path:
+    """What the checkouts on this machine build once and share, keyed by what makes it (the
+    Makefile's ``TESTBED_CACHE``: the Rust programs' cargo target, the KVM guest images)."""
+    return user_cache() / "testbed"
+
+
 def cache_dir() -> Path:
     """Per-user cache (venvs, generated data): ``$TESTBED_CACHE_DIR`` or ``~/.cache/testbed-agent``."""
-    base = _given(
-        "TESTBED_CACHE_DIR", Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "testbed-agent"
-    )
+    base = _given("TESTBED_CACHE_DIR", user_cache() / "testbed-agent")
     base.mkdir(parents=True, exist_ok=True)
     return base

@@ -13,13 +13,15 @@ from pathlib import Path
 
 import pytest
 
+from testbed_shared.paths import build_cache
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 SCHEMAS = ROOT / ".cache" / "libvirt-schemas" / "schemas"
 #: the guest image cache the KVM and Hyper-V image tests share with every checkout on this machine
 #: (images are keyed by a hash of what builds them, as Go's and cargo's caches are): a second clone
 #: boots the image the first one built instead of spending minutes in mmdebstrap (mk/kvm.mk)
-IMAGE_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "testbed" / "kvm-images"
+IMAGE_CACHE = build_cache() / "kvm-images"
 RECAP = re.compile(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 
 

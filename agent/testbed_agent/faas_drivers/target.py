@@ -22,12 +22,13 @@ import dataclasses
 import datetime as dt
 import hashlib
 import json
-import os
 import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from testbed_shared.paths import user_cache
 
 TAG_RUN, TAG_DEADLINE, TAG_OWNER, TAG_HOST = (
     "testbed-run",
@@ -79,7 +80,7 @@ class Target:
         given = self.options.get("journal")
         if given:
             return Path(given)
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "testbed-faas" / "platforms"
+        base = user_cache() / "testbed-faas" / "platforms"
         return base / f"{self.run_id}-{self.host}-{self.platform}.jsonl"
 
 
