@@ -6,9 +6,12 @@ metrics, seeded lognormal noise; the number of repetitions sets the size. Each s
 process, so its peak RSS is its own: ``store add`` (JSON Lines through the record path into Parquet,
 what the collect role does once per run; it loads and writes one host's file at a time, so its peak
 is one of the 16 files, not the whole run) and ``build`` (the report end to end from the store:
-Parquet read, statistics, HTML, CSV, stats.json), ``--repeats`` times each. Targets (issue 36): a build
-of 10^7 observations in under 30 s and 1 GiB; 10^8 within 4 GiB. The load average is printed
-beside each size: wall time on a shared machine includes waiting for the CPUs (CPU time less so).
+Parquet read, statistics, HTML, CSV, stats.json; the observations a part of whole benchmarks at a
+time, ``testbed_reports.parts``, so its peak is the records and one part), ``--repeats`` times each.
+10^8 takes about 45 minutes on one CPU: 8 min to write the data, 17-27 to add it, 7 to build.
+Targets (issue 36): a build of 10^7 observations in under 30 s and 1 GiB; 10^8 within 4 GiB.
+The load average is printed beside each size: wall time on a shared machine includes waiting for
+the CPUs (CPU time less so).
 """
 
 from __future__ import annotations
@@ -61,9 +64,16 @@ if sys.argv[1] == "add":
     Store(Path(sys.argv[3])).add(Path(sys.argv[2]))
     extra = {}
 else:
-    from testbed_reports.build import build
-    rep = build([Path(sys.argv[2])], Path(sys.argv[4]), store=Path(sys.argv[3]))
-    extra = {"comparisons": len(rep.comparisons)}
+    import testbed_reports.build as b
+    parts = []
+    read = b.paths_parts
+    def counted(*args, **kw):  # how many parts the build read its observations in
+        got = read(*args, **kw)
+        parts.append(len(got.groups))
+        return got
+    b.paths_parts = counted
+    rep = b.build([Path(sys.argv[2])], Path(sys.argv[4]), store=Path(sys.argv[3]))
+    extra = {"comparisons": len(rep.comparisons), "parts": parts[0]}
 dt = time.perf_counter() - t0
 me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
 print(json.dumps({"seconds": dt, "cpu": me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime,
@@ -129,7 +139,8 @@ def main() -> int:
             peak = max(x["peak_mib"] for x in builds)
             line = (
                 f"{info['observations']:>11,} observations ({info['records']:,} records, "
-                f"{builds[0]['comparisons']} comparisons; JSON Lines {info['jsonl_mib']:.0f} MiB, store "
+                f"{builds[0]['comparisons']} comparisons, read in {builds[0]['parts']} part(s); "
+                f"JSON Lines {info['jsonl_mib']:.0f} MiB, store "
                 f"{info['store_mib']:.0f} MiB), load average {load:.1f} on {os.cpu_count()} CPUs:\n"
                 f"    store add {add['seconds']:.1f} s (CPU {add['cpu']:.1f} s, "
                 f"peak {add['peak_mib']:.0f} MiB); build {wall[0]:.1f} s [{wall[1]:.1f}, {wall[2]:.1f}], "

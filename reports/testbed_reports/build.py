@@ -19,16 +19,17 @@ from matplotlib.colors import to_hex
 from testbed_reports import __version__, crypto_tables, display, figures, plots, svgplot, wording
 from testbed_reports.anova import ANOVA_NOTE, label_anova
 from testbed_reports.audit import attest_column
-from testbed_reports.compare import auto_pairs, compare, headline, parse_pairs
+from testbed_reports.compare import Pair, auto_pairs, cell_order, cells, decide_cells, headline, parse_pairs
 from testbed_reports.design import power_text, report_power
 from testbed_reports.diagnostics import STABLE_P, findings, windows
-from testbed_reports.engine import paths_dataset
+from testbed_reports.engine import paths_parts
 from testbed_reports.errors import ReportError
-from testbed_reports.export import parameter_anova
+from testbed_reports.export import parameter_anova_of, parameter_runs
 from testbed_reports.fingerprint import fingerprints, label_factors, mismatches
 from testbed_reports.inference import DEFAULT_MARGIN, Decision, MachineSpread, primary_set
 from testbed_reports.load import Dataset, text_objects
 from testbed_reports.numerics import batch_rows, distinct_rows, group_batches, key_groups
+from testbed_reports.parts import part_rows
 from testbed_reports.runs import Runs, positions, stable_order
 from testbed_reports.stats import MIN_N_CV_CI, describe
 from testbed_shared.atomic import write_atomically
@@ -255,11 +256,6 @@ def blocked(ds: Dataset) -> pd.DataFrame:
     return ds.obs.assign(block=np.where(pos >= 0, block[np.maximum(pos, 0)], None))
 
 
-def _labels(ds: Dataset) -> list[str]:
-    """Every label of the observations and records, sorted (the order of the charts' colours)."""
-    return sorted({str(x) for x in ds.obs["label"].unique()} | {str(x) for x in ds.records["label"].unique()})
-
-
 def _status(ds: Dataset) -> tuple[pd.DataFrame, pd.DataFrame]:
     rec = ds.records
     counts = rec.groupby(["label", "benchmark", "status"], observed=True).size().unstack(fill_value=0)
@@ -475,12 +471,12 @@ def build(
         raise ReportError(f"--margin {margin!r}: expected a percentage between 0 and 100")
     if not (math.isfinite(drift_p) and 0 < drift_p < 1):
         raise ReportError(f"--drift-p {drift_p!r}: expected a probability between 0 and 1")
-    ds = paths_dataset(paths, csv_mapping, csv_defaults, store)  # through the results store (issue 36)
+    parts = paths_parts(paths, csv_mapping, csv_defaults, store, part_rows())  # issue 36
+    ds = parts.ds  # everything but the observations, which come a part at a time (parts.py)
     name = name or out.name
     fp = fingerprints(ds.records, ds.sysinfo)
-    if not ds.obs.empty:
-        csv = ds.obs[ds.obs["record"].to_numpy() < 0]  # rows of a CSV: no record, no fingerprint
-        extra = csv[["label", "run_id", "host", "groups"]].drop_duplicates()
+    if len(parts.csv):  # rows of a CSV: no record, no fingerprint
+        extra = parts.csv[["label", "run_id", "host", "groups"]].drop_duplicates()
         extra = extra[~extra["host"].astype(str).isin(fp["host"])]
         if len(extra):
             fp = pd.concat([fp, fingerprints(extra.astype(str), {})], ignore_index=True)
@@ -489,19 +485,18 @@ def build(
     flagged += unverified
     problems = [p for _, p in flagged]
     factors = label_factors(fp)
-    labels = _labels(ds)
-    shared = Runs.of(ds.obs)  # the runs and their groups, once for every statistic below
-    desc = describe(ds.obs, shared)
-    notes, drift = findings(ds.obs, drift_p, shared)
-    keys = zip(desc["benchmark"], desc["metric"], desc["label"], strict=True)
-    desc["diagnostics"] = ["; ".join(notes.get(k, [])) for k in keys]
+    labels = sorted(parts.labels | {str(x) for x in ds.records["label"].unique()})
     pairs = parse_pairs(list(compare_specs), labels) if compare_specs else auto_pairs(factors)
     per_bench = {**ds.margins, **(margins or {})}
-    measured = _measured(blocked(ds))
-    compared = desc[desc["benchmark"].astype(str).isin(_text_set(measured["benchmark"]))]  # no facts
-    same = shared if measured is ds.obs else None  # no fact and no block column: the same runs
-    win = windows(ds.records)
-    cmp = compare(measured, compared, pairs, margin, per_bench, notes, win, prior, drift, shared=same)
+    palette = plots.colors(labels)
+    seen = Observed(labels)
+    for part in parts:
+        seen.add(
+            _part_statistics(part, pairs, margin, per_bench, prior, drift_p, factors, anova_log, palette)
+        )
+        del part  # this part's observations are freed before the next part is read
+    desc = seen.descriptives()
+    cmp = decide_cells(cell_order(seen.cells, pairs), seen.notes, windows(ds.records), seen.drift)
     suspect = {lab for lab, _ in flagged}
     if len(cmp):
         bad_rows = cmp["a"].isin(suspect) | cmp["b"].isin(suspect)
@@ -509,8 +504,6 @@ def build(
         cmp.loc[bad_rows, "verdict"] = "EVIDENCE MISMATCH: " + cmp.loc[bad_rows, "verdict"]
     else:
         cmp["evidence_mismatch"] = pd.Series(dtype=bool)
-    anova = factorial(ds, factors, anova_log, shared)
-    del shared, same  # the runs' frame and groupings: the tables and the HTML below do without them
     counts, bad = _status(ds)
     rep = Report(
         out,
@@ -518,21 +511,163 @@ def build(
         cmp,
         fp,
         problems,
-        anova,
+        seen.anova(),
         counts,
         list(ds.warnings),
-        parameter_anova(ds, anova_log),
+        parameter_anova_of(seen.param_runs, anova_log),
         drift_p=drift_p,
         power=report_power(cmp, _family_size(cmp)),
     )
     out.mkdir(parents=True, exist_ok=True)
     _write_tables(out, rep, bad, ds)
     rep.crypto = crypto_tables.section(*crypto_tables.write(crypto_tables.cells_of(ds.crypto), out))
-    _write_json(out, name, rep, bad, ds, labels, pairs)
+    _write_json(out, name, rep, bad, ds, labels, pairs, seen.count)
     write_atomically(out / "summary.md", _summary_md(name, rep, labels), what="report")
-    html = _render(name, rep, bad, ds, labels)
+    html = _render(name, rep, bad, ds, labels, seen)
     write_atomically(out / "index.html", html, what="report")
     return rep
+
+
+@dataclass
+class Observed:
+    """What the report keeps of its observations once a part's statistics are computed: the
+    part's tables, its analysis cells (decided with every other part's at the end), and what the
+    HTML shows of its observations (ECDF panels, facts, types)."""
+
+    labels: list[str] = field(default_factory=list)  # every label of the report (the colours' order)
+    parts: list[PartStats] = field(default_factory=list)
+    cells: list[Any] = field(default_factory=list)
+    notes: dict[tuple[str, str, str], list[str]] = field(default_factory=dict)
+    drift: dict[tuple[str, str, str], list[Any]] = field(default_factory=dict)
+    primary: set[tuple[str, str]] = field(default_factory=set)
+    types: dict[str, str] = field(default_factory=dict)
+    figure_types: dict[str, str] = field(default_factory=dict)
+    facts: dict[str, list[str]] = field(default_factory=dict)
+    ecdf: dict[str, list[Any]] = field(default_factory=dict)
+    param_runs: list[pd.DataFrame | None] = field(default_factory=list)
+    count: int = 0
+
+    def add(self, part: PartStats) -> None:
+        self.parts.append(part)
+        self.cells += part.cells
+        self.notes.update(part.notes)
+        self.drift.update(part.drift)
+        self.primary |= part.primary
+        self.types.update(part.types)
+        self.figure_types.update(part.figure_types)
+        self.facts.update(part.facts)
+        self.ecdf.update(part.ecdf)
+        self.param_runs.append(part.param_runs)
+        self.count += part.count
+
+    def descriptives(self) -> pd.DataFrame:
+        """Every part's descriptive rows, in the order of one frame's (parts of sorted benchmarks)."""
+        if len(self.parts) == 1:
+            return self.parts[0].desc
+        return pd.concat([p.desc for p in self.parts], ignore_index=True)
+
+    def anova(self) -> list[dict[str, Any]]:
+        """Every part's ANOVA tables, factor pair by factor pair as ``factorial`` orders them."""
+        rows = [a for p in self.parts for a in p.anova]
+        return sorted(rows, key=lambda a: FACTOR_PAIRS.index(tuple(a["factors"])))
+
+
+@dataclass
+class PartStats:
+    """One part's statistics (``_part_statistics``)."""
+
+    desc: pd.DataFrame
+    notes: dict[tuple[str, str, str], list[str]]
+    drift: dict[tuple[str, str, str], list[Any]]
+    cells: list[Any]
+    anova: list[dict[str, Any]]
+    primary: set[tuple[str, str]]
+    types: dict[str, str]
+    figure_types: dict[str, str]
+    facts: dict[str, list[str]]
+    ecdf: dict[str, list[Any]]
+    param_runs: pd.DataFrame | None
+    count: int
+
+
+def _part_statistics(
+    ds: Dataset,
+    pairs: list[Pair],
+    margin: float,
+    per_bench: Mapping[str, float],
+    prior: MachineSpread | None,
+    drift_p: float,
+    factors: pd.DataFrame,
+    anova_log: bool,
+    palette: dict[str, str],
+) -> PartStats:
+    """The statistics of a part's benchmarks: descriptives with their diagnostics, the analysis
+    cells of every pair (decided later, over every part's cells), the ANOVAs, and what the HTML
+    shows of the observations themselves."""
+    obs = ds.obs
+    shared = Runs.of(obs)  # the runs and their groups, once for every statistic below
+    desc = describe(obs, shared)
+    notes, drift = findings(obs, drift_p, shared)
+    keys = zip(desc["benchmark"], desc["metric"], desc["label"], strict=True)
+    desc["diagnostics"] = ["; ".join(notes.get(k, [])) for k in keys]
+    measured = _measured(blocked(ds))
+    compared = desc[desc["benchmark"].astype(str).isin(_text_set(measured["benchmark"]))]  # no facts
+    same = shared if measured is obs else None  # no fact and no block column: the same runs
+    todo = cells(measured, compared, pairs, margin, per_bench, prior, same) if pairs and len(measured) else []
+    anova = factorial(ds, factors, anova_log, shared)
+    del shared, same, measured  # the runs' frame and groupings: what follows does without them
+    primary = primary_set(obs)
+    types = _types(ds)
+    figure_types = {}
+    if not obs.empty:
+        kinds = distinct_rows(obs, ["benchmark", "type"]).astype(str)
+        figure_types = dict(zip(kinds["benchmark"], kinds["type"], strict=True))
+    facts, ecdf = {}, {}
+    values = obs["value"].to_numpy()
+    for bench in sorted(set(desc["benchmark"].astype(str))):
+        if types.get(bench) in display.FACT_TYPES:
+            facts[bench] = _facts(ds, bench)
+            continue
+        _, _, units, shown = _shown(bench, desc[desc["benchmark"] == bench], primary)
+        rows = np.flatnonzero(_text_in(obs["benchmark"], {bench}))  # one benchmark's rows at a time
+        series = {
+            (str(m), str(lab)): values[rows][pos]
+            for (m, lab), pos in _positions(obs[["metric", "label"]].iloc[rows], shown).items()
+        }
+        ecdf[bench] = svgplot.ecdf_panels(series, shown, units, palette) if series else []
+    return PartStats(
+        desc,
+        notes,
+        drift,
+        todo,
+        anova,
+        primary,
+        types,
+        figure_types,
+        facts,
+        ecdf,
+        parameter_runs(ds),
+        len(obs),
+    )
+
+
+def _shown(
+    bench: str, d: pd.DataFrame, primary: set[tuple[str, str]]
+) -> tuple[pd.DataFrame, list[Any], dict[str, str], list[Any]]:
+    """A benchmark's descriptive rows that the tables and plots show as statistics (no counter,
+    no CPU use; the primary metric first), its metrics, their units, and the metrics plotted."""
+    counter = np.array(
+        [display.is_counter(str(m), str(u)) for m, u in zip(d["metric"], d["unit"], strict=True)]
+    )
+    d = d[~counter] if counter.any() else d
+    cpu = np.array([display.is_cpu_use(str(m)) for m in d["metric"]], dtype=bool)
+    d = d[~cpu] if cpu.any() else d
+    first = d["metric"].map(lambda m, b=bench: (b, m) not in primary).to_numpy()
+    d = d.iloc[np.argsort(first, kind="stable")]  # the primary metric first (table and plots)
+    metrics = list(dict.fromkeys(d["metric"]))
+    units = dict(zip(d["metric"].astype(str), d["unit"].astype(str), strict=True))
+    shown = figures.plot_metrics(metrics, units, [m for m in metrics if (bench, m) in primary])
+    return d, metrics, units, shown
 
 
 def _write_tables(out: Path, rep: Report, bad: pd.DataFrame, ds: Dataset) -> None:
@@ -574,7 +709,14 @@ def _pct_table(ds: Dataset) -> pd.DataFrame:
 
 
 def _write_json(
-    out: Path, name: str, rep: Report, bad: pd.DataFrame, ds: Dataset, labels: list[str], pairs: list
+    out: Path,
+    name: str,
+    rep: Report,
+    bad: pd.DataFrame,
+    ds: Dataset,
+    labels: list[str],
+    pairs: list,
+    observations: int,
 ) -> None:
     data = {
         "name": name,
@@ -582,7 +724,7 @@ def _write_json(
         "generator": f"testbed-report {__version__}",
         "sources": ds.sources,
         "labels": labels,
-        "observations": len(ds.obs),
+        "observations": observations,
         "problems": rep.problems,
         "pairs": [{"a": p.a, "b": p.b, "kind": p.kind} for p in pairs],
         "descriptives": _records(rep.descriptives),
@@ -701,29 +843,27 @@ def _telemetry(ds: Dataset) -> dict[str, list[dict[str, Any]]]:
 SECTION_BUILDERS: list[Any] = []
 
 
-def _extra_sections(rep: Report, ds: Dataset) -> list[dict[str, Any]]:
+def _extra_sections(rep: Report, ds: Dataset, seen: Observed) -> list[dict[str, Any]]:
     out = []
     for builder in [_figures_section, _crypto_section, _param_section, *SECTION_BUILDERS]:
-        sec = builder(rep, ds)
+        sec = builder(rep, ds, seen)
         if sec:
             out.append(sec)
     return out
 
 
-def _figures_section(rep: Report, ds: Dataset) -> dict[str, Any] | None:
-    if ds.obs.empty:
+def _figures_section(rep: Report, ds: Dataset, seen: Observed) -> dict[str, Any] | None:
+    if not seen.count:
         return None
-    pairs = distinct_rows(ds.obs, ["benchmark", "type"]).astype(str)
-    types = dict(zip(pairs["benchmark"], pairs["type"], strict=True))
-    palette = plots.colors(_labels(ds))
-    return figures.section(rep.descriptives, types, label_factors(rep.fingerprints), palette)
+    palette = plots.colors(seen.labels)
+    return figures.section(rep.descriptives, seen.figure_types, label_factors(rep.fingerprints), palette)
 
 
-def _crypto_section(rep: Report, ds: Dataset) -> dict[str, Any] | None:
+def _crypto_section(rep: Report, ds: Dataset, seen: Observed) -> dict[str, Any] | None:
     return rep.crypto
 
 
-def _param_section(rep: Report, ds: Dataset) -> dict[str, Any] | None:
+def _param_section(rep: Report, ds: Dataset, seen: Observed) -> dict[str, Any] | None:
     if not rep.param_anova:
         return None
     tables = []
@@ -779,11 +919,8 @@ MAX_HEADLINE_GROUPS = 12
 _ORDER = {"slower": 0, "faster": 1, "equivalent": 2, "inconclusive": 3}
 
 
-def _headline(
-    rep: Report, ds: Dataset, palette: dict[str, str], primary: set[tuple[str, str]] | None = None
-) -> dict[str, Any]:
-    """The report's first screen: the decisions on primary metrics and one figure per benchmark
-    (``primary``: ``primary_set(ds.obs)`` when the caller has it)."""
+def _headline(rep: Report, seen: Observed, palette: dict[str, str]) -> dict[str, Any]:
+    """The report's first screen: the decisions on primary metrics and one figure per benchmark."""
     cmp = rep.comparisons
     prim = cmp[cmp["primary"].astype(bool)] if len(cmp) else cmp
     decisions = []
@@ -823,7 +960,7 @@ def _headline(
         "counts": counts,
         "total": len(decisions),
         "secondary": int(len(cmp) - len(prim)),
-        "figures": _primary_figures(rep.descriptives, ds, palette, primary),
+        "figures": _primary_figures(rep.descriptives, seen.types, palette, seen.primary),
         "power": [power_text(p) for p in rep.power],
         "next": NEXT_COMMANDS if not (kinds - {"explicit"}) else (),
     }
@@ -848,14 +985,11 @@ def _decision_of(r: Mapping[str, Any]) -> Decision:
 
 
 def _primary_figures(
-    desc: pd.DataFrame, ds: Dataset, palette: dict[str, str], primary: set[tuple[str, str]] | None = None
+    desc: pd.DataFrame, types: Mapping[str, str], palette: dict[str, str], primary: set[tuple[str, str]]
 ) -> list[dict[str, Any]]:
     """One figure per benchmark: its primary metrics' means per label with their intervals (the
-    machine fingerprint, type sysinfo, is a fact, not a benchmark: no figure; ``primary``:
-    ``primary_set(ds.obs)`` when the caller has it)."""
-    primary = primary_set(ds.obs) if primary is None else primary
-    kinds = ds.obs[["benchmark", "type"]].drop_duplicates(subset="benchmark", keep="last")  # per benchmark
-    types = dict(zip(kinds["benchmark"].astype(str), kinds["type"].astype(str), strict=True))
+    machine fingerprint, type sysinfo, is a fact, not a benchmark: no figure; ``types``: each
+    benchmark's workload type, ``primary``: the primary (benchmark, metric) pairs)."""
     out = []
     for bench in sorted(set(desc["benchmark"].astype(str))):
         if types.get(bench) == "sysinfo":
@@ -1017,38 +1151,26 @@ def _counters(d: pd.DataFrame) -> list[str]:
     return out
 
 
-def _render(name: str, rep: Report, bad: pd.DataFrame, ds: Dataset, labels: list[str]) -> str:
+def _render(name: str, rep: Report, bad: pd.DataFrame, ds: Dataset, labels: list[str], seen: Observed) -> str:
     palette = plots.colors(labels)
     sections = []
     desc = rep.descriptives
     pct = _pct_table(ds)
-    values = ds.obs["value"].to_numpy()
-    primary = primary_set(ds.obs)
+    primary = seen.primary
     telemetry = _telemetry(ds)
-    types = _types(ds)
     for bench in sorted(set(desc["benchmark"].astype(str))):
         d = desc[desc["benchmark"] == bench]
-        if types.get(bench) in display.FACT_TYPES:  # the machine's facts: no statistics, no plots
-            sections.append({"name": bench, "facts": _facts(ds, bench), "fact_type": True, "metrics": len(d)})
+        if seen.types.get(bench) in display.FACT_TYPES:  # the machine's facts: no statistics, no plots
+            sections.append({"name": bench, "facts": seen.facts[bench], "fact_type": True, "metrics": len(d)})
             continue
         counter = np.array(
             [display.is_counter(str(m), str(u)) for m, u in zip(d["metric"], d["unit"], strict=True)]
         )
         facts = _counters(d[counter]) if counter.any() else []
-        d = d[~counter]
-        cpu = np.array([display.is_cpu_use(str(m)) for m in d["metric"]], dtype=bool)
-        cpu_rows = _human_rows(d[cpu], _metric_scales(d[cpu])) if cpu.any() else []
-        d = d[~cpu]
-        first = d["metric"].map(lambda m, b=bench: (b, m) not in primary).to_numpy()
-        d = d.iloc[np.argsort(first, kind="stable")]  # the primary metric first (table and plots)
-        metrics = list(dict.fromkeys(d["metric"]))
-        units = dict(zip(d["metric"].astype(str), d["unit"].astype(str), strict=True))
-        shown = figures.plot_metrics(metrics, units, [m for m in metrics if (bench, m) in primary])
-        rows = np.flatnonzero(_text_in(ds.obs["benchmark"], {bench}))  # one benchmark's rows at a time
-        series = {
-            (str(m), str(lab)): values[rows][pos]
-            for (m, lab), pos in _positions(ds.obs[["metric", "label"]].iloc[rows], shown).items()
-        }
+        rest = d[~counter]
+        cpu = np.array([display.is_cpu_use(str(m)) for m in rest["metric"]], dtype=bool)
+        cpu_rows = _human_rows(rest[cpu], _metric_scales(rest[cpu])) if cpu.any() else []
+        d, metrics, _units, shown = _shown(bench, d, primary)
         sec = {
             "name": bench,
             "rows": _human_rows(d, _metric_scales(d)),
@@ -1058,7 +1180,7 @@ def _render(name: str, rep: Report, bad: pd.DataFrame, ds: Dataset, labels: list
             "panels_capped": len(metrics) > len(shown),
             "shown": shown,
             "bars": svgplot.bars(d, shown, palette) if len(d) else [],
-            "ecdf": svgplot.ecdf_panels(series, shown, units, palette) if series else [],
+            "ecdf": seen.ecdf.get(bench, []),
             "cv": svgplot.cv_bars(d, metrics[:MAX_CV_METRICS], palette) if len(d) else None,
             "comparisons": _records(rep.comparisons[rep.comparisons["benchmark"] == bench]),
             "anova": [a for a in rep.anova if a["benchmark"] == bench],
@@ -1089,7 +1211,7 @@ def _render(name: str, rep: Report, bad: pd.DataFrame, ds: Dataset, labels: list
             generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
             version=__version__,
             problems=rep.problems,
-            headline=_headline(rep, ds, palette, primary),
+            headline=_headline(rep, seen, palette),
             overview=overview,
             labels=labels,
             comparisons=_records(rep.comparisons),
@@ -1101,10 +1223,10 @@ def _render(name: str, rep: Report, bad: pd.DataFrame, ds: Dataset, labels: list
             failed=_records(failed),
             failed_total=len(bad),
             method=method_text(rep.drift_p),
-            extra_sections=_extra_sections(rep, ds),
+            extra_sections=_extra_sections(rep, ds, seen),
             warnings=rep.warnings,
             sources=ds.sources,
-            observations=len(ds.obs),
+            observations=seen.count,
             records=len(ds.records),
         )
     )

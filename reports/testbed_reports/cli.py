@@ -79,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="build index.html, summary.md, CSV tables and stats.json",
         description="Read result directories (results/<run_id>/<host>.jsonl + sysinfo) and "
         "CSV files of published results; write the comparative report to --out.",
+        epilog="Memory: the observations are read from the results store a part of whole benchmarks at a "
+        "time, at most $TESTBED_REPORT_PART_ROWS observations a part (default 5000000; one benchmark "
+        "with more is a part alone); the records are read whole (docs/report.md, Scale).",
     )
     b.add_argument(
         "results",

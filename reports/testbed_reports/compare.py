@@ -278,10 +278,27 @@ def compare(
         return pd.DataFrame(columns=COMPARE_COLUMNS)
     if drift is None:
         drift = findings(obs, shared=shared)[1]
-    todo = cells(obs, desc, pairs, margin, margins, prior, shared)
+    return decide_cells(cells(obs, desc, pairs, margin, margins, prior, shared), notes, windows, drift)
+
+
+def cell_order(todo: Sequence[_Cell], pairs: Sequence[Pair]) -> list[_Cell]:
+    """Cells gathered a part (a set of benchmarks) at a time in :func:`cells`' order: pair by
+    pair, then by (benchmark, metric)."""
+    rank = {id(p): k for k, p in enumerate(pairs)}
+    return sorted(todo, key=lambda c: (rank[id(c.pair)], c.cell.bench, c.cell.metric))
+
+
+def decide_cells(
+    todo: Sequence[_Cell],
+    notes: Mapping[tuple[str, str, str], list[str]] | None = None,
+    windows: Mapping[str, tuple] | None = None,
+    drift: Mapping[tuple[str, str, str], list[Drift]] | None = None,
+) -> pd.DataFrame:
+    """The family's decisions over every cell (``analysis.analyse``: pooled spreads, the max-T
+    critical value), one row per cell in the order given."""
     outcomes = analyse([c.cell for c in todo])
     return pd.DataFrame(
-        [_row(c, o, notes or {}, windows or {}, drift) for c, o in zip(todo, outcomes, strict=True)],
+        [_row(c, o, notes or {}, windows or {}, drift or {}) for c, o in zip(todo, outcomes, strict=True)],
         columns=COMPARE_COLUMNS,
     )
 

@@ -19,9 +19,10 @@ not there yet or its files changed since, then read from the store.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
@@ -44,6 +45,7 @@ from testbed_reports.load import (
     text_objects,
 )
 from testbed_reports.numerics import code_type
+from testbed_reports.parts import PART_ROWS, Parts, plan
 from testbed_reports.store import STORE_ENV, Manifest, Store, StoreError, default_store, encode, map_distinct
 
 if TYPE_CHECKING:
@@ -103,14 +105,31 @@ def _frame(tbl: pa.Table, keep: Sequence[str] = ()) -> pd.DataFrame:
 
 def dataset(store: Store, runs: Sequence[tuple[Manifest, Path]]) -> Dataset:
     """The stored runs (each with the path it was given as, for its sources' names) as a Dataset."""
+    ds, read = stored(store, runs)
     try:
-        return _dataset(store, runs)
+        ds.obs = read(None)
+        return ds
     finally:
         pa.default_memory_pool().release_unused()  # the read's freed buffers back to the system
 
 
-def _dataset(store: Store, runs: Sequence[tuple[Manifest, Path]]) -> Dataset:
-    rec_parts, obs_parts, pct_parts = [], [], []
+def stored(
+    store: Store, runs: Sequence[tuple[Manifest, Path]]
+) -> tuple[Dataset, Callable[[Sequence[str] | None], pd.DataFrame]]:
+    """The stored runs as a Dataset without its observations (no rows) and the function that
+    reads them: every observation (``None``) or those of the benchmarks given, in the same
+    row order (``parts.Parts``)."""
+    try:
+        return _stored(store, runs)
+    finally:
+        pa.default_memory_pool().release_unused()
+
+
+def _stored(
+    store: Store, runs: Sequence[tuple[Manifest, Path]]
+) -> tuple[Dataset, Callable[[Sequence[str] | None], pd.DataFrame]]:
+    rec_parts, pct_parts = [], []
+    obs_runs: list[tuple[str, list[Path], int]] = []  # (run, observation files, first record)
     sysinfo: dict[tuple[str, str], dict[str, Any]] = {}
     params: list[Any] = []
     crypto: list[dict[str, Any]] = []
@@ -130,11 +149,8 @@ def _dataset(store: Store, runs: Sequence[tuple[Manifest, Path]]) -> Dataset:
                 crypto.append({**json.loads(c), "run_id": m.run})
         rec_parts.append(recs)
         if m.observations:
-            obs = read_observations(sorted(Path(store.root).glob(_rel_glob("observations", m.run, True))))
-            if offset:
-                obs["record"] = small_ints(obs["record"].to_numpy().astype(np.int64) + offset)
-            obs["run_id"] = pd.Categorical.from_codes(np.zeros(len(obs), dtype=np.int8), categories=[m.run])
-            obs_parts.append(obs)
+            obs_files = sorted(Path(store.root).glob(_rel_glob("observations", m.run, True)))
+            obs_runs.append((m.run, obs_files, offset))
         hosts = _small_table(sorted(Path(store.root).glob(_rel_glob("hosts", m.run))), ["host", "sysinfo"])
         for host, info in zip(hosts["host"], hosts["sysinfo"], strict=True):
             if isinstance(info, str):
@@ -148,13 +164,27 @@ def _dataset(store: Store, runs: Sequence[tuple[Manifest, Path]]) -> Dataset:
         warnings += m.warnings
         offset += len(recs)
     records = _joined_records(rec_parts)
-    obs = _typed(_joined(obs_parts), single=len(obs_parts) == 1)
     cols = ["run_id", "host", "label", "benchmark", "series", "percentile", "value"]
     pct = pd.concat(pct_parts, ignore_index=True)[cols] if pct_parts else pd.DataFrame(columns=cols)
     margin_warnings: list[str] = []
     margins = _margins(records, margin_warnings)
-    return Dataset(
-        obs=obs,
+
+    def read(benchmarks: Sequence[str] | None) -> pd.DataFrame:
+        keep = None if benchmarks is None else set(benchmarks)
+        parts = []
+        for run, obs_files, first in obs_runs:
+            obs = read_observations(obs_files, keep)
+            if first:
+                obs["record"] = small_ints(obs["record"].to_numpy().astype(np.int64) + first)
+            obs["run_id"] = pd.Categorical.from_codes(np.zeros(len(obs), dtype=np.int8), categories=[run])
+            parts.append(obs)
+        try:
+            return _typed(_joined(parts), single=len(parts) == 1)
+        finally:
+            pa.default_memory_pool().release_unused()
+
+    ds = Dataset(
+        obs=pd.DataFrame(columns=list(OBS_COLUMNS)),
         records=records,
         sysinfo=sysinfo,
         percentiles=pct,
@@ -164,6 +194,24 @@ def _dataset(store: Store, runs: Sequence[tuple[Manifest, Path]]) -> Dataset:
         params=params,
         crypto=crypto,
     )
+    return ds, read
+
+
+def benchmark_counts(store: Store, runs: Sequence[tuple[Manifest, Path]]) -> dict[str, int]:
+    """Observations per benchmark of the stored runs (one column read, file by file)."""
+    out: dict[str, int] = {}
+    for m, _given in runs:
+        if not m.observations:
+            continue
+        for f in sorted(Path(store.root).glob(_rel_glob("observations", m.run, True))):
+            col = pq.read_table(f, columns=["benchmark"], read_dictionary=["benchmark"])["benchmark"]
+            for chunk in col.chunks:
+                names = chunk.dictionary.to_pylist()
+                counts = np.bincount(chunk.indices.fill_null(len(names)).to_numpy(), minlength=len(names) + 1)
+                for name, n in zip([*names, None], counts, strict=True):
+                    if n:
+                        out[str(name)] = out.get(str(name), 0) + int(n)
+    return out
 
 
 #: the record columns that are categoricals with sorted categories, as the loader's
@@ -280,14 +328,19 @@ REC_INT_COLUMNS = ("index", "repetition", "attempt", "line")
 _INT32 = np.iinfo(np.int32)
 
 
-def read_observations(files: Sequence[Path]) -> pd.DataFrame:
+def read_observations(files: Sequence[Path], keep: set[str] | None = None) -> pd.DataFrame:
     """One stored run's observation files as compact columns in the loader's order (``seq``):
     text as categoricals with sorted categories (``started_at`` too: ``text_objects`` gives
     the loader's objects),
     numbers as numpy arrays. Read column by column, each file's part put in place, so no
     whole-table copy (of strings or of the frame) is made and one column's codes at a time are
-    held wider than the categorical's."""
-    seqs = [pq.read_table(f, columns=["seq"])["seq"].to_numpy() for f in files]
+    held wider than the categorical's. ``keep``: only the rows of these benchmarks (a file's
+    column is read whole, then filtered, one column at a time)."""
+    masks = [None if keep is None else _benchmark_mask(f, keep) for f in files]
+    seqs = [
+        _kept(pq.read_table(f, columns=["seq"])["seq"], k).to_numpy()
+        for f, k in zip(files, masks, strict=True)
+    ]
     seq = np.sort(np.concatenate(seqs)) if seqs else np.zeros(0, dtype=np.int64)
     n = len(seq)
     if n > 1 and (seq[1:] == seq[:-1]).any():  # each row is put at its seq's place: one row a place
@@ -305,15 +358,15 @@ def read_observations(files: Sequence[Path]) -> pd.DataFrame:
         elif c in _OBS_TEXT:
             known = {}
             codes = np.full(n, -1, dtype=np.int32)
-            for f, at in zip(files, places, strict=True):
-                col = pq.read_table(f, columns=[c], read_dictionary=[c])[c]
+            for f, at, mask in zip(files, places, masks, strict=True):
+                col = _kept(pq.read_table(f, columns=[c], read_dictionary=[c])[c], mask)
                 for k, chunk in _chunks(col):
                     codes[_part(at, k, len(chunk))] = _global_codes(chunk, known)
             frame[c] = _categorical(codes, known)
         elif c in _OBS_NUMBERS or c in INT_COLUMNS:
             arr = np.empty(n, dtype=_OBS_NUMBERS.get(c, np.int32))
-            for f, at in zip(files, places, strict=True):
-                col = pq.read_table(f, columns=[c])[c]
+            for f, at, mask in zip(files, places, masks, strict=True):
+                col = _kept(pq.read_table(f, columns=[c])[c], mask)
                 for k, chunk in _chunks(col):
                     vals = chunk.to_numpy(zero_copy_only=False)
                     if arr.dtype == np.int32 and not _fits_int32(vals):
@@ -321,6 +374,22 @@ def read_observations(files: Sequence[Path]) -> pd.DataFrame:
                     arr[_part(at, k, len(chunk))] = vals
             frame[c] = small_ints(arr) if c in INT_COLUMNS else arr
     return pd.DataFrame(frame, copy=False)
+
+
+def _benchmark_mask(f: Path, keep: set[str]) -> pa.ChunkedArray:
+    """Which rows of an observation file belong to the benchmarks in ``keep`` (a test per
+    dictionary value, not per row; a missing benchmark counts as the text "None")."""
+    col = pq.read_table(f, columns=["benchmark"], read_dictionary=["benchmark"])["benchmark"]
+    chunks = []
+    for chunk in col.chunks:
+        hit = np.asarray([str(v) in keep for v in chunk.dictionary.to_pylist()] + ["None" in keep])
+        idx = chunk.indices.fill_null(len(hit) - 1).to_numpy(zero_copy_only=False)
+        chunks.append(pa.array(hit[idx]))
+    return pa.chunked_array(chunks, type=pa.bool_())
+
+
+def _kept(col: pa.ChunkedArray, mask: pa.ChunkedArray | None) -> pa.ChunkedArray:
+    return col if mask is None else col.filter(mask)
 
 
 def _fits_int32(vals: np.ndarray) -> bool:
@@ -407,8 +476,22 @@ def paths_dataset(
     csv_defaults: Mapping[str, str] | None = None,
     store: Path | None = None,
 ) -> Dataset:
+    """Every results path through the store (added when missing or changed), CSV files of
+    published results beside them, as one Dataset (every observation in memory)."""
+    parts = paths_parts(paths, csv_mapping, csv_defaults, store, part_limit=None)
+    return dataclasses.replace(parts.ds, obs=parts.read(None))
+
+
+def paths_parts(
+    paths: Sequence[Path],
+    csv_mapping: Mapping[str, str] | None = None,
+    csv_defaults: Mapping[str, str] | None = None,
+    store: Path | None = None,
+    part_limit: int | None = PART_ROWS,
+) -> Parts:
     """``build``'s input: every results path through the store (added when missing or changed),
-    CSV files of published results beside them, as one Dataset."""
+    CSV files of published results beside them, with the observations read a part of at most
+    ``part_limit`` observations at a time (``parts.py``; ``None``: one part, whatever its size)."""
     given = [Path(p) for p in paths]
     for p in given:
         if not p.exists():
@@ -417,6 +500,7 @@ def paths_dataset(
     csvs = [p for p in given if p.is_file() and p.suffix == ".csv"]
     runs: list[tuple[Manifest, Path]] = []
     notes: list[str] = []
+    st = None
     if jsonl:  # CSV files alone open no store (none is made in the working directory for them)
         st = Store(store or default_store(jsonl))
         with st.locked():
@@ -427,18 +511,43 @@ def paths_dataset(
                     f"{p}: no result files (*.jsonl) found", "the runner writes results/<run_id>/<host>.jsonl"
                 )
             runs += [(m, p) for m in st.find(p) or _add(st, p)]
-    ds = dataset(st, runs) if runs else _empty()
+    ds, read_stored = stored(st, runs) if st and runs else (_empty(), None)
     ds.warnings = notes + ds.warnings
-    if csvs:
-        extra = [read_csv_observations(c, csv_mapping, csv_defaults) for c in csvs]
-        obs = ds.obs.astype({c: object for c in CATEGORICAL})
-        ds.obs = _categorize(
-            pd.concat([obs, *extra], ignore_index=True) if len(obs) else pd.concat(extra, ignore_index=True)
-        )
-        ds.sources = [str(c) for c in csvs] + ds.sources
-    if ds.records.empty and ds.obs.empty:
+    extra = [read_csv_observations(c, csv_mapping, csv_defaults) for c in csvs]
+    csv = pd.concat(extra, ignore_index=True) if extra else pd.DataFrame(columns=list(OBS_COLUMNS))
+    ds.sources = [str(c) for c in csvs] + ds.sources
+    stored_rows = sum(m.observations for m, _ in runs)
+    if ds.records.empty and not stored_rows and csv.empty:
         raise ReportError("no result records in the given paths", "did the run write any records?")
-    return ds
+
+    def read(benchmarks: Sequence[str] | None) -> pd.DataFrame:
+        obs = read_stored(benchmarks) if read_stored else pd.DataFrame(columns=list(OBS_COLUMNS))
+        if not extra:
+            return obs
+        more = (
+            [e[e["benchmark"].astype(str).isin(benchmarks)] for e in extra]
+            if benchmarks is not None
+            else extra
+        )
+        obs = obs.astype({c: object for c in CATEGORICAL})
+        return _categorize(
+            pd.concat([obs, *more], ignore_index=True) if len(obs) else pd.concat(more, ignore_index=True)
+        )
+
+    groups: list[list[str] | None] = [None]
+    if part_limit is not None and stored_rows + len(csv) > part_limit:
+        counts = benchmark_counts(st, runs) if st else {}
+        for b, n in csv["benchmark"].astype(str).value_counts().items():
+            counts[str(b)] = counts.get(str(b), 0) + int(n)
+        groups = list(plan(counts, part_limit))
+    labels = {
+        unquote(f.parent.name.split("=", 1)[1])
+        for m, _ in runs
+        if st and m.observations
+        for f in Path(st.root).glob(_rel_glob("observations", m.run, True))
+    }
+    labels |= {str(x) for x in csv["label"].unique()}
+    return Parts(ds, groups, read, labels, stored_rows + len(csv), _categorize(csv.copy()) if extra else csv)
 
 
 def _add(st: Store, p: Path) -> list[Manifest]:

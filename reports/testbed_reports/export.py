@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -120,10 +121,32 @@ def primary_mask(obs: pd.DataFrame) -> np.ndarray:
 def parameter_anova(ds: Dataset, log: bool = True, max_pairs: int = 10) -> list[dict[str, Any]]:
     """Two-way ANOVA over each fully crossed pair of factors (plan parameters, label) of every
     primary metric of a workload type, with the per-cell table."""
+    return parameter_anova_of([parameter_runs(ds)], log, max_pairs)
+
+
+def parameter_runs(ds: Dataset) -> pd.DataFrame | None:
+    """The runs of the primary metrics with their parameters as columns (a run is the unit), in
+    row order; None without parameters. ``record`` is the run's record (< 0: a CSV row)."""
     if ds.obs.empty or not any(ds.params):
-        return []
+        return None
     table = observations(ds).assign(record=run_codes(ds.obs))
-    table = runs(table[primary_mask(ds.obs)]).drop(columns=["record", "values"])  # a run is the unit
+    return runs(table[primary_mask(ds.obs)]).drop(columns=["values"])
+
+
+def parameter_anova_of(
+    tables: Sequence[pd.DataFrame | None], log: bool = True, max_pairs: int = 10
+) -> list[dict[str, Any]]:
+    """:func:`parameter_anova` over the runs of several parts of one dataset (``parameter_runs``
+    of each part, parts of whole benchmarks), put back in the whole dataset's order: by record,
+    the CSV rows (no record, no parameters) after them in part order."""
+    given = [t for t in tables if t is not None]
+    if not given:
+        return []
+    table = given[0] if len(given) == 1 else pd.concat(given, ignore_index=True)
+    if len(given) > 1:
+        rec = table["record"].to_numpy(dtype=np.int64)
+        table = table.iloc[np.argsort(np.where(rec >= 0, rec, np.iinfo(np.int64).max), kind="stable")]
+    table = table.drop(columns=["record"]).reset_index(drop=True)
     out: list[dict[str, Any]] = []
     for (btype, metric), part in table.groupby(["type", "metric"], observed=True, sort=True):
         entries = (
