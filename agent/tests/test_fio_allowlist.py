@@ -219,3 +219,30 @@ def test_refused_values_are_not_echoed(tmp_path: Path) -> None:
     with pytest.raises(ParamError) as exc:
         Fio.check(bench_for(job))
     assert SECRET not in str(exc.value)
+
+
+def test_a_job_checked_once_is_checked_again_when_its_bytes_change(tmp_path: Path, monkeypatch) -> None:
+    """A plan loaded again asks fio once per job (``fio._CHECKED``); a job file that changed
+    since is a new job, and fio reads it again."""
+    from testbed_agent.workloads import fio as fio_module
+
+    asked = []
+    real = fio_module._check_run
+
+    def counted(cmd: list[str], env: dict[str, str]) -> str:
+        asked.append(cmd)
+        return real(cmd, env)
+
+    monkeypatch.setattr(fio_module, "_check_run", counted)
+    monkeypatch.setattr(fio_module, "_CHECKED", set())
+    job = tmp_path / "j.fio"
+    job.write_text(HEAD)
+    Fio.check(bench_for(job))
+    Fio.check(bench_for(job))
+    assert len(asked) == 1, "the same bytes under the same fio: asked once"
+    job.write_text(HEAD + "rw=read\n")
+    Fio.check(bench_for(job))
+    assert len(asked) == 2, "changed bytes: asked again"
+    job.write_text(HEAD + "[k]\nfilename=/etc/passwd\n")
+    with pytest.raises(ParamError):
+        Fio.check(bench_for(job))

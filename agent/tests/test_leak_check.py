@@ -179,7 +179,7 @@ def test_a_test_timeout_ends_the_agent_and_its_dd(tmp_path: Path, method: str) -
         "sub/test_hang.py": HANGS,
     }
     res = inner(
-        tmp_path, files, "sub/test_hang.py", "--timeout=60", f"--timeout-method={method}", WORK=str(work)
+        tmp_path, files, "sub/test_hang.py", "--timeout=30", f"--timeout-method={method}", WORK=str(work)
     )
     assert "Timeout" in res.stdout + res.stderr, res.stdout + res.stderr
     assert (work / "dd.pid").exists(), "the agent ran its dd when the timeout came"
