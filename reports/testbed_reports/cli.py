@@ -81,7 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
         "CSV files of published results; write the comparative report to --out.",
         epilog="Memory: the observations are read from the results store a part of whole benchmarks at a "
         "time, at most $TESTBED_REPORT_PART_ROWS observations a part (default 5000000; one benchmark "
-        "with more is a part alone); the records are read whole (docs/report.md, Scale).",
+        "with more is a part alone); the records are read whole (docs/report.md, Scale: the build a "
+        "part at a time).",
     )
     b.add_argument(
         "results",

@@ -38,7 +38,10 @@ def part_rows() -> int:
     except ValueError:
         rows = 0
     if rows < 1:
-        raise ReportError(f"{PART_ENV}={text!r}: expected a positive whole number of observations")
+        raise ReportError(
+            f"{PART_ENV}={text!r}: expected a positive whole number of observations",
+            f"unset it (default {PART_ROWS}) or give e.g. {PART_ENV}=2000000",
+        )
     return rows
 
 
