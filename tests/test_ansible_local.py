@@ -84,6 +84,9 @@ def test_run_yml_on_localhost_deploys_runs_collects_reports(stage: Path) -> None
     sysinfo = json.loads((run_dir / "localhost.sysinfo.json").read_text())
     assert sysinfo["testbed"]["label"] == "Local" and "cc" in sysinfo
     assert list((run_dir / "localhost.artifacts").glob("*fio.json"))
+    # nothing of the run is left in the scratch root: the agent removed <run id>/<host>, the
+    # play the run id's directory
+    assert not (stage / "scratch" / "itest").exists(), list((stage / "scratch").rglob("*"))
     # no confidential hardware here: the evidence says so, and the audit passes (issue 14)
     assert (run_dir / "localhost.evidence" / "01-end" / "manifest.json").exists()
     audit = subprocess.run(
