@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import matplotlib
 import numpy as np
@@ -120,6 +121,7 @@ class Report:
     crypto: dict[str, Any] | None = None  # the crypto tables' report section (crypto_tables.section)
     drift_p: float = STABLE_P  # build --drift-p
     power: list[dict[str, Any]] = field(default_factory=list)  # design.report_power
+    parts: int = 1  # how many parts the observations were read in (parts.py)
 
 
 def _clean(x: Any) -> Any:
@@ -491,7 +493,7 @@ def build(
     palette = plots.colors(labels)
     seen = Observed(labels)
     for part in parts:
-        seen.add(
+        seen.parts.append(
             _part_statistics(part, pairs, margin, per_bench, prior, drift_p, factors, anova_log, palette)
         )
         del part  # this part's observations are freed before the next part is read
@@ -517,6 +519,7 @@ def build(
         parameter_anova_of(seen.param_runs, anova_log),
         drift_p=drift_p,
         power=report_power(cmp, _family_size(cmp)),
+        parts=len(parts.groups),
     )
     out.mkdir(parents=True, exist_ok=True)
     _write_tables(out, rep, bad, ds)
@@ -530,35 +533,52 @@ def build(
 
 @dataclass
 class Observed:
-    """What the report keeps of its observations once a part's statistics are computed: the
-    part's tables, its analysis cells (decided with every other part's at the end), and what the
-    HTML shows of its observations (ECDF panels, facts, types)."""
+    """What the report keeps of its observations once each part's statistics are computed: every
+    part's tables, analysis cells (decided together at the end) and what the HTML shows of its
+    observations (ECDF panels, facts, types), merged over the parts on first use."""
 
     labels: list[str] = field(default_factory=list)  # every label of the report (the colours' order)
     parts: list[PartStats] = field(default_factory=list)
-    cells: list[Any] = field(default_factory=list)
-    notes: dict[tuple[str, str, str], list[str]] = field(default_factory=dict)
-    drift: dict[tuple[str, str, str], list[Any]] = field(default_factory=dict)
-    primary: set[tuple[str, str]] = field(default_factory=set)
-    types: dict[str, str] = field(default_factory=dict)
-    figure_types: dict[str, str] = field(default_factory=dict)
-    facts: dict[str, list[str]] = field(default_factory=dict)
-    ecdf: dict[str, list[Any]] = field(default_factory=dict)
-    param_runs: list[pd.DataFrame | None] = field(default_factory=list)
-    count: int = 0
 
-    def add(self, part: PartStats) -> None:
-        self.parts.append(part)
-        self.cells += part.cells
-        self.notes.update(part.notes)
-        self.drift.update(part.drift)
-        self.primary |= part.primary
-        self.types.update(part.types)
-        self.figure_types.update(part.figure_types)
-        self.facts.update(part.facts)
-        self.ecdf.update(part.ecdf)
-        self.param_runs.append(part.param_runs)
-        self.count += part.count
+    @functools.cached_property
+    def cells(self) -> list[Any]:
+        return [c for p in self.parts for c in p.cells]
+
+    @functools.cached_property
+    def notes(self) -> dict[tuple[str, str, str], list[str]]:
+        return {k: v for p in self.parts for k, v in p.notes.items()}
+
+    @functools.cached_property
+    def drift(self) -> dict[tuple[str, str, str], list[Any]]:
+        return {k: v for p in self.parts for k, v in p.drift.items()}
+
+    @functools.cached_property
+    def primary(self) -> set[tuple[str, str]]:
+        return {x for p in self.parts for x in p.primary}
+
+    @functools.cached_property
+    def types(self) -> dict[str, str]:
+        return {k: v for p in self.parts for k, v in p.types.items()}
+
+    @functools.cached_property
+    def figure_types(self) -> dict[str, str]:
+        return {k: v for p in self.parts for k, v in p.figure_types.items()}
+
+    @functools.cached_property
+    def facts(self) -> dict[str, list[str]]:
+        return {k: v for p in self.parts for k, v in p.facts.items()}
+
+    @functools.cached_property
+    def ecdf(self) -> dict[str, list[Any]]:
+        return {k: v for p in self.parts for k, v in p.ecdf.items()}
+
+    @property
+    def param_runs(self) -> list[pd.DataFrame | None]:
+        return [p.param_runs for p in self.parts]
+
+    @property
+    def count(self) -> int:
+        return sum(p.count for p in self.parts)
 
     def descriptives(self) -> pd.DataFrame:
         """Every part's descriptive rows, in the order of one frame's (parts of sorted benchmarks)."""
@@ -628,13 +648,13 @@ def _part_statistics(
         if types.get(bench) in display.FACT_TYPES:
             facts[bench] = _facts(ds, bench)
             continue
-        _, _, units, shown = _shown(bench, desc[desc["benchmark"] == bench], primary)
+        shown = _shown(bench, desc[desc["benchmark"] == bench], primary)
         rows = np.flatnonzero(_text_in(obs["benchmark"], {bench}))  # one benchmark's rows at a time
         series = {
             (str(m), str(lab)): values[rows][pos]
-            for (m, lab), pos in _positions(obs[["metric", "label"]].iloc[rows], shown).items()
+            for (m, lab), pos in _positions(obs[["metric", "label"]].iloc[rows], shown.plotted).items()
         }
-        ecdf[bench] = svgplot.ecdf_panels(series, shown, units, palette) if series else []
+        ecdf[bench] = svgplot.ecdf_panels(series, shown.plotted, shown.units, palette) if series else []
     return PartStats(
         desc,
         notes,
@@ -651,23 +671,32 @@ def _part_statistics(
     )
 
 
-def _shown(
-    bench: str, d: pd.DataFrame, primary: set[tuple[str, str]]
-) -> tuple[pd.DataFrame, list[Any], dict[str, str], list[Any]]:
-    """A benchmark's descriptive rows that the tables and plots show as statistics (no counter,
-    no CPU use; the primary metric first), its metrics, their units, and the metrics plotted."""
+class Shown(NamedTuple):
+    """A benchmark's descriptive rows as its section shows them (``_shown``)."""
+
+    counters: pd.DataFrame  # internal counters and flags: shown as facts
+    cpu: pd.DataFrame  # CPU use: its own table
+    rows: pd.DataFrame  # the statistics, the primary metric first
+    metrics: list[Any]  # the metrics of ``rows``
+    units: dict[str, str]
+    plotted: list[Any]  # the metrics the plots show
+
+
+def _shown(bench: str, d: pd.DataFrame, primary: set[tuple[str, str]]) -> Shown:
+    """A benchmark's descriptive rows split as its section shows them: counters, CPU use, and the
+    statistics (the primary metric first), with the metrics the plots show."""
     counter = np.array(
-        [display.is_counter(str(m), str(u)) for m, u in zip(d["metric"], d["unit"], strict=True)]
+        [display.is_counter(str(m), str(u)) for m, u in zip(d["metric"], d["unit"], strict=True)], dtype=bool
     )
-    d = d[~counter] if counter.any() else d
+    counters, d = d[counter], d[~counter]
     cpu = np.array([display.is_cpu_use(str(m)) for m in d["metric"]], dtype=bool)
-    d = d[~cpu] if cpu.any() else d
+    cpu_use, d = d[cpu], d[~cpu]
     first = d["metric"].map(lambda m, b=bench: (b, m) not in primary).to_numpy()
     d = d.iloc[np.argsort(first, kind="stable")]  # the primary metric first (table and plots)
     metrics = list(dict.fromkeys(d["metric"]))
     units = dict(zip(d["metric"].astype(str), d["unit"].astype(str), strict=True))
-    shown = figures.plot_metrics(metrics, units, [m for m in metrics if (bench, m) in primary])
-    return d, metrics, units, shown
+    plotted = figures.plot_metrics(metrics, units, [m for m in metrics if (bench, m) in primary])
+    return Shown(counters, cpu_use, d, metrics, units, plotted)
 
 
 def _write_tables(out: Path, rep: Report, bad: pd.DataFrame, ds: Dataset) -> None:
@@ -1163,14 +1192,10 @@ def _render(name: str, rep: Report, bad: pd.DataFrame, ds: Dataset, labels: list
         if seen.types.get(bench) in display.FACT_TYPES:  # the machine's facts: no statistics, no plots
             sections.append({"name": bench, "facts": seen.facts[bench], "fact_type": True, "metrics": len(d)})
             continue
-        counter = np.array(
-            [display.is_counter(str(m), str(u)) for m, u in zip(d["metric"], d["unit"], strict=True)]
-        )
-        facts = _counters(d[counter]) if counter.any() else []
-        rest = d[~counter]
-        cpu = np.array([display.is_cpu_use(str(m)) for m in rest["metric"]], dtype=bool)
-        cpu_rows = _human_rows(rest[cpu], _metric_scales(rest[cpu])) if cpu.any() else []
-        d, metrics, _units, shown = _shown(bench, d, primary)
+        parts = _shown(bench, d, primary)
+        facts = _counters(parts.counters) if len(parts.counters) else []
+        cpu_rows = _human_rows(parts.cpu, _metric_scales(parts.cpu)) if len(parts.cpu) else []
+        d, metrics, shown = parts.rows, parts.metrics, parts.plotted
         sec = {
             "name": bench,
             "rows": _human_rows(d, _metric_scales(d)),

@@ -9,12 +9,13 @@ compact columns (``read_observations``, ``read_records``): no SQL sort and no wh
 the records' text columns the loader makes categorical are categorical here too, and so are their
 start and end times, sessions and blocks (``_REC_CODED``); the rest Python objects shared by
 equal values. Its hosts and percentiles are small tables, read whole (``_small_table``).
-``dataset`` gives the report what ``load.load`` gives it from JSON Lines, read from
-the stored runs instead: the same observations, records, fingerprints, percentiles, parameters and
-crypto records, in the same order, so ``build`` computes the same statistics (``tests``: the
-equivalence test).
-``paths_dataset`` is what ``build`` calls: each results directory is added to the store when it is
-not there yet or its files changed since, then read from the store.
+``stored`` gives the report what ``load.load`` gives it from JSON Lines, read from the stored
+runs instead: the same records, fingerprints, percentiles, parameters and crypto records, and a
+function that reads the same observations in the same order (all, or those of some benchmarks),
+so ``build`` computes the same statistics (``tests``: the equivalence tests).
+``paths_parts`` is what ``build`` calls: each results directory is added to the store when it is
+not there yet or its files changed since, then read from the store a part at a time
+(``parts.py``); ``paths_dataset`` reads every observation at once (the other commands).
 """
 
 from __future__ import annotations
@@ -101,16 +102,6 @@ def _frame(tbl: pa.Table, keep: Sequence[str] = ()) -> pd.DataFrame:
             cats = np.append(df[c].cat.categories.to_numpy(dtype=object), None)
             df[c] = pd.Series(cats[np.where(codes < 0, len(cats) - 1, codes)], dtype=object, index=df.index)
     return df
-
-
-def dataset(store: Store, runs: Sequence[tuple[Manifest, Path]]) -> Dataset:
-    """The stored runs (each with the path it was given as, for its sources' names) as a Dataset."""
-    ds, read = stored(store, runs)
-    try:
-        ds.obs = read(None)
-        return ds
-    finally:
-        pa.default_memory_pool().release_unused()  # the read's freed buffers back to the system
 
 
 def stored(
