@@ -74,6 +74,7 @@ def _free_port() -> int:
 #: what a rehearsal writes in its work directory and a new one must not trust (the SSH keys stay)
 STALE = (
     "arm",
+    "forkserver",
     "vtpm",
     "machines",
     "guests",
@@ -120,6 +121,7 @@ def clear_stale(work: Path) -> list[str]:
     done = []
     candidates = [(work / "arm/server.pid", str(work / "arm")), (work / "ssh/sshd.pid", str(work / "ssh"))]
     candidates += [(p, str(p.parent)) for p in (work / "vtpm").glob("*/swtpm.pid")]
+    candidates += [(work / "forkserver/server.pid", str(work / "forkserver"))]
     for pidfile, marker in candidates:
         note = _stop_stale(pidfile, marker)
         if note:
@@ -198,6 +200,32 @@ def arm_server(work: Path, seed: int = 1, hosts_per_location: int = 16) -> Itera
         yield json.loads((work / "arm/endpoint.json").read_text())
     finally:
         _stop(proc)
+
+
+@contextmanager
+def module_python(work: Path, env: dict[str, str], enabled: bool = True) -> Iterator[Path]:
+    """The python the azure modules run with (``TESTBED_AZURE_PYTHON``): the client of a fork
+    server (tests/azure/forkserver.py) that imports the Azure SDK once for all tasks, started in
+    the playbook's environment; .venv/azure's python itself when ``enabled`` is false."""
+    if not enabled:
+        yield AZURE_PY
+        return
+    home = work / "forkserver"
+    home.mkdir(parents=True, exist_ok=True)
+    sock = home / "server.sock"
+    args = [str(AZURE_PY), str(HERE / "forkserver.py"), "serve", "--socket", str(sock)]
+    with (home / "server.log").open("w") as log:
+        proc = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=home)
+    (home / "server.pid").write_text(f"{proc.pid}\n")
+    try:
+        _wait_for(sock, proc, "the fork server of the azure modules")
+        spec = importlib.util.spec_from_file_location("forkserver", HERE / "forkserver.py")
+        forkserver = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(forkserver)
+        yield forkserver.write_client(home / "python", sock, str(AZURE_PY))
+    finally:
+        _stop(proc)
+        (home / "server.pid").unlink(missing_ok=True)
 
 
 @contextmanager
@@ -411,10 +439,12 @@ def _run(args: argparse.Namespace, work: Path) -> int:
             cmd += ["-e", extra]
         started = time.monotonic()
         env = environment(work, endpoint)
-        if args.kill_at:
-            done = killed_then_reaped(cmd, env, work, endpoint, args.kill_at)
-        else:
-            done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+        with module_python(work, env, not args.no_forkserver) as python:
+            env["TESTBED_AZURE_PYTHON"] = str(python)
+            if args.kill_at:
+                done = killed_then_reaped(cmd, env, work, endpoint, args.kill_at)
+            else:
+                done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
         (work / "ansible.log").write_text(done.stdout + done.stderr)
         print(done.stdout[-6000:] if args.quiet else done.stdout, done.stderr[-3000:], sep="\n")
         return verdict(work, endpoint, done, time.monotonic() - started)
@@ -499,6 +529,11 @@ def main(argv: list[str] | None = None) -> int:
         "--no-vtpm", action="store_true", help="run the confidential machines without vTPMs (no HCL report)"
     )
     ap.add_argument("--quiet", action="store_true", help="print only the end of the playbook output")
+    ap.add_argument(
+        "--no-forkserver",
+        action="store_true",
+        help="run each azure module in a fresh .venv/azure python (slower: each imports the SDK)",
+    )
     ap.add_argument("--placement-seed", type=int, default=1, help="seed of the VMs' simulated hosts")
     ap.add_argument(
         "--hosts-per-location", type=int, default=16, help="simulated physical hosts per location (>= 2)"
