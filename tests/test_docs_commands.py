@@ -119,6 +119,7 @@ class Outcome:
     result: subprocess.CompletedProcess | None = None
     places: list[str] = field(default_factory=list)
     side_effects: list[str] = field(default_factory=list)  # tracked files changed, root files left
+    seconds: float = 0.0  # wall time of the command, with the tree checks around it
 
 
 def ok(res: subprocess.CompletedProcess, _: Path) -> None:
@@ -699,6 +700,7 @@ def run_all(tmp: Path) -> list[Outcome]:
             outcomes.append(out)
             if isinstance(entry, Excluded):
                 continue
+            started = time.monotonic()
             before = _tree_state()
             as_written = _fill(entry.as_run, fill) if entry.as_run else text.get(cmd, cmd)
             if entry.session:
@@ -723,6 +725,7 @@ def run_all(tmp: Path) -> list[Outcome]:
             else:
                 out.result = _shell(as_written, env, timeout=1800)
             out.side_effects = _changes(before, _tree_state())
+            out.seconds = time.monotonic() - started
     finally:
         if serve is not None:
             serve.terminate()
@@ -765,6 +768,10 @@ def walk(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Outc
         done = run_all(tmp)
         for out in done:
             out.places = found[out.command]
+        slow = sorted((o for o in done if o.result is not None), key=lambda o: -o.seconds)
+        print(f"docs walk: {sum(o.seconds for o in slow):.0f} s; slowest:")
+        for o in slow[:12]:
+            print(f"  {o.seconds:6.1f} s  {o.command[:100]}")
         yield tmp, {o.command: o for o in done}
     finally:
         _tidy(home_before, azure_before)
