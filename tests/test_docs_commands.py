@@ -28,6 +28,7 @@ may lack its help text. ``python tests/test_docs_commands.py`` prints the counts
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -747,6 +748,9 @@ def _tidy(before_home: set[Path], azure_before: set[Path]) -> None:
             shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
 
 
+#: held while the walk runs, by any checkout on this machine (see ``walk``)
+WALK_LOCK = Path("/run/lock/testbed-docs-walk.lock")
+
 #: the checkout's directories (ignored by git) where documented commands write what a user asks for:
 #: what the walk adds there is removed afterwards
 OUTPUTS = (ROOT / "results", ROOT / "reports" / "out", ROOT / ".scratch" / "plans")
@@ -760,6 +764,12 @@ def walk(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Outc
     stale = [c for c in COMMANDS if c not in found]
     assert not stale, f"entries here that no doc shows any more: {stale}"
     tmp = tmp_path_factory.mktemp("docs")
+    # The walk uses the real HOME (the SSH key, ~/testbed, the Azure state directory) and tidies
+    # what it made there, and serves the FaaS emulator on a port picked at its start: two walks at
+    # once (two checkouts' `make test` on one machine) would tidy and call each other's. One at a time.
+    WALK_LOCK.parent.mkdir(parents=True, exist_ok=True)
+    lock = WALK_LOCK.open("a")
+    fcntl.flock(lock, fcntl.LOCK_EX)
     home_before = _home_snapshot()
     azure_before = set(AZURE_STATE.iterdir()) if AZURE_STATE.exists() else set()
     outputs_before = {d: set(d.iterdir()) if d.exists() else set() for d in OUTPUTS}
@@ -785,10 +795,12 @@ def walk(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Outc
             for path in (set(d.iterdir()) if d.exists() else set()) - before:
                 if re.search(rf"(^|[/\s'\"]){re.escape(path.name)}([/\s'\"]|$)", said):
                     shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+        lock.close()
 
 
 @pytest.mark.slow
 @pytest.mark.integration
+@pytest.mark.timeout(3600)  # the first one runs the walk (7 min here), after another checkout's walk
 @pytest.mark.parametrize("command", [c for c, e in COMMANDS.items() if isinstance(e, Run)])
 def test_the_command_works_as_written(command: str, walk: tuple[Path, dict[str, Outcome]]) -> None:
     tmp, done = walk

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -22,6 +23,15 @@ SCHEMAS = ROOT / ".cache" / "libvirt-schemas" / "schemas"
 #: (images are keyed by a hash of what builds them, as Go's and cargo's caches are): a second clone
 #: boots the image the first one built instead of spending minutes in mmdebstrap (mk/kvm.mk)
 IMAGE_CACHE = build_cache() / "kvm-images"
+#: this checkout's token: two checkouts' tests running at once on one machine (two `make test`)
+#: name their guests, storage pools and pool directories apart
+TOKEN = hashlib.sha1(str(ROOT).encode()).hexdigest()[:8]
+#: the storage pool (and its directory) the KVM tests give the kvm_host role
+POOL = f"testbed-{TOKEN}"
+POOL_PATH = f"/var/lib/libvirt/images/{POOL}"
+#: what a KVM test holds shared while it may use libvirtd; the daemon stop (conftest.py) takes it
+#: exclusively, so a test never stops the libvirtd another test (of any checkout) still uses
+DAEMON_USERS = Path("/run/lock/testbed-libvirt.users")
 RECAP = re.compile(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from kvm_helpers import ROOT, ansible_playbook, require_tools, virt_xml_validate
+from kvm_helpers import POOL, POOL_PATH, ROOT, ansible_playbook, require_tools, virt_xml_validate
 
 MODES = ("none", "sev", "sev-es", "sev-snp", "tdx")
 
@@ -23,6 +23,8 @@ def _guest_inventory(path: Path, guests: dict[str, dict], with_host: bool = Fals
                     "ansible_connection": "local",
                     "ansible_python_interpreter": "{{ ansible_playbook_python }}",
                     "kvm_host_install_packages": False,
+                    "kvm_host_pool_name": POOL,
+                    "kvm_host_pool_path": POOL_PATH,
                 }
             }
         }

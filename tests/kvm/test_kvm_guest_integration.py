@@ -17,14 +17,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from kvm_helpers import IMAGE_CACHE, ROOT, ansible_playbook, free_port, require_tools
+from kvm_helpers import IMAGE_CACHE, POOL, POOL_PATH, ROOT, TOKEN, ansible_playbook, free_port, require_tools
 
 from testbed_agent.plan import load_plan
 from testbed_agent.workloads.crypto import Crypto
 from testbed_reports.build import build
 from testbed_reports.study import run_study
 
-GUEST = "tb-kvm-itest"
+#: the guest, named per checkout (kvm_helpers.TOKEN): two `make test` at once define two guests
+GUEST = f"tb-kvm-itest-{TOKEN}"
 PLAN = "tests/kvm/guest-plan.yml"
 #: the plan's reduced S4 experiments (workloads/plans/crypto-hypervisor.yml), in the guest and on localhost
 HV_BENCHMARKS = ("rsa-e01", "rsa-e02", "aes-e10", "blowfish")
@@ -57,6 +58,7 @@ def _inventory(tmp: Path, port: int) -> Path:
         "kvm_guest_vcpus": 1,
         "kvm_guest_memory_mib": 1536,
         "kvm_guest_image_cache_dir": str(IMAGE_CACHE),
+        "kvm_guest_pool_path": POOL_PATH,
         "testbed_label": "KVM-plain",
         "testbed_disk_encryption": False,
         "testbed_cpu_vendor": "unknown",
@@ -83,6 +85,8 @@ def _inventory(tmp: Path, port: int) -> Path:
                             "ansible_python_interpreter": "{{ ansible_playbook_python }}",
                             "kvm_host_install_packages": False,
                             "kvm_host_image_cache_dir": str(IMAGE_CACHE),
+                            "kvm_host_pool_name": POOL,
+                            "kvm_host_pool_path": POOL_PATH,
                         }
                     }
                 },
@@ -321,8 +325,8 @@ def test_guest_runs_the_plan_and_returns_results(tmp_path: Path) -> None:
         down = ansible_playbook(*common, "playbooks/teardown_kvm.yml", log=log, timeout=600)
         assert down.rc == 0, down.output[-4000:]
         assert GUEST not in _virsh("list", "--all", "--name").stdout.split()
-        assert not Path(f"/var/lib/libvirt/images/testbed/{GUEST}").exists()
-        assert "testbed" not in _virsh("pool-list", "--all", "--name").stdout.split()
+        assert not Path(f"{POOL_PATH}/{GUEST}").exists()
+        assert POOL not in _virsh("pool-list", "--all", "--name").stdout.split()
         # and a second teardown finds nothing left to do
         down_again = ansible_playbook(*common, "playbooks/teardown_kvm.yml", log=log, timeout=600)
         assert down_again.rc == 0, down_again.output[-4000:]
