@@ -3,6 +3,7 @@ libvirt's schema with virt-xml-validate, and refused clearly on a host that cann
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -157,3 +158,8 @@ def test_confidential_guest_is_refused_clearly_on_this_host(tmp_path: Path) -> N
         check=True,
     ).stdout.split()
     assert "refuse-snp" not in domains and "refuse-tdx" not in domains
+    # the host role defined this checkout's pool (kvm_helpers.POOL) and its empty directory: gone again
+    for action in ("pool-destroy", "pool-undefine"):
+        subprocess.run(["virsh", "-c", "qemu:///system", action, POOL], capture_output=True, check=False)
+    with contextlib.suppress(OSError):
+        Path(POOL_PATH).rmdir()

@@ -9,6 +9,7 @@ provisioning and teardown are idempotent (a second run changes nothing), and tea
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -336,6 +337,9 @@ def test_guest_runs_the_plan_and_returns_results(tmp_path: Path) -> None:
     finally:
         if GUEST in _virsh("list", "--all", "--name").stdout.split():
             _teardown(inv, log)
+        # the pool is this checkout's (kvm_helpers.POOL): its copy of the base image goes with it
+        if POOL not in _virsh("pool-list", "--all", "--name").stdout.split():
+            shutil.rmtree(POOL_PATH, ignore_errors=True)
 
 
 def test_guest_crypto_cells_come_from_the_hypervisor_study() -> None:
