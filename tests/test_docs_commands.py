@@ -38,7 +38,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -757,19 +757,26 @@ OUTPUTS = (ROOT / "results", ROOT / "reports" / "out", ROOT / ".scratch" / "plan
 
 
 @pytest.fixture(scope="module")
-def walk(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Outcome]]:
+def one_walk_at_a_time() -> Iterator[None]:
+    """The walk uses the real HOME (the SSH key, ~/testbed, the Azure state directory) and tidies
+    what it made there, and serves the FaaS emulator on a port picked at its start: two walks at
+    once (two checkouts' `make test` on one machine) would tidy and call each other's."""
+    WALK_LOCK.parent.mkdir(parents=True, exist_ok=True)
+    with WALK_LOCK.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+@pytest.fixture(scope="module")
+def walk(
+    tmp_path_factory: pytest.TempPathFactory, one_walk_at_a_time: None
+) -> tuple[Path, dict[str, Outcome]]:
     found = doc_commands()
     missing = {c: p for c, p in found.items() if c not in COMMANDS}
     assert not missing, f"commands in the docs that are neither run nor excluded here: {missing}"
     stale = [c for c in COMMANDS if c not in found]
     assert not stale, f"entries here that no doc shows any more: {stale}"
     tmp = tmp_path_factory.mktemp("docs")
-    # The walk uses the real HOME (the SSH key, ~/testbed, the Azure state directory) and tidies
-    # what it made there, and serves the FaaS emulator on a port picked at its start: two walks at
-    # once (two checkouts' `make test` on one machine) would tidy and call each other's. One at a time.
-    WALK_LOCK.parent.mkdir(parents=True, exist_ok=True)
-    lock = WALK_LOCK.open("a")
-    fcntl.flock(lock, fcntl.LOCK_EX)
     home_before = _home_snapshot()
     azure_before = set(AZURE_STATE.iterdir()) if AZURE_STATE.exists() else set()
     outputs_before = {d: set(d.iterdir()) if d.exists() else set() for d in OUTPUTS}
@@ -795,7 +802,6 @@ def walk(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Outc
             for path in (set(d.iterdir()) if d.exists() else set()) - before:
                 if re.search(rf"(^|[/\s'\"]){re.escape(path.name)}([/\s'\"]|$)", said):
                     shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
-        lock.close()
 
 
 @pytest.mark.slow

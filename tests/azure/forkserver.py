@@ -71,15 +71,15 @@ except OSError:
 mask = os.umask(0)
 os.umask(mask)
 request = json.dumps({{"argv": args, "env": dict(os.environ), "cwd": os.getcwd(), "umask": mask}}).encode()
-socket.send_fds(conn, [struct.pack("!I", len(request)) + request], [0, 1, 2])
+socket.send_fds(conn, [struct.pack({header!r}, len(request)) + request], [0, 1, 2])
 reply = b""
-while len(reply) < 5:
-    chunk = conn.recv(5 - len(reply))
+while len(reply) < {status_size}:
+    chunk = conn.recv({status_size} - len(reply))
     if not chunk:
         sys.stderr.write("forkserver: the server closed the connection without a status\\n")
         sys.exit(70)
     reply += chunk
-kind, value = struct.unpack("!ci", reply)
+kind, value = struct.unpack({status!r}, reply)
 if kind == b"S":
     os.kill(os.getpid(), value)
 sys.exit(value)
@@ -100,7 +100,7 @@ def preload() -> list[str]:
         raise SystemExit(f"forkserver: importing {PRELOAD} started threads: {threading.enumerate()}")
     for name in [n for n in sys.modules if n.split(".")[0] in DROPPED]:
         del sys.modules[name]
-    return [p for p in sys.path[1:]]
+    return list(sys.path[1:])
 
 
 def _receive(conn: socket.socket) -> tuple[dict, list[int]]:
@@ -239,7 +239,8 @@ def serve(path: Path, idle: float) -> None:
 
 def write_client(path: Path, sock: Path, python: str = sys.executable) -> Path:
     """Write the interpreter script Ansible is given; return its path."""
-    path.write_text(CLIENT.format(python=python, socket=str(sock)))
+    fields = {"header": _HEADER.format, "status": _STATUS.format, "status_size": _STATUS.size}
+    path.write_text(CLIENT.format(python=python, socket=str(sock), **fields))
     path.chmod(0o755)
     return path
 

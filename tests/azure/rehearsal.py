@@ -42,6 +42,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import yaml
+from forkserver import write_client  # beside this script (on sys.path as a script and under pytest)
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -219,10 +220,7 @@ def module_python(work: Path, env: dict[str, str], enabled: bool = True) -> Iter
     (home / "server.pid").write_text(f"{proc.pid}\n")
     try:
         _wait_for(sock, proc, "the fork server of the azure modules")
-        spec = importlib.util.spec_from_file_location("forkserver", HERE / "forkserver.py")
-        forkserver = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(forkserver)
-        yield forkserver.write_client(home / "python", sock, str(AZURE_PY))
+        yield write_client(home / "python", sock, str(AZURE_PY))
     finally:
         _stop(proc)
         (home / "server.pid").unlink(missing_ok=True)

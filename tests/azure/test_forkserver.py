@@ -7,18 +7,16 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import forkserver
 import pytest
 from repotest import ROOT
 
 HERE = Path(__file__).resolve().parent
 AZURE_PY = ROOT / ".venv/azure/bin/python"
-sys.path.insert(0, str(HERE))
-import forkserver  # noqa: E402
 
 PROBE = """
 import json, os, sys
