@@ -67,8 +67,14 @@ def test_first_start_runs_functions_as_testbed_faas(tmp_path: Path) -> None:
             f"cp -a /etc {etc}",
             f"mount --bind {etc} /etc",
             # -f: another emulator of this machine (another checkout's tests) may be running
-            # functions as the user right now; only the copy of /etc is changed
-            "if getent passwd testbed-faas >/dev/null; then userdel -f testbed-faas; fi",
+            # functions as the user right now (a process of the user stands in for them: plain
+            # userdel refuses beside it); only the copy of /etc is changed
+            "if getent passwd testbed-faas >/dev/null; then",
+            "  setpriv --reuid testbed-faas --regid testbed-faas --clear-groups sleep 60 & busy=$!",
+            '  until [ "$(stat -c %u /proc/$busy)" = "$(id -u testbed-faas)" ]; do sleep 0.05; done',
+            "  userdel -f testbed-faas",
+            "  kill $busy; wait $busy || true",
+            "fi",
             f"exec {sys.executable} -c '{DRIVER}' {tmp_path} {TEST_FUNCTIONS} {TEST_PROFILE}",
         ]
     )
