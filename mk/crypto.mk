@@ -18,8 +18,12 @@ CRYPTO_JOBS      ?= 2
 CARGO_TARGET     := $(TESTBED_CACHE)/cargo-target
 CARGO_BUILD       = RUSTC_VERSION_TEXT="$$(rustc --version)" CARGO_TARGET_DIR=$(CARGO_TARGET) \
                     cargo build -q --release --locked -j $(CRYPTO_JOBS)
-# Maven's local repository is not safe for two builds at once (make -j): they take turns.
-MVN              := mkdir -p $(CURDIR)/.cache && flock $(CURDIR)/.cache/maven.lock mvn
+# Maven's local repository (~/.m2, one per user, shared by every checkout) is not safe for two
+# builds at once (make -j, or two checkouts' make test): they take turns on a lock in the machine's
+# cache. The Rust builds take turns on one too: cargo locks its target directory only while it
+# builds, and the copy out of it must see the binary of this checkout's build, not of another's.
+MVN              := mkdir -p $(TESTBED_CACHE) && flock $(TESTBED_CACHE)/maven.lock mvn
+CARGO_LOCK       := mkdir -p $(TESTBED_CACHE) && flock $(TESTBED_CACHE)/cargo.lock
 
 CRYPTO_KMS            := $(CRYPTO)/kms
 CRYPTO_KMS_GO_BIN     := $(CRYPTO_KMS)/go/bin/testbed-kms
@@ -59,8 +63,8 @@ $(CRYPTO_RUST_BIN): $(wildcard $(CRYPTO)/rust/src/*.rs) $(CRYPTO)/rust/Cargo.tom
 	@if ! command -v cargo >/dev/null 2>&1; then \
 	  echo "crypto: cargo not found - Rust cells will be recorded as skipped"; \
 	else echo "crypto: cargo build --release"; \
-	  (cd $(CRYPTO)/rust && $(CARGO_BUILD) \
-	    && install -D -m 0755 $(CARGO_TARGET)/release/testbed-crypto target/release/testbed-crypto) \
+	  (cd $(CRYPTO)/rust && $(CARGO_LOCK) bash -c '$(CARGO_BUILD) \
+	    && install -D -m 0755 $(CARGO_TARGET)/release/testbed-crypto target/release/testbed-crypto') \
 	  || echo "crypto: WARNING cargo build failed - Rust cells will be recorded as skipped"; fi; $(TOOK)
 
 $(CRYPTO_JAR): $(wildcard $(CRYPTO)/java/src/main/java/testbed/crypto/*.java) $(CRYPTO)/java/pom.xml
@@ -92,8 +96,8 @@ $(CRYPTO_KMS_GO_BIN): $(CRYPTO_KMS)/go/main.go $(CRYPTO_KMS)/go/go.mod $(CRYPTO_
 $(CRYPTO_KMS_RUST_BIN): $(CRYPTO_KMS)/rust/src/main.rs $(CRYPTO_KMS)/rust/Cargo.toml $(CRYPTO_KMS)/rust/Cargo.lock
 	@if ! command -v cargo >/dev/null 2>&1; then echo "crypto-kms: cargo not found - Rust key-service cells skipped"; \
 	else echo "crypto-kms: cargo build --release (aws-sdk-kms; minutes the first time)"; \
-	  (cd $(CRYPTO_KMS)/rust && $(CARGO_BUILD) \
-	    && install -D -m 0755 $(CARGO_TARGET)/release/testbed-kms target/release/testbed-kms) \
+	  (cd $(CRYPTO_KMS)/rust && $(CARGO_LOCK) bash -c '$(CARGO_BUILD) \
+	    && install -D -m 0755 $(CARGO_TARGET)/release/testbed-kms target/release/testbed-kms') \
 	  || echo "crypto-kms: WARNING cargo build failed - Rust key-service cells skipped"; fi; $(TOOK)
 
 $(CRYPTO_KMS_JAR): $(CRYPTO_KMS)/java/src/main/java/testbed/kms/Main.java $(CRYPTO_KMS)/java/pom.xml

@@ -4,6 +4,7 @@ debugfs (no mount, no root needed beyond what the image build needs)."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import subprocess
 from pathlib import Path
@@ -31,16 +32,20 @@ def _run(*argv: str | Path) -> str:
 def vhdx() -> dict:
     """The image (built once, or from the cache the KVM tests share) and its VHDX."""
     require_tools("mmdebstrap", "qemu-img", "sfdisk", "mkfs.fat", "mcopy", "debugfs")
-    image_dir = Path(_run("bash", BUILD, IMAGE_CACHE).splitlines()[-1].split("=", 1)[1])
-    out = _run("bash", MAKE_VHDX, image_dir)
-    path = Path(out.splitlines()[-1].split("=", 1)[1])
-    # the VHDX read back as raw (3 GiB apparent, sparse) beside it in the image cache: made once per
-    # image like the VHDX, never in a test's temporary directory; partitions are read in place
-    raw = path.with_suffix(".check.raw")
-    if not raw.exists() or raw.stat().st_mtime < path.stat().st_mtime:
-        part = raw.with_suffix(".part")
-        _run("qemu-img", "convert", "-f", "vhdx", "-O", "raw", path, part)
-        part.replace(raw)
+    IMAGE_CACHE.mkdir(parents=True, exist_ok=True)
+    # the roles' lock (roles/*/tasks/image.yml): another checkout's tests build in the same cache
+    with (IMAGE_CACHE / ".build.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        image_dir = Path(_run("bash", BUILD, IMAGE_CACHE).splitlines()[-1].split("=", 1)[1])
+        out = _run("bash", MAKE_VHDX, image_dir)
+        path = Path(out.splitlines()[-1].split("=", 1)[1])
+        # the VHDX read back as raw (3 GiB apparent, sparse) beside it in the image cache: made once
+        # per image like the VHDX, never in a test's temporary directory; partitions are read in place
+        raw = path.with_suffix(".check.raw")
+        if not raw.exists() or raw.stat().st_mtime < path.stat().st_mtime:
+            part = raw.with_suffix(".part")
+            _run("qemu-img", "convert", "-f", "vhdx", "-O", "raw", path, part)
+            part.replace(raw)
     return {
         "image_dir": image_dir,
         "path": path,
