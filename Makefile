@@ -13,6 +13,12 @@ STEP      := python3 scripts/step.py
 # Builds every checkout on this machine shares, keyed by what makes them (like Go's and cargo's own
 # caches): the Rust programs' cargo target and the KVM guest images (mk/crypto.mk, mk/kvm.mk).
 TESTBED_CACHE := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/testbed
+# What make starts writes the .pyc of each module it imports, once, into the project's venvs and
+# sources, also where the shell sets PYTHONDONTWRITEBYTECODE (CI, this project's machines): without
+# them every process compiled again what it imported (the azure collection's module_utils took
+# 13.5 s to import instead of 3.0 s, on every Azure task). Only what is imported is compiled: a
+# clean clone's install no longer byte-compiles the venvs' 55,000 modules (about 110 s of its 3-4 min).
+unexport PYTHONDONTWRITEBYTECODE
 # Fragments under mk/ add to these (one file per part of the toolkit).
 BUILD_TARGETS :=
 # the longest builds, started first when make test/bench build in parallel
@@ -20,9 +26,10 @@ LONG_BUILDS   :=
 TEST_PREREQS  :=
 BENCH_SCRIPTS := bench/agent_overhead.py
 # make test leaves out the study reruns (pytest -m study, 35-40 min here): make test-studies runs them.
-# -n 3 --dist loadscope: three lanes, the emulated guests and the Azure rehearsal, the unit tests, the rest
-# (conftest.py). --durations=30: the costliest tests at the end of every run (CI keeps an eye on the total).
-PYTEST_ARGS   ?= -m "not study" -n 3 --dist loadscope --durations=30
+# -n 4 --dist loadscope: four lanes, the emulated guests, the Azure rehearsal and other runs, the unit
+# tests, the rest (conftest.py). --durations=30: the costliest tests at the end of every run (CI keeps
+# an eye on the total).
+PYTEST_ARGS   ?= -m "not study" -n 4 --dist loadscope --durations=30
 # make test and make bench fill the venv and build the workload programs in parallel: downloads
 # (pip, Maven, npm, Go and Cargo crates) overlap the compiles; each part prints its own duration.
 # No --output-sync: it would hold a part's lines until the part ends (no progress); every line
@@ -71,14 +78,12 @@ run: ## the quick plan on localhost through Ansible, with a comparison; prints t
 	@cat .cache/last-report.txt
 
 # Two timed steps before the tests: the Debian packages, then the venv and every build in parallel.
-# The project's own modules are byte-compiled first (scripts/compile-venv.sh says why).
 test: ## install and build everything, then run the whole test suite
 	@$(STEP) --reset
 	@$(STEP) install-apt --estimate 300 -- scripts/install.sh $(VENV) all apt
 	@$(STEP) install-build --estimate 600 -- $(MAKE) --no-print-directory $(PARALLEL) $(LONG_BUILDS) $(STAMP) build $(TEST_PREREQS)
 	@echo "make test: $$($(STEP) --summary install-apt install-build)"
-	@source $(VENV)/bin/activate && python -m compileall -q -j0 shared agent reports >/dev/null \
-	  && python -m pytest $(PYTEST_ARGS)
+	@source $(VENV)/bin/activate && python -m pytest $(PYTEST_ARGS)
 
 test-studies: ## the published studies' plans, small, through Ansible (35-40 min)
 	@$(MAKE) --no-print-directory test PYTEST_ARGS="-m study --durations=30"

@@ -1,22 +1,27 @@
-"""The three lanes of `make test` (pytest-xdist, ``-n 3 --dist loadscope``), and the leak check every
+"""The four lanes of `make test` (pytest-xdist, ``-n 4 --dist loadscope``), and the leak check every
 test passes.
 
-Lanes. The software-emulated guests (tests/kvm, tests/hyperv: one QEMU process holds a core for
-most of their 15-20 minutes while the test waits), the Azure dress rehearsal (stand-ins and a
-loopback sshd of its own) and two run.yml tests run one after another in the ``guests`` lane; the
-report's and the shared library's tests, plan derivation and fuzzing, the notebooks at quick
-scale, the crypto vectors and the lint gates (files of their own ``tmp_path``, a few small dd plans
-of the agent there, swtpm on loopback ports it binds itself; no Ansible, libvirt, cgroup or
-node_exporter: ``tests/test_lanes.py``) in the ``units`` lane; everything else, in
-collection order, in the ``main`` lane. Inside a lane nothing runs concurrently, so tests that
-share cgroups, libvirt or the default node_exporter port never overlap; what the lanes' run.yml
-runs share in the checkout (the agent bundle) is built under a lock. Three lanes on two cores:
-the lanes wait on processes (guests, Ansible, the stand-ins) for much of their time, and a third
-one fills that time. Each lane needs a worker of its own (``-n 3``): with fewer, xdist queues a
-second lane behind the first one of a worker. ``--dist loadscope`` is given lanes as its scopes
-here (xdist's ``loadgroup`` marks cannot do it under pytest 9: xdist 3.8 renames node ids through
-an attribute pytest 9 no longer reads). Without ``-n`` (make test-studies, a plain pytest) nothing
-changes.
+Lanes. Inside a lane tests run one after another, in collection order; the lanes run at once.
+``guests``: the software-emulated guests (tests/kvm, tests/hyperv: one QEMU process holds a core
+for most of their 15 minutes while the test waits). ``runs``: the Azure dress rehearsal
+(stand-ins and a loopback sshd of its own), two run.yml tests with their own ports and directories,
+and the agent's kill, resume and scratch tests (their own run directories, ``tmp_path`` plans).
+``units``: the report's and the shared library's tests, plan derivation and fuzzing, the notebooks
+at quick scale, the crypto vectors and key services, the ARM stand-in's loops and the lint gates
+(files of their own ``tmp_path``, a few small dd plans of the agent there, stand-ins on loopback
+ports they bind themselves; no Ansible, libvirt, cgroup or node_exporter: ``tests/test_lanes.py``).
+``main``: everything else, among it every test that deploys node_exporter on its default port or
+runs the documented commands, so those never overlap. What the lanes' run.yml runs share in the
+checkout (the agent bundle) is built under a lock; what two checkouts share on the machine
+(libvirtd, the image cache, the cargo target, Maven's repository) is locked too, and two `make
+test` at once pass (README). Four lanes on two cores: the suite's work is mostly CPU (measured in
+the 2026-11-30 17:32 clean clone: 1.8 of the 2 cores busy on average, three lanes), and with
+three the units lane ended at 924 s while the other two ran to 1,790 s on fewer cores; four
+smaller lanes end closer together. Each lane needs a worker of its own (``-n 4``): with fewer,
+xdist queues a lane behind the first one of a worker. ``--dist loadscope`` is given lanes as its
+scopes here (xdist's ``loadgroup`` marks cannot do it under pytest 9: xdist 3.8 renames node ids
+through an attribute pytest 9 no longer reads). Without ``-n`` (make test-studies, a plain pytest)
+nothing changes.
 
 Leak check (issue 40 finding 3: a test's dd, never ended, filled the disk). After each test's
 teardown:
@@ -58,18 +63,22 @@ import pytest
 from testbed_shared.paths import build_cache
 
 #: what the guests lane runs (node id prefixes, relative to the repository)
-GUESTS_LANE = (
-    "tests/kvm/",
-    "tests/hyperv/",
+GUESTS_LANE = ("tests/kvm/", "tests/hyperv/")
+#: what the runs lane runs (the lanes' sums of test times in the 2026-11-30 17:32 clean clone, three
+#: lanes: main 1,822 s, guests 1,763 s, units 923 s; these files moved out of the first two)
+RUNS_LANE = (
     "tests/azure/test_azure_rehearsal.py",
-    # two run.yml tests with their own ports and directories, to even out the lanes (measured: the
-    # guests lane took 25 min and the main lane 34 before they moved)
     "tests/test_ansible_local.py",
     "tests/faas/test_faas_platform_runyml.py",
+    "agent/tests/test_reliability_kills.py",
+    "agent/tests/test_guard_links.py",
+    "agent/tests/test_leak_check.py",
+    "agent/tests/test_campaign.py",
+    "agent/tests/test_fio_allowlist.py",
+    "agent/tests/test_safety_scratch.py",
+    "agent/tests/test_fs_races.py",
 )
 #: what the units lane runs: no Ansible, libvirt, cgroup or node_exporter (tests/test_lanes.py)
-#: (measured in the 2026-11-30 08:46 clean clone: main 1,943 s of tests, guests 1,635 s, units 559 s
-#: with the first four; the next four, 338 s, moved from main to even them out)
 UNITS_LANE = (
     "reports/tests/",
     "shared/tests/",
@@ -77,8 +86,14 @@ UNITS_LANE = (
     "tests/test_role_specs.py",
     "agent/tests/test_plan_derive.py",
     "agent/tests/test_plan_fuzz.py",
+    "agent/tests/test_import_graph.py",
     "tests/notebooks/test_notebooks.py",
+    "tests/notebooks/test_generators.py",
     "tests/crypto/test_crypto_vectors.py",
+    "tests/crypto/test_crypto_kms.py",
+    "tests/azure/test_azure_sequential.py",
+    "tests/azure/test_azure_arm_actions.py",
+    "tests/test_standalone_install.py",
 )
 GIB = 1 << 30
 #: a file no test leaves behind
@@ -102,6 +117,8 @@ def lane(nodeid: str) -> str:
     """The lane of the test *nodeid*."""
     if nodeid.startswith(GUESTS_LANE):
         return "guests"
+    if nodeid.startswith(RUNS_LANE):
+        return "runs"
     return "units" if nodeid.startswith(UNITS_LANE) else "main"
 
 

@@ -16,8 +16,7 @@ TEST_PREREQS += $(AZURE_STAMP)
 $(AZURE_STAMP): requirements-azure.txt scripts/venv-install.sh
 	@echo ">> azure venv: requirements-azure.txt into $(AZURE_VENV)"; mkdir -p $(VENV) \
 	  && scripts/venv-install.sh $(AZURE_VENV) --upgrade pip \
-	  && scripts/venv-install.sh $(AZURE_VENV) -r requirements-azure.txt \
-	  && scripts/compile-venv.sh $(AZURE_VENV) && $(TOOK)
+	  && scripts/venv-install.sh $(AZURE_VENV) -r requirements-azure.txt && $(TOOK)
 	@touch $@
 
 azure-deps: $(AZURE_STAMP) ## Azure SDKs for the azure collection (venv .venv/azure)

@@ -49,9 +49,9 @@ apt_packages() {
 [ "$part" != apt ] || exit 0
 
 # the venv's packages with uv (scripts/venv-install.sh: about 15 s for requirements.txt where pip
-# took about 7 min here; the same versions on 2026-11-30). No byte-compiling on the way:
-# scripts/compile-venv.sh compiles afterwards on all cores, and leaves out the ansible bundle's
-# 15 000 collection modules, whose .pyc nobody reads.
+# took about 7 min here; the same versions on 2026-11-30). No byte-compiling: the first import of
+# a module writes its .pyc (the Makefile unexports PYTHONDONTWRITEBYTECODE), so only what is used
+# is compiled.
 install=(scripts/venv-install.sh "$venv")
 "${install[@]}" --upgrade pip
 if [ "$set_name" = run ]; then
@@ -69,7 +69,5 @@ echo ">> uv: the project's packages (shared, agent, reports), editable"
 "${install[@]}" --no-deps -e shared -e agent -e reports
 "$venv/bin/python" -c "import testbed_shared, testbed_agent, testbed_reports, yaml, ansible" \
   || { echo "error: the venv $venv is incomplete (uv failed above)" >&2; exit 1; }
-echo ">> compile: byte-compiling $venv (all cores)"
-scripts/compile-venv.sh "$venv"
 # the collections of requirements.yml come with the full set (the `ansible` bundle)
 [ "$set_name" = run ] || "$venv/bin/python" scripts/check_collections.py

@@ -5,7 +5,7 @@
 # the pin of requirements.txt into it with pip, then runs `uv pip install ARGS` into it. Here, on
 # 2026-11-30, it resolved the same versions pip had from the same pins and index (`pip list` of the
 # two venvs differed only in uv) and installed requirements.txt in 12-16 s where pip took 415 s in
-# a clean clone. Like pip here it does not byte-compile (scripts/compile-venv.sh does, on all cores).
+# a clean clone. It does not byte-compile: the first import of a module writes its .pyc (Makefile).
 # pip's settings in the environment carry over: PIP_INDEX_URL, PIP_EXTRA_INDEX_URL, PIP_FIND_LINKS,
 # PIP_CERT (SSL_CERT_FILE for uv) and PIP_DEFAULT_TIMEOUT.
 # Output: uv's summary lines (resolved, prepared, installed), indented; its errors in full.

@@ -26,7 +26,7 @@ def _test_files() -> list[str]:
 def test_make_test_starts_one_worker_per_lane() -> None:
     """With fewer workers than lanes xdist queues a lane behind another on one worker."""
     lanes = {_root_conftest().lane(f) for f in _test_files()}
-    assert lanes == {"guests", "units", "main"}
+    assert lanes == {"guests", "runs", "units", "main"}
     args = re.search(r"^PYTEST_ARGS\s*\?=(.*)$", (ROOT / "Makefile").read_text(), re.M)
     assert args is not None
     workers = re.search(r"(?:^|\s)-n\s*(\d+)", args[1])
@@ -37,12 +37,13 @@ def test_make_test_starts_one_worker_per_lane() -> None:
 def test_the_lanes_hold_what_they_say() -> None:
     lane = _root_conftest().lane
     assert lane("tests/kvm/test_kvm_guest_integration.py::test_guest_runs") == "guests"
-    assert lane("tests/azure/test_azure_rehearsal.py::test_x") == "guests"
+    assert lane("tests/azure/test_azure_rehearsal.py::test_x") == "runs"
+    assert lane("agent/tests/test_reliability_kills.py::test_x") == "runs"
     assert lane("reports/tests/test_report_load.py::test_x") == "units"
     assert lane("shared/tests/test_records.py::test_x") == "units"
     assert lane("tests/test_lint.py::test_ruff") == "units"
-    # the agent's tests run cgroups, dd and fio: beside each other, never beside the units
-    assert lane("agent/tests/test_leak_check.py::test_x") == "main"
+    # the agent's tests run cgroups, dd and fio: in the main and runs lanes, never in the units lane
+    assert lane("agent/tests/test_runner.py::test_x") == "main"
     assert lane("tests/faas/test_faas_cgroups.py::test_x") == "main"
     # the units lane runs no Ansible, libvirt, cgroup or node_exporter: none of its files names them
     units = [f for f in _test_files() if lane(f) == "units"]
@@ -58,3 +59,13 @@ def test_the_lanes_hold_what_they_say() -> None:
             "node_exporter",
         ):
             assert marker not in text, f"{f} names {marker}: it belongs in the main lane"
+
+
+def test_the_runs_lane_gives_node_exporter_its_own_port() -> None:
+    """The runs lane runs beside the main lane, whose tests start node_exporter on its default port."""
+    lane = _root_conftest().lane
+    for f in _test_files():
+        text = (ROOT / f).read_text()
+        if lane(f) == "runs" and "node_exporter" in text:
+            own = "node_exporter_port" in text or '"node_exporter_enabled": False' in text
+            assert own, f"{f} starts node_exporter on its default port: main lane"
