@@ -5,7 +5,8 @@ Lanes. Inside a lane tests run one after another, in collection order; the lanes
 ``guests``: the software-emulated guests (tests/kvm, tests/hyperv: one QEMU process holds a core
 for most of their 15 minutes while the test waits). ``runs``: the Azure dress rehearsal
 (stand-ins and a loopback sshd of its own), two run.yml tests with their own ports and directories,
-and the agent's kill, resume and scratch tests (their own run directories, ``tmp_path`` plans).
+the quick comparison's live runs, and the agent's kill, resume and scratch tests (their own run
+directories, ``tmp_path`` plans).
 ``units``: the report's and the shared library's tests, plan derivation and fuzzing, the notebooks
 at quick scale, the crypto vectors and key services, the ARM stand-in's loops and the lint gates
 (files of their own ``tmp_path``, a few small dd plans of the agent there, stand-ins on loopback
@@ -70,6 +71,9 @@ RUNS_LANE = (
     "tests/azure/test_azure_rehearsal.py",
     "tests/test_ansible_local.py",
     "tests/faas/test_faas_platform_runyml.py",
+    # the 18:24 clean clone (four lanes): main ended at 1,576 s of tests, runs at 1,341, guests at
+    # 1,458, units at 1,095 (the machine's 2 cores busy until then); the quick comparison moved here
+    "tests/test_quick_compare.py",
     "agent/tests/test_reliability_kills.py",
     "agent/tests/test_guard_links.py",
     "agent/tests/test_leak_check.py",

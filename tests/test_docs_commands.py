@@ -667,12 +667,17 @@ def _tree_state() -> tuple[dict[str, str], set[str]]:
     return state, set(os.listdir(ROOT))
 
 
+#: the test tools' own caches in the root (git ignores them): the lanes beside the walk create them
+#: whenever their first test runs (ruff's at the 18:24 clean clone, during `make run`)
+TOOL_CACHES = {".pytest_cache", ".hypothesis", ".ruff_cache", "__pycache__"}
+
+
 def _changes(before: tuple[dict[str, str], set[str]], after: tuple[dict[str, str], set[str]]) -> list[str]:
     """What changed in the checkout between two ``_tree_state`` snapshots."""
     (files_a, root_a), (files_b, root_b) = before, after
     changed = sorted(p for p in set(files_a) | set(files_b) if files_a.get(p) != files_b.get(p))
     out = [f"{p}: {files_a.get(p, 'as in HEAD')} -> {files_b.get(p, 'as in HEAD')}" for p in changed]
-    return out + [f"new in the repository root: {name}" for name in sorted(root_b - root_a)]
+    return out + [f"new in the repository root: {name}" for name in sorted(root_b - root_a - TOOL_CACHES)]
 
 
 def _sessions() -> dict[str, str]:
