@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import fcntl
 import os
 import signal
@@ -209,11 +210,20 @@ class ProcessTracker:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 dog.wait(10)
 
-    def close(self) -> None:
-        """Remove the run's cgroup if it is empty."""
-        if self.cgroup is not None:
-            with contextlib.suppress(OSError):
+    def close(self, timeout: float = 2.0) -> None:
+        """Remove the run's cgroup once it is empty: a process still exiting (a stopped service's
+        child) is waited for up to *timeout* s; one that stays keeps the cgroup, as before."""
+        if self.cgroup is None:
+            return
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
                 self.cgroup.rmdir()
+                return
+            except OSError as exc:
+                if exc.errno != errno.EBUSY or time.monotonic() > deadline:
+                    return
+            time.sleep(0.02)
 
 
 def _watchdog(state_dir: Path, cgroup: str) -> int:
