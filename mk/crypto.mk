@@ -22,8 +22,9 @@ CARGO_BUILD       = RUSTC_VERSION_TEXT="$$(rustc --version)" CARGO_TARGET_DIR=$(
 # builds at once (make -j, or two checkouts' make test): they take turns on a lock in the machine's
 # cache. The Rust builds take turns on one too: cargo locks its target directory only while it
 # builds, and the copy out of it must see the binary of this checkout's build, not of another's.
-MVN              := mkdir -p $(TESTBED_CACHE) && flock $(TESTBED_CACHE)/maven.lock mvn
-CARGO_LOCK       := mkdir -p $(TESTBED_CACHE) && flock $(TESTBED_CACHE)/cargo.lock
+CACHE_LOCK        = mkdir -p $(TESTBED_CACHE) && flock $(TESTBED_CACHE)/$(1).lock
+MVN              := $(call CACHE_LOCK,maven) mvn
+CARGO_LOCK       := $(call CACHE_LOCK,cargo)
 
 CRYPTO_KMS            := $(CRYPTO)/kms
 CRYPTO_KMS_GO_BIN     := $(CRYPTO_KMS)/go/bin/testbed-kms

@@ -9,18 +9,13 @@ from repotest import ROOT, VENV_BIN
 
 
 def test_ruff_clean() -> None:
-    res = subprocess.run(
-        [str(VENV_BIN / "ruff"), "check", "--no-cache", "."], cwd=ROOT, capture_output=True, text=True
-    )
+    res = subprocess.run([str(VENV_BIN / "ruff"), "check", "."], cwd=ROOT, capture_output=True, text=True)
     assert res.returncode == 0, res.stdout[-4000:]
 
 
 def test_ruff_formatted() -> None:
     res = subprocess.run(
-        [str(VENV_BIN / "ruff"), "format", "--check", "--no-cache", "."],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+        [str(VENV_BIN / "ruff"), "format", "--check", "."], cwd=ROOT, capture_output=True, text=True
     )
     assert res.returncode == 0, (res.stdout + res.stderr)[-4000:]
 

@@ -267,11 +267,12 @@ def test_java_reaches_steady_state_and_reports_cold_apart(tmp_path: Path) -> Non
     # The rule under test is the harness's, not the machine's load: beside make test's other lanes
     # (load 5-6 on 2 cores) Java's batch means kept jumping past the tolerance for the whole 8 s
     # (2026-11-30 18:24 clean clone); the programs run ahead of them (nice -10, inherited).
+    niceness = os.getpriority(os.PRIO_PROCESS, 0)
     os.setpriority(os.PRIO_PROCESS, 0, -10)
     try:
         out = run(tmp_path, b)
     finally:
-        os.setpriority(os.PRIO_PROCESS, 0, 0)
+        os.setpriority(os.PRIO_PROCESS, 0, niceness)
     assert out.status == "ok", out.error
     m = out.metrics
     for lang in ("java", "go"):

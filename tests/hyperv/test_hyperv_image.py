@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from kvm_helpers import IMAGE_CACHE, ROOT, require_tools
+from kvm_helpers import IMAGE_BUILD_LOCK, IMAGE_CACHE, ROOT, require_tools
 
 BUILD = ROOT / "roles/kvm_guest/files/build-guest-image.sh"
 MAKE_VHDX = ROOT / "roles/hyperv_guest/files/make-vhdx.sh"
@@ -33,8 +33,8 @@ def vhdx() -> dict:
     """The image (built once, or from the cache the KVM tests share) and its VHDX."""
     require_tools("mmdebstrap", "qemu-img", "sfdisk", "mkfs.fat", "mcopy", "debugfs")
     IMAGE_CACHE.mkdir(parents=True, exist_ok=True)
-    # the roles' lock (roles/*/tasks/image.yml): another checkout's tests build in the same cache
-    with (IMAGE_CACHE / ".build.lock").open("a") as lock:
+    # the roles' lock: another checkout's tests build in the same cache
+    with IMAGE_BUILD_LOCK.open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         image_dir = Path(_run("bash", BUILD, IMAGE_CACHE).splitlines()[-1].split("=", 1)[1])
         out = _run("bash", MAKE_VHDX, image_dir)

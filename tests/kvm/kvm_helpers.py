@@ -23,6 +23,8 @@ SCHEMAS = ROOT / ".cache" / "libvirt-schemas" / "schemas"
 #: (images are keyed by a hash of what builds them, as Go's and cargo's caches are): a second clone
 #: boots the image the first one built instead of spending minutes in mmdebstrap (mk/kvm.mk)
 IMAGE_CACHE = build_cache() / "kvm-images"
+#: the lock its builders take turns on (roles/kvm_guest and roles/hyperv_guest tasks/image.yml)
+IMAGE_BUILD_LOCK = IMAGE_CACHE / ".build.lock"
 #: this checkout's token: two checkouts' tests running at once on one machine (two `make test`)
 #: name their guests, storage pools and pool directories apart
 TOKEN = hashlib.sha1(str(ROOT).encode()).hexdigest()[:8]
