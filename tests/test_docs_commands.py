@@ -670,6 +670,10 @@ def _tree_state() -> tuple[dict[str, str], set[str]]:
 #: the test tools' own caches in the root (git ignores them): the lanes beside the walk create them
 #: whenever their first test runs (ruff's at the 18:24 clean clone, during `make run`)
 TOOL_CACHES = {".pytest_cache", ".hypothesis", ".ruff_cache", "__pycache__"}
+#: what the documented commands are meant to make in the root (git ignores them): the results store
+#: and the agent's scratch (README, "make run"). The suite's earlier tests usually made them first;
+#: the walk alone in a fresh clone (2026-11-30 21:00) saw `make run` make them
+DESIGNED_OUTPUTS = {"results", ".scratch"}
 
 
 def _changes(before: tuple[dict[str, str], set[str]], after: tuple[dict[str, str], set[str]]) -> list[str]:
@@ -677,7 +681,8 @@ def _changes(before: tuple[dict[str, str], set[str]], after: tuple[dict[str, str
     (files_a, root_a), (files_b, root_b) = before, after
     changed = sorted(p for p in set(files_a) | set(files_b) if files_a.get(p) != files_b.get(p))
     out = [f"{p}: {files_a.get(p, 'as in HEAD')} -> {files_b.get(p, 'as in HEAD')}" for p in changed]
-    return out + [f"new in the repository root: {name}" for name in sorted(root_b - root_a - TOOL_CACHES)]
+    new = root_b - root_a - TOOL_CACHES - DESIGNED_OUTPUTS
+    return out + [f"new in the repository root: {name}" for name in sorted(new)]
 
 
 def _sessions() -> dict[str, str]:

@@ -8,9 +8,11 @@ import base64
 import json
 import os
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
+import report_browser
 from report_browser import chromium_binary, open_page
 from report_support.synth import Machine, write_run
 
@@ -119,6 +121,31 @@ def test_the_browser_check_sees_console_errors_and_broken_images(tmp_path: Path)
     result = open_page(page)
     assert any("boom" in e for e in result.errors)
     assert result.images == 1 and result.images_loaded == 0
+
+
+@pytest.mark.integration
+def test_a_browser_that_prints_no_address_is_ended_and_started_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first Chromium that hangs before DevTools listens (as one did beside three lanes) is
+    killed with its process group after START_S, and a second one on a fresh profile loads the page."""
+    real = chromium_binary()
+    tries = tmp_path / "tries"
+    fake = tmp_path / "chromium"
+    fake.write_text(
+        f"#!/bin/sh\necho x >> {tries}\n"
+        f'[ "$(wc -l < {tries})" -gt 1 ] && exec {real} "$@"\n'
+        "echo 'starting, slowly' >&2\nexec sleep 300\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setattr(report_browser, "chromium_binary", lambda: str(fake))
+    monkeypatch.setattr(report_browser, "START_S", 3.0)
+    page = tmp_path / "ok.html"
+    page.write_text('<!DOCTYPE html><html><head><title>t</title><link rel="icon" href="data:,"></head>')
+    profiles = set(Path(tempfile.gettempdir()).glob("chromium-profile-*"))
+    assert open_page(page).title == "t"
+    assert tries.read_text().count("x") == 2
+    assert set(Path(tempfile.gettempdir()).glob("chromium-profile-*")) == profiles  # both removed
 
 
 #: a real `make run` (reports/tests/data/quick-run/README.md)
