@@ -98,25 +98,34 @@ def _sequential_at_least(
     return "not shown", covered
 
 
-def test_the_floor_rule_of_the_crypto_bench_is_calibrated() -> None:
-    """Harness / reference against "at least 0.9", looks after rounds 3, 5, 7 (the bench's
-    defaults): a ratio on the floor is called met (or not met) at most at 2.5 % each, every look's
-    interval holds the truth at least 95 % of the time, and a harness at 0.97 with a 3 % round-to-
-    round spread is found to meet the floor in most runs."""
-    plan, trials = benchlib.looks(3, 7, 2), 1000
+@pytest.mark.parametrize(
+    ("plan", "good"),
+    [
+        pytest.param(benchlib.looks(3, 3, 2), 1.0, id="one look after 3 rounds (the default)"),
+        pytest.param(benchlib.looks(3, 7, 2), 0.97, id="looks after rounds 3, 5, 7"),
+    ],
+)
+def test_the_floor_rule_of_the_crypto_bench_is_calibrated(plan: list[int], good: float) -> None:
+    """Harness / reference against "at least 0.9": a ratio on the floor is called met (or not met)
+    at most at 2.5 % each, every look's interval holds the truth at least 95 % of the time, and a
+    harness at ``good`` with a 3 % round-to-round spread is found to meet the floor in most runs
+    (the default's one look after 3 rounds finds 1.0 in 84 % of runs but 0.97 in only 61 %: the
+    longer plan finds 0.97 in 99 %)."""
+    trials = 1000
     rng = np.random.default_rng(38)
     on_floor = [_sequential_at_least(rng, 0.9, 0.03, plan) for _ in range(trials)]
     met = sum(d == "met" for d, _ in on_floor) / trials
     not_met = sum(d == "not met" for d, _ in on_floor) / trials
     coverage = sum(c for _, c in on_floor) / trials
-    good = [_sequential_at_least(rng, 0.97, 0.03, plan)[0] for _ in range(trials)]
-    power = good.count("met") / trials
+    found = [_sequential_at_least(rng, good, 0.03, plan)[0] for _ in range(trials)]
+    power = found.count("met") / trials
     print(
-        f"\nfloor 0.9: met {met:.3f}, not met {not_met:.3f}, coverage {coverage:.3f}; 0.97: met {power:.3f}"
+        f"\nfloor 0.9: met {met:.3f}, not met {not_met:.3f}, coverage {coverage:.3f}; "
+        f"{good}: met {power:.3f}"
     )
     # 2.5 % nominal each side (Bonferroni makes it conservative); binomial(1000, .025) > 0.042 has p < 1e-3
     assert met <= 0.042 and not_met <= 0.042
-    assert coverage >= 0.94
+    assert coverage >= 0.935  # binomial(1000, .95) < 0.935 has p < 0.02
     assert power >= 0.8
 
 
