@@ -113,7 +113,9 @@ def run(size: int, tmp: Path, repeats: int) -> tuple[dict, list[dict], dict]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000000,10000000", help="comma-separated observation counts")
-    parser.add_argument("--repeats", type=int, default=2, help="builds per size (default 2)")
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="builds per size (default 3: two leave a t interval on 1 df)"
+    )
     args = parser.parse_args()
     print(
         f"report scale (one process per step; build: {args.repeats} per size, geometric mean "
