@@ -35,6 +35,7 @@ def test_faas_tier_fidelity_runs_through_the_launcher() -> None:
     res = _bench("bench/faas_tier_fidelity.py", "--runs", "2", "--work", "50")
     assert res.returncode == 0, res.stderr[-3000:]
     assert "speed ratio 1769/128 MB" in res.stdout and "128 MB: 0.072 vCPU expected" in res.stdout
+    assert "short calls (CFS periods per call: " in res.stdout  # calls of 50 x 20 calculations
 
 
 def test_faas_overhead_runs_through_the_launcher() -> None:
@@ -78,7 +79,7 @@ def test_others_cpu_counts_a_process_that_is_not_the_benchs() -> None:
 
 sys.path.insert(0, str(ROOT / "bench"))
 import benchlib  # noqa: E402
-from faas_tier_fidelity import BAND  # noqa: E402
+from faas_tier_fidelity import BAND, SHORT_CALL_PERIODS, short_calls  # noqa: E402
 from notebook_stability import TARGET_CV, cv_decisions  # noqa: E402
 
 
@@ -120,8 +121,7 @@ def test_the_floor_rule_of_the_crypto_bench_is_calibrated(plan: list[int], good:
     found = [_sequential_at_least(rng, good, 0.03, plan)[0] for _ in range(trials)]
     power = found.count("met") / trials
     print(
-        f"\nfloor 0.9: met {met:.3f}, not met {not_met:.3f}, coverage {coverage:.3f}; "
-        f"{good}: met {power:.3f}"
+        f"\nfloor 0.9: met {met:.3f}, not met {not_met:.3f}, coverage {coverage:.3f}; {good}: met {power:.3f}"
     )
     # 2.5 % nominal each side (Bonferroni makes it conservative); binomial(1000, .025) > 0.042 has p < 1e-3
     assert met <= 0.042 and not_met <= 0.042
@@ -254,3 +254,24 @@ def test_the_agent_bench_puts_the_kernel_workers_mask_back(tmp_path, monkeypatch
     assert mask.read_text() == "3\n"
     with agent_overhead.kernel_workers_on(-1) as said:
         assert mask.read_text() == "3\n" and "not pinned" in said
+
+
+def test_the_tier_bench_names_the_throttled_tiers_whose_calls_are_short() -> None:
+    """Only throttled tiers (under 1 vCPU) whose median call spans fewer than SHORT_CALL_PERIODS
+    CFS periods are named, with their periods per call."""
+
+    def tier(vcpus: float, calls: list[float]) -> dict:
+        return {"vcpus": vcpus, "period_s": 0.1, "handler_s": calls}
+
+    long_s = SHORT_CALL_PERIODS * 0.1 + 0.5
+    results = {
+        1769: tier(1.0, [0.3, 0.4, 0.35]),  # unthrottled: short, yet not named
+        1024: tier(0.579, [0.7, 0.75, 0.8]),
+        512: tier(0.289, [long_s] * 3),
+        128: tier(0.072, [5.8, 5.9, 5.7]),
+    }
+    (line,) = short_calls(results)
+    assert "CFS periods per call: 1024 MB 7.5)" in line and "512 MB" not in line and "1769" not in line
+    results[1024]["handler_s"] = [long_s] * 3
+    results[128]["handler_s"] = [long_s] * 3
+    assert short_calls(results) == []
