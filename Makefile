@@ -27,8 +27,8 @@ TEST_PREREQS  :=
 BENCH_SCRIPTS := bench/agent_overhead.py
 # seconds each bench script takes at its defaults (the progress line's estimate; 2026-11-30 runs):
 # the defaults keep `make bench` within 15 minutes
-BENCH_ESTIMATES := agent_overhead=240 attest_overhead=15 crypto_throughput=300 faas_overhead=5 \
-  faas_tier_fidelity=45 notebook_stability=75 report_scale=210
+BENCH_ESTIMATES := agent_overhead=200 attest_overhead=15 crypto_throughput=300 faas_overhead=5 \
+  faas_tier_fidelity=85 notebook_stability=75 report_scale=210
 # make test leaves out the study reruns (pytest -m study, 35-40 min here): make test-studies runs them.
 # -n 4 --dist loadscope: four lanes, the emulated guests, the Azure rehearsal and other runs, the unit
 # tests, the rest (conftest.py). --durations=30: the costliest tests at the end of every run (CI keeps

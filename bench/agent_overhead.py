@@ -6,8 +6,8 @@ from a seeded generator (bench/agent_vs_bare.py), until decided or the cap:
 - estimand: the geometric mean of the per-pair ratios agent/bare of read bandwidth; unit: the pair;
 - interval: t on the per-pair log ratios, at level 1 - 0.05/L for the L planned looks, so stopping
   at the first decided look keeps the error rate at 5 % (Bonferroni over the looks). By default one
-  look after 30 pairs (95 % interval, about 4 min, so that `make bench` keeps to 15 minutes): at
-  this machine's spread a look after 20 could not decide +-1 % and would only widen the interval;
+  look after 25 pairs (95 % interval, about 3 min 20 s, so that `make bench` keeps to 15 minutes):
+  at this machine's spread an earlier look could not decide +-1 % and would only widen the interval;
 - decision (testbed_reports.inference.decide): "equivalent within +-1 %" when the interval lies
   inside +-1 %, "slower"/"faster" when it excludes 0, otherwise "not shown" with the pairs that took
   and how many more would resolve 1 % at the observed spread.
@@ -185,9 +185,9 @@ def series(args: argparse.Namespace, work: Path) -> tuple[Arms, str]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--first", type=int, default=30, help="pairs before the first look (default 30)")
+    ap.add_argument("--first", type=int, default=25, help="pairs before the first look (default 25)")
     ap.add_argument("--every", type=int, default=20, help="pairs between looks (default 20)")
-    ap.add_argument("--cap", type=int, default=30, help="pairs at most (default 30, about 4 min)")
+    ap.add_argument("--cap", type=int, default=25, help="pairs at most (default 25, about 3 min 20 s)")
     ap.add_argument("--runtime", type=int, default=2, help="seconds per fio run (default 2)")
     ap.add_argument("--size", default="256M", help="test file size (default 256M)")
     ap.add_argument("--seed", type=int, default=1, help="seed of the arms' order (default 1)")

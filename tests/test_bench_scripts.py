@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import subprocess
 import sys
 import time
@@ -32,10 +33,13 @@ def test_every_bench_script_answers_help(script: str) -> None:
 
 
 def test_faas_tier_fidelity_runs_through_the_launcher() -> None:
-    res = _bench("bench/faas_tier_fidelity.py", "--runs", "2", "--work", "50")
+    res = _bench("bench/faas_tier_fidelity.py", "--runs", "2", "--work", "50", "--min-periods", "3")
     assert res.returncode == 0, res.stderr[-3000:]
     assert "speed ratio 1769/128 MB" in res.stdout and "128 MB: 0.072 vCPU expected" in res.stdout
-    assert "short calls (CFS periods per call: " in res.stdout  # calls of 50 x 20 calculations
+    # the throttled tiers' work scaled up to calls of about 3 periods (still short: named), 1769 MB's not
+    assert "short calls (CFS periods per call: " in res.stdout
+    multiples = dict(re.findall(r"^\s*(\d+) MB: .* work x(\d+)\)$", res.stdout, re.M))
+    assert multiples["1769"] == "1" and int(multiples["128"]) > 1, res.stdout
 
 
 def test_faas_overhead_runs_through_the_launcher() -> None:
@@ -79,7 +83,7 @@ def test_others_cpu_counts_a_process_that_is_not_the_benchs() -> None:
 
 sys.path.insert(0, str(ROOT / "bench"))
 import benchlib  # noqa: E402
-from faas_tier_fidelity import BAND, SHORT_CALL_PERIODS, short_calls  # noqa: E402
+from faas_tier_fidelity import BAND, SHORT_CALL_PERIODS, short_calls, tier_work  # noqa: E402
 from notebook_stability import TARGET_CV, cv_decisions  # noqa: E402
 
 
@@ -275,3 +279,14 @@ def test_the_tier_bench_names_the_throttled_tiers_whose_calls_are_short() -> Non
     results[1024]["handler_s"] = [long_s] * 3
     results[128]["handler_s"] = [long_s] * 3
     assert short_calls(results) == []
+
+
+def test_a_throttled_tier_gets_the_work_that_spans_its_periods() -> None:
+    """Whole multiples of the work until a call as long as the warm-up spans the periods asked for;
+    an unthrottled tier, an unenforced one or --min-periods 0 keeps the work."""
+    assert tier_work(30000, 0.579, 0.75, 0.1, 50) == 30000 * 7  # 7.5 periods -> 52.5
+    assert tier_work(30000, 0.289, 1.5, 0.1, 50) == 30000 * 4
+    assert tier_work(30000, 0.072, 5.8, 0.1, 50) == 30000  # 58 periods already
+    assert tier_work(30000, 1.0, 0.3, 0.1, 50) == 30000
+    assert tier_work(30000, 0.289, 1.5, 0.0, 50) == 30000
+    assert tier_work(30000, 0.289, 1.5, 0.1, 0) == 30000
