@@ -34,6 +34,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -760,6 +761,36 @@ def _tidy(before_home: set[Path], azure_before: set[Path]) -> None:
 
 #: held while the walk runs, by any checkout on this machine (see ``walk``)
 WALK_LOCK = Path("/run/lock/testbed-docs-walk.lock")
+#: where the node_exporter role (its defaults) listens and writes the pid of the daemon it starts
+#: without systemd: `make run` and `ansible-playbook run.yml` leave it running, as a service
+NODE_EXPORTER_PORT = 9100
+NODE_EXPORTER_PIDFILE = Path("/run/testbed-node-exporter.pid")
+
+
+def _stop_node_exporter_started_since(started: float) -> None:
+    """End the node_exporter the role started (its pid file) if it started after ``started`` (the
+    epoch): a service for a user of `make run`, a process left behind for the test suite."""
+    try:
+        pid = int(NODE_EXPORTER_PIDFILE.read_text().split()[0])
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        since_boot = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+        boot = next(
+            int(line.split()[1])
+            for line in Path("/proc/stat").read_text().splitlines()
+            if line.startswith("btime")
+        )
+    except (OSError, ValueError, IndexError, StopIteration):
+        return
+    if b"node-exporter" not in cmdline and b"node_exporter" not in cmdline:
+        return
+    if boot + since_boot / os.sysconf("SC_CLK_TCK") + 1 < started:
+        return  # there before the walk: not ours to stop
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    NODE_EXPORTER_PIDFILE.unlink(missing_ok=True)
+
 
 #: the checkout's directories (ignored by git) where documented commands write what a user asks for:
 #: what the walk adds there is removed afterwards
@@ -790,6 +821,8 @@ def walk(
     home_before = _home_snapshot()
     azure_before = set(AZURE_STATE.iterdir()) if AZURE_STATE.exists() else set()
     outputs_before = {d: set(d.iterdir()) if d.exists() else set() for d in OUTPUTS}
+    # `make run` starts node_exporter on its default port when nothing answers there
+    exporter_before, walk_started = not _free(NODE_EXPORTER_PORT), time.time()
     done: list[Outcome] = []
     try:
         done = run_all(tmp)
@@ -802,6 +835,8 @@ def walk(
         yield tmp, {o.command: o for o in done}
     finally:
         _tidy(home_before, azure_before)
+        if not exporter_before:
+            _stop_node_exporter_started_since(walk_started)
         # only what the walk's own commands named (the other lane of make test writes results too)
         said = " ".join(
             f"{o.command} {o.result.stdout} {o.result.stderr} {_fill(getattr(o.entry, 'as_run', ''), {})}"
@@ -921,3 +956,24 @@ if __name__ == "__main__":  # the counts for the issue's report
             + (f" (fixed: {e.fixed})" if e.fixed else "")
         )
         print(f"- {cmd}\n    {tag}")
+
+
+def test_the_walk_stops_only_the_node_exporter_it_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`make run` leaves the role's node_exporter running as a service; the walk ends one started
+    since it began (by its pid file) and leaves one that was there before."""
+    exe = tmp_path / "prometheus-node-exporter"
+    shutil.copy("/bin/sleep", exe)
+    pidfile = tmp_path / "node-exporter.pid"
+    monkeypatch.setattr(sys.modules[__name__], "NODE_EXPORTER_PIDFILE", pidfile)
+    proc = subprocess.Popen([str(exe), "60"])
+    try:
+        pidfile.write_text(f"{proc.pid}\n")
+        _stop_node_exporter_started_since(time.time() + 30)  # started before the "walk": kept
+        assert proc.poll() is None and pidfile.exists()
+        _stop_node_exporter_started_since(time.time() - 30)
+        assert proc.wait(timeout=10) == -signal.SIGTERM and not pidfile.exists()
+    finally:
+        proc.kill()
+        proc.wait()

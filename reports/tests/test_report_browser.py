@@ -145,7 +145,8 @@ def test_a_browser_that_prints_no_address_is_ended_and_started_again(
     profiles = set(Path(tempfile.gettempdir()).glob("chromium-profile-*"))
     assert open_page(page).title == "t"
     assert tries.read_text().count("x") == 2
-    assert set(Path(tempfile.gettempdir()).glob("chromium-profile-*")) == profiles  # both removed
+    # both removed (another checkout's browser check may add and remove its own meanwhile)
+    assert not set(Path(tempfile.gettempdir()).glob("chromium-profile-*")) - profiles
 
 
 #: a real `make run` (reports/tests/data/quick-run/README.md)
