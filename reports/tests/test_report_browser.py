@@ -8,7 +8,6 @@ import base64
 import json
 import os
 import re
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -132,8 +131,8 @@ def test_a_browser_that_prints_no_address_is_ended_and_started_again(
     real = chromium_binary()
     tries = tmp_path / "tries"
     fake = tmp_path / "chromium"
-    fake.write_text(
-        f"#!/bin/sh\necho x >> {tries}\n"
+    fake.write_text(  # each try writes a line: its profile (the --user-data-dir argument)
+        f"#!/bin/sh\nfor a; do case $a in --user-data-dir=*) echo ${{a#*=}} >> {tries};; esac; done\n"
         f'[ "$(wc -l < {tries})" -gt 1 ] && exec {real} "$@"\n'
         "echo 'starting, slowly' >&2\nexec sleep 300\n"
     )
@@ -142,11 +141,10 @@ def test_a_browser_that_prints_no_address_is_ended_and_started_again(
     monkeypatch.setattr(report_browser, "START_S", 3.0)
     page = tmp_path / "ok.html"
     page.write_text('<!DOCTYPE html><html><head><title>t</title><link rel="icon" href="data:,"></head>')
-    profiles = set(Path(tempfile.gettempdir()).glob("chromium-profile-*"))
     assert open_page(page).title == "t"
-    assert tries.read_text().count("x") == 2
-    # both removed (another checkout's browser check may add and remove its own meanwhile)
-    assert not set(Path(tempfile.gettempdir()).glob("chromium-profile-*")) - profiles
+    profiles = tries.read_text().split()
+    assert len(profiles) == 2 and len(set(profiles)) == 2  # two tries, each on a fresh profile
+    assert not any(Path(p).exists() for p in profiles)  # both removed
 
 
 #: a real `make run` (reports/tests/data/quick-run/README.md)
