@@ -75,16 +75,13 @@ def tier_work(work: int, vcpus: float, warm_s: float, period_s: float, min_perio
 
 
 def call(c: FaasClient, name: str, work: int, out: dict[str, Any]) -> None:
-    """One counted call: its handler and CPU time (also per unit of ``work``) and the three shares
-    into ``out``."""
+    """One counted call: its handler and CPU time and the three shares into ``out``."""
     status, body, _ = c.invoke(name, {"array_size": 20, "function_calls": work})
     assert status == 200, body
     i = body["inspector"]
     cpu = i["cpu_user_s"] + i["cpu_system_s"]
     out["handler_s"].append(i["handler_s"])
     out["cpu_s"].append(cpu)
-    out["handler_per_work"].append(i["handler_s"] / work)
-    out["cpu_per_work"].append(cpu / work)
     out["wall"].append(cpu / i["handler_s"])
     out["quota"].append(cpu / (cpu + i["cpu_throttled_s"]))
     if i.get("cpu_periods"):
@@ -98,7 +95,7 @@ def measure(c: FaasClient, work: int, runs: int, seed: int, min_periods: int) ->
     periods, then ``runs`` rounds of one call per tier in a seeded random order: a round's calls
     meet the same stretch of the machine's speed, so the speed ratio is taken round by round
     (paired, per unit of work), not tier after tier."""
-    keys = ("wall", "quota", "period", "handler_s", "cpu_s", "handler_per_work", "cpu_per_work")
+    keys = ("wall", "quota", "period", "handler_s", "cpu_s")
     out: dict[int, dict[str, Any]] = {mb: {"vcpus": 0.0, **{k: [] for k in keys}} for mb in TIERS}
     names = {}
     for mb in TIERS:
@@ -116,6 +113,11 @@ def measure(c: FaasClient, work: int, runs: int, seed: int, min_periods: int) ->
     for name in names.values():
         c.request("DELETE", f"/functions/{name}")
     return out
+
+
+def per_work(r: dict[str, Any], key: str) -> list[float]:
+    """A tier's ``key`` values (handler or CPU seconds) per unit of its calls' work."""
+    return [v / r["work"] for v in r[key]]
 
 
 #: the band every tier figure is decided against (issue 38): within +-5 % of the profile
@@ -208,7 +210,7 @@ def main() -> int:
     for line in short_calls(results):
         print(line)
     expected = results[1769]["vcpus"] / results[128]["vcpus"]
-    ratio, lo, hi = paired_interval(results[128]["handler_per_work"], results[1769]["handler_per_work"])
+    ratio, lo, hi = paired_interval(per_work(results[128], "handler_s"), per_work(results[1769], "handler_s"))
     print(
         f"speed ratio 1769/128 MB from the handler times per unit of work: {ratio:.2f} [{lo:.2f}, {hi:.2f}] "
         f"(95% t interval on the rounds' log ratios, {args.runs} rounds), expected {expected:.2f} "
@@ -219,7 +221,7 @@ def main() -> int:
     walls, wlo, whi = paired_interval(results[1769]["wall"], results[128]["wall"])
     enforced = in_band(wlo, whi, expected)
     off = (walls / expected - 1) * 100
-    cpu_ratio, clo, chi = paired_interval(results[128]["cpu_per_work"], results[1769]["cpu_per_work"])
+    cpu_ratio, clo, chi = paired_interval(per_work(results[128], "cpu_s"), per_work(results[1769], "cpu_s"))
     small, full = (
         geo_interval(results[mb]["cpu_s"])[0] / results[mb]["work"] * args.work for mb in (128, 1769)
     )

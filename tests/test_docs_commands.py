@@ -45,6 +45,8 @@ from pathlib import Path
 
 import pytest
 
+from testbed_agent.procs import proc_stat
+
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
 #: the pages with examples (docs/commands.md is the generated reference: usage lines, not examples)
@@ -768,22 +770,18 @@ NODE_EXPORTER_PIDFILE = Path("/run/testbed-node-exporter.pid")
 
 
 def _stop_node_exporter_started_since(started: float) -> None:
-    """End the node_exporter the role started (its pid file) if it started after ``started`` (the
-    epoch): a service for a user of `make run`, a process left behind for the test suite."""
+    """End the node_exporter the role started (its pid file) if it started after ``started``
+    (seconds since boot, CLOCK_BOOTTIME): a service for a user of `make run`, a process left behind
+    for the test suite."""
     try:
         pid = int(NODE_EXPORTER_PIDFILE.read_text().split()[0])
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        since_boot = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
-        boot = next(
-            int(line.split()[1])
-            for line in Path("/proc/stat").read_text().splitlines()
-            if line.startswith("btime")
-        )
-    except (OSError, ValueError, IndexError, StopIteration):
+    except (OSError, ValueError, IndexError):
         return
-    if b"node-exporter" not in cmdline and b"node_exporter" not in cmdline:
+    stat = proc_stat(pid)
+    if stat is None or (b"node-exporter" not in cmdline and b"node_exporter" not in cmdline):
         return
-    if boot + since_boot / os.sysconf("SC_CLK_TCK") + 1 < started:
+    if stat[1] / os.sysconf("SC_CLK_TCK") + 1 < started:
         return  # there before the walk: not ours to stop
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + 10
@@ -822,7 +820,7 @@ def walk(
     azure_before = set(AZURE_STATE.iterdir()) if AZURE_STATE.exists() else set()
     outputs_before = {d: set(d.iterdir()) if d.exists() else set() for d in OUTPUTS}
     # `make run` starts node_exporter on its default port when nothing answers there
-    exporter_before, walk_started = not _free(NODE_EXPORTER_PORT), time.time()
+    exporter_before, walk_started = not _free(NODE_EXPORTER_PORT), time.clock_gettime(time.CLOCK_BOOTTIME)
     done: list[Outcome] = []
     try:
         done = run_all(tmp)
@@ -970,9 +968,10 @@ def test_the_walk_stops_only_the_node_exporter_it_started(
     proc = subprocess.Popen([str(exe), "60"])
     try:
         pidfile.write_text(f"{proc.pid}\n")
-        _stop_node_exporter_started_since(time.time() + 30)  # started before the "walk": kept
+        now = time.clock_gettime(time.CLOCK_BOOTTIME)
+        _stop_node_exporter_started_since(now + 30)  # started before the "walk": kept
         assert proc.poll() is None and pidfile.exists()
-        _stop_node_exporter_started_since(time.time() - 30)
+        _stop_node_exporter_started_since(now - 30)
         assert proc.wait(timeout=10) == -signal.SIGTERM and not pidfile.exists()
     finally:
         proc.kill()

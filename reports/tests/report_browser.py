@@ -154,29 +154,34 @@ def _errors(events: list[dict[str, Any]]) -> list[str]:
 START_S = 90.0
 
 
-def _start() -> tuple[subprocess.Popen, str, str]:
+def _launch() -> tuple[subprocess.Popen, str, str]:
     """Chromium on a fresh profile: the process, its DevTools address and the profile's directory
-    (the caller removes it); a second try, on another profile, when the first prints no address."""
-    for attempt in (1, 2):
-        profile = tempfile.mkdtemp(prefix="chromium-profile-")
-        proc = subprocess.Popen(
-            [chromium_binary(), *FLAGS, f"--user-data-dir={profile}", "about:blank"],
-            # its singleton socket's directory (org.chromium.Chromium.*, made in TMPDIR and left
-            # there when the browser is ended) inside the profile, which the caller removes
-            env=dict(os.environ, TMPDIR=profile),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
-        try:
-            return proc, _devtools_url(proc, START_S), profile
-        except BaseException as exc:
-            _stop(proc)
-            shutil.rmtree(profile, ignore_errors=True)
-            if attempt == 2 or not isinstance(exc, TimeoutError):
-                raise
-    raise AssertionError("unreachable")
+    (the caller removes it); both ended and removed when no address comes within START_S."""
+    profile = tempfile.mkdtemp(prefix="chromium-profile-")
+    proc = subprocess.Popen(
+        [chromium_binary(), *FLAGS, f"--user-data-dir={profile}", "about:blank"],
+        # its singleton socket's directory (org.chromium.Chromium.*, made in TMPDIR and left
+        # there when the browser is ended) inside the profile, which the caller removes
+        env=dict(os.environ, TMPDIR=profile),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        return proc, _devtools_url(proc, START_S), profile
+    except BaseException:
+        _stop(proc)
+        shutil.rmtree(profile, ignore_errors=True)
+        raise
+
+
+def _start() -> tuple[subprocess.Popen, str, str]:
+    """:func:`_launch`, and once more when the first Chromium prints no DevTools address."""
+    try:
+        return _launch()
+    except TimeoutError:
+        return _launch()
 
 
 def open_page(html: Path, timeout: float = 60.0, widths: tuple[int, ...] = ()) -> PageResult:
