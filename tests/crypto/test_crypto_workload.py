@@ -247,14 +247,25 @@ def test_steady_state_warmup_and_file_decryption(tmp_path: Path) -> None:
     assert len(text) == 65536 and text.isascii()
 
 
+def _settled(batches: list[int], tolerance: float) -> bool:
+    """CONTRACT.md's rule: the last 3 batch means lie within ``tolerance`` x their median."""
+    last = sorted(batches[-3:])
+    return len(last) == 3 and last[2] - last[0] <= tolerance * last[1]
+
+
 def test_java_reaches_steady_state_and_reports_cold_apart(tmp_path: Path) -> None:
     """A JIT language (Java) and a compiled one (Go) on a small in-memory AES-GCM cell with a
     time-based warm-up: the warm-up settles (``steady`` = 1), lasts at least half of ``warmup_s``
     (CONTRACT.md: a JIT compiles its last tier late), and the cold first operation is reported on
-    its own, outside the timed ones; Java's cold operation runs interpreted, its warm ones compiled."""
+    its own, outside the timed ones; Java's cold operation runs interpreted, its warm ones compiled.
+
+    Every attempt must follow the rule (steady exactly when its last 3 batches agree after S/2;
+    unsettled only after S); the machine's load decides whether an attempt settles, so the cell
+    gets three attempts to settle (CI 2026-11-30, 35a7ca6: at nice -10 beside three lanes, Java's
+    batch means still ranged 1.3-19.6 us for the whole 8 s)."""
     for lang in ("java", "go"):
         program(lang)  # skips without the toolchain, fails when not built
-    warmup_s, iterations = 8.0, 20
+    warmup_s, iterations, tolerance = 8.0, 20, 0.5  # batches of >= 160 ms; interpreted is 10-100x off
     b = bench(
         "aes-128-gcm",
         languages=["java", "go"],
@@ -262,22 +273,35 @@ def test_java_reaches_steady_state_and_reports_cold_apart(tmp_path: Path) -> Non
         payload_bytes=1024,
         iterations=iterations,
         warmup_s=warmup_s,
-        tolerance=0.5,  # batch means of >= 160 ms; the interpreter is 10-100x off, a shared CPU 2x
+        tolerance=tolerance,
     )
     # The rule under test is the harness's, not the machine's load: beside make test's other lanes
     # (load 5-6 on 2 cores) Java's batch means kept jumping past the tolerance for the whole 8 s
     # (2026-11-30 18:24 clean clone); the programs run ahead of them (nice -10, inherited).
     niceness = os.getpriority(os.PRIO_PROCESS, 0)
-    os.setpriority(os.PRIO_PROCESS, 0, -10)
-    try:
-        out = run(tmp_path, b)
-    finally:
-        os.setpriority(os.PRIO_PROCESS, 0, niceness)
-    assert out.status == "ok", out.error
+    unsettled: list[list[int]] = []
+    for attempt in range(3):
+        os.setpriority(os.PRIO_PROCESS, 0, -10)
+        try:
+            out = run(tmp_path / f"attempt-{attempt}", b)
+        finally:
+            os.setpriority(os.PRIO_PROCESS, 0, niceness)
+        assert out.status == "ok", out.error
+        samples = [out.samples[f"{lang}.encrypt"] for lang in ("java", "go")]
+        for sample in samples:
+            batches, took_s = sample["warmup_batches_ns"], sample["warmup_ns"] / 1e9
+            if sample["steady"]:
+                assert _settled(batches, tolerance) and took_s >= warmup_s / 2, (took_s, batches)
+            else:
+                assert sample["steady"] is False and took_s >= warmup_s, (took_s, batches)
+        if all(sample["steady"] for sample in samples):
+            break
+        unsettled += [s["warmup_batches_ns"] for s in samples if not s["steady"]]
+    else:
+        pytest.fail(f"no attempt settled in {warmup_s} s: {json.dumps(unsettled)}")
     m = out.metrics
     for lang in ("java", "go"):
         sample = out.samples[f"{lang}.encrypt"]
-        assert sample["steady"] is True, json.dumps(sample["warmup_batches_ns"])
         assert sample["warmup_ns"] / 1e9 >= warmup_s / 2
         assert sample["warmup_ops"] >= 1
         assert len(sample["times_ns"]) == iterations  # the cold operation is not among the timed
