@@ -56,7 +56,7 @@ def test_cpu_and_module_params_of_an_snp_host(tmp_path: Path) -> None:
         {"kvm_amd": {"sev": "Y", "sev_es": "Y", "sev_snp": "Y"}},
     )
     cpu = facts.cpu_info(root)
-    assert cpu["vendor"] == "amd" and cpu["svm"] and not cpu["vmx"]
+    assert cpu["vendor"] == "amd" and cpu["svm"] and not cpu["vmx"] and cpu["count"] == 2
     assert cpu["cc_flags"] == ["sev", "sev_es", "sev_snp"]
     params = facts.module_params(root)
     assert params["sev_snp"] is True and params["tdx"] is None and params["kvm_amd_loaded"]

@@ -65,7 +65,8 @@ def parse_version(text: str) -> tuple[int, ...] | None:
 
 
 def cpu_info(root: Path) -> dict[str, Any]:
-    """CPU vendor, model name and the virtualization-related flags from /proc/cpuinfo."""
+    """CPU vendor, model name, the virtualization-related flags and the count of online CPUs
+    (its processor entries) from /proc/cpuinfo."""
     text = _read(root / "proc/cpuinfo")
     fields: dict[str, str] = {}
     for line in text.splitlines():
@@ -76,9 +77,11 @@ def cpu_info(root: Path) -> dict[str, Any]:
             break
     flags = set(fields.get("flags", "").split())
     vendor = {"AuthenticAMD": "amd", "GenuineIntel": "intel"}.get(fields.get("vendor_id", ""), "unknown")
+    count = sum(1 for line in text.splitlines() if line.partition(":")[0].strip() == "processor")
     return {
         "vendor": vendor,
         "model": fields.get("model name", "unknown"),
+        "count": max(count, 1),
         "vmx": "vmx" in flags,
         "svm": "svm" in flags,
         "hypervisor_flag": "hypervisor" in flags,
