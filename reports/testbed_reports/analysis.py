@@ -25,13 +25,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sps
 
-from testbed_reports import family, pooling
+from testbed_reports import dist, family, pooling
 from testbed_reports.inference import ALPHA, Decision, Estimate, Side, decide
 
 #: z of an unadjusted 95 % interval (secondary metrics)
-Z95 = float(sps.norm.isf(ALPHA / 2))
+Z95 = float(dist.norm.isf(ALPHA / 2))
 
 
 @dataclass
@@ -178,5 +177,5 @@ def _z_of(ests: Sequence[Estimate]) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.abs(diff) / se
     t = np.where(se > 0, t, np.where(diff != 0, np.inf, 0.0))
-    tail = np.where(np.isfinite(df), sps.t.sf(t, np.where(np.isfinite(df), df, 1.0)), sps.norm.sf(t))
-    return np.where(tail > 0, sps.norm.isf(tail), np.inf)
+    tail = np.where(np.isfinite(df), dist.t.sf(t, np.where(np.isfinite(df), df, 1.0)), dist.norm.sf(t))
+    return np.where(tail > 0, dist.norm.isf(tail), np.inf)

@@ -38,6 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import linalg, optimize, stats
 
+from testbed_reports import dist
+
 #: the largest rho fitted (per step): a random walk is fitted as this
 RHO_MAX = 1 - 1e-6
 _U_MIN = math.log(1 - RHO_MAX)  # rho = 1 - exp(u), u in [_U_MIN, 0]
@@ -125,7 +127,7 @@ class Ar1Fit:
         expected = np.array([-float(np.sum(xc[:-k] * xw[k:])) / (n - p) for k in range(1, lags + 1)])
         q = float(n * (n + 2) * np.sum((r - expected) ** 2 / (n - np.arange(1, lags + 1))))
         df = max(lags - 1, 1)
-        return q, df, float(stats.chi2.sf(q, df))
+        return q, df, float(dist.chi2.sf(q, df))
 
 
 def _bidiagonal(gaps: np.ndarray, rho: float) -> tuple[np.ndarray, np.ndarray]:

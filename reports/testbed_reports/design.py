@@ -35,9 +35,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
-from testbed_reports import family, pooling
+from testbed_reports import dist, family, pooling
 from testbed_reports.analysis import Cell, analyse
 from testbed_reports.errors import ReportError
 from testbed_reports.inference import Side, estimate
@@ -131,7 +130,7 @@ def approximate_power(placements: int, machine_var: float, metrics: int, effect:
     side_df = (k - 1) * (1 + pooling.PRIOR_WEIGHT) if metrics >= pooling.MIN_METRICS else k - 1.0
     crit = float(family.t_critical(family.sidak_z(metrics), 2 * side_df))
     shift = abs(effect) / se
-    return float(sps.t.sf(crit - shift, 2 * side_df) + sps.t.cdf(-crit - shift, 2 * side_df))
+    return float(dist.t.sf(crit - shift, 2 * side_df) + dist.t.cdf(-crit - shift, 2 * side_df))
 
 
 def cost(placements: int, runs: int, costs: Costs) -> tuple[int, int, float, float]:

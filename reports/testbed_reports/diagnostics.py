@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from scipy import special as spf
-from scipy import stats as sps
 
+from testbed_reports import dist
 from testbed_reports.numerics import batch_rows, group_batches, group_max, group_spans
 from testbed_reports.runs import (
     Runs,
@@ -78,7 +78,7 @@ def _drift(
             rho[lo:hi] = _rank_correlation(group_ranks(values[rows], c), ro, c, n)[lo:hi]
     with np.errstate(divide="ignore", invalid="ignore"):
         t = rho * np.sqrt((n - 2) / np.maximum(1 - rho * rho, 1e-12))
-    p = 2 * sps.t.sf(np.abs(t), np.maximum(n - 2, 1))
+    p = 2 * dist.t.sf(np.abs(t), np.maximum(n - 2, 1))
     return rho, np.where(np.isfinite(rho) & (n >= DRIFT_MIN_N), p, 1.0)
 
 

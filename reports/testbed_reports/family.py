@@ -23,7 +23,8 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import stats as sps
+
+from testbed_reports import dist
 
 ALPHA = 0.05
 #: Monte Carlo draws of max |Z| (seeded: the same report gives the same critical value)
@@ -35,7 +36,7 @@ def sidak_z(m: int, alpha: float = ALPHA) -> float:
     """Two-sided simultaneous z critical value for ``m`` independent estimates."""
     if m <= 0:
         return float("nan")
-    return float(sps.norm.isf((1 - (1 - alpha) ** (1 / m)) / 2))
+    return float(dist.norm.isf((1 - (1 - alpha) ** (1 / m)) / 2))
 
 
 def shrunk_correlation(residuals: np.ndarray, df: int | None = None) -> tuple[np.ndarray, float]:
@@ -91,7 +92,7 @@ class MaxT:
         if self.m == 0:
             return np.full(len(z_abs), np.nan)
         if self.draws is None:
-            p = np.minimum(2 * sps.norm.sf(z_abs), 1.0)
+            p = np.minimum(2 * dist.norm.sf(z_abs), 1.0)
             return np.where(np.isfinite(z_abs), 1 - (1 - p) ** self.m, np.where(np.isnan(z_abs), np.nan, 0.0))
         above = len(self.draws) - np.searchsorted(self.draws, np.nan_to_num(z_abs, nan=np.inf), side="left")
         return np.where(np.isnan(z_abs), np.nan, (above + 1) / (len(self.draws) + 1))
@@ -108,13 +109,13 @@ def _max_abs(blocks: Sequence[np.ndarray]) -> np.ndarray:
     singles = sum(1 for b in blocks if len(b) == 1)
     if singles:  # independent singletons: the max of their |Z| has the closed-form law
         u = rng.random(DRAWS)
-        out = sps.norm.isf((1 - u ** (1 / singles)) / 2)
+        out = dist.norm.isf((1 - u ** (1 / singles)) / 2)
     for b in blocks:
         if len(b) == 1:
             continue
         root = _cholesky(b)  # continuous in b: a tiny change of b moves the draws a tiny bit
         z = rng.standard_normal((DRAWS, len(b))) @ root.T
-        out = np.maximum(out, np.abs(z).max(axis=1))
+        out = np.maximum(out, np.abs(z, out=z).max(axis=1))  # in place: a new array costs more than the abs
     return out
 
 
@@ -133,16 +134,16 @@ def t_critical_each(z: np.ndarray, df: np.ndarray) -> np.ndarray:
     """Per element the t critical value at the two-sided level of its z critical value."""
     z, df = np.asarray(z, dtype=float), np.asarray(df, dtype=float)
     good = np.isfinite(df) & (df > 0)
-    return np.where(good, sps.t.isf(sps.norm.sf(z), np.where(good, df, 1.0)), z)
+    return np.where(good, dist.t.isf(dist.norm.sf(z), np.where(good, df, 1.0)), z)
 
 
 def t_critical(z: float, df: np.ndarray | float) -> np.ndarray:
     """Each metric's t critical value at the two-sided level of the z critical value ``z``."""
     df = np.asarray(df, dtype=float)
-    tail = float(sps.norm.sf(z))
-    return np.where(np.isfinite(df) & (df > 0), sps.t.isf(tail, np.where(df > 0, df, 1.0)), z)
+    tail = float(dist.norm.sf(z))
+    return np.where(np.isfinite(df) & (df > 0), dist.t.isf(tail, np.where(df > 0, df, 1.0)), z)
 
 
 def level(z: float) -> float:
     """The per-interval confidence level (in %) of a two-sided z critical value."""
-    return 100 * (1 - 2 * float(sps.norm.sf(z))) if math.isfinite(z) else float("nan")
+    return 100 * (1 - 2 * float(dist.norm.sf(z))) if math.isfinite(z) else float("nan")

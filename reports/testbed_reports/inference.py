@@ -49,8 +49,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
+from testbed_reports import dist
 from testbed_reports.numerics import distinct_rows, group_moments, group_spans
 from testbed_reports.runs import Runs, as_runs
 from testbed_shared.intervals import t_quantile
@@ -515,7 +515,7 @@ def _pvalues(est: Estimate, better: str, margin: float) -> tuple[float, float]:
     if est.se == 0:
         p = 0.0 if d != 0 else 1.0
         return p, 0.0 if lo_b < d < hi_b else 1.0
-    tails = sps.t.sf([abs(d) / est.se, (d - lo_b) / est.se, (hi_b - d) / est.se], est.df)
+    tails = [dist.t.sf(x / est.se, est.df) for x in (abs(d), d - lo_b, hi_b - d)]
     return float(2 * tails[0]), float(max(tails[1], tails[2]))
 
 
@@ -527,11 +527,11 @@ def units_needed(spread: float, alpha: float, margin: float) -> int:
     which never exceeds the answer.
     """
     ratio = 2 * (spread / math.log1p(margin / 100)) ** 2
-    z = float(sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(0.8))
+    z = float(dist.norm.ppf(1 - alpha / 2) + dist.norm.ppf(0.8))
     n = max(2, math.ceil(ratio * z * z))
     while n < 10**8:
         df = 2 * n - 2
-        t = float(sps.t.ppf([1 - alpha / 2, 0.8], df).sum())
+        t = float(dist.t.ppf(1 - alpha / 2, df) + dist.t.ppf(0.8, df))
         need = math.ceil(ratio * t * t)
         if need <= n:
             return n

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
+
+from testbed_reports import dist
 
 
 @dataclass
@@ -117,8 +118,8 @@ def cv_ci(cv_percent: np.ndarray, n: np.ndarray, alpha: float = 0.05) -> tuple[n
     k = np.asarray(cv_percent, dtype=float) / 100.0
     nu = np.asarray(n, dtype=float) - 1
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        u_hi = sps.chi2.ppf(1 - alpha / 2, nu)
-        u_lo = sps.chi2.ppf(alpha / 2, nu)
+        u_hi = dist.chi2.ppf(1 - alpha / 2, nu)
+        u_lo = dist.chi2.ppf(alpha / 2, nu)
 
         def bound(u: np.ndarray) -> np.ndarray:
             den = ((u + 2) / (nu + 1) - 1) * k * k + u / nu

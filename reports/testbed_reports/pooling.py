@@ -31,7 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import special as spf
-from scipy import stats as sps
+
+from testbed_reports import dist
 
 #: the heterogeneity check's level: below it the metrics' spreads are not pooled
 HETEROGENEITY_P = 0.1
@@ -104,7 +105,7 @@ def moderate(s2: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray, Poo
     tri = spf.polygamma(1, half)
     centre = float(e.mean())
     dispersion = float(((e - centre) ** 2 / tri).sum())
-    p = float(sps.chi2.sf(dispersion, g - 1))
+    p = float(dist.chi2.sf(dispersion, g - 1))
     if p < HETEROGENEITY_P:
         return s2, d, Pool(g, False, heterogeneity_p=p, why_not=f"the metrics' spreads differ (p={p:.2g})")
     excess = float(((e - centre) ** 2).sum() / (g - 1) - tri.mean())

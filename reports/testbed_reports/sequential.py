@@ -31,9 +31,8 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-from scipy import stats as sps
 
-from testbed_reports import wording
+from testbed_reports import dist, wording
 from testbed_reports.analysis import Cell, Outcome, analyse
 from testbed_reports.compare import cells, parse_pairs
 from testbed_reports.errors import ReportError
@@ -50,7 +49,7 @@ def spent(t: float, alpha: float) -> float:
     if t <= 0:
         return 0.0
     t = min(t, 1.0)
-    return float(2 * sps.norm.sf(sps.norm.isf(alpha / 2) / math.sqrt(t)))
+    return float(2 * dist.norm.sf(dist.norm.isf(alpha / 2) / math.sqrt(t)))
 
 
 @lru_cache(maxsize=256)
@@ -68,14 +67,14 @@ def boundaries(fractions: tuple[float, ...], alpha: float) -> tuple[float, ...]:
         if grid is None:
 
             def exit_prob(c: float, t: float = t) -> float:
-                return float(2 * sps.norm.sf(c))
+                return float(2 * dist.norm.sf(c))
 
         else:
 
             def exit_prob(c: float, t: float = t, step: float = step, g=grid, f=dens) -> float:
                 hi = c * math.sqrt(t)
                 # P(continued so far and |S_t| >= hi): integrate the continued density forward
-                tail = sps.norm.sf((hi - g) / math.sqrt(step)) + sps.norm.cdf((-hi - g) / math.sqrt(step))
+                tail = dist.norm.sf((hi - g) / math.sqrt(step)) + dist.norm.cdf((-hi - g) / math.sqrt(step))
                 return float(np.trapezoid(f * tail, g))
 
         c = _solve(exit_prob, target)
@@ -83,9 +82,9 @@ def boundaries(fractions: tuple[float, ...], alpha: float) -> tuple[float, ...]:
         hi = c * math.sqrt(t)
         new_grid = np.linspace(-hi, hi, GRID)
         if grid is None:
-            dens = sps.norm.pdf(new_grid / math.sqrt(t)) / math.sqrt(t)
+            dens = dist.norm.pdf(new_grid / math.sqrt(t)) / math.sqrt(t)
         else:
-            kern = sps.norm.pdf((new_grid[:, None] - grid[None, :]) / math.sqrt(step)) / math.sqrt(step)
+            kern = dist.norm.pdf((new_grid[:, None] - grid[None, :]) / math.sqrt(step)) / math.sqrt(step)
             dens = np.trapezoid(kern * dens[None, :], grid, axis=1)
         grid = new_grid
         prev_t = t

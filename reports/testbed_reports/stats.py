@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
+from testbed_reports import dist
 from testbed_reports.display import is_machine_share
 from testbed_reports.numerics import cv_ci, first_rows, group_medians, group_moments
 from testbed_reports.runs import Runs, as_runs
@@ -272,7 +272,7 @@ def _typical_run(
         wm = np.bincount(c, weights=w, minlength=groups) / n
         sw2 = np.bincount(c, weights=(w - wm[c]) ** 2, minlength=groups) / (n - 1)
         se = np.sqrt((n - 1) * sw2 / (h * (h - 1)))
-        q = sps.t.ppf(0.5 + level / 2, np.where(h > 1, h - 1, 1))
+        q = dist.t.ppf(0.5 + level / 2, np.where(h > 1, h - 1, 1))
     ok = h > 1
     with np.errstate(over="ignore"):  # a bound past the float range is +inf: no bound, said as such
         return (

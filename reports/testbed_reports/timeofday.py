@@ -63,7 +63,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
-from testbed_reports import ar1
+from testbed_reports import ar1, dist
 from testbed_reports.anova import sequential_anova
 from testbed_reports.errors import ReportError
 from testbed_shared.atomic import write_atomically
@@ -378,7 +378,7 @@ def _days_name(days: Collection[int]) -> str:
 
 def _interval(est: float, se: float, df: float, alpha: float) -> tuple[float, float, float]:
     """Percent effect of a log-scale estimate with its t interval."""
-    half = float(stats.t.isf(alpha / 2, df)) * se
+    half = float(dist.t.isf(alpha / 2, df)) * se
     return 100 * math.expm1(est), 100 * math.expm1(est - half), 100 * math.expm1(est + half)
 
 
@@ -394,7 +394,7 @@ def hour_test(
     eff = m.hour_effects()
     f_val, d1, d2, p = m.fit.wald(eff[1:] - eff[0])  # 23 independent differences: all hours equal
     est, se, df = np.array([m.fit.contrast(eff[h]) for h in range(24)]).T
-    half = stats.t.isf(alpha / 2, df) * se
+    half = dist.t.isf(alpha / 2, df) * se
     hours = {f"{h:02d}": [100 * math.expm1(est[h] + d) for d in (0.0, -half[h], half[h])] for h in range(24)}
     centre = {k: v[0] for k, v in hours.items()}
     out.update(m.summary())
@@ -416,11 +416,12 @@ def hour_test(
 
 def _power(delta: float, se: float, df: float, alpha: float) -> float:
     """Two-sided t test's power at a true log effect ``delta`` with standard error ``se``."""
-    crit = float(stats.t.isf(alpha / 2, df))
+    crit = float(dist.t.isf(alpha / 2, df))
     total = 0.0
-    for nc in (delta / se, -delta / se):  # P(t > crit) + P(t < -crit) = P(t' > crit) at -nc
-        tail = float(stats.nct.sf(crit, df, nc))
-        total += tail if math.isfinite(tail) else float(stats.norm.sf(crit - nc))  # scipy's far tail: NaN
+    ncs = (delta / se, -delta / se)  # P(t > crit) + P(t < -crit) = P(t' > crit) at -nc
+    tails = stats.nct.sf(crit, df, ncs).tolist()  # both in one call: scipy.stats' cost is per call
+    for nc, tail in zip(ncs, tails, strict=True):
+        total += tail if math.isfinite(tail) else float(dist.norm.sf(crit - nc))  # scipy's far tail: NaN
     return min(total, 1.0)
 
 
@@ -454,7 +455,7 @@ def business_test(
     est, se, df = m.fit.contrast(h[inside].mean(axis=0) - h[~inside].mean(axis=0))
     centre, lo, hi = _interval(est, se, df, alpha)
     t = est / se
-    p = float(2 * stats.t.sf(abs(t), df))
+    p = float(2 * dist.t.sf(abs(t), df))
     delta = math.log1p(power_effect)
     out.update(m.summary())
     out.update(
