@@ -63,12 +63,12 @@ import pytest
 
 from testbed_shared.paths import build_cache
 
-# One BLAS thread in every process of the suite (set before anything imports numpy; children inherit
-# it): four lanes share 2 cores, and OpenBLAS's idle worker threads spin between the many small
-# matrix calls. The time-of-day calibration took 48.7 CPU-s in 27.4 s with the default pool and
-# 22.3 CPU-s in 22.8 s with one thread (2026-12-01, same machine, one after the other).
+# One BLAS/OpenMP thread in every process of the suite (set before anything imports numpy; children
+# inherit it, the notebooks' kernels too): four lanes share 2 cores, and OpenBLAS's idle worker
+# threads spin between the many small matrix calls. The time-of-day calibration took 48.7 CPU-s in
+# 27.4 s with the default pool and 22.3 CPU-s in 22.8 s with one thread (2026-12-01, one after the other).
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+    os.environ[_var] = "1"
 
 #: what the guests lane runs (node id prefixes, relative to the repository)
 GUESTS_LANE = ("tests/kvm/", "tests/hyperv/")

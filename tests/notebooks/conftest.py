@@ -1,4 +1,5 @@
-"""Fixtures of the notebook tests: one thread per library, a shared scratch directory, a runner."""
+"""Fixtures of the notebook tests: a shared scratch directory, a runner (one thread per library: the
+root conftest.py)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,6 @@ from pathlib import Path
 
 import pytest
 from nbhelpers import NOTEBOOKS, Runner
-
-
-@pytest.fixture(autouse=True)
-def one_thread_per_library(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The test machine is small and shared: keep OpenMP/BLAS pools from spinning against each other."""
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        monkeypatch.setenv(var, "1")
 
 
 @pytest.fixture(scope="session")
