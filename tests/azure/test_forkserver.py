@@ -15,6 +15,8 @@ import forkserver
 import pytest
 from repotest import ROOT
 
+from testbed_agent.procs import proc_stat
+
 HERE = Path(__file__).resolve().parent
 AZURE_PY = ROOT / ".venv/azure/bin/python"
 
@@ -113,7 +115,7 @@ def test_killing_the_client_kills_its_program(client: Path, tmp_path: Path) -> N
         proc.kill()
         proc.wait(timeout=10)
     end = time.monotonic() + 10
-    while Path(f"/proc/{pid}").exists() and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]:
+    while proc_stat(pid) is not None:  # alive and not a zombie; a pid reaped mid-read counts as gone
         assert time.monotonic() < end, "the program outlived its client"
         time.sleep(0.05)
 

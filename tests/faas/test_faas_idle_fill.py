@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from testbed_agent.procs import proc_stat
 from testbed_services.faas import cgroups
 from testbed_services.faas.emulator import Emulator
 from testbed_services.faas.functions import default_dirs
@@ -32,19 +33,10 @@ def _allowed(pid: int) -> str:
     return next(line.split()[1] for line in status.splitlines() if line.startswith("Cpus_allowed_list"))
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
 def _gone_within(pids: list[int], seconds: float) -> bool:
     end = time.monotonic() + seconds
     while time.monotonic() < end:
-        if not any(_alive(p) for p in pids):
+        if all(proc_stat(p) is None for p in pids):  # gone, or a zombie (a reaped pid may vanish mid-read)
             return True
         time.sleep(0.05)
     return False
