@@ -147,7 +147,10 @@ WEIGHTS = {
 def _children(pid: int) -> list[int]:
     out = []
     for task in Path(f"/proc/{pid}/task").iterdir():
-        out += [int(c) for c in (task / "children").read_text().split()]
+        try:  # the emulator's request threads come and go: a task may end between listing and reading
+            out += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue
     return out
 
 
