@@ -179,6 +179,13 @@ def mean_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, 
     return t_interval(*moments([float(v) for v in values]), level)
 
 
+def bracket(lo: float, hi: float, digits: int = 2) -> str:
+    """An interval as printed: "[lo, hi]", or "[no interval: too few runs]" when it has no bounds."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return "[no interval: too few runs]"
+    return f"[{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
 def against(
     lo: float, hi: float, below: float | None = None, within: tuple[float, float] | None = None
 ) -> str:
