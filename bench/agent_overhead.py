@@ -35,10 +35,10 @@ the loop device's one worker, which hides what one arm's process loses (a 10 % C
 CPU moved the ratio by -1.2 % against -10 % in sequence), and a RAM device per arm adds a device
 effect (a pair's spread 11.6 %).
 
-The agent's own CPU while fio runs (its rusage over the execution, % of one core; target < 1 %): mean
-with its t interval over the agent arms, "met" when the whole interval is below 1 %. fio's null
-engine is not used: at about 100 GB/s it measures fio's timing loop, with a spread of 17-36 % a
-pair, not the agent.
+The agent's own CPU while fio runs (its rusage over the execution, % of one core; target < 0.5 %,
+issue 38's): mean with its t interval over the agent arms, "met" when the whole interval is below
+it. fio's null engine is not used: at about 100 GB/s it measures fio's timing loop, with a spread of
+17-36 % a pair, not the agent.
 """
 
 from __future__ import annotations
@@ -65,6 +65,8 @@ from testbed_reports.inference import ALPHA, units_needed
 from testbed_shared import units
 
 MARGIN = 1.0
+#: the agent's own CPU while fio runs, % of one core: the most it may take
+AGENT_CPU_TARGET = 0.5
 
 
 def _run(*cmd: str) -> str:
@@ -221,7 +223,8 @@ def main() -> int:
         mean, lo, hi = mean_interval(cpu)
         print(
             f"  agent CPU while fio ran: mean {mean:.3f} % of one core [{lo:.3f}, {hi:.3f}] "
-            f"(95 % interval, {len(cpu)} executions) -> {against(lo, hi, below=1.0)}   target: below 1 %"
+            f"(95 % interval, {len(cpu)} executions) -> {against(lo, hi, below=AGENT_CPU_TARGET)}   "
+            f"target: below {AGENT_CPU_TARGET:g} %"
         )
     print(f"  load average at the end: {os.getloadavg()[0]:.2f}")
     return 0
