@@ -398,7 +398,7 @@ COMMANDS: dict[str, Run | Excluded] = {
         fixed="an IndentationError when pasted (the test joined its three lines into one and never saw it)",
     ),
     "make faas-smoke": Run(check=ok),
-    "make bench": Excluded("about 15 minutes of measurement; run by hand, its figures are in README.md"),
+    "make bench": Excluded("about 15 minutes of measurement; run by hand; its figures: docs/bench.md"),
     # docs/hyperv.md, docs/kvm.md: the example lab stops at its documentation addresses
     "ansible-playbook run.yml -i inventory/lab.yml -l kvm,hyperv "
     "-e plan=workloads/plans/crypto-hypervisor.yml": Run(check=stops_with(LAB_STOP)),
