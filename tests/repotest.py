@@ -1,4 +1,4 @@
-"""Helpers of the repository-level tests (Ansible runs, lint)."""
+"""Helpers of the repository-level tests (Ansible runs, lint, waiting for processes to end)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,26 @@ import os
 import socket
 import subprocess
 import sys
+import time
+from collections.abc import Iterable
 from pathlib import Path
+
+from testbed_agent.procs import proc_stat
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
+
+
+def gone_within(pids: Iterable[int], seconds: float) -> bool:
+    """Whether every one of ``pids`` has ended (gone or a zombie) within ``seconds``: a pid reaped
+    while its /proc entry is read counts as gone (``proc_stat``)."""
+    pids = list(pids)
+    end = time.monotonic() + seconds
+    while any(proc_stat(p) is not None for p in pids):
+        if time.monotonic() >= end:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def free_port() -> int:

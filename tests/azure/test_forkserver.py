@@ -13,9 +13,7 @@ from pathlib import Path
 
 import forkserver
 import pytest
-from repotest import ROOT
-
-from testbed_agent.procs import proc_stat
+from repotest import ROOT, gone_within
 
 HERE = Path(__file__).resolve().parent
 AZURE_PY = ROOT / ".venv/azure/bin/python"
@@ -114,10 +112,7 @@ def test_killing_the_client_kills_its_program(client: Path, tmp_path: Path) -> N
     finally:
         proc.kill()
         proc.wait(timeout=10)
-    end = time.monotonic() + 10
-    while proc_stat(pid) is not None:  # alive and not a zombie; a pid reaped mid-read counts as gone
-        assert time.monotonic() < end, "the program outlived its client"
-        time.sleep(0.05)
+    assert gone_within([pid], 10), "the program outlived its client"
 
 
 def test_a_program_killed_by_a_signal_kills_the_client_with_it(client: Path, tmp_path: Path) -> None:

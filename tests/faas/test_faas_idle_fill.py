@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from pathlib import Path
 
 import pytest
+from repotest import gone_within
 
-from testbed_agent.procs import proc_stat
 from testbed_services.faas import cgroups
 from testbed_services.faas.emulator import Emulator
 from testbed_services.faas.functions import default_dirs
@@ -33,15 +32,6 @@ def _allowed(pid: int) -> str:
     return next(line.split()[1] for line in status.splitlines() if line.startswith("Cpus_allowed_list"))
 
 
-def _gone_within(pids: list[int], seconds: float) -> bool:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if all(proc_stat(p) is None for p in pids):  # gone, or a zombie (a reaped pid may vanish mid-read)
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def test_fillers_run_one_per_cpu_at_the_smallest_weight_and_stop_with_the_emulator(start_emulator):
     emu = start_emulator("--profile", "aws-lambda", "--fill-idle-cpus", "--cpu-boost")
     info = emu.client.info()
@@ -60,7 +50,7 @@ def test_fillers_run_one_per_cpu_at_the_smallest_weight_and_stop_with_the_emulat
     assert status == 200 and body["result"]["calcs"] == 50
     emu.stop()
     assert emu.proc.returncode == 0, emu.log.read_text()
-    assert _gone_within(pids, 10), "fillers outlived the emulator's shutdown"
+    assert gone_within(pids, 10), "fillers outlived the emulator's shutdown"
     assert not _fill_groups(info["emulator_id"]), "the filler cgroup was left behind"
 
 
@@ -73,7 +63,7 @@ def test_a_killed_emulators_fillers_end_and_the_next_emulator_removes_their_cgro
     os.kill(first.proc.pid, signal.SIGKILL)
     first.proc.wait()
     # at the smallest weight on a busy machine a filler may wait long for the CPU it needs to notice
-    assert _gone_within(pids, 60), "fillers kept spinning after their emulator was killed"
+    assert gone_within(pids, 60), "fillers kept spinning after their emulator was killed"
     second = start_emulator("--profile", "aws-lambda", "--state-dir", state)
     assert not _fill_groups(emu_id), "the next emulator removes a dead emulator's filler cgroup"
     assert second.client.info()["fill_idle_cpus"] == 0
